@@ -1,0 +1,23 @@
+"""Command line: ``python -m attnpy [explain|bench] ...``.
+
+``python -m attnpy``           the "the cat sat" worked example, step by step
+``python -m attnpy explain``   the walkthrough of any example (see --help)
+``python -m attnpy bench``     attnpy vs the tutorial NumPy code vs PyTorch
+"""
+import sys
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "explain":
+        from ._trace import cli
+        return cli(argv[1:])
+    if argv and argv[0] == "bench":
+        from ._bench import main as bench_main
+        return bench_main(argv[1:])
+    from ._demo import main as demo_main
+    return demo_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

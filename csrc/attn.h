@@ -1,0 +1,167 @@
+/*
+ * attn.h -- the attnpy C core: attention kernels on raw pointers.
+ *
+ * Pure C11 + libc + pthreads. Nothing here knows about Python or NumPy;
+ * csrc/module.c is the only file that does. The caller (the binding, or the
+ * C test program) checks shapes, resolves broadcasting and allocates; the
+ * kernels only compute and return a status.
+ *
+ * Shape legend
+ *   B   batch items: every leading dimension, broadcast and flattened by the
+ *       caller into one index b in [0, B)
+ *   L   query positions (rows of Q, of the output and of the weights)
+ *   S   key/value positions (rows of K and V, columns of the weights)
+ *   E   features of a query / key row
+ *   Ev  features of a value row (= columns of the output)
+ *
+ * Operands are batched 2-D views (attn_mat): element (b, i, j) of a matrix
+ * of element type T lives at
+ *
+ *       (T *)m.data + m.boff[b] + i * m.s0 + j * m.s1
+ *
+ * Offsets and strides are counted in ELEMENTS, not bytes (the binding
+ * guarantees aligned, native-byte-order data, so byte strides divide
+ * evenly). boff == NULL means an offset of 0 for every b. Strides may be 0
+ * (a broadcast dimension) or negative (a reversed view). Sizes are size_t;
+ * the caller has checked that every extent fits in ptrdiff_t and that every
+ * allocation size the core makes cannot overflow size_t.
+ */
+#ifndef ATTNPY_ATTN_H
+#define ATTNPY_ATTN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    ATTN_OK = 0,
+    ATTN_ENOMEM = 1,        /* an allocation inside the core failed          */
+    ATTN_EFULLYMASKED = 2,  /* fully_masked == ATTN_FM_RAISE and a row saw no
+                               key: problem.bad_b / bad_row name the first one
+                               in (b, row) order                             */
+    ATTN_EINTERRUPTED = 3,  /* exec.poll asked to stop; outputs are garbage   */
+    ATTN_EINVAL = 4         /* an argument the caller should have rejected   */
+} attn_status;
+
+typedef enum { ATTN_F32 = 0, ATTN_F64 = 1 } attn_dtype;
+
+typedef enum {
+    ATTN_CAUSAL_NONE = 0,
+    ATTN_CAUSAL_TOP_LEFT = 1,     /* query i sees keys j <= i                 */
+    ATTN_CAUSAL_BOTTOM_RIGHT = 2  /* query i sees keys j <= i + S - L         */
+} attn_causal;
+
+typedef enum {
+    ATTN_FM_ZERO = 0,     /* output row 0, weights row 0                      */
+    ATTN_FM_UNIFORM = 1,  /* weights 1/S, output = mean of all S value rows
+                             (S == 0: output row 0)                           */
+    ATTN_FM_NAN = 2,      /* output row NaN, weights row NaN                  */
+    ATTN_FM_RAISE = 3     /* return ATTN_EFULLYMASKED                         */
+} attn_fm;
+
+typedef struct {
+    void *data;             /* NULL: operand absent (only where allowed)      */
+    const ptrdiff_t *boff;  /* B offsets in elements, or NULL for all zero    */
+    ptrdiff_t s0, s1;       /* row and column strides in elements             */
+} attn_mat;
+
+/*
+ * One scaled dot-product attention problem, B independent (L, S) items.
+ *
+ * For each b and each query row i, with allowed(i, j) = mask(b,i,j) != 0
+ * and causal(i, j), and
+ *
+ *     s(i, j) = allowed ? scale * dot(Q[b,i,:], K[b,j,:]) + bias(b,i,j)
+ *                       : -inf
+ *
+ * a row is FULLY MASKED when every s(i, j) is -inf (this includes S == 0;
+ * a NaN score does not count as -inf). Other rows get
+ *
+ *     weights(i, j) = exp(s(i, j) - m_i) / sum_j exp(s(i, j) - m_i),
+ *     m_i = max_j s(i, j)    (NaN/+inf propagate as in NumPy)
+ *     out[b, i, :] = sum_j weights(i, j) * V[b, j, :]
+ *
+ * and fully masked rows follow problem.fully_masked.
+ *
+ * Element types: q, k, v, bias, out, weights, scores are `dtype`
+ * (float or double); mask is uint8 (nonzero = may attend).
+ */
+typedef struct {
+    attn_dtype dtype;
+    size_t B, L, S, E, Ev;
+    attn_mat q;        /* (B, L, E)                                          */
+    attn_mat k;        /* (B, S, E)                                          */
+    attn_mat v;        /* (B, S, Ev)                                         */
+    attn_mat mask;     /* (B, L, S) uint8, optional (data NULL = all allowed) */
+    attn_mat bias;     /* (B, L, S) dtype, optional, added to scaled scores  */
+    attn_mat out;      /* (B, L, Ev) written                                 */
+    attn_mat weights;  /* (B, L, S) optional: written when data != NULL      */
+    attn_mat scores;   /* (B, L, S) optional: raw dot(Q_i, K_j), unscaled,
+                          unmasked (for attnpy.explain)                      */
+    double scale;
+    attn_causal causal;
+    attn_fm fully_masked;
+    /* out: set when the call returns ATTN_EFULLYMASKED */
+    size_t bad_b, bad_row;
+} attn_problem;
+
+/*
+ * How a call may run: thread count and a cancellation poll.
+ * poll (may be NULL) is called only from the calling thread, about every
+ * 100 ms of compute; a nonzero return stops the call, which then returns
+ * ATTN_EINTERRUPTED. Every core entry point is safe to call from several
+ * threads at once.
+ */
+typedef struct {
+    int nthreads;               /* >= 1                                      */
+    int (*poll)(void *ctx);
+    void *poll_ctx;
+} attn_exec;
+
+/* ---- attention ----------------------------------------------------------
+ * attn_sdpa: the fast path (fused, tiled, never builds L x S unless weights
+ * or scores are requested, in which case it writes them into the caller's
+ * buffers). Results do not depend on exec->nthreads.
+ * attn_sdpa_naive: a plain row-by-row implementation of the same contract,
+ * single-threaded, kept as the C tests' oracle.                            */
+attn_status attn_sdpa(attn_problem *p, const attn_exec *ex);
+attn_status attn_sdpa_naive(attn_problem *p);
+
+/* ---- instruction-set dispatch -------------------------------------------
+ * attn_isa_name(): "avx2" or "portable" -- the path attn_sdpa uses now.
+ * attn_set_isa(name): choose "avx2" (if the CPU has it), "portable" or
+ * "auto"; returns 0 on success, -1 if unknown or unsupported. The initial
+ * choice is "auto" unless the environment variable ATTNPY_FORCE_PORTABLE is
+ * set to a non-empty value other than "0".                                 */
+const char *attn_isa_name(void);
+int attn_set_isa(const char *name);
+
+/* ---- small kernels ------------------------------------------------------ */
+
+/* softmax over rows: row r, element j at in.data + in.boff[r] + j*in.s1
+ * (s0 unused). out may be the same memory as in (in place). NaN and +-inf
+ * propagate exactly as exp(x - max(x)) / sum(exp(x - max(x))) in NumPy.    */
+attn_status attn_softmax(attn_dtype dtype, attn_mat out, attn_mat in,
+                         size_t nrows, size_t n);
+
+/* sinusoidal positional encoding, batched: for b < B, t < T, c < D,
+ *   w_i  = exp(-(2i) * log(base) / D),      i = c / 2
+ *   pe   = sin((t + offset) * w_i)  for even c,  cos((t + offset) * w_i) odd
+ * computed in double; accumulate ? out += pe : out = pe.                   */
+attn_status attn_posenc(attn_dtype dtype, attn_mat out, size_t B, size_t T,
+                        size_t D, double offset, double base, int accumulate);
+
+/* batched strided 2-D copy: out(b, i, j) = in(b, i, j), i < rows, j < cols */
+attn_status attn_copy2d(attn_dtype dtype, attn_mat out, attn_mat in, size_t B,
+                        size_t rows, size_t cols);
+
+/* number of CPUs this process may run on (sched affinity), at least 1      */
+int attn_available_cpus(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ATTNPY_ATTN_H */
