@@ -92,6 +92,11 @@ def _as_compute(a, dtype):
     return np.asarray(a).astype(dtype, copy=False)
 
 
+def _quiet():
+    """NaN and inf propagate silently (NumPy would warn, not fail)."""
+    return np.errstate(invalid="ignore", divide="ignore", over="ignore")
+
+
 def _store(result, out, func, argname):
     """Return `result`, or copy it into the caller's `out` and return `out`.
 
@@ -133,7 +138,7 @@ def softmax(x, axis=-1, *, out=None):
     if x.shape[axis] == 0:                     # nothing to normalise
         return _store(x.copy(), out, "softmax", "out")
     # -inf - (-inf) and inf - inf are NaN, as in NumPy; do not warn about it.
-    with np.errstate(invalid="ignore", over="ignore"):
+    with _quiet():
         m = np.max(x, axis=axis, keepdims=True)
         e = np.exp(x - m)
         result = e / np.sum(e, axis=axis, keepdims=True)
@@ -275,9 +280,10 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
     scale = dtype.type(scale)              # float32 stays float32
 
     # 3. scores s = scale * Q K^T + bias, then -inf where not allowed.
-    s = scale * np.matmul(Q, np.swapaxes(K, -1, -2))
-    if bias is not None:
-        s = s + bias
+    with _quiet():
+        s = scale * np.matmul(Q, np.swapaxes(K, -1, -2))
+        if bias is not None:
+            s = s + bias
     allowed = _allowed(L, S, mask, causal)
     s = np.where(allowed, s, -np.inf).astype(dtype, copy=False)
     s = np.broadcast_to(s, batch + (L, S))
@@ -293,12 +299,12 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
 
     # 5. softmax of each row; fully masked rows come out NaN here and are
     #    replaced in step 6.
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+    V_b = np.broadcast_to(V, batch + (S, Ev))
+    with _quiet():
         m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)
         e = np.exp(s - m)
         weights = e / np.sum(e, axis=-1, keepdims=True)
-    V_b = np.broadcast_to(V, batch + (S, Ev))
-    output = np.matmul(weights, V_b)
+        output = np.matmul(weights, V_b)
 
     # 6. the fully_masked policy.
     if fully.any():
@@ -312,7 +318,8 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
         elif fully_masked == "uniform":
             if S > 0:
                 weights = np.where(row, 1.0 / S, weights)
-                mean_v = np.mean(V_b, axis=-2, keepdims=True)   # (..., 1, Ev)
+                with _quiet():
+                    mean_v = np.mean(V_b, axis=-2, keepdims=True)  # (..,1,Ev)
                 output = np.where(row, mean_v, output)
             else:
                 output = np.where(row, 0.0, output)
@@ -421,7 +428,9 @@ def combine_heads(x, *, out=None):
     x = np.asarray(x)
     *lead, H, T, dk = x.shape
     x = np.swapaxes(x, -3, -2)                   # (..., T, H, dk)
-    result = np.ascontiguousarray(x).reshape(*lead, T, H * dk)
+    # a fresh C-contiguous copy, in native byte order
+    result = np.ascontiguousarray(x, dtype=x.dtype.newbyteorder("="))
+    result = result.reshape(*lead, T, H * dk)
     return _store(result, out, "combine_heads", "out")
 
 
