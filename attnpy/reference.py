@@ -292,10 +292,11 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
     fully = np.all(s == -np.inf, axis=-1)                  # (..., L)
 
     if fully_masked == "raise" and fully.any():
-        b, i = np.argwhere(fully.reshape(-1, L))[0]       # first, in C order
-        raise ValueError(f"{func}: query row {i} of batch item {b} is fully "
-                         "masked (it may attend to no key) and "
-                         "fully_masked='raise'")
+        *index, i = np.argwhere(fully)[0]            # the first, in C order
+        where = f" of batch index {tuple(int(n) for n in index)}" if index \
+            else ""
+        raise ValueError(f"{func}: query row {i}{where} may attend to no key "
+                         "(fully_masked='raise')")
 
     # 5. softmax of each row; fully masked rows come out NaN here and are
     #    replaced in step 6.
