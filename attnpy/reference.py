@@ -206,11 +206,16 @@ def _allowed(L, S, mask, causal):
     allowed = np.ones((L, S), dtype=bool)
     if mask is not None:
         allowed = allowed & (mask != 0)
-    if causal is True or causal == "top_left":
+    if isinstance(causal, (bool, np.bool_)) or causal is None:
+        causal = "top_left" if causal else None       # True means top_left
+    elif not isinstance(causal, str):
+        raise TypeError("causal must be False, True, 'top_left' or "
+                        f"'bottom_right', not {causal!r}")
+    if causal == "top_left":
         allowed = allowed & causal_mask(L, S, align="top_left")
     elif causal == "bottom_right":
         allowed = allowed & causal_mask(L, S, align="bottom_right")
-    elif causal is not False and causal is not None:
+    elif causal is not None:
         raise ValueError("causal must be False, True, 'top_left' or "
                          f"'bottom_right', not {causal!r}")
     return allowed

@@ -164,6 +164,8 @@ SHAPES = [
     ((1, 4), (3, 1), 2, 6, 3, 3),
     ((), (), 33, 70, 16, 24),      # sizes that are not multiples of blocks
     ((), (), 130, 3, 7, 1),
+    ((2,), (2,), 200, 600, 64, 64),   # several query and key blocks
+    ((3,), (1,), 1, 1000, 32, 48),    # one query (decoding) over many keys
 ]
 
 
@@ -369,6 +371,23 @@ def test_sdpa_causal(causal, L, S, dtype):
             Q, K, V, np.tril(np.ones((L, S))), fully_masked="nan")
         assert_same(w3, w)
     assert (np.nan_to_num(w)[..., ~allowed] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("causal", [True, "bottom_right"])
+def test_sdpa_large_masked(causal, dtype):
+    """Sizes spanning several tiles, with masks that empty whole tiles
+    (padding) and rows (fully masked), in both causal alignments."""
+    rng = np.random.default_rng(28)
+    B, H, L, S, E = 2, 2, 150, 700, 32
+    Q, K, V = qkv(rng, (B, H), (B, 1), L, S, E, E, dtype)
+    pad = attnpy.padding_mask([0, 333], S)       # item 0 sees no key at all
+    keep = rng.random((L, S)) < 0.9
+    for fm in ("zero", "uniform", "nan"):
+        assert_sdpa_same((Q, K, V, pad & keep), {"causal": causal,
+                                                 "fully_masked": fm})
+    assert_sdpa_same((Q, K, V), {"causal": causal, "bias": np.where(
+        keep, 0.0, -np.inf)})
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
