@@ -19,8 +19,8 @@ import pytest
 import attnpy
 from attnpy import reference as ref
 
-from _arrays import (TOLERANCES, broadcast_view, layouts, random_array,
-                     snapshot, strided_empty, transposed_empty)
+from _arrays import (TOLERANCES, all_arrays, broadcast_view, layouts,
+                     random_array, snapshot, strided_empty, transposed_empty)
 
 FLOATS = [np.float32, np.float64]
 POLICIES = ["zero", "uniform", "nan", "raise"]
@@ -76,6 +76,18 @@ def test_softmax_every_axis_and_layout(shape, dtype):
             got = attnpy.softmax(x, axis)
             assert_same(got, ref.softmax(x, axis))
             assert_same(attnpy.softmax(x, axis=axis), got, exact=True)
+
+
+def test_softmax_all_arrays():
+    """softmax over the whole array generator, every axis."""
+    rng = np.random.default_rng(29)
+    seen = set()
+    for desc, x in all_arrays(rng):
+        for axis in range(-x.ndim, x.ndim):
+            assert_same(attnpy.softmax(x, axis), ref.softmax(x, axis))
+        seen.update(desc.split()[1:])
+    assert {"contiguous", "fortran", "transposed", "strided", "reversed",
+            "byteswapped", "unaligned", "broadcast", "nan/inf"} <= seen
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -705,6 +717,8 @@ def test_split_and_combine_heads(shape, h):
     for name, v in layouts(x):
         s = attnpy.split_heads(v, h)
         same_values(s, ref.split_heads(v, h))
+        if name == "contiguous":
+            assert np.shares_memory(s, v) or v.size == 0    # a view
         c = attnpy.combine_heads(s)
         same_values(c, ref.combine_heads(s))
         same_values(c, x)                       # round trip
