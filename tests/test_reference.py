@@ -194,7 +194,8 @@ def test_sdpa_shapes(shape, dtype):
                                rtol=TOLERANCES[np.dtype(dtype)][0] * 10)
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", FLOATS + [np.float16, np.int32],
+                         ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("which", ["Q", "K", "V"])
 def test_sdpa_layouts(which, dtype):
     """Each of Q, K, V in every memory layout (the others contiguous)."""
