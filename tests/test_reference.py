@@ -26,6 +26,35 @@ FLOATS = [np.float32, np.float64]
 POLICIES = ["zero", "uniform", "nan", "raise"]
 
 
+def _available_isas():
+    """The kernel paths this build and CPU can run ("portable" always)."""
+    from attnpy import _core
+    before, found = _core.isa(), []
+    for name in ("portable", "avx2"):
+        try:
+            _core.set_isa(name)
+            found.append(name)
+        except ValueError:
+            pass
+    _core.set_isa(before)
+    return found
+
+
+# every available kernel path, single- and multi-threaded (tests/conftest.py
+# restores the thread count and path after each test)
+KERNEL_CONFIGS = [(isa, n) for isa in _available_isas() for n in (1, 3)]
+
+
+@pytest.fixture(params=KERNEL_CONFIGS, ids=lambda c: f"{c[0]}-{c[1]}t")
+def kernel_config(request):
+    from attnpy import _core
+    isa, threads = request.param
+    _core.set_isa(isa)
+    attnpy.set_num_threads(threads)
+    assert _core.isa() == isa and attnpy.get_num_threads() == threads
+    return request.param
+
+
 def assert_same(actual, desired, *, exact=False):
     """attnpy's result equals the reference's: same type, shape, dtype, and
     values within the dtype's tolerance (NaN where NaN, inf where inf)."""
@@ -183,7 +212,7 @@ SHAPES = [
 
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
-def test_sdpa_shapes(shape, dtype):
+def test_sdpa_shapes(shape, dtype, kernel_config):
     rng = np.random.default_rng(len(str(shape)) * 7 + 1)
     Q, K, V = qkv(rng, *shape, dtype=dtype)
     out, w = assert_sdpa_same((Q, K, V), {})
@@ -388,11 +417,11 @@ def test_sdpa_causal(causal, L, S, dtype):
 
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("causal", [True, "bottom_right"])
-def test_sdpa_large_masked(causal, dtype):
+def test_sdpa_large_masked(causal, dtype, kernel_config):
     """Sizes spanning several tiles, with masks that empty whole tiles
     (padding) and rows (fully masked), in both causal alignments."""
     rng = np.random.default_rng(28)
-    B, H, L, S, E = 2, 2, 150, 700, 32
+    B, H, L, S, E = 2, 2, 130, 600, 32
     Q, K, V = qkv(rng, (B, H), (B, 1), L, S, E, E, dtype)
     pad = attnpy.padding_mask([0, 333], S)       # item 0 sees no key at all
     keep = rng.random((L, S)) < 0.9
@@ -404,7 +433,7 @@ def test_sdpa_large_masked(causal, dtype):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-def test_sdpa_mask_bias_causal_combined(dtype):
+def test_sdpa_mask_bias_causal_combined(dtype, kernel_config):
     rng = np.random.default_rng(12)
     B, H, L, S = 2, 3, 6, 8
     Q, K, V = qkv(rng, (B, H), (B, 1), L, S, 4, 5, dtype)
@@ -443,7 +472,7 @@ def fully_masked_case(rng, dtype):
 
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("policy", ["zero", "uniform", "nan"])
-def test_fully_masked_policies(policy, dtype):
+def test_fully_masked_policies(policy, dtype, kernel_config):
     rng = np.random.default_rng(13)
     Q, K, V, mask = fully_masked_case(rng, dtype)
     out, w = assert_sdpa_same((Q, K, V, mask), {"fully_masked": policy})
