@@ -901,6 +901,35 @@ def test_out_is_the_only_thing_written():
     assert_same(y, ref.softmax(x))
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_out_aliasing_an_input(dtype):
+    """out= may be one of the inputs (or overlap it): the result is what the
+    inputs held before the call, as with NumPy's ufuncs."""
+    rng = np.random.default_rng(30)
+    Q, K, V = qkv(rng, (2,), (2,), 5, 5, 5, 5, dtype)     # all (2, 5, 5)
+    want_out, want_w = ref.scaled_dot_product_attention(Q, K, V, causal=True)
+    for name in "QKV":
+        a = {"Q": Q.copy(), "K": K.copy(), "V": V.copy()}
+        r = attnpy.attention(a["Q"], a["K"], a["V"], causal=True,
+                             out=a[name])
+        assert r is a[name]
+        assert_same(r, want_out)
+        a = {"Q": Q.copy(), "K": K.copy(), "V": V.copy()}
+        view = np.swapaxes(a[name], -1, -2)     # overlapping, transposed
+        o, w = attnpy.scaled_dot_product_attention(
+            a["Q"], a["K"], a["V"], causal=True, weights_out=view)
+        assert w is view
+        assert_same(o, want_out)
+        assert_same(w, want_w)
+    x = random_array(rng, (4, 4), dtype)
+    for axis, out_of in [(-1, lambda y: y.T), (0, lambda y: y[::-1]),
+                         (1, lambda y: y[:, ::-1])]:
+        y = x.copy()
+        r = attnpy.softmax(y, axis, out=out_of(y))
+        assert_same(r, ref.softmax(x, axis))
+        assert_same(out_of(y), ref.softmax(x, axis))
+
+
 def test_refcounts():
     rng = np.random.default_rng(26)
     Q, K, V = qkv(rng, (2,), (2,), 3, 4, 2, 2)
