@@ -206,11 +206,16 @@ def _allowed(L, S, mask, causal):
     allowed = np.ones((L, S), dtype=bool)
     if mask is not None:
         allowed = allowed & (mask != 0)
-    if causal is True or causal == "top_left":
+    if isinstance(causal, (bool, np.bool_)) or causal is None:
+        causal = "top_left" if causal else None       # True means top_left
+    elif not isinstance(causal, str):
+        raise TypeError("causal must be False, True, 'top_left' or "
+                        f"'bottom_right', not {causal!r}")
+    if causal == "top_left":
         allowed = allowed & causal_mask(L, S, align="top_left")
     elif causal == "bottom_right":
         allowed = allowed & causal_mask(L, S, align="bottom_right")
-    elif causal is not False and causal is not None:
+    elif causal is not None:
         raise ValueError("causal must be False, True, 'top_left' or "
                          f"'bottom_right', not {causal!r}")
     return allowed
@@ -245,6 +250,27 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
            [0.33023845, 0.66976155]])
     """
     func = "scaled_dot_product_attention"
+    output, weights = _attention(Q, K, V, mask, bias, causal, scale,
+                                 fully_masked, func)
+    output = _store(output, out, func, "out")
+    weights = _store(weights, weights_out, func, "weights_out")
+    return output, weights
+
+
+def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
+              fully_masked="zero", out=None):
+    """The output of scaled_dot_product_attention, without the weights.
+
+    (attnpy's version is fused and never builds the L x S matrix; the
+    numbers are the same.)
+    """
+    output, _ = _attention(Q, K, V, mask, bias, causal, scale, fully_masked,
+                           "attention")
+    return _store(output, out, "attention", "out")
+
+
+def _attention(Q, K, V, mask, bias, causal, scale, fully_masked, func):
+    """The work of both entry points; `func` names the caller in errors."""
     if fully_masked not in FULLY_MASKED_POLICIES:
         raise ValueError(f"{func}: fully_masked must be one of "
                          f"{FULLY_MASKED_POLICIES}, not {fully_masked!r}")
@@ -327,23 +353,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
         weights = weights.astype(dtype, copy=False)
         output = output.astype(dtype, copy=False)
 
-    output = _store(np.ascontiguousarray(output), out, func, "out")
-    weights = _store(np.ascontiguousarray(weights), weights_out, func,
-                     "weights_out")
-    return output, weights
-
-
-def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
-              fully_masked="zero", out=None):
-    """The output of scaled_dot_product_attention, without the weights.
-
-    (attnpy's version is fused and never builds the L x S matrix; the
-    numbers are the same.)
-    """
-    output, _ = scaled_dot_product_attention(
-        Q, K, V, mask, bias=bias, causal=causal, scale=scale,
-        fully_masked=fully_masked)
-    return _store(output, out, "attention", "out")
+    return np.ascontiguousarray(output), np.ascontiguousarray(weights)
 
 
 # ---------------------------------------------------------------------------

@@ -10,6 +10,8 @@ in memory in many ways, and compare with attnpy.reference.
                           reversed (negative strides), byteswapped,
                           unaligned
     broadcast_view(a)     a view with stride 0 along the first axis
+    all_arrays(rng)       (description, array) over shapes x dtypes x layouts,
+                          0-size, float16/int/bool, NaN/inf and broadcast
     strided_empty(shape, dtype)   an uninitialised non-contiguous array
     transposed_empty(shape, dtype) an uninitialised transposed view
 """
@@ -85,6 +87,29 @@ def layout_names(ndim=2, itemsize=8):
     probe = np.zeros((1,) * ndim, dtype="u%d" % itemsize if itemsize > 1
                      else np.uint8)
     return [name for name, _ in layouts(probe)]
+
+
+SHAPES = [(4,), (3, 5), (2, 3, 4), (2, 1, 3, 6), (1, 1), (0,), (0, 4),
+          (3, 0), (2, 0, 3)]
+
+
+def all_arrays(rng, shapes=SHAPES, dtypes=FLOAT_DTYPES + OTHER_DTYPES,
+               special=True):
+    """Yield (description, array) over shapes x dtypes x layouts, plus a
+    broadcast (stride 0) view and, for floats, NaN/inf-containing arrays
+    when `special` (bottleneck's array_iter, for attnpy)."""
+    for shape in shapes:
+        for dtype in dtypes:
+            dt = np.dtype(dtype)
+            variants = [("", random_array(rng, shape, dt))]
+            if special and dt.kind == "f":
+                variants.append((" nan/inf",
+                                 random_array(rng, shape, dt, special=True)))
+            for tag, a in variants:
+                for name, v in layouts(a):
+                    yield f"{dt.name}{shape} {name}{tag}", v
+                if a.ndim and a.shape[0] > 1:
+                    yield f"{dt.name}{shape} broadcast{tag}", broadcast_view(a)
 
 
 def broadcast_view(a):

@@ -19,11 +19,40 @@ import pytest
 import attnpy
 from attnpy import reference as ref
 
-from _arrays import (TOLERANCES, broadcast_view, layouts, random_array,
-                     snapshot, strided_empty, transposed_empty)
+from _arrays import (TOLERANCES, all_arrays, broadcast_view, layouts,
+                     random_array, snapshot, strided_empty, transposed_empty)
 
 FLOATS = [np.float32, np.float64]
 POLICIES = ["zero", "uniform", "nan", "raise"]
+
+
+def _available_isas():
+    """The kernel paths this build and CPU can run ("portable" always)."""
+    from attnpy import _core
+    before, found = _core.isa(), []
+    for name in ("portable", "avx2"):
+        try:
+            _core.set_isa(name)
+            found.append(name)
+        except ValueError:
+            pass
+    _core.set_isa(before)
+    return found
+
+
+# every available kernel path, single- and multi-threaded (tests/conftest.py
+# restores the thread count and path after each test)
+KERNEL_CONFIGS = [(isa, n) for isa in _available_isas() for n in (1, 3)]
+
+
+@pytest.fixture(params=KERNEL_CONFIGS, ids=lambda c: f"{c[0]}-{c[1]}t")
+def kernel_config(request):
+    from attnpy import _core
+    isa, threads = request.param
+    _core.set_isa(isa)
+    attnpy.set_num_threads(threads)
+    assert _core.isa() == isa and attnpy.get_num_threads() == threads
+    return request.param
 
 
 def assert_same(actual, desired, *, exact=False):
@@ -76,6 +105,18 @@ def test_softmax_every_axis_and_layout(shape, dtype):
             got = attnpy.softmax(x, axis)
             assert_same(got, ref.softmax(x, axis))
             assert_same(attnpy.softmax(x, axis=axis), got, exact=True)
+
+
+def test_softmax_all_arrays():
+    """softmax over the whole array generator, every axis."""
+    rng = np.random.default_rng(29)
+    seen = set()
+    for desc, x in all_arrays(rng):
+        for axis in range(-x.ndim, x.ndim):
+            assert_same(attnpy.softmax(x, axis), ref.softmax(x, axis))
+        seen.update(desc.split()[1:])
+    assert {"contiguous", "fortran", "transposed", "strided", "reversed",
+            "byteswapped", "unaligned", "broadcast", "nan/inf"} <= seen
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -164,12 +205,14 @@ SHAPES = [
     ((1, 4), (3, 1), 2, 6, 3, 3),
     ((), (), 33, 70, 16, 24),      # sizes that are not multiples of blocks
     ((), (), 130, 3, 7, 1),
+    ((2,), (2,), 200, 600, 64, 64),   # several query and key blocks
+    ((3,), (1,), 1, 1000, 32, 48),    # one query (decoding) over many keys
 ]
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
-def test_sdpa_shapes(shape, dtype):
+def test_sdpa_shapes(shape, dtype, kernel_config):
     rng = np.random.default_rng(len(str(shape)) * 7 + 1)
     Q, K, V = qkv(rng, *shape, dtype=dtype)
     out, w = assert_sdpa_same((Q, K, V), {})
@@ -180,7 +223,8 @@ def test_sdpa_shapes(shape, dtype):
                                rtol=TOLERANCES[np.dtype(dtype)][0] * 10)
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", FLOATS + [np.float16, np.int32],
+                         ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("which", ["Q", "K", "V"])
 def test_sdpa_layouts(which, dtype):
     """Each of Q, K, V in every memory layout (the others contiguous)."""
@@ -372,7 +416,24 @@ def test_sdpa_causal(causal, L, S, dtype):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-def test_sdpa_mask_bias_causal_combined(dtype):
+@pytest.mark.parametrize("causal", [True, "bottom_right"])
+def test_sdpa_large_masked(causal, dtype, kernel_config):
+    """Sizes spanning several tiles, with masks that empty whole tiles
+    (padding) and rows (fully masked), in both causal alignments."""
+    rng = np.random.default_rng(28)
+    B, H, L, S, E = 2, 2, 130, 600, 32
+    Q, K, V = qkv(rng, (B, H), (B, 1), L, S, E, E, dtype)
+    pad = attnpy.padding_mask([0, 333], S)       # item 0 sees no key at all
+    keep = rng.random((L, S)) < 0.9
+    for fm in ("zero", "uniform", "nan"):
+        assert_sdpa_same((Q, K, V, pad & keep), {"causal": causal,
+                                                 "fully_masked": fm})
+    assert_sdpa_same((Q, K, V), {"causal": causal, "bias": np.where(
+        keep, 0.0, -np.inf)})
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_sdpa_mask_bias_causal_combined(dtype, kernel_config):
     rng = np.random.default_rng(12)
     B, H, L, S = 2, 3, 6, 8
     Q, K, V = qkv(rng, (B, H), (B, 1), L, S, 4, 5, dtype)
@@ -411,7 +472,7 @@ def fully_masked_case(rng, dtype):
 
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("policy", ["zero", "uniform", "nan"])
-def test_fully_masked_policies(policy, dtype):
+def test_fully_masked_policies(policy, dtype, kernel_config):
     rng = np.random.default_rng(13)
     Q, K, V, mask = fully_masked_case(rng, dtype)
     out, w = assert_sdpa_same((Q, K, V, mask), {"fully_masked": policy})
@@ -463,14 +524,15 @@ def test_fully_masked_by_bias_and_causal(dtype):
 def test_fully_masked_raise_names_first_row():
     rng = np.random.default_rng(15)
     Q, K, V, mask = fully_masked_case(rng, np.float64)
-    for f in (lambda **kw: attnpy.scaled_dot_product_attention(
-                  Q, K, V, mask, **kw),
-              lambda **kw: attnpy.attention(Q, K, V, mask=mask, **kw)):
+    for name, f in [
+            ("scaled_dot_product_attention", lambda **kw:
+             attnpy.scaled_dot_product_attention(Q, K, V, mask, **kw)),
+            ("attention", lambda **kw:
+             attnpy.attention(Q, K, V, mask=mask, **kw))]:
         with pytest.raises(ValueError) as info:
             f(fully_masked="raise")
         msg = str(info.value)
-        assert msg.startswith(("scaled_dot_product_attention:",
-                               "attention:")), msg
+        assert msg.startswith(name + ":"), msg
         # the first fully masked row in (batch item, row) order is
         # batch index (0, 1) (flattened: batch item 1), row 2
         assert re.search(r"\brow 2\b", msg), msg
@@ -686,6 +748,8 @@ def test_split_and_combine_heads(shape, h):
     for name, v in layouts(x):
         s = attnpy.split_heads(v, h)
         same_values(s, ref.split_heads(v, h))
+        if name == "contiguous":
+            assert np.shares_memory(s, v) or v.size == 0    # a view
         c = attnpy.combine_heads(s)
         same_values(c, ref.combine_heads(s))
         same_values(c, x)                       # round trip
@@ -835,6 +899,35 @@ def test_out_is_the_only_thing_written():
     y = x.copy()
     attnpy.softmax(y, out=y)
     assert_same(y, ref.softmax(x))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_out_aliasing_an_input(dtype):
+    """out= may be one of the inputs (or overlap it): the result is what the
+    inputs held before the call, as with NumPy's ufuncs."""
+    rng = np.random.default_rng(30)
+    Q, K, V = qkv(rng, (2,), (2,), 5, 5, 5, 5, dtype)     # all (2, 5, 5)
+    want_out, want_w = ref.scaled_dot_product_attention(Q, K, V, causal=True)
+    for name in "QKV":
+        a = {"Q": Q.copy(), "K": K.copy(), "V": V.copy()}
+        r = attnpy.attention(a["Q"], a["K"], a["V"], causal=True,
+                             out=a[name])
+        assert r is a[name]
+        assert_same(r, want_out)
+        a = {"Q": Q.copy(), "K": K.copy(), "V": V.copy()}
+        view = np.swapaxes(a[name], -1, -2)     # overlapping, transposed
+        o, w = attnpy.scaled_dot_product_attention(
+            a["Q"], a["K"], a["V"], causal=True, weights_out=view)
+        assert w is view
+        assert_same(o, want_out)
+        assert_same(w, want_w)
+    x = random_array(rng, (4, 4), dtype)
+    for axis, out_of in [(-1, lambda y: y.T), (0, lambda y: y[::-1]),
+                         (1, lambda y: y[:, ::-1])]:
+        y = x.copy()
+        r = attnpy.softmax(y, axis, out=out_of(y))
+        assert_same(r, ref.softmax(x, axis))
+        assert_same(out_of(y), ref.softmax(x, axis))
 
 
 def test_refcounts():
