@@ -37,7 +37,6 @@ __all__ = ["explain", "AttentionTrace", "Focus", "CheckReport", "CellDiff",
            "show", "ArrayView", "cli"]
 
 STEPS = ("scores", "scaled", "masked", "weights", "output")
-_POLICIES = ("zero", "uniform", "nan", "raise")
 
 
 # ---------------------------------------------------------------------------
@@ -119,12 +118,11 @@ def explain(Q, K, V, mask=None, *, bias=None, causal=False, scale=None,
     array([1., 1., 1.])
     """
     from . import _core
-    if fully_masked not in _POLICIES:   # the core checks it too; say "explain"
-        raise ValueError(f"explain: fully_masked must be one of {_POLICIES}, "
-                         f"not {fully_masked!r}")
     Qa, Ka, Va = np.asarray(Q), np.asarray(K), np.asarray(V)
+    # The one C call: the same kernels (and bits) as the public functions,
+    # plus the raw scores Q K^T. It validates every argument.
     out, weights, scores = _core.sdpa(Qa, Ka, Va, mask, bias, causal, scale,
-                                      fully_masked, None, None, 2)
+                                      fully_masked, None, None, 2, "explain")
     dtype = weights.dtype
     batch = weights.shape[:-2]
     L, S = weights.shape[-2:]
@@ -1683,7 +1681,8 @@ def _draw(ax, tr, cmap, annotate, d, *, fontsize=9, xlabel=True,
     L, S = tr.weights.shape
     ax.set_xticks(range(S), tr._klabels())
     ax.set_yticks(range(L), tr._qlabels())
-    if tr.key_tokens is not None:
+    klabels = tr._klabels()
+    if S > 8 or max((len(k) for k in klabels), default=0) > 5:
         ax.tick_params(axis="x", labelrotation=45)
     if xlabel:
         ax.set_xlabel("key")
