@@ -612,25 +612,34 @@ class AttentionTrace:
                    f"({L}, {S})")
         out.append("  weights[i, j] = e^masked[i, j] / (sum over k of "
                    "e^masked[i, k])")
-        live = np.flatnonzero(~self.fully_masked_rows)
-        if live.size and S:
-            i = int(live[0])
+        # the example row: the first that sees two keys (or one, if S == 1)
+        counts = np.count_nonzero(self.mask, axis=-1)
+        rows = np.flatnonzero(counts >= min(2, S)) if S else np.array([], int)
+        ex = int(rows[0]) if rows.size else None
+        if ex is not None:
+            i = ex
             x = self.masked[i].astype(np.float64)
-            shift = float(np.max(x)) if np.max(x) > 30 else 0.0
+            ks = [j for j in range(S) if self.mask[i, j]]
+            top = max(x[j] for j in ks)
+            shift = top if top > 30 else 0.0
             with np.errstate(all="ignore"):
-                e = np.exp(x - shift)
-            name = "e^" if shift == 0.0 else f"e^(x - {_short(shift, d)}) for x ="
+                e = np.where(self.mask[i], np.exp(x - shift), 0.0)
+            tot = float(np.sum(e))
+            name = "e^" if shift == 0.0 else f"e^(-{_short(shift, d)})*e^"
             parts = [f"{name}{_short(x[j], d)} = {_fmt(e[j], d)}"
-                     for j in _elide(S, 6) if j is not None]
-            if S > 6:
+                     for j in ks[:6]]
+            if len(ks) > 6:
                 parts.append("...")
+            blocked = S - len(ks)
+            keys = "key" if blocked == 1 else "keys"
+            note = (f" ({blocked} blocked {keys}: e^-inf = 0)" if blocked
+                    else "")
             out.append(f"  e.g. row {i} ({ql[i]}): " + ", ".join(parts)
-                       + f"; sum = {_fmt(np.sum(e), d)}")
-            first = [j for j in range(S) if self.mask[i, j]][:3]
-            if first:
-                out.append("    so weights[{0}] = ".format(i) + ", ".join(
-                    f"{_fmt(e[j], d)}/{_fmt(np.sum(e), d)}" for j in first)
-                    + (", ..." if np.count_nonzero(self.mask[i]) > 3 else ""))
+                       + f"; sum = {_fmt(tot, d)}{note}")
+            out.append(f"    so weights[{i}] = " + ", ".join(
+                f"{_fmt(e[j], d)}/{_fmt(tot, d)}" for j in ks[:4])
+                + (", ..." if len(ks) > 4 else "")
+                + (f", 0 for the blocked {keys}" if blocked else ""))
         sums = self.weights.astype(np.float64).sum(axis=-1)
         rs = [_fmt(s, d) for s in sums]
         out += _table(self.weights, ql, kl, d, extra=("row sum", rs))
@@ -641,8 +650,8 @@ class AttentionTrace:
         out.append(f"Step 5. output = weights @ V, shape ({L}, {Ev})")
         out.append("  output[i] = sum over j of weights[i, j] * V[j]: a blend "
                    "of the value rows")
-        if live.size and S:
-            i = int(live[0])
+        if ex is not None:
+            i = ex
             js = [j for j in range(S) if self.weights[i, j] != 0][:6]
             terms = " + ".join(f"{_fmt(self.weights[i, j], d)} * V[{j}]"
                                for j in js)
