@@ -619,3 +619,14 @@ def test_cli_subprocess():
                        cwd=ROOT, env=env, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 2 and "usage" in r.stderr
+
+
+def test_docs_check_by_hand_examples_run():
+    """docs/check_by_hand.md (the README section) shows true output."""
+    import doctest
+    res = doctest.testfile(str(ROOT / "docs" / "check_by_hand.md"),
+                           module_relative=False, verbose=False,
+                           optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert res.attempted >= 10 and res.failed == 0
+    text = (ROOT / "docs" / "check_by_hand.md").read_text()
+    assert "](heatmap.png)" in text
