@@ -127,7 +127,6 @@ def explain(Q, K, V, mask=None, *, bias=None, causal=False, scale=None,
     batch = weights.shape[:-2]
     L, S = weights.shape[-2:]
     E = Qa.shape[-1]
-    Ev = out.shape[-1]
 
     if scale is None:
         scale = 1.0 / math.sqrt(E) if E > 0 else 1.0
@@ -164,17 +163,16 @@ def explain(Q, K, V, mask=None, *, bias=None, causal=False, scale=None,
     fully = ~allowed.any(axis=-1) if S > 0 else np.ones(batch + (L,), bool)
 
     def keep(a, rows_cols):
-        a = np.array(np.broadcast_to(a, batch + rows_cols), dtype=dtype)
-        return a
+        """A private copy of `a`, seen (read-only) with the batch shape."""
+        return np.broadcast_to(np.array(a, dtype=dtype), batch + rows_cols)
 
     qt, kt = _norm_tokens(tokens, key_tokens, L, S)
     return AttentionTrace(
         _key=_PRIVATE,
-        Q=keep(Qa.astype(dtype), Qa.shape[-2:]),
-        K=keep(Ka.astype(dtype), Ka.shape[-2:]),
-        V=keep(Va.astype(dtype), Va.shape[-2:]),
-        scores=np.array(scores), scale=scale, scaled=np.array(scaled),
-        masked=np.array(masked), weights=weights, output=out,
+        Q=keep(Qa, Qa.shape[-2:]), K=keep(Ka, Ka.shape[-2:]),
+        V=keep(Va, Va.shape[-2:]),
+        scores=scores, scale=scale, scaled=scaled, masked=masked,
+        weights=weights, output=out,
         mask=np.array(allowed), fully=np.array(fully),
         bias=None if b is None else keep(b, (L, S)),
         tokens=qt, key_tokens=kt, causal=causal_mode,
@@ -309,10 +307,6 @@ def _vec(v, d, limit=8):
 
 def _labels(tokens, n):
     return list(tokens) if tokens is not None else [str(i) for i in range(n)]
-
-
-def _quote(label):
-    return '"' + label + '"'
 
 
 # ---------------------------------------------------------------------------
@@ -1097,7 +1091,7 @@ def _prev_range(exact, hand, previous, d):
 def _hand_chain(tr, d):
     """Each step done by hand from the previous step rounded to d decimals."""
     f = np.float64
-    Q, K, V = tr.Q.astype(f), tr.K.astype(f), tr.V.astype(f)
+    Q, K = tr.Q.astype(f), tr.K.astype(f)
     with np.errstate(all="ignore"):
         prod = Q[..., :, None, :] * K[..., None, :, :]   # (..., L, S, E)
         scores = _round(prod, d).sum(axis=-1)
@@ -1673,7 +1667,6 @@ def show(mask_or_array, tokens=None, *, decimals=3):
 
 def _import_pyplot():
     try:
-        import matplotlib  # noqa: F401
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ImportError("AttentionTrace.plot needs matplotlib, which is not "

@@ -154,6 +154,24 @@ def test_trace_arrays_follow_the_semantics():
         assert not getattr(tr, name).flags.writeable, name
 
 
+def test_trace_keeps_its_own_copy_and_errors_name_explain():
+    Xc = X.copy()
+    tr = explain(Xc, Xc, Xc)
+    Xc[0, 0] = 100.0
+    assert tr.Q[0, 0] == 0.9 and tr.V[0, 0] == 0.9
+    assert np.array_equal(Xc[1:], X[1:])
+    with pytest.raises(ValueError, match=r"^explain: K has 3 features"):
+        explain(X, X[:, :3], X)
+    with pytest.raises(ValueError, match=r"^explain: .*fully_masked"):
+        explain(X, X, X, fully_masked="ignore")
+    tr16 = explain(X.astype(np.float16), X, X.astype(np.float16))
+    assert tr16.dtype == np.float64             # result_type(f16, f64)
+    tr32 = explain(X.astype(np.float16), X.astype(np.float32),
+                   X.astype(np.float32))
+    assert tr32.dtype == np.float32 and tr32.scores.dtype == np.float32
+    assert tr32.masked.dtype == np.float32 and tr32.Q.dtype == np.float32
+
+
 def test_explain_is_attnpy_explain():
     assert attnpy.explain is explain
     assert attnpy.AttentionTrace is _trace.AttentionTrace
