@@ -343,19 +343,19 @@ def bench_matmul(cfg, repeat):
     return out
 
 
-def _tutorial_skip_reason(L, itemsize):
+def _tutorial_skip_reason(L, itemsize, max_l=TUTORIAL_MAX_L):
     # peak of the tutorial call: ~3 live (H, L, L) arrays of the dtype
     # (scores, shifted/exp, result) + the float64 tril mask + a bool array
     need = 3 * B_ * H_ * L * L * itemsize + L * L * 9
     avail = _mem_available()
-    if L > TUTORIAL_MAX_L:
-        return "L > %d (needs ~%s of L x L temporaries)" % (TUTORIAL_MAX_L, _fmt_bytes(need)), need
+    if L > max_l:
+        return "L > %d (needs ~%s of L x L temporaries)" % (max_l, _fmt_bytes(need)), need
     if avail is not None and need > avail // 2:
         return "needs ~%s, only %s available" % (_fmt_bytes(need), _fmt_bytes(avail)), need
     return None, need
 
 
-def bench_case(env, L, dtype, causal, cfg, repeat, seed):
+def bench_case(env, L, dtype, causal, cfg, repeat, seed, tutorial_max_l=TUTORIAL_MAX_L):
     """One shape: guard, then time attnpy / tutorial / torch interleaved."""
     dname = np.dtype(dtype).name
     rng = np.random.default_rng([seed, L, int(causal), np.dtype(dtype).itemsize])
@@ -366,7 +366,7 @@ def bench_case(env, L, dtype, causal, cfg, repeat, seed):
             "E": E_, "flops": flops, "results": {}, "skipped": {}}
 
     cons = [Contender("attnpy", lambda: env.attention(Q, K, V, causal=causal))]
-    skip, need = _tutorial_skip_reason(L, np.dtype(dtype).itemsize)
+    skip, need = _tutorial_skip_reason(L, np.dtype(dtype).itemsize, tutorial_max_l)
     case["tutorial_bytes_estimate"] = need
     mask = None
     if skip:
@@ -791,6 +791,9 @@ def _parse(argv):
                     help="leave out parts: tiny, memory, threads, matmul, torch")
     ap.add_argument("--memory-length", type=int, default=MEMORY_L, metavar="L",
                     help="L of the peak-memory run (default %d, the target's)" % MEMORY_L)
+    ap.add_argument("--tutorial-max-length", type=int, default=TUTORIAL_MAX_L, metavar="L",
+                    help="run the tutorial code only up to this L (default %d; it needs "
+                         "3 x H*L*L*itemsize bytes)" % TUTORIAL_MAX_L)
     ap.add_argument("--seed", type=int, default=0, help="random inputs' seed (default 0)")
     ap.add_argument("--strict", action="store_true",
                     help="exit with status 2 when a target FAILs")
@@ -864,7 +867,8 @@ def _run(env, args, cfg):
     for dtype in args.dtypes:
         for causal in (False, True):
             for L in cfg["lengths"]:
-                c = bench_case(env, L, np.dtype(dtype).type, causal, cfg, args.repeat, args.seed)
+                c = bench_case(env, L, np.dtype(dtype).type, causal, cfg, args.repeat, args.seed,
+                               args.tutorial_max_length)
                 R["cases"].append(c)
                 _p(_case_line(c, mm, notes))
                 gc.collect()
