@@ -1,0 +1,604 @@
+"""attnpy.reference -- a plain NumPy twin of every public attnpy function.
+
+This module is the oracle of attnpy's tests and a page to read beside the C
+core (csrc/attn_core.c). Every function here computes the same thing as the
+attnpy function of the same name, in the most direct NumPy there is: no
+tiling, no fusion, no cleverness. It is slow and it builds every L x S
+matrix; that is the point.
+
+Shape legend (the same as csrc/attn.h)::
+
+    ...  leading ("batch") dimensions, broadcast by NumPy's rules
+    L    query positions            S    key/value positions
+    E    features of a query/key    Ev   features of a value
+
+The attention rule every entry point shares, for query row i and key j::
+
+    allowed(i, j) = (mask[i, j] != 0) and causal(i, j)
+    s(i, j)       = scale * (Q_i . K_j) + bias[i, j]   if allowed(i, j)
+                  = -inf                               otherwise
+    weights[i, :] = exp(s(i, :) - max_j s(i, j)) / sum_j exp(s(i, j) - max)
+    out[i, :]     = sum_j weights[i, j] * V_j
+
+A row whose every s(i, j) is -inf is FULLY MASKED (S == 0 included). Its
+exp(s - max) would be exp(-inf + inf) = NaN, so it gets the policy chosen by
+``fully_masked`` instead ("zero", "uniform", "nan" or "raise").
+
+dtypes: float32 and float64 are computed in that precision. Everything else
+is converted first: float16 -> float32, bool and integers -> float64,
+long double -> float64. Complex, object, string, bytes, datetime, timedelta
+and void arrays raise TypeError.
+
+The second half of the module holds the tutorials' own code, written out
+again as ``tutorial_*`` functions (same formulas, e.g. the ``-1e9`` fill of
+masked scores), so the tests can show that attnpy gives the tutorials'
+numbers.
+"""
+import math
+
+import numpy as np
+
+__all__ = [
+    "softmax", "scaled_dot_product_attention", "attention",
+    "create_causal_mask", "causal_mask", "padding_mask",
+    "positional_encoding", "add_positional_encoding",
+    "split_heads", "combine_heads", "MultiHeadAttention",
+    "compute_dtype",
+    "tutorial_softmax", "tutorial_scaled_dot_product_attention",
+    "tutorial_create_causal_mask", "tutorial_positional_encoding",
+    "tutorial_split_heads", "tutorial_combine_heads",
+    "tutorial_multi_head_attention", "tutorial_init_weights",
+    "tutorial_layer_norm", "tutorial_feed_forward",
+    "tutorial_encoder_layer",
+]
+
+FULLY_MASKED_POLICIES = ("zero", "uniform", "nan", "raise")
+
+
+# ---------------------------------------------------------------------------
+# dtype rules
+# ---------------------------------------------------------------------------
+
+def _check_real(name, dtype):
+    """TypeError unless `dtype` is bool, an integer or a real float."""
+    if dtype.kind not in "biuf":
+        raise TypeError(f"{name} has dtype {dtype}; attnpy needs real numbers "
+                        "(bool, integer or float)")
+
+
+def compute_dtype(*arrays):
+    """The dtype attnpy computes in for these inputs.
+
+    np.result_type of the inputs, then mapped:
+    float32 -> float32, float64 -> float64, float16 -> float32,
+    bool / int / uint -> float64, long double -> float64.
+    Complex, object, str, bytes, datetime, timedelta, void -> TypeError.
+
+    >>> compute_dtype(np.zeros(2, np.float16), np.zeros(2, np.int8))
+    dtype('float32')
+    >>> compute_dtype(np.zeros(2, np.float32), np.zeros(2, np.int64))
+    dtype('float64')
+    """
+    for a in arrays:
+        _check_real("input", np.asarray(a).dtype)
+    dt = np.result_type(*arrays)
+    if dt == np.float32 or dt == np.float16:
+        return np.dtype(np.float32)
+    return np.dtype(np.float64)
+
+
+def _as_compute(a, dtype):
+    """`a` as an array of the compute dtype (a copy only when needed)."""
+    return np.asarray(a).astype(dtype, copy=False)
+
+
+def _quiet():
+    """NaN and inf propagate silently (NumPy would warn, not fail)."""
+    return np.errstate(invalid="ignore", divide="ignore", over="ignore")
+
+
+def _store(result, out, func, argname):
+    """Return `result`, or copy it into the caller's `out` and return `out`.
+
+    `out` must have exactly the result's shape and dtype; any strides.
+    """
+    if out is None:
+        return result
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"{func}: {argname} must be a numpy array")
+    if out.shape != result.shape:
+        raise ValueError(f"{func}: {argname} has shape {out.shape} but the "
+                         f"result has shape {result.shape}")
+    if out.dtype != result.dtype:
+        raise TypeError(f"{func}: {argname} has dtype {out.dtype} but the "
+                        f"result has dtype {result.dtype}")
+    out[...] = result
+    return out
+
+
+# ---------------------------------------------------------------------------
+# softmax
+# ---------------------------------------------------------------------------
+
+def softmax(x, axis=-1, *, out=None):
+    """softmax(x)_j = exp(x_j - max(x)) / sum_k exp(x_k - max(x)) along `axis`.
+
+    Exactly NumPy's arithmetic, NaN and inf included: a row holding a NaN
+    or a +inf, or a row that is all -inf, comes out all NaN.
+    float16 -> float32, bool/int -> float64. `out` may be `x` (in place).
+
+    >>> softmax(np.array([0.0, np.log(3.0)]))
+    array([0.25, 0.75])
+    """
+    x = np.asarray(x)
+    dtype = compute_dtype(x)
+    x = _as_compute(x, dtype)
+    if x.ndim == 0:
+        raise ValueError("softmax: x must have at least one dimension")
+    if x.shape[axis] == 0:                     # nothing to normalise
+        return _store(x.copy(), out, "softmax", "out")
+    # -inf - (-inf) and inf - inf are NaN, as in NumPy; do not warn about it.
+    with _quiet():
+        m = np.max(x, axis=axis, keepdims=True)
+        e = np.exp(x - m)
+        result = e / np.sum(e, axis=axis, keepdims=True)
+    return _store(result, out, "softmax", "out")
+
+
+# ---------------------------------------------------------------------------
+# masks
+# ---------------------------------------------------------------------------
+
+def create_causal_mask(seq_len):
+    """The tutorial's causal mask: np.tril(np.ones((seq_len, seq_len))).
+
+    float64, 1.0 where query i may see key j (j <= i), else 0.0.
+
+    >>> create_causal_mask(3)
+    array([[1., 0., 0.],
+           [1., 1., 0.],
+           [1., 1., 1.]])
+    """
+    return np.tril(np.ones((seq_len, seq_len)))
+
+
+def causal_mask(L, S=None, *, align="top_left"):
+    """Boolean (L, S) mask, True where query i may see key j.
+
+    align="top_left":      j <= i              (np.tril(np.ones((L, S))))
+    align="bottom_right":  j <= i + S - L      (the last query sees every key,
+                                                as in KV-cache decoding)
+
+    >>> causal_mask(2, 3, align="bottom_right").astype(int)
+    array([[1, 1, 0],
+           [1, 1, 1]])
+    """
+    if S is None:
+        S = L
+    i = np.arange(L)[:, None]          # query index, a column
+    j = np.arange(S)[None, :]          # key index, a row
+    if align == "top_left":
+        return j <= i
+    if align == "bottom_right":
+        return j <= i + (S - L)
+    raise ValueError(f"causal_mask: align must be 'top_left' or "
+                     f"'bottom_right', not {align!r}")
+
+
+def padding_mask(lengths, S):
+    """Boolean (B, 1, 1, S) mask, True where key j < lengths[b].
+
+    Broadcasts against (B, H, L, S) scores: item b may attend to its first
+    lengths[b] keys only.
+
+    >>> padding_mask([1, 3], 3)[:, 0, 0, :]
+    array([[ True, False, False],
+           [ True,  True,  True]])
+    """
+    lengths = np.asarray(lengths)
+    j = np.arange(S)
+    keep = j[None, :] < lengths.reshape(-1)[:, None]      # (B, S)
+    return keep[:, None, None, :]
+
+
+def _allowed(L, S, mask, causal):
+    """Boolean array broadcastable to (..., L, S): may query i see key j?"""
+    allowed = np.ones((L, S), dtype=bool)
+    if mask is not None:
+        allowed = allowed & (mask != 0)
+    if causal is True or causal == "top_left":
+        allowed = allowed & causal_mask(L, S, align="top_left")
+    elif causal == "bottom_right":
+        allowed = allowed & causal_mask(L, S, align="bottom_right")
+    elif causal is not False and causal is not None:
+        raise ValueError("causal must be False, True, 'top_left' or "
+                         f"'bottom_right', not {causal!r}")
+    return allowed
+
+
+# ---------------------------------------------------------------------------
+# attention
+# ---------------------------------------------------------------------------
+
+def _leading(a):
+    """The leading (batch) dims of an array used as (..., rows, cols)."""
+    return a.shape[:-2] if a.ndim >= 2 else ()
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
+                                 causal=False, scale=None,
+                                 fully_masked="zero", out=None,
+                                 weights_out=None):
+    """(output, weights) of scaled dot-product attention.
+
+        weights = softmax(scale * Q K^T + bias, masked to -inf)   (..., L, S)
+        output  = weights V                                       (..., L, Ev)
+
+    Q (..., L, E), K (..., S, E), V (..., S, Ev); mask and bias broadcast
+    to (..., L, S) and may add leading dims. scale defaults to 1/sqrt(E)
+    (1.0 when E == 0). Fully masked rows follow `fully_masked`.
+
+    >>> Q = K = V = np.eye(2)
+    >>> out, w = scaled_dot_product_attention(Q, K, V, causal=True)
+    >>> w
+    array([[1.        , 0.        ],
+           [0.33023845, 0.66976155]])
+    """
+    func = "scaled_dot_product_attention"
+    if fully_masked not in FULLY_MASKED_POLICIES:
+        raise ValueError(f"{func}: fully_masked must be one of "
+                         f"{FULLY_MASKED_POLICIES}, not {fully_masked!r}")
+
+    # 1. dtypes: compute in the mapped result type of Q, K, V.
+    Q, K, V = np.asarray(Q), np.asarray(K), np.asarray(V)
+    dtype = compute_dtype(Q, K, V)
+    Q, K, V = (_as_compute(a, dtype) for a in (Q, K, V))
+    if Q.ndim < 2 or K.ndim < 2 or V.ndim < 2:
+        raise ValueError(f"{func}: Q, K and V need at least 2 dimensions")
+    L, E = Q.shape[-2:]
+    S, Ev = V.shape[-2:]
+    if K.shape[-1] != E:
+        raise ValueError(f"{func}: K has {K.shape[-1]} features but Q has {E}")
+    if K.shape[-2] != S:
+        raise ValueError(f"{func}: K has {K.shape[-2]} positions but V has {S}")
+    if mask is not None:
+        mask = np.asarray(mask)
+        _check_real("mask", mask.dtype)
+    if bias is not None:
+        bias = np.asarray(bias)
+        _check_real("bias", bias.dtype)
+        bias = _as_compute(bias, dtype)
+
+    # 2. the broadcast batch shape "..." of everything.
+    batch = np.broadcast_shapes(
+        _leading(Q), _leading(K), _leading(V),
+        _leading(mask) if mask is not None else (),
+        _leading(bias) if bias is not None else ())
+
+    if scale is None:
+        scale = 1.0 / math.sqrt(E) if E > 0 else 1.0
+    scale = dtype.type(scale)              # float32 stays float32
+
+    # 3. scores s = scale * Q K^T + bias, then -inf where not allowed.
+    with _quiet():
+        s = scale * np.matmul(Q, np.swapaxes(K, -1, -2))
+        if bias is not None:
+            s = s + bias
+    allowed = _allowed(L, S, mask, causal)
+    s = np.where(allowed, s, -np.inf).astype(dtype, copy=False)
+    s = np.broadcast_to(s, batch + (L, S))
+
+    # 4. fully masked rows: every score is -inf (S == 0 included).
+    fully = np.all(s == -np.inf, axis=-1)                  # (..., L)
+
+    if fully_masked == "raise" and fully.any():
+        b, i = np.argwhere(fully.reshape(-1, L))[0]       # first, in C order
+        raise ValueError(f"{func}: query row {i} of batch item {b} is fully "
+                         "masked (it may attend to no key) and "
+                         "fully_masked='raise'")
+
+    # 5. softmax of each row; fully masked rows come out NaN here and are
+    #    replaced in step 6.
+    V_b = np.broadcast_to(V, batch + (S, Ev))
+    with _quiet():
+        m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)
+        e = np.exp(s - m)
+        weights = e / np.sum(e, axis=-1, keepdims=True)
+        output = np.matmul(weights, V_b)
+
+    # 6. the fully_masked policy.
+    if fully.any():
+        row = fully[..., None]                             # (..., L, 1)
+        if fully_masked == "zero":
+            weights = np.where(row, 0.0, weights)
+            output = np.where(row, 0.0, output)
+        elif fully_masked == "nan":
+            weights = np.where(row, np.nan, weights)
+            output = np.where(row, np.nan, output)
+        elif fully_masked == "uniform":
+            if S > 0:
+                weights = np.where(row, 1.0 / S, weights)
+                with _quiet():
+                    mean_v = np.mean(V_b, axis=-2, keepdims=True)  # (..,1,Ev)
+                output = np.where(row, mean_v, output)
+            else:
+                output = np.where(row, 0.0, output)
+        weights = weights.astype(dtype, copy=False)
+        output = output.astype(dtype, copy=False)
+
+    output = _store(np.ascontiguousarray(output), out, func, "out")
+    weights = _store(np.ascontiguousarray(weights), weights_out, func,
+                     "weights_out")
+    return output, weights
+
+
+def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
+              fully_masked="zero", out=None):
+    """The output of scaled_dot_product_attention, without the weights.
+
+    (attnpy's version is fused and never builds the L x S matrix; the
+    numbers are the same.)
+    """
+    output, _ = scaled_dot_product_attention(
+        Q, K, V, mask, bias=bias, causal=causal, scale=scale,
+        fully_masked=fully_masked)
+    return _store(output, out, "attention", "out")
+
+
+# ---------------------------------------------------------------------------
+# positional encoding
+# ---------------------------------------------------------------------------
+
+def _pe_table(positions, d_model, base):
+    """Sinusoidal encodings of the given positions, float64 (T, d_model).
+
+        w_i          = exp(2i * -(log(base) / d_model))
+        PE(p, 2i)    = sin(p * w_i)
+        PE(p, 2i+1)  = cos(p * w_i)
+
+    With an odd d_model the last column is a sine; the cosine columns use
+    the first d_model // 2 frequencies.
+    """
+    position = np.asarray(positions, dtype=np.float64)[:, np.newaxis]
+    if d_model == 0:
+        return np.zeros((len(position), 0))
+    div_term = np.exp(np.arange(0, d_model, 2) * -(np.log(base) / d_model))
+    pe = np.zeros((len(position), d_model))
+    pe[:, 0::2] = np.sin(position * div_term)
+    pe[:, 1::2] = np.cos(position * div_term[: d_model // 2])
+    return pe
+
+
+def positional_encoding(max_len, d_model, *, base=10000.0, dtype=np.float64,
+                        out=None):
+    """(max_len, d_model) sinusoidal positional encodings.
+
+    The tutorial's formula, computed in float64 and then cast to `dtype`.
+
+    >>> positional_encoding(2, 4).round(4)
+    array([[0.    , 1.    , 0.    , 1.    ],
+           [0.8415, 0.5403, 0.01  , 1.    ]])
+    """
+    pe = _pe_table(np.arange(max_len), d_model, base).astype(dtype)
+    return _store(pe, out, "positional_encoding", "out")
+
+
+def add_positional_encoding(x, *, offset=0, base=10000.0):
+    """x[..., t, :] += PE(t + offset) in place; returns x.
+
+    x is (..., T, D), float32 or float64. The sum is formed in float64 and
+    stored in x's dtype.
+    """
+    if not isinstance(x, np.ndarray) or x.dtype not in (np.float32,
+                                                        np.float64):
+        raise TypeError("add_positional_encoding: x must be a float32 or "
+                        "float64 numpy array")
+    if x.ndim < 2:
+        raise ValueError("add_positional_encoding: x must be (..., T, D)")
+    T, D = x.shape[-2:]
+    pe = _pe_table(offset + np.arange(T), D, base)
+    x[...] = x.astype(np.float64) + pe
+    return x
+
+
+# ---------------------------------------------------------------------------
+# heads
+# ---------------------------------------------------------------------------
+
+def split_heads(x, num_heads):
+    """(..., T, H*dk) -> (..., H, T, dk): head h gets columns h*dk:(h+1)*dk.
+
+    >>> split_heads(np.arange(4).reshape(1, 4), 2)
+    array([[[0, 1]],
+    <BLANKLINE>
+           [[2, 3]]])
+    """
+    x = np.asarray(x)
+    *lead, T, D = x.shape
+    if D % num_heads != 0:
+        raise ValueError(f"split_heads: {D} features do not split into "
+                         f"{num_heads} heads")
+    dk = D // num_heads
+    x = x.reshape(*lead, T, num_heads, dk)       # (..., T, H, dk)
+    return np.swapaxes(x, -3, -2)                # (..., H, T, dk)
+
+
+def combine_heads(x, *, out=None):
+    """(..., H, T, dk) -> (..., T, H*dk), the inverse of split_heads."""
+    x = np.asarray(x)
+    *lead, H, T, dk = x.shape
+    x = np.swapaxes(x, -3, -2)                   # (..., T, H, dk)
+    # a fresh C-contiguous copy, in native byte order
+    result = np.ascontiguousarray(x, dtype=x.dtype.newbyteorder("="))
+    result = result.reshape(*lead, T, H * dk)
+    return _store(result, out, "combine_heads", "out")
+
+
+# ---------------------------------------------------------------------------
+# multi-head attention
+# ---------------------------------------------------------------------------
+
+class MultiHeadAttention:
+    """Multi-head self/cross attention with the tutorial's weights.
+
+    W_q, W_k, W_v, W_o are (d_model, d_model), drawn in that order as
+    standard normals times sqrt(2 / d_model):
+
+    * seed=None: from NumPy's global state (np.random.randn), so
+      ``np.random.seed(0); MultiHeadAttention(8, 2)`` has the tutorial's
+      weights;
+    * seed=int: from np.random.default_rng(seed).standard_normal.
+    """
+
+    def __init__(self, d_model, num_heads, *, seed=None, dtype=np.float64):
+        if d_model % num_heads != 0:
+            raise ValueError("MultiHeadAttention: d_model must be divisible "
+                             "by num_heads")
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.d_k = d_model // num_heads
+        self.dtype = np.dtype(dtype)
+        std = np.sqrt(2.0 / d_model)
+        if seed is None:
+            draw = lambda: np.random.randn(d_model, d_model)      # noqa: E731
+        else:
+            rng = np.random.default_rng(seed)
+            draw = lambda: rng.standard_normal((d_model, d_model))  # noqa
+        self.W_q = (draw() * std).astype(self.dtype)
+        self.W_k = (draw() * std).astype(self.dtype)
+        self.W_v = (draw() * std).astype(self.dtype)
+        self.W_o = (draw() * std).astype(self.dtype)
+
+    def split_heads(self, x):
+        """(batch, seq, d_model) -> (batch, heads, seq, d_k)."""
+        return split_heads(x, self.num_heads)
+
+    def combine_heads(self, x):
+        """(batch, heads, seq, d_k) -> (batch, seq, d_model)."""
+        return combine_heads(x)
+
+    def __call__(self, query, key=None, value=None, *, mask=None,
+                 causal=False, need_weights=False):
+        """Attention of `query` over `key`/`value` (default: query itself).
+
+        Returns the output (batch, L, d_model), and the weights
+        (batch, heads, L, S) too when need_weights is true.
+        """
+        key = query if key is None else key
+        value = key if value is None else value
+        Q = self.split_heads(np.matmul(query, self.W_q))
+        K = self.split_heads(np.matmul(key, self.W_k))
+        V = self.split_heads(np.matmul(value, self.W_v))
+        heads, weights = scaled_dot_product_attention(
+            Q, K, V, mask, causal=causal)
+        output = np.matmul(self.combine_heads(heads), self.W_o)
+        return (output, weights) if need_weights else output
+
+    def forward(self, X, mask=None, *, causal=False):
+        """Self-attention as in the tutorial: returns (output, weights)."""
+        return self(X, mask=mask, causal=causal, need_weights=True)
+
+
+# ---------------------------------------------------------------------------
+# The tutorials' own code (seeds/002_*), written out again.
+# These keep the tutorial's formulas exactly -- including the -1e9 fill of
+# masked scores -- so tests can compare attnpy with what a reader of the
+# tutorial would compute.
+# ---------------------------------------------------------------------------
+
+def tutorial_softmax(x, axis=-1):
+    """The tutorial's numerically stable softmax."""
+    exp_x = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return exp_x / np.sum(exp_x, axis=axis, keepdims=True)
+
+
+def tutorial_scaled_dot_product_attention(Q, K, V, mask=None):
+    """The tutorial's attention: scores / sqrt(d_k), masked scores := -1e9.
+
+    A row that may see no key therefore gets uniform weights (every score
+    is -1e9), which is attnpy's fully_masked="uniform".
+    """
+    d_k = Q.shape[-1]
+    scores = np.matmul(Q, np.swapaxes(K, -1, -2)) / np.sqrt(d_k)
+    if mask is not None:
+        scores = np.where(mask == 0, -1e9, scores)
+    attention_weights = tutorial_softmax(scores, axis=-1)
+    output = np.matmul(attention_weights, V)
+    return output, attention_weights
+
+
+def tutorial_create_causal_mask(seq_len):
+    """The tutorial's lower-triangular 0/1 mask."""
+    return np.tril(np.ones((seq_len, seq_len)))
+
+
+def tutorial_positional_encoding(max_len, d_model):
+    """The tutorial's sinusoidal encoding (even d_model only, as written)."""
+    position = np.arange(max_len)[:, np.newaxis]
+    div_term = np.exp(np.arange(0, d_model, 2) * -(np.log(10000.0) / d_model))
+    pe = np.zeros((max_len, d_model))
+    pe[:, 0::2] = np.sin(position * div_term)
+    pe[:, 1::2] = np.cos(position * div_term)
+    return pe
+
+
+def tutorial_split_heads(x, num_heads):
+    """The tutorial's split: (batch, seq, d_model) -> (batch, heads, seq, d_k)."""
+    batch_size, seq_len, d_model = x.shape
+    x = x.reshape(batch_size, seq_len, num_heads, d_model // num_heads)
+    return x.transpose(0, 2, 1, 3)
+
+
+def tutorial_combine_heads(x):
+    """The tutorial's combine: (batch, heads, seq, d_k) -> (batch, seq, d_model)."""
+    batch_size, num_heads, seq_len, d_k = x.shape
+    x = x.transpose(0, 2, 1, 3)
+    return x.reshape(batch_size, seq_len, num_heads * d_k)
+
+
+def tutorial_init_weights(d_model):
+    """The tutorial's MultiHeadAttention.__init__ draws, from np.random's
+    global state: W_q, W_k, W_v, W_o = randn(d, d) * sqrt(2 / d), in order."""
+    return tuple(np.random.randn(d_model, d_model) * np.sqrt(2.0 / d_model)
+                 for _ in range(4))
+
+
+def tutorial_multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads,
+                                  mask=None):
+    """The tutorial's MultiHeadAttention.forward: returns (output, weights)."""
+    Q = tutorial_split_heads(np.matmul(X, W_q), num_heads)
+    K = tutorial_split_heads(np.matmul(X, W_k), num_heads)
+    V = tutorial_split_heads(np.matmul(X, W_v), num_heads)
+    d_k = Q.shape[-1]
+    scores = np.matmul(Q, K.transpose(0, 1, 3, 2)) / np.sqrt(d_k)
+    if mask is not None:
+        scores = np.where(mask == 0, -1e9, scores)
+    attention_weights = tutorial_softmax(scores, axis=-1)
+    attention_output = np.matmul(attention_weights, V)
+    combined = tutorial_combine_heads(attention_output)
+    return np.matmul(combined, W_o), attention_weights
+
+
+def tutorial_layer_norm(x, eps=1e-6):
+    """The tutorial's layer normalisation (no gain/bias)."""
+    mean = np.mean(x, axis=-1, keepdims=True)
+    std = np.std(x, axis=-1, keepdims=True)
+    return (x - mean) / (std + eps)
+
+
+def tutorial_feed_forward(x, W1, b1, W2, b2):
+    """The tutorial's position-wise feed-forward network (ReLU)."""
+    hidden = np.maximum(0, np.matmul(x, W1) + b1)
+    return np.matmul(hidden, W2) + b2
+
+
+def tutorial_encoder_layer(x, mha, W1, b1, W2, b2, mask=None):
+    """The tutorial's TransformerEncoderLayer.forward.
+
+    `mha(x, mask)` is any function returning (attention output, weights),
+    e.g. a MultiHeadAttention's forward.
+    """
+    attn_output, _ = mha(x, mask)
+    x = tutorial_layer_norm(x + attn_output)
+    ff_output = tutorial_feed_forward(x, W1, b1, W2, b2)
+    return tutorial_layer_norm(x + ff_output)
