@@ -395,6 +395,7 @@ def bench_case(env, L, dtype, causal, cfg, repeat, seed, tutorial_max_l=TUTORIAL
     guard = _compare(got, ref, dname)
     guard["against"] = against
     case["guard"] = guard
+    case["tutorial_out_dtype"] = ref.dtype.name
     del got
     if env.torch is not None:
         tout = cons[-1].fn().numpy()
@@ -878,6 +879,10 @@ def _run(env, args, cfg):
        "GF/s as a share of np.matmul's; check: attnpy == tutorial (allclose) before timing")
     _p("  causal: attnpy causal=True, torch is_causal=True, tutorial np.where(mask == 0, -1e9, s)"
        " with np.tril(np.ones((L, L))) built once outside the timed call")
+    if any(c["dtype"] != c.get("tutorial_out_dtype", c["dtype"]) for c in R["cases"]):
+        _p("  tutorial float32: its `/ np.sqrt(d_k)` divides by a NumPy float64 scalar, which"
+           " under NumPy 2 promotes the scores, softmax and weights @ V to float64 (as a"
+           " tutorial user gets)")
     if any(not c.get("torch_guard", {}).get("ok", True) for c in R["cases"]):
         _p("  !: torch's output differs from the tutorial's beyond the tolerance")
 

@@ -60,6 +60,8 @@ def test_quick_on_tiny_shapes_prints_table_and_json(tmp_path):
             assert 0 < st["q1_s"] <= st["median_s"] <= st["q3_s"]
             assert st["gflops"] > 0
         assert c["speedup_vs_tutorial"] > 0 and c["speedup_vs_torch"] is None
+        assert c["tutorial_out_dtype"] == np.result_type(
+            np.dtype(c["dtype"]), np.sqrt(64)).name      # the tutorial's own promotion
     assert R["tiny"]["guard"]["ok"] is True
     assert "attnpy.attention" in R["tiny"]["results"] and "tutorial" in R["tiny"]["results"]
     assert len(R["targets"]) == TARGET_COUNT
