@@ -706,6 +706,10 @@ _HDR2 = ("%-8s %-6s %5s | %9s %8s %5s | %9s %8s %5s | %9s %8s %5s | %8s %7s %6s 
             "x", "x", "", ""))
 
 
+def _label(i):
+    return chr(ord("a") + i) if i < 26 else str(i)
+
+
 def _case_line(c, mm, notes):
     def cell(name):
         if name in c["results"]:
@@ -718,7 +722,7 @@ def _case_line(c, mm, notes):
             return "%24s" % "--"
         if why not in notes:
             notes.append(why)
-        return "%24s" % ("skipped (%s)" % "abcdefghij"[notes.index(why)])
+        return "%24s" % ("skipped (%s)" % _label(notes.index(why)))
     head = "%-8s %-6s %5d" % (c["dtype"], "causal" if c["causal"] else "none", c["L"])
     if not c["guard"]["ok"]:
         return head + " | WRONG RESULT, not timed: " + c["guard"]["why"]
@@ -789,7 +793,8 @@ def _parse(argv):
     ap.add_argument("--dtypes", default="float32,float64", metavar="D,D",
                     help="dtypes of the main table (default: float32,float64)")
     ap.add_argument("--skip", default="", metavar="PART,...",
-                    help="leave out parts: tiny, memory, threads, matmul, torch")
+                    help="leave out parts: table (the main table), tiny, memory, threads, "
+                         "matmul, torch")
     ap.add_argument("--memory-length", type=int, default=MEMORY_L, metavar="L",
                     help="L of the peak-memory run (default %d, the target's)" % MEMORY_L)
     ap.add_argument("--tutorial-max-length", type=int, default=TUTORIAL_MAX_L, metavar="L",
@@ -800,7 +805,7 @@ def _parse(argv):
                     help="exit with status 2 when a target FAILs")
     args = ap.parse_args(argv)
     args.skip = {s.strip() for s in args.skip.split(",") if s.strip()}
-    bad = args.skip - {"tiny", "memory", "threads", "matmul", "torch"}
+    bad = args.skip - {"table", "tiny", "memory", "threads", "matmul", "torch"}
     if bad:
         ap.error("--skip: unknown part(s) %s" % ", ".join(sorted(bad)))
     if args.threads is not None and args.threads < 1:
@@ -841,6 +846,36 @@ def main(argv=None):
         env.close()
 
 
+def _print_table(env, args, cfg, R, mm):
+    """The main table: every (dtype, mask, L), measured and printed row by row."""
+    _p("")
+    _p("attention, (B,H,L,E) = (%d,%d,L,%d), S = L; median ms per call, GF/s = 4*B*H*L*S*E/t "
+       "(causal: half), IQR = spread of the samples" % (B_, H_, E_))
+    _p(_HDR1)
+    _p(_HDR2)
+    notes = []
+    for dtype in args.dtypes:
+        for causal in (False, True):
+            for L in cfg["lengths"]:
+                c = bench_case(env, L, np.dtype(dtype).type, causal, cfg, args.repeat, args.seed,
+                               args.tutorial_max_length)
+                R["cases"].append(c)
+                _p(_case_line(c, mm, notes))
+                gc.collect()
+    for i, why in enumerate(notes):
+        _p("  (%s) %s" % (_label(i), why))
+    _p("  vs tut. / vs torch: attnpy's speed-up (their median time / attnpy's); %mm: attnpy "
+       "GF/s as a share of np.matmul's; check: attnpy == tutorial (allclose) before timing")
+    _p("  causal: attnpy causal=True, torch is_causal=True, tutorial np.where(mask == 0, -1e9, s)"
+       " with np.tril(np.ones((L, L))) built once outside the timed call")
+    if any(c["dtype"] != c.get("tutorial_out_dtype", c["dtype"]) for c in R["cases"]):
+        _p("  tutorial float32: its `/ np.sqrt(d_k)` divides by a NumPy float64 scalar, which"
+           " under NumPy 2 promotes the scores, softmax and weights @ V to float64 (as a"
+           " tutorial user gets)")
+    if any(not c.get("torch_guard", {}).get("ok", True) for c in R["cases"]):
+        _p("  !: torch's output differs from the tutorial's beyond the tolerance")
+
+
 def _run(env, args, cfg):
     t_start = time.perf_counter()
     R = {"meta": dict(env.describe(), mode=args.mode, lengths=list(cfg["lengths"]),
@@ -859,32 +894,8 @@ def _run(env, args, cfg):
                for k, v in R["matmul"].items())))
     mm = R.get("matmul", {})
 
-    _p("")
-    _p("attention, (B,H,L,E) = (%d,%d,L,%d), S = L; median ms per call, GF/s = 4*B*H*L*S*E/t "
-       "(causal: half), IQR = spread of the samples" % (B_, H_, E_))
-    _p(_HDR1)
-    _p(_HDR2)
-    notes = []
-    for dtype in args.dtypes:
-        for causal in (False, True):
-            for L in cfg["lengths"]:
-                c = bench_case(env, L, np.dtype(dtype).type, causal, cfg, args.repeat, args.seed,
-                               args.tutorial_max_length)
-                R["cases"].append(c)
-                _p(_case_line(c, mm, notes))
-                gc.collect()
-    for i, why in enumerate(notes):
-        _p("  (%s) %s" % ("abcdefghij"[i], why))
-    _p("  vs tut. / vs torch: attnpy's speed-up (their median time / attnpy's); %mm: attnpy "
-       "GF/s as a share of np.matmul's; check: attnpy == tutorial (allclose) before timing")
-    _p("  causal: attnpy causal=True, torch is_causal=True, tutorial np.where(mask == 0, -1e9, s)"
-       " with np.tril(np.ones((L, L))) built once outside the timed call")
-    if any(c["dtype"] != c.get("tutorial_out_dtype", c["dtype"]) for c in R["cases"]):
-        _p("  tutorial float32: its `/ np.sqrt(d_k)` divides by a NumPy float64 scalar, which"
-           " under NumPy 2 promotes the scores, softmax and weights @ V to float64 (as a"
-           " tutorial user gets)")
-    if any(not c.get("torch_guard", {}).get("ok", True) for c in R["cases"]):
-        _p("  !: torch's output differs from the tutorial's beyond the tolerance")
+    if "table" not in args.skip:
+        _print_table(env, args, cfg, R, mm)
 
     if "tiny" in cfg["parts"] and "tiny" not in args.skip:
         R["tiny"] = t = bench_tiny(env, cfg, args.repeat, args.seed)
