@@ -142,8 +142,6 @@ def _estimate(c):
         c.fn()
         total += time.perf_counter() - t0
         n += 1
-        if total > 0.2:
-            break
     return total / n
 
 
@@ -343,9 +341,11 @@ def bench_matmul(cfg, repeat):
     return out
 
 
-def _tutorial_skip_reason(L, itemsize, max_l=TUTORIAL_MAX_L):
-    # peak of the tutorial call: ~3 live (H, L, L) arrays of the dtype
-    # (scores, shifted/exp, result) + the float64 tril mask + a bool array
+def _tutorial_skip_reason(L, dtype, max_l=TUTORIAL_MAX_L):
+    # peak of the tutorial call: ~3 live (H, L, L) arrays (scores, shifted/exp,
+    # result) of the dtype its `/ np.sqrt(d_k)` promotes to, + the float64
+    # tril mask + a bool array
+    itemsize = np.result_type(dtype, np.sqrt(np.float64(E_))).itemsize
     need = 3 * B_ * H_ * L * L * itemsize + L * L * 9
     avail = _mem_available()
     if L > max_l:
@@ -366,7 +366,7 @@ def bench_case(env, L, dtype, causal, cfg, repeat, seed, tutorial_max_l=TUTORIAL
             "E": E_, "flops": flops, "results": {}, "skipped": {}}
 
     cons = [Contender("attnpy", lambda: env.attention(Q, K, V, causal=causal))]
-    skip, need = _tutorial_skip_reason(L, np.dtype(dtype).itemsize, tutorial_max_l)
+    skip, need = _tutorial_skip_reason(L, dtype, tutorial_max_l)
     case["tutorial_bytes_estimate"] = need
     mask = None
     if skip:
