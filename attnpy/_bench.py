@@ -537,9 +537,9 @@ def bench_memory(env, L, timeout):
     return res
 
 
-def bench_threads(env, cfg, repeat, seed):
-    """attnpy with 1 vs 2 threads at (1,12,THREADS_L,64) float32, non-causal."""
-    res = {"shape": [B_, H_, THREADS_L, E_], "dtype": "float32", "causal": False}
+def bench_threads(env, cfg, repeat, seed, L=THREADS_L):
+    """attnpy with 1 vs 2 threads at (1,12,L,64) float32, non-causal."""
+    res = {"shape": [B_, H_, L, E_], "dtype": "float32", "causal": False}
     if not env.has_threads or env.standin:
         res["skipped"] = "attnpy.set_num_threads / attnpy.attention not available"
         return res
@@ -547,19 +547,28 @@ def bench_threads(env, cfg, repeat, seed):
         res["skipped"] = "only one CPU"
         return res
     rng = np.random.default_rng([seed, 11])
-    Q, K, V = (rng.standard_normal((B_, H_, THREADS_L, E_), dtype=np.float32) for _ in range(3))
+    Q, K, V = (rng.standard_normal((B_, H_, L, E_), dtype=np.float32) for _ in range(3))
     at = env.attnpy
     cons = [Contender("1 thread", lambda: env.attention(Q, K, V), lambda: at.set_num_threads(1)),
             Contender("2 threads", lambda: env.attention(Q, K, V), lambda: at.set_num_threads(2))]
     try:
+        outs = []
         for c in cons:
             c.setup()
-            c.fn()
+            outs.append(np.asarray(c.fn()))
+        rows = _guard_rows(L)
+        guard = _compare(outs[1][..., rows, :], _tutorial_rows(Q, K, V, False, rows), "float32")
+        guard["against"] = "tutorial, %d sampled rows" % len(rows)
+        res["guard"] = guard
+        res["same_result_1_vs_2"] = bool(np.array_equal(outs[0], outs[1]))
+        del outs
+        if not guard["ok"]:
+            return res
         est = {c.name: _estimate(c) for c in cons}
         r = time_interleaved(cons, est, cfg, repeat)
     finally:
         at.set_num_threads(env.threads)
-    flops = 4.0 * B_ * H_ * THREADS_L * THREADS_L * E_
+    flops = 4.0 * B_ * H_ * L * L * E_
     for st in r.values():
         st["gflops"] = flops / st["median_s"] / 1e9
     res["results"] = r
@@ -675,8 +684,12 @@ def evaluate_targets(R):
     name, req = "2 threads vs 1 at (1,12,2048,64) float32", ">= 1.80x"
     if th is None:
         add(name, "SKIP", "not measured in this run", req)
+    elif th["shape"][2] != THREADS_L:
+        add(name, "SKIP", "measured at L=%d, not %d" % (th["shape"][2], THREADS_L), req)
     elif "skipped" in th:
         add(name, "N/A", th["skipped"], req)
+    elif not th["guard"]["ok"]:
+        add(name, "FAIL", "wrong result: " + th["guard"]["why"], req)
     else:
         x = th["speedup"]
         add(name, "PASS" if x >= 1.8 else "FAIL", "%.2fx" % x, req)
@@ -797,6 +810,8 @@ def _parse(argv):
                          "matmul, torch")
     ap.add_argument("--memory-length", type=int, default=MEMORY_L, metavar="L",
                     help="L of the peak-memory run (default %d, the target's)" % MEMORY_L)
+    ap.add_argument("--threads-length", type=int, default=THREADS_L, metavar="L",
+                    help="L of the 1-vs-2-thread run (default %d, the target's)" % THREADS_L)
     ap.add_argument("--tutorial-max-length", type=int, default=TUTORIAL_MAX_L, metavar="L",
                     help="run the tutorial code only up to this L (default %d; it needs "
                          "3 x H*L*L*itemsize bytes)" % TUTORIAL_MAX_L)
@@ -928,16 +943,21 @@ def _run(env, args, cfg):
                   _fmt_bytes(m["tutorial_score_bytes"])))
 
     if "threads" in cfg["parts"] and "threads" not in args.skip:
-        R["threads"] = th = bench_threads(env, cfg, args.repeat, args.seed)
+        R["threads"] = th = bench_threads(env, cfg, args.repeat, args.seed, args.threads_length)
         _p("")
-        _p("thread scaling: attnpy.attention (1,%d,%d,64) float32 non-causal" % (H_, THREADS_L))
+        _p("thread scaling: attnpy.attention (1,%d,%d,64) float32 non-causal"
+           % (H_, args.threads_length))
         if "skipped" in th:
             _p("  skipped: " + th["skipped"])
+        elif not th["guard"]["ok"]:
+            _p("  WRONG RESULT, not timed: " + th["guard"]["why"])
         else:
             for name, st in th["results"].items():
                 _p("  %-10s %9.3f ms %8.1f GF/s  (IQR %.0f%%)" % (
                     name, st["median_s"] * 1e3, st["gflops"], st["iqr_rel"] * 100))
-            _p("  speed-up 2 vs 1: %.2fx" % th["speedup"])
+            _p("  speed-up 2 vs 1: %.2fx; guard ok; 1- and 2-thread outputs %s"
+               % (th["speedup"], "bitwise identical" if th["same_result_1_vs_2"]
+                  else "DIFFER (the core promises results independent of the thread count)"))
 
     R["targets"] = evaluate_targets(R)
     _print_targets(R["targets"])
@@ -946,6 +966,8 @@ def _run(env, args, cfg):
         wrong.append(R["tiny"])
     if R.get("memory", {}).get("guard") and not R["memory"]["guard"]["ok"]:
         wrong.append(R["memory"])
+    if R.get("threads", {}).get("guard") and not R["threads"]["guard"]["ok"]:
+        wrong.append(R["threads"])
     R["meta"]["guards_ok"] = not wrong
     R["meta"]["seconds"] = time.perf_counter() - t_start
     R["meta"]["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None

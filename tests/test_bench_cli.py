@@ -71,13 +71,15 @@ def test_quick_on_tiny_shapes_prints_table_and_json(tmp_path):
     assert by_name["2 threads vs 1 at (1,12,2048,64) float32"]["status"] == "SKIP"
 
 
-def test_memory_subprocess_and_tutorial_skip(tmp_path):
-    """The fresh-process peak-memory measurement runs (small L here) and the
-    tutorial is skipped, with the reason, beyond --tutorial-max-length."""
+def test_memory_threads_and_tutorial_skip(tmp_path):
+    """The fresh-process peak-memory measurement and the thread scaling run
+    (small L here), and the tutorial is skipped, with the reason, beyond
+    --tutorial-max-length."""
     path = tmp_path / "bench.json"
     big = 80
     p = _run_cli(["--lengths", str(big), "--dtypes", "float32", "--skip",
-                  "torch,matmul,tiny,threads", "--repeat", "1", "--memory-length", "1024",
+                  "torch,matmul,tiny", "--repeat", "1", "--memory-length", "1024",
+                  "--threads-length", "32",
                   "--tutorial-max-length", "64", "--json", str(path)])
     assert p.returncode == 0, p.stdout + p.stderr
     R = json.loads(path.read_text())
@@ -97,8 +99,16 @@ def test_memory_subprocess_and_tutorial_skip(tmp_path):
         assert mem["guard"]["ok"] is True, mem
         assert mem["out_bytes"] == 1024 * 64 * 4
         assert mem["extra_bytes"] >= 0
+    th = R["threads"]
+    assert th["shape"] == [1, 12, 32, 64]
+    if "skipped" not in th:          # needs attnpy.set_num_threads and 2 CPUs
+        assert th["guard"]["ok"] is True
+        assert isinstance(th["same_result_1_vs_2"], bool)
+        assert set(th["results"]) == {"1 thread", "2 threads"} and th["speedup"] > 0
     by_name = {t["target"]: t for t in R["targets"]}
+    # measured at other sizes than the targets': reported, but not PASS/FAIL
     assert any("peak memory" in n and by_name[n]["status"] == "SKIP" for n in by_name)
+    assert by_name["2 threads vs 1 at (1,12,2048,64) float32"]["status"] in {"SKIP", "N/A"}
 
 
 def test_wrong_kernel_is_caught_and_not_timed(monkeypatch, tmp_path, capsys):
