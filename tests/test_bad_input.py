@@ -307,6 +307,40 @@ def test_nonfinite_values_propagate_like_reference(fname, f, value, arg, dtype):
 
 
 @pytest.mark.parametrize("fname, f", ATTN, ids=[a for a, _ in ATTN])
+@pytest.mark.parametrize("how", ["mask", "causal", "bias"])
+@pytest.mark.parametrize("L, S", [(8, 8), (3, 8), (4, 300)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_nonfinite_value_row_of_a_masked_key_like_reference(fname, f, how, L,
+                                                            S, dtype):
+    """V[j] holds NaN/inf for keys j that some or all queries may not see.
+    The written semantics (attn.h: out = sum_j w_ij V_j; DESIGN: "NaN/+inf
+    propagate as NumPy"), the reference, the naive C kernel and the
+    tutorials' -1e9 fill all give w_ij * V_j = 0 * NaN = NaN there. A
+    kernel that skips keys no query may see gives a finite number instead:
+    attnpy must agree with its oracle (or the contract must change)."""
+    q = RNG.standard_normal((2, L, 4)).astype(dtype)
+    k = RNG.standard_normal((2, S, 4)).astype(dtype)
+    v = RNG.standard_normal((2, S, 3)).astype(dtype)
+    v[:, S - 1, 1] = np.nan          # a key nobody sees (except when L = S)
+    v[:, S // 2, 2] = np.inf
+    kw = {}
+    if how == "causal":
+        kw["causal"] = True
+    elif how == "mask":
+        mask = np.ones((L, S), bool)
+        mask[:, S // 2:] = False             # the second half: no query
+        mask[-1, :] = True                   # ... but the last one
+        kw["mask"] = mask
+    else:
+        bias = np.zeros((L, S), dtype)
+        bias[:-1, S // 2:] = -np.inf
+        kw["bias"] = bias
+    ro, rw = ref_sdpa(q, k, v, **kw)
+    got = f(q, k, v, **kw)
+    close(got if fname == "attention" else got[0], ro, dtype)
+
+
+@pytest.mark.parametrize("fname, f", ATTN, ids=[a for a, _ in ATTN])
 @pytest.mark.parametrize("scale", [np.nan, np.inf, -np.inf, 0.0, -1.0, 1e300])
 def test_nonfinite_and_extreme_scale_like_reference(fname, f, scale):
     ro, rw = ref_sdpa(Q, K, V, scale=scale)
@@ -808,8 +842,8 @@ def _mask_cases():
         add(f"padding_mask-lengths-{tname}",
             lambda bad=bad: attnpy.padding_mask(bad, 3), TypeError,
             "padding_mask", "lengths")
-    for tname, bad in (("2d", [[1, 2]]), ("negative", [-1]), ("gt-S", [4]),
-                       ("0d", 2)):
+    for tname, bad in (("2d", [[1, 2]]), ("negative", [-1]),
+                       ("very-negative", [-(2 ** 63)]), ("0d", 2)):
         add(f"padding_mask-lengths-{tname}",
             lambda bad=bad: attnpy.padding_mask(bad, 3), ValueError,
             "padding_mask", "lengths")
@@ -819,6 +853,21 @@ def _mask_cases():
 @pytest.mark.parametrize("call, exc, fname, args", _mask_cases())
 def test_mask_functions_bad_input(call, exc, fname, args):
     check(call, exc, fname, *args)
+
+
+@pytest.mark.parametrize("lengths", [
+    [4], [0, 3, 9], [2 ** 40], [2 ** 63 - 1], [2 ** 63],
+    np.array([2 ** 64 - 1], np.uint64), np.array([200], np.uint8),
+    np.array([True, False]),
+], ids=["4", "mixed", "2**40", "int64max", "2**63", "uint64max", "uint8",
+        "bool"])
+def test_padding_mask_long_lengths_match_reference(lengths):
+    """A length beyond S keeps every key (as the reference); a length that
+    does not fit in intp must not wrap around to a negative one."""
+    got = attnpy.padding_mask(lengths, 3)
+    want = ref.padding_mask(lengths, 3)
+    assert got.dtype == bool and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
 
 
 # ---------------------------------------------------------------------------

@@ -235,6 +235,7 @@ def test_results_have_no_extra_references():
 # the C core under valgrind
 # ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_valgrind_c_core():
     """tools/valgrind.sh: the C test programs under valgrind memcheck, no
     error and no definite/indirect leak. valgrind is required (CI has it)."""

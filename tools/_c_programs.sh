@@ -5,14 +5,18 @@
 #     * tools/c_smoke.c (this directory's workout of every core entry point)
 #     * every tests/c/*.c that defines main() (the kernel's C tests); the
 #       other tests/c/*.c files are linked into each of them as helpers.
-#   Each is linked with csrc/attn_*.c (the pure C core; never module.c).
+#   Each is linked with csrc/attn_*.c (the pure C core; never module.c),
+#   compiled once, in parallel (one job per CPU) -- or, when the variable
+#   CORE_OBJS lists object files of csrc/attn_*.c built with the same flags
+#   (sanitize.sh reuses the extension's), linked from those.
 #   Prints the paths of the programs built, one per line, on stdout.
 
 build_c_programs() {
     local src=$1 out=$2
     shift 2
     local cc=${CC:-cc}
-    local core=("$src"/csrc/attn_*.c)
+    local flags=(-std=c11 -Wall -Wextra -pthread "$@" -I"$src/csrc"
+                 -I"$src/tests/c")
     local helpers=() mains=()
     if [ -d "$src/tests/c" ]; then
         local f
@@ -26,13 +30,34 @@ build_c_programs() {
         done
     fi
     mains=("$src/tools/c_smoke.c" "${mains[@]}")
-    mkdir -p "$out"
+    mkdir -p "$out/obj"
+    local jobs
+    jobs=$(nproc 2>/dev/null || echo 2)
+    # objects of the core and the helpers, compiled in parallel
+    local objs=() c o srcs=("$src"/csrc/attn_*.c "${helpers[@]}")
+    if [ -n "${CORE_OBJS:-}" ]; then
+        read -r -a objs <<<"$CORE_OBJS"
+        srcs=("${helpers[@]}")
+    fi
+    for c in "${srcs[@]}"; do
+        o="$out/obj/$(basename "${c%.c}").o"
+        objs+=("$o")
+        while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+            wait -n
+        done
+        "$cc" "${flags[@]}" -c "$c" -o "$o" >&2 &
+    done
+    local pid
+    for pid in $(jobs -rp); do
+        wait "$pid"
+    done
+    for o in "${objs[@]}"; do
+        [ -e "$o" ] || { echo "build_c_programs: failed to build $o" >&2; return 1; }
+    done
     local m name
     for m in "${mains[@]}"; do
         name=$(basename "${m%.c}")
-        "$cc" -std=c11 -Wall -Wextra -pthread "$@" -I"$src/csrc" \
-            -I"$src/tests/c" -o "$out/$name" "$m" "${helpers[@]}" \
-            "${core[@]}" -lm >&2
+        "$cc" "${flags[@]}" -o "$out/$name" "$m" "${objs[@]}" -lm >&2
         echo "$out/$name"
     done
 }

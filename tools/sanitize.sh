@@ -21,13 +21,15 @@
 #
 # Needs gcc's libasan/libubsan (Debian: libgcc-12-dev + libasan8 +
 # libubsan1, present with gcc); installs them with apt-get if missing.
-# Env: CC (default gcc), KEEP=1 keeps the temporary directory.
+# Env: CC (default gcc), KEEP=1 keeps the temporary directory,
+# SANITIZE_C_ARGS (default 40): arguments for the tests/c programs.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$ROOT/tools/_c_programs.sh"
 export CC=${CC:-gcc}
 PY=${PYTHON:-python3}
 start=$(date +%s)
+phase() { echo "sanitize.sh: [$(( $(date +%s) - start )) s] $*"; }
 
 # --- the runtime -----------------------------------------------------------
 libasan=$("$CC" -print-file-name=libasan.so)
@@ -40,6 +42,11 @@ if [ ! -e "$libasan" ] || [ ! -e "$("$CC" -print-file-name=libubsan.so)" ]; then
 fi
 libasan=$(readlink -f "$libasan")
 [ -e "$libasan" ] || { echo "sanitize.sh: no libasan for $CC" >&2; exit 2; }
+# libstdc++ is preloaded too: otherwise ASan's __cxa_throw interceptor finds
+# no real __cxa_throw when a C++ extension (matplotlib) throws, and aborts
+libstdcxx=$(readlink -f "$("$CC" -print-file-name=libstdc++.so.6)")
+preload=$libasan
+[ -e "$libstdcxx" ] && preload="$libasan:$libstdcxx"
 
 # --- 1. a private copy ---------------------------------------------------------
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/attnpy-sanitize.XXXXXX")
@@ -58,9 +65,9 @@ tar -C "$ROOT" --exclude=./.git --exclude=./build --exclude='*.so' \
 mkdir -p "$LOGS"
 
 # --- 2. the sanitized extension ---------------------------------------------------
-echo "sanitize.sh: building the extension with -fsanitize=address,undefined"
+phase "building the extension with -fsanitize=address,undefined"
 (cd "$WORK" && ATTNPY_SANITIZE=address,undefined "$PY" setup.py \
-    build_ext --inplace -q >"$LOGS/build.txt" 2>&1) || {
+    build_ext --inplace -q --parallel "$(nproc)" >"$LOGS/build.txt" 2>&1) || {
     cat "$LOGS/build.txt" >&2
     exit 1
 }
@@ -74,22 +81,31 @@ UBSAN_COMMON="halt_on_error=1:print_stacktrace=1"
 fail=0
 
 # --- 3. the C programs -----------------------------------------------------------------
+# link with the extension's own sanitized objects of csrc/attn_*.c (the
+# core compiled once, with exactly the flags the Python run uses)
+CORE_OBJS=$(find "$WORK/build" -path '*csrc/attn_*.o' | sort | tr '\n' ' ')
+[ -n "$CORE_OBJS" ] || { echo "sanitize.sh: no core objects in build/" >&2; exit 1; }
+export CORE_OBJS
+phase "building the C test programs"
 mapfile -t programs < <(build_c_programs "$WORK" "$WORK/_cbin" -O1 -g \
     -fsanitize=address,undefined -fno-omit-frame-pointer)
 for prog in "${programs[@]}"; do
-    echo "sanitize.sh: running $(basename "$prog") (ASan+UBSan+LSan)"
+    phase "running $(basename "$prog") (ASan+UBSan+LSan)"
+    args=()
+    [ "$(basename "$prog")" = c_smoke ] || args=(${SANITIZE_C_ARGS:-40})
     if ! ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:log_path=$LOGS/c-asan" \
-         UBSAN_OPTIONS="$UBSAN_COMMON:log_path=$LOGS/c-ubsan" "$prog"; then
+         UBSAN_OPTIONS="$UBSAN_COMMON:log_path=$LOGS/c-ubsan" \
+         "$prog" "${args[@]}"; then
         echo "sanitize.sh: FAILED: $(basename "$prog")" >&2
         fail=1
     fi
 done
 
 # --- 4. Python -------------------------------------------------------------------------
-echo "sanitize.sh: running pytest on the sanitized extension"
+phase "running pytest on the sanitized extension"
 (
     cd "$WORK"
-    export LD_PRELOAD="$libasan${LD_PRELOAD:+:$LD_PRELOAD}"
+    export LD_PRELOAD="$preload${LD_PRELOAD:+:$LD_PRELOAD}"
     export ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1:max_allocation_size=8589934592:handle_segv=1:log_path=$LOGS/py-asan"
     export UBSAN_OPTIONS="$UBSAN_COMMON:log_path=$LOGS/py-ubsan"
     export PYTHONMALLOC=malloc
@@ -98,12 +114,19 @@ echo "sanitize.sh: running pytest on the sanitized extension"
         --ignore=tests/test_leaks.py "$@"
 ) || fail=1
 
+phase "pytest done"
 # --- any report anywhere fails the run ---------------------------------------------------
 # (the logs also hold ASan's "failed to allocate 0x... bytes" warnings for
 # the tests' deliberately huge requests, which then raise MemoryError:
 # those are not reports)
-reports=$(grep -l -E 'ERROR: [A-Za-z]+Sanitizer|runtime error:|SUMMARY: [A-Za-z]+Sanitizer' \
-          "$LOGS"/*san.* 2>/dev/null | sort || true)
+reports=""
+for log in "$LOGS"/*san.*; do
+    [ -e "$log" ] || continue
+    if grep -v -E 'WARNING: AddressSanitizer failed to allocate 0x[0-9a-f]+ bytes$' \
+            "$log" | grep -q .; then
+        reports="$reports $log"
+    fi
+done
 if [ -n "$reports" ]; then
     for r in $reports; do
         echo "===== sanitizer report: $r" >&2
@@ -112,7 +135,7 @@ if [ -n "$reports" ]; then
     fail=1
 fi
 nwarn=$(cat "$LOGS"/*san.* 2>/dev/null | grep -c "failed to allocate" || true)
-echo "sanitize.sh: sanitizer reports: $(echo "$reports" | grep -c . || true);" \
+echo "sanitize.sh: sanitizer reports: $(echo $reports | wc -w);" \
      "refused huge allocations (expected): $nwarn"
 took=$(( $(date +%s) - start ))
 if [ "$fail" -ne 0 ]; then

@@ -3,10 +3,25 @@
 #
 # Builds tools/c_smoke.c and the kernel's tests/c programs (see
 # tools/_c_programs.sh) with -O1 -g into a temporary directory and runs each
-# under valgrind memcheck. Any memory error, or any definitely / indirectly
-# lost block, makes the script exit nonzero.
+# under valgrind memcheck:
+#
+#   valgrind --error-exitcode=99 --leak-check=full
+#            --errors-for-leak-kinds=definite,indirect ...
+#
+# The script fails (exit 1) on
+#   * any memory error (invalid read/write/free, use of uninitialised
+#     values, bad syscall arguments, overlapping memcpy) in any process,
+#     forked children included;
+#   * any definitely or indirectly lost block in the program's own process
+#     (a forked child that leaves with _exit() without freeing is not a
+#     leak, so children's leak records are shown but do not fail the run).
+# A program whose own checks fail only under valgrind (e.g. ulp bounds of
+# an FMA-based exp, which valgrind emulates with different rounding, or a
+# fork test whose child valgrind gave exit code 99 for the above) is
+# reported as a warning: its checks run natively in tests/test_c_core.py.
 #
 #   tools/valgrind.sh            # from anywhere; prints "valgrind.sh: OK"
+#   VALGRIND_C_ARGS=50 tools/valgrind.sh   # arguments for tests/c programs
 #
 # Needs: a C compiler (CC, default cc) and valgrind (apt-get install
 # valgrind). Python is not involved.
@@ -21,20 +36,63 @@ fi
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/attnpy-valgrind.XXXXXX")
 trap 'rm -rf "$OUT"' EXIT
 start=$(date +%s)
+VG_ERR=99
+MEM_ERRORS='^==[0-9]+== (Invalid (read|write|free)|Conditional jump or move depends|Use of uninitialised|Syscall param|Mismatched free|Source and destination overlap|Argument .* of function .* has a fishy)'
 
 mapfile -t programs < <(build_c_programs "$ROOT" "$OUT" -O1 -g)
 status=0
 for prog in "${programs[@]}"; do
-    echo "valgrind.sh: running $(basename "$prog")"
-    if ! valgrind -q --error-exitcode=1 --leak-check=full \
-            --errors-for-leak-kinds=definite,indirect \
-            --show-leak-kinds=definite,indirect --track-origins=yes \
-            "$prog"; then
-        echo "valgrind.sh: FAILED: $(basename "$prog")" >&2
+    name=$(basename "$prog")
+    args=()
+    # the kernel's test_core takes a problem count (default 150): fewer
+    # under valgrind, which runs ~50x slower
+    [ "$name" = c_smoke ] || args=(${VALGRIND_C_ARGS:-20})
+    mkdir -p "$OUT/logs-$name"
+    echo "valgrind.sh: running $name ${args[*]}"
+    set +e
+    valgrind --error-exitcode=$VG_ERR --leak-check=full \
+        --errors-for-leak-kinds=definite,indirect \
+        --show-leak-kinds=definite,indirect --track-origins=yes \
+        --log-file="$OUT/logs-$name/vg.%p" "$prog" "${args[@]}" \
+        >"$OUT/logs-$name/stdout.txt" 2>&1 &
+    pid=$!
+    wait "$pid"
+    rc=$?
+    set -e
+    tail -3 "$OUT/logs-$name/stdout.txt"
+    main_log="$OUT/logs-$name/vg.$pid"
+    bad=0
+    # memory errors in any process
+    for log in "$OUT/logs-$name"/vg.*; do
+        if grep -Eq "$MEM_ERRORS" "$log"; then
+            echo "valgrind.sh: memory errors in $name (process ${log##*.}):" >&2
+            cat "$log" >&2
+            bad=1
+        fi
+    done
+    # leaks (and every other error) in the program's own process
+    if [ "$rc" -eq "$VG_ERR" ] || ! grep -q "ERROR SUMMARY: 0 errors" "$main_log"; then
+        echo "valgrind.sh: errors or leaks in $name:" >&2
+        cat "$main_log" >&2
+        bad=1
+    fi
+    for log in "$OUT/logs-$name"/vg.*; do
+        if [ "$log" != "$main_log" ] && grep -q "definitely lost in" "$log"; then
+            echo "valgrind.sh: note: a forked child of $name exited without" \
+                 "freeing (not counted):" \
+                 "$(grep -c 'definitely lost in' "$log") leak record(s)"
+        fi
+    done
+    if [ "$bad" -ne 0 ]; then
         status=1
+    elif [ "$rc" -ne 0 ]; then
+        echo "valgrind.sh: WARNING: $name's own checks failed under valgrind" \
+             "(exit $rc; no memory error):"
+        grep -E "FAIL" "$OUT/logs-$name/stdout.txt" | head -20 || true
     fi
 done
 if [ "$status" -ne 0 ]; then
+    echo "valgrind.sh: FAILED" >&2
     exit "$status"
 fi
 echo "valgrind.sh: OK (${#programs[@]} programs, $(( $(date +%s) - start )) s)"
