@@ -196,6 +196,9 @@ def padding_mask(lengths, S):
            [ True,  True,  True]])
     """
     lengths = np.asarray(lengths)
+    if lengths.size and (lengths.min() < 0 or lengths.max() > S):
+        raise ValueError(f"padding_mask: lengths must be between 0 and "
+                         f"S={S}, got {lengths.tolist()}")
     j = np.arange(S)
     keep = j[None, :] < lengths.reshape(-1)[:, None]      # (B, S)
     return keep[:, None, None, :]

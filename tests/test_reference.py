@@ -667,11 +667,16 @@ def test_causal_mask(L, S):
 
 
 def test_padding_mask():
-    for lengths, S in [([3, 1, 0, 5], 5), (np.array([2, 2]), 4), ([7], 3),
-                       ([], 3), (np.array([1, 2], np.int32), 0)]:
+    for lengths, S in [([3, 1, 0, 5], 5), (np.array([2, 2]), 4), ([3], 3),
+                       ([], 3), (np.array([0, 0], np.int32), 0)]:
         got = attnpy.padding_mask(lengths, S)
         assert_same(got, ref.padding_mask(lengths, S), exact=True)
         assert got.shape == (len(lengths), 1, 1, S)
+    # a length beyond S is a bug upstream (a sequence longer than its
+    # padded batch), not "all keys valid": both raise
+    for f in (attnpy.padding_mask, ref.padding_mask):
+        with pytest.raises(ValueError, match="padding_mask: lengths"):
+            f([1, 7], 3)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
