@@ -298,8 +298,10 @@ def _guard_rows(L):
 
 def _tutorial_rows(Q, K, V, causal, rows):
     """Tutorial output for some query rows only (rows are independent)."""
-    L, S = Q.shape[-2], K.shape[-2]
-    mask = tutorial_causal_mask(max(L, S))[:L, :S][rows] if causal else None
+    S = K.shape[-2]
+    # rows of the tutorial's np.tril(np.ones((L, S))), without building it all
+    mask = (np.arange(S)[None, :] <= np.asarray(rows)[:, None]).astype(np.float64) \
+        if causal else None
     return tutorial_sdpa(Q[..., rows, :], K, V, mask)[0]
 
 

@@ -144,6 +144,11 @@ def test_tutorial_code_is_the_tutorials_formula():
     np.testing.assert_allclose(w, w_ref, rtol=1e-15, atol=0)
     np.testing.assert_allclose(out, w_ref @ V, rtol=1e-14, atol=1e-15)
     assert np.all(np.triu(w[0], 1) == 0)
+    # the guard's sampled rows are exactly those rows of the full tutorial call
+    rows = _bench._guard_rows(5)
+    assert np.array_equal(_bench._tutorial_rows(Q, K, V, True, rows[1:3]), out[:, rows[1:3]])
+    assert np.array_equal(_bench._tutorial_rows(Q, K, V, False, rows),
+                          _bench.tutorial_sdpa(Q, K, V)[0][:, rows])
 
 
 def test_usage_errors_and_help(capsys):
