@@ -338,7 +338,7 @@ def bench_matmul(cfg, repeat, n=MATMUL_N):
     for c in cons:
         c.fn()
     est = {c.name: _estimate(c) for c in cons}
-    res = time_interleaved(cons, est, dict(cfg, min_sample_s=0.0), repeat)
+    res = time_interleaved(cons, est, cfg, repeat)
     flops = 2.0 * n ** 3
     for name, st in res.items():
         st["gflops"] = flops / st["median_s"] / 1e9
