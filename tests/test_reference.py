@@ -30,7 +30,7 @@ def _available_isas():
     """The kernel paths this build and CPU can run ("portable" always)."""
     from attnpy import _core
     before, found = _core.isa(), []
-    for name in ("portable", "avx2"):
+    for name in ("portable", "avx2", "avx512"):
         try:
             _core.set_isa(name)
             found.append(name)
@@ -417,19 +417,30 @@ def test_sdpa_causal(causal, L, S, dtype):
 
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("causal", [True, "bottom_right"])
-def test_sdpa_large_masked(causal, dtype, kernel_config):
+def test_sdpa_large_masked(causal, dtype):
     """Sizes spanning several tiles, with masks that empty whole tiles
-    (padding) and rows (fully masked), in both causal alignments."""
+    (padding) and rows (fully masked), in both causal alignments, on every
+    kernel path and thread count (the reference is computed once)."""
+    from attnpy import _core
     rng = np.random.default_rng(28)
     B, H, L, S, E = 2, 2, 130, 600, 32
     Q, K, V = qkv(rng, (B, H), (B, 1), L, S, E, E, dtype)
     pad = attnpy.padding_mask([0, 333], S)       # item 0 sees no key at all
     keep = rng.random((L, S)) < 0.9
-    for fm in ("zero", "uniform", "nan"):
-        assert_sdpa_same((Q, K, V, pad & keep), {"causal": causal,
-                                                 "fully_masked": fm})
-    assert_sdpa_same((Q, K, V), {"causal": causal, "bias": np.where(
-        keep, 0.0, -np.inf)})
+    cases = [((Q, K, V, pad & keep), {"causal": causal, "fully_masked": fm})
+             for fm in ("zero", "uniform", "nan")]
+    cases.append(((Q, K, V), {"causal": causal,
+                              "bias": np.where(keep, 0.0, -np.inf)}))
+    wants = [ref.scaled_dot_product_attention(*a, **kw) for a, kw in cases]
+    for isa, threads in KERNEL_CONFIGS:
+        _core.set_isa(isa)
+        attnpy.set_num_threads(threads)
+        for (args, kw), (want_out, want_w) in zip(cases, wants):
+            out, w = attnpy.scaled_dot_product_attention(*args, **kw)
+            assert_same(out, want_out)
+            assert_same(w, want_w)
+            akw = dict(kw, mask=args[3]) if len(args) > 3 else kw
+            assert_same(attnpy.attention(*args[:3], **akw), want_out)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
