@@ -9,6 +9,14 @@ a fused fast kernel (:func:`attention`), and tools to check every number.
 >>> weights.sum(axis=-1)
 array([1., 1.])
 """
+try:
+    from . import _core  # noqa: F401  (the C extension)
+except ImportError as exc:  # pragma: no cover - depends on the install
+    raise ImportError(
+        "attnpy's C extension (attnpy._core) is not built here. If you are "
+        "in attnpy's source directory, either build in place with "
+        "'python -m pip install -e .' or run Python from another directory."
+    ) from exc
 from . import reference
 from ._api import (add_positional_encoding, attention, causal_mask,
                    combine_heads, create_causal_mask, get_num_threads,

@@ -131,11 +131,15 @@ attn_status attn_sdpa(attn_problem *p, const attn_exec *ex);
 attn_status attn_sdpa_naive(attn_problem *p);
 
 /* ---- instruction-set dispatch -------------------------------------------
- * attn_isa_name(): "avx2" or "portable" -- the path attn_sdpa uses now.
- * attn_set_isa(name): choose "avx2" (if the CPU has it), "portable" or
- * "auto"; returns 0 on success, -1 if unknown or unsupported. The initial
- * choice is "auto" unless the environment variable ATTNPY_FORCE_PORTABLE is
- * set to a non-empty value other than "0".                                 */
+ * attn_isa_name(): "avx512", "avx2" or "portable" -- the path attn_sdpa
+ * uses now.
+ * attn_set_isa(name): choose "avx512" (AVX-512F, if the CPU has it), "avx2"
+ * (AVX2 + FMA, if the CPU has it), "portable" (plain C, always available) or
+ * "auto" (the best the CPU has); returns 0 on success, -1 if unknown or
+ * unsupported. The initial choice is "auto" unless the environment variable
+ * ATTNPY_FORCE_PORTABLE is set to a non-empty value other than "0".
+ * Not meant to be changed while another thread is inside attn_sdpa (that
+ * call finishes on the path it started with).                              */
 const char *attn_isa_name(void);
 int attn_set_isa(const char *name);
 

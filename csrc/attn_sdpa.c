@@ -1,26 +1,338 @@
 /*
- * attn_sdpa.c -- the attention fast path and its instruction-set dispatch.
- * Placeholder: delegates to the naive kernel until the tiled kernel lands.
+ * attn_sdpa.c -- the attention fast path: instruction-set dispatch, plan
+ * (block sizes, scratch layout), and work items spread over threads.
+ *
+ * The kernel itself is attn_tile.h, instantiated per instruction set in
+ * attn_sdpa_portable.c / attn_sdpa_avx2.c / attn_sdpa_avx512.c.
+ *
+ * Work item = (b, query block). Items are claimed from an atomic counter
+ * (dynamic balance: causal items are uneven, so those are handed out
+ * largest first). Each item writes only its own rows, computed in a fixed
+ * order, so the result does not depend on the number of threads. The
+ * calling thread polls exec->poll about every 100 ms between items; a
+ * nonzero answer sets a flag every thread checks between items.
  */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "attn.h"
+#include "attn_kern.h"
 
-static const char *isa_current = "portable";
+/* ------------------------------------------------------------------------ */
+/* instruction-set dispatch                                                 */
+/* ------------------------------------------------------------------------ */
 
-const char *attn_isa_name(void) { return isa_current; }
+enum { ISA_PORTABLE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2, ISA_UNSET = -1 };
+
+static atomic_int g_isa = ISA_UNSET;
+
+static const attn_isa_desc *isa_desc(int isa)
+{
+#if ATTN_HAVE_X86
+    if (isa == ISA_AVX512)
+        return &attn__isa_avx512;
+    if (isa == ISA_AVX2)
+        return &attn__isa_avx2;
+#endif
+    (void)isa;
+    return &attn__isa_portable;
+}
+
+static int isa_supported(int isa)
+{
+    if (isa == ISA_PORTABLE)
+        return 1;
+#if ATTN_HAVE_X86
+    __builtin_cpu_init();
+    if (isa == ISA_AVX2)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (isa == ISA_AVX512)
+        return __builtin_cpu_supports("avx512f")
+               && __builtin_cpu_supports("avx2")
+               && __builtin_cpu_supports("fma");
+#endif
+    return 0;
+}
+
+static int isa_best(void)
+{
+    if (isa_supported(ISA_AVX512))
+        return ISA_AVX512;
+    if (isa_supported(ISA_AVX2))
+        return ISA_AVX2;
+    return ISA_PORTABLE;
+}
+
+static int isa_get(void)
+{
+    int isa = atomic_load_explicit(&g_isa, memory_order_acquire);
+    if (isa != ISA_UNSET)
+        return isa;
+    const char *env = getenv("ATTNPY_FORCE_PORTABLE");
+    int want = (env && env[0] && strcmp(env, "0") != 0) ? ISA_PORTABLE
+                                                        : isa_best();
+    int expected = ISA_UNSET;
+    /* a concurrent attn_set_isa wins over the initial choice */
+    atomic_compare_exchange_strong(&g_isa, &expected, want);
+    return atomic_load_explicit(&g_isa, memory_order_acquire);
+}
+
+const char *attn_isa_name(void) { return isa_desc(isa_get())->name; }
+
+const attn_isa_desc *attn__isa_current(void) { return isa_desc(isa_get()); }
 
 int attn_set_isa(const char *name)
 {
-    if (strcmp(name, "portable") == 0 || strcmp(name, "auto") == 0) {
-        isa_current = "portable";
-        return 0;
-    }
-    return -1;
+    int isa;
+    if (!name)
+        return -1;
+    if (strcmp(name, "auto") == 0)
+        isa = isa_best();
+    else if (strcmp(name, "portable") == 0)
+        isa = ISA_PORTABLE;
+    else if (strcmp(name, "avx2") == 0)
+        isa = ISA_AVX2;
+    else if (strcmp(name, "avx512") == 0)
+        isa = ISA_AVX512;
+    else
+        return -1;
+    if (!isa_supported(isa))
+        return -1;
+    atomic_store_explicit(&g_isa, isa, memory_order_release);
+    return 0;
 }
+
+/* ------------------------------------------------------------------------ */
+/* plan                                                                     */
+/* ------------------------------------------------------------------------ */
+
+#define SCRATCH_TARGET ((size_t)256 * 1024) /* st + K/V blocks, per thread */
+
+static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+/* a += n * esz bytes, 64-byte aligned; 0 on overflow */
+static int take(size_t *a, size_t n, size_t esz, size_t *off)
+{
+    if (esz && n > (SIZE_MAX - 64 - *a) / esz)
+        return 0;
+    *off = *a;
+    *a = round_up(*a + n * esz, 64);
+    return 1;
+}
+
+static int mul_ok(size_t a, size_t b, size_t *r)
+{
+    if (a && b > SIZE_MAX / a)
+        return 0;
+    *r = a * b;
+    return 1;
+}
+
+static attn_status make_plan(attn_plan *pl, const attn_problem *p,
+                             const attn_isa_desc *d)
+{
+    const int t = p->dtype == ATTN_F64;
+    const size_t esz = t ? sizeof(double) : sizeof(float);
+    const size_t W = d->W[t];
+    memset(pl, 0, sizeof *pl);
+    pl->p = p;
+
+    /* query block: the ISA's choice, smaller for short L or huge E */
+    size_t BQ = d->BQ[t];
+    if (BQ > round_up(p->L, W))
+        BQ = round_up(p->L, W);
+    while (BQ > W && BQ * p->E * esz > SCRATCH_TARGET)
+        BQ -= W;
+    if (BQ == 0)
+        BQ = W;
+    pl->BQ = BQ;
+    pl->BQP = BQ;
+    pl->EvP = round_up(p->Ev, W);
+
+    /* key block: the ISA's choice, smaller for short S or wide rows */
+    size_t BK = d->BK[t];
+    size_t row = (pl->BQP + p->E + pl->EvP) * esz;
+    while (BK > 8 && BK * row > SCRATCH_TARGET)
+        BK /= 2;
+    if (BK > p->S)
+        BK = p->S ? p->S : 1;
+    pl->BK = BK;
+
+    pl->nqb = (p->L + BQ - 1) / BQ;
+    if (p->causal == ATTN_CAUSAL_BOTTOM_RIGHT)
+        pl->coff = (ptrdiff_t)p->S - (ptrdiff_t)p->L;
+    else
+        pl->coff = 0;
+    pl->pack_k = p->E > 1 && p->k.s1 != 1;
+    pl->pack_v = p->Ev > 0 && ((p->Ev > 1 && p->v.s1 != 1) || p->Ev % W);
+
+    size_t n, a = 0;
+    int ok = 1;
+    ok = ok && mul_ok(p->E, pl->BQP, &n) && take(&a, n, esz, &pl->off_qt);
+    ok = ok && mul_ok(BK, pl->BQP, &n) && take(&a, n, esz, &pl->off_st);
+    ok = ok && mul_ok(BQ, pl->EvP, &n) && take(&a, n, esz, &pl->off_o);
+    ok = ok && take(&a, 6 * pl->BQP, esz, &pl->off_row);
+    ok = ok && mul_ok(BK, pl->pack_k ? p->E : 0, &n)
+         && take(&a, n, esz, &pl->off_kp);
+    ok = ok && mul_ok(BK, pl->pack_v ? pl->EvP : 0, &n)
+         && take(&a, n, esz, &pl->off_vp);
+    ok = ok && take(&a, pl->EvP, esz, &pl->off_vmean);
+    ok = ok && take(&a, pl->BQP, 1, &pl->off_fm);
+    if (!ok)
+        return ATTN_ENOMEM;
+    pl->scratch_bytes = a;
+    return ATTN_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* running the work items                                                   */
+/* ------------------------------------------------------------------------ */
+
+long long attn__poll_interval_ns = 100000000LL; /* 100 ms */
+#define STACK_SCRATCH 8192
+
+typedef struct {
+    const attn_plan *pl;
+    attn_item_fn fn;
+    const attn_exec *ex;
+    size_t nitems;
+    int largest_first;
+    atomic_size_t next;
+    atomic_int cancel;
+    atomic_int err;             /* ATTN_ENOMEM / ATTN_EINTERRUPTED      */
+    atomic_size_t bad_item;     /* first item with a fully masked row   */
+    pthread_mutex_t bad_mu;
+    size_t bad_b, bad_row;
+    long long t_last;           /* caller only */
+} run_ctx;
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void run_task(void *arg, int tid)
+{
+    run_ctx *c = arg;
+    const attn_plan *pl = c->pl;
+    const attn_problem *p = pl->p;
+    const size_t B = p->B, nqb = pl->nqb;
+    _Alignas(64) unsigned char stackbuf[STACK_SCRATCH];
+    void *raw = NULL, *scratch = stackbuf;
+    if (pl->scratch_bytes > STACK_SCRATCH) {
+        raw = malloc(pl->scratch_bytes + 64);
+        if (!raw) {
+            atomic_store(&c->err, ATTN_ENOMEM);
+            atomic_store(&c->cancel, 1);
+            return;
+        }
+        scratch = (void *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    }
+    for (;;) {
+        if (atomic_load_explicit(&c->cancel, memory_order_relaxed))
+            break;
+        size_t k = atomic_fetch_add_explicit(&c->next, 1,
+                                             memory_order_relaxed);
+        if (k >= c->nitems)
+            break;
+        size_t b, qb;
+        if (c->largest_first) {
+            qb = nqb - 1 - k / B;
+            b = k % B;
+        } else {
+            b = k / nqb;
+            qb = k % nqb;
+        }
+        const size_t idx = b * nqb + qb; /* (b, row) order of the item */
+        if (idx > atomic_load_explicit(&c->bad_item, memory_order_relaxed))
+            continue;
+        size_t bad_row = 0;
+        attn_status st = c->fn(pl, scratch, b, qb, &bad_row);
+        if (st == ATTN_EFULLYMASKED) {
+            pthread_mutex_lock(&c->bad_mu);
+            if (idx < atomic_load(&c->bad_item)) {
+                atomic_store(&c->bad_item, idx);
+                c->bad_b = b;
+                c->bad_row = bad_row;
+            }
+            pthread_mutex_unlock(&c->bad_mu);
+        }
+        if (tid == 0 && c->ex && c->ex->poll) {
+            long long t = now_ns();
+            if (t - c->t_last >= attn__poll_interval_ns) {
+                c->t_last = t;
+                if (c->ex->poll(c->ex->poll_ctx)) {
+                    atomic_store(&c->err, ATTN_EINTERRUPTED);
+                    atomic_store(&c->cancel, 1);
+                }
+            }
+        }
+    }
+    free(raw);
+}
+
+/* a call uses at most one thread per this many flops */
+double attn__min_flops_per_thread = 2.0e6;
 
 attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
 {
-    (void)ex;
-    return attn_sdpa_naive(p);
+    if (!p || (p->dtype != ATTN_F32 && p->dtype != ATTN_F64))
+        return ATTN_EINVAL;
+    const attn_isa_desc *d = attn__isa_current();
+    attn_plan pl;
+    attn_status st = make_plan(&pl, p, d);
+    if (st != ATTN_OK)
+        return st;
+    size_t nitems;
+    if (!mul_ok(p->B, pl.nqb, &nitems))
+        return ATTN_ENOMEM;
+    if (nitems == 0)
+        return ATTN_OK;
+
+    run_ctx c;
+    memset(&c, 0, sizeof c);
+    c.pl = &pl;
+    c.fn = d->item[p->dtype == ATTN_F64];
+    c.ex = ex;
+    c.nitems = nitems;
+    c.largest_first = p->causal != ATTN_CAUSAL_NONE;
+    atomic_init(&c.next, 0);
+    atomic_init(&c.cancel, 0);
+    atomic_init(&c.err, ATTN_OK);
+    atomic_init(&c.bad_item, SIZE_MAX);
+    if (pthread_mutex_init(&c.bad_mu, NULL) != 0)
+        return ATTN_ENOMEM;
+    c.t_last = now_ns();
+
+    int nt = ex && ex->nthreads > 1 ? ex->nthreads : 1;
+    double flops = 2.0 * (double)p->B * (double)p->L * (double)p->S
+                   * (double)(p->E + p->Ev);
+    if (p->causal != ATTN_CAUSAL_NONE)
+        flops *= 0.5;
+    if ((double)nt * attn__min_flops_per_thread > flops) {
+        double f = flops / attn__min_flops_per_thread;
+        nt = f < 1 ? 1 : (int)f;
+    }
+    if ((size_t)nt > nitems)
+        nt = (int)nitems;
+    attn_pool_run(run_task, &c, nt);
+    pthread_mutex_destroy(&c.bad_mu);
+
+    int err = atomic_load(&c.err);
+    if (err != ATTN_OK)
+        return (attn_status)err;
+    if (atomic_load(&c.bad_item) != SIZE_MAX) {
+        p->bad_b = c.bad_b;
+        p->bad_row = c.bad_row;
+        return ATTN_EFULLYMASKED;
+    }
+    return ATTN_OK;
 }

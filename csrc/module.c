@@ -694,6 +694,7 @@ static PyObject *core_sdpa(PyObject *Py_UNUSED(mod), PyObject *const *args,
     /* 6. strides in elements and the batch offset tables */
     ptrdiff_t st[N_OPS][NPY_MAXDIMS];
     ptrdiff_t bst[N_OPS][NPY_MAXDIMS];
+    memset(bst, 0, sizeof bst); /* absent operands: offset 0 */
     for (int op = 0; op < N_OPS; op++) {
         if (!arr[op])
             continue;

@@ -1,0 +1,94 @@
+/*
+ * attn_kern.h -- internal interface of the attention fast path (not public).
+ *
+ *   attn_sdpa.c        driver: plan (block sizes, scratch layout), ISA
+ *                      dispatch, work items over the thread pool, poll
+ *   attn_tile.h        the tiled FlashAttention-2 kernel, written once as a
+ *                      "template" over (element type, vector primitives)
+ *   attn_sdpa.c        also instantiates it for the portable path (plain C)
+ *   attn_sdpa_avx2.c   ... for AVX2+FMA   (__attribute__((target)))
+ *   attn_sdpa_avx512.c ... for AVX-512F   (__attribute__((target)))
+ *   attn_pool.c        the private pthread pool
+ *
+ * A work item is (b, query block qb): rows i0 = qb*BQ .. i0+nq-1 of batch
+ * item b. Every row is computed by exactly one item, in a fixed order, so
+ * results never depend on the number of threads.
+ */
+#ifndef ATTNPY_ATTN_KERN_H
+#define ATTNPY_ATTN_KERN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attn.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define ATTN_HAVE_X86 1
+#else
+#define ATTN_HAVE_X86 0
+#endif
+
+/* Everything a work item needs, computed once per call by the driver. */
+typedef struct {
+    const attn_problem *p;
+    size_t BQ;        /* query rows per work item                           */
+    size_t BK;        /* keys per block                                     */
+    size_t BQP;       /* BQ rounded up to the vector width (tile row length) */
+    size_t EvP;       /* Ev rounded up to the vector width                  */
+    size_t nqb;       /* query blocks per batch item: ceil(L / BQ)          */
+    ptrdiff_t coff;   /* causal: key j visible from query i iff j <= i+coff */
+    int pack_k;       /* K rows not contiguous: copy each key block         */
+    int pack_v;       /* V rows not contiguous or Ev % W: copy, zero padded */
+    /* scratch layout: byte offsets from a 64-byte aligned base            */
+    size_t off_qt;    /* Q^T of the item, E x BQP                           */
+    size_t off_st;    /* score / probability tile, BK x BQP (key-major)     */
+    size_t off_o;     /* output accumulator, BQ x EvP                       */
+    size_t off_row;   /* 6 per-query arrays of BQP: m, l, alpha, muse, inv,
+                         fmval                                              */
+    size_t off_kp;    /* packed K block, BK x E (if pack_k)                 */
+    size_t off_vp;    /* packed V block, BK x EvP (if pack_v)               */
+    size_t off_vmean; /* mean of V rows (uniform policy), EvP               */
+    size_t off_fm;    /* per-query fully-masked flags, BQP bytes            */
+    size_t scratch_bytes;
+} attn_plan;
+
+/* Compute one work item. Returns ATTN_OK, or ATTN_EFULLYMASKED (policy
+ * raise) with *bad_row = the first fully masked row of the item.          */
+typedef attn_status (*attn_item_fn)(const attn_plan *pl, void *scratch,
+                                    size_t b, size_t qb, size_t *bad_row);
+
+typedef struct {
+    const char *name;
+    size_t W[2];             /* vector width in elements: [ATTN_F32/F64]   */
+    size_t BQ[2], BK[2];     /* block sizes                                */
+    attn_item_fn item[2];
+    /* vectorised exp for x <= 0 (tests): y[i] = exp(x[i])                 */
+    void (*exp_f32)(float *y, const float *x, size_t n);
+    void (*exp_f64)(double *y, const double *x, size_t n);
+} attn_isa_desc;
+
+extern const attn_isa_desc attn__isa_portable;
+#if ATTN_HAVE_X86
+extern const attn_isa_desc attn__isa_avx2;
+extern const attn_isa_desc attn__isa_avx512;
+#endif
+
+/* The descriptor attn_sdpa uses now (tests). */
+const attn_isa_desc *attn__isa_current(void);
+
+/* Tuning knobs, exposed for the C tests (set before calling, not while a
+ * call runs): how often the calling thread polls (default 100 ms), and the
+ * flops each thread must have before a call uses more than one thread.   */
+extern long long attn__poll_interval_ns;
+extern double attn__min_flops_per_thread;
+
+/* ---- thread pool (attn_pool.c) -----------------------------------------
+ * attn_pool_run: run fn(arg, t) for t = 1 .. n-1 on pool threads and
+ * fn(arg, 0) on the caller, return when all have returned. If the pool is
+ * in use by another caller, or threads cannot be created, fewer threads
+ * (possibly only the caller) run: fn must cope with that (work is claimed
+ * from a shared counter). Safe after fork() in the child.               */
+typedef void (*attn_task_fn)(void *arg, int t);
+void attn_pool_run(attn_task_fn fn, void *arg, int n);
+
+#endif /* ATTNPY_ATTN_KERN_H */

@@ -1,0 +1,164 @@
+/*
+ * attn_pool.c -- a small private pthread pool for the attention fast path.
+ *
+ * No OpenMP (mixing OpenMP runtimes in one process is undefined, libgomp
+ * hangs in forked children). One pool per process, created on first use,
+ * grown on demand, owned by one caller at a time: a caller that finds it
+ * busy (another Python thread inside attn_sdpa with the GIL released) runs
+ * its work on its own thread instead. Pool threads block every signal, so
+ * SIGINT reaches the interpreter's thread. After fork() the child starts
+ * from a fresh, empty pool (the parent's threads do not exist there).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include "attn_kern.h"
+
+#define POOL_MAX_THREADS 255
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t wake;  /* workers: a new job was posted            */
+    pthread_cond_t done;  /* owner: the last running worker finished  */
+    int nthreads;         /* workers started                          */
+    int busy;             /* a caller owns the pool                   */
+    unsigned long gen;    /* job generation, bumped per job           */
+    attn_task_fn fn;
+    void *arg;
+    int want;             /* worker slots of the current job          */
+    int taken;            /* slots taken                              */
+    int running;          /* workers inside fn                        */
+} attn_pool;
+
+static attn_pool *g_pool;
+static pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+
+static void atfork_prepare(void) { pthread_mutex_lock(&g_pool_mu); }
+static void atfork_parent(void) { pthread_mutex_unlock(&g_pool_mu); }
+static void atfork_child(void)
+{
+    /* The parent's workers are gone and its pool mutex may be held by a
+     * thread that does not exist here: forget the pool (a few hundred
+     * bytes leak per fork) and start a new one on first use. */
+    g_pool = NULL;
+    pthread_mutex_unlock(&g_pool_mu);
+}
+
+static void register_atfork(void)
+{
+    (void)pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+static void *worker_main(void *a)
+{
+    attn_pool *pl = a;
+    unsigned long seen = 0;
+    pthread_mutex_lock(&pl->mu);
+    for (;;) {
+        while (pl->gen == seen)
+            pthread_cond_wait(&pl->wake, &pl->mu);
+        seen = pl->gen;
+        if (pl->taken < pl->want) {
+            int t = ++pl->taken;
+            attn_task_fn fn = pl->fn;
+            void *arg = pl->arg;
+            pl->running++;
+            pthread_mutex_unlock(&pl->mu);
+            fn(arg, t);
+            pthread_mutex_lock(&pl->mu);
+            if (--pl->running == 0)
+                pthread_cond_signal(&pl->done);
+        }
+    }
+    return NULL;
+}
+
+static attn_pool *get_pool(void)
+{
+    pthread_once(&g_atfork_once, register_atfork);
+    pthread_mutex_lock(&g_pool_mu);
+    attn_pool *pl = g_pool;
+    if (!pl) {
+        pl = calloc(1, sizeof *pl);
+        if (pl) {
+            if (pthread_mutex_init(&pl->mu, NULL) != 0) {
+                free(pl);
+                pl = NULL;
+            } else if (pthread_cond_init(&pl->wake, NULL) != 0) {
+                pthread_mutex_destroy(&pl->mu);
+                free(pl);
+                pl = NULL;
+            } else if (pthread_cond_init(&pl->done, NULL) != 0) {
+                pthread_cond_destroy(&pl->wake);
+                pthread_mutex_destroy(&pl->mu);
+                free(pl);
+                pl = NULL;
+            }
+        }
+        g_pool = pl;
+    }
+    pthread_mutex_unlock(&g_pool_mu);
+    return pl;
+}
+
+/* start workers until there are n (called with pl->mu held) */
+static void grow(attn_pool *pl, int n)
+{
+    if (n > POOL_MAX_THREADS)
+        n = POOL_MAX_THREADS;
+    if (pl->nthreads >= n)
+        return;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) == 0) {
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        while (pl->nthreads < n) {
+            pthread_t tid;
+            if (pthread_create(&tid, &attr, worker_main, pl) != 0)
+                break;
+            pl->nthreads++;
+        }
+        pthread_attr_destroy(&attr);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void attn_pool_run(attn_task_fn fn, void *arg, int n)
+{
+    attn_pool *pl = n > 1 ? get_pool() : NULL;
+    if (!pl) {
+        fn(arg, 0);
+        return;
+    }
+    pthread_mutex_lock(&pl->mu);
+    if (pl->busy) {
+        pthread_mutex_unlock(&pl->mu);
+        fn(arg, 0);
+        return;
+    }
+    pl->busy = 1;
+    grow(pl, n - 1);
+    pl->fn = fn;
+    pl->arg = arg;
+    pl->want = n - 1 < pl->nthreads ? n - 1 : pl->nthreads;
+    pl->taken = 0;
+    pl->gen++;
+    pthread_cond_broadcast(&pl->wake);
+    pthread_mutex_unlock(&pl->mu);
+
+    fn(arg, 0);
+
+    pthread_mutex_lock(&pl->mu);
+    pl->want = pl->taken; /* close the job: late wakers take nothing */
+    while (pl->running > 0)
+        pthread_cond_wait(&pl->done, &pl->mu);
+    pl->fn = NULL;
+    pl->arg = NULL;
+    pl->busy = 0;
+    pthread_mutex_unlock(&pl->mu);
+}

@@ -1,0 +1,625 @@
+/*
+ * attn_tile.h -- the tiled FlashAttention-2 kernel, written once.
+ *
+ * NOT a normal header: a template included once per (instruction set,
+ * element type) by attn_sdpa_portable.c, attn_sdpa_avx2.c and
+ * attn_sdpa_avx512.c, after they define
+ *
+ *   T            element type (float or double)
+ *   VT, W        vector type and its number of lanes
+ *   SFX(name)    name##_<isa>_<type>, for every function defined here
+ *   ATTR         function attributes (target("...") for the SIMD paths)
+ *   VZERO() VSET1(x) VLOADU(p) VSTOREU(p, v)
+ *   VFMA(a, b, c) = a*b + c   VMUL VADD VSUB VMAX (lane-wise)
+ *   VEXP(x)      exp for x <= 0 (-inf -> 0, NaN -> NaN)
+ *   VSAFE(x)     x == -inf ? 0 : x, lane-wise
+ *   QK_MR, QK_NR micro-kernel of S^T = K Q^T: QK_MR keys x QK_NR vectors
+ *   PV_MR, PV_NR micro-kernel of O += P V: PV_MR queries x PV_NR vectors
+ *   SM_G         query vectors kept in registers by the softmax pass
+ *
+ * Layout (per work item = rows i0 .. i0+nq-1 of batch item b):
+ *   qt [E][BQP]     Q^T of the item, zero padded to BQP columns
+ *   st [BK][BQP]    scores of one key block, KEY-major: st[j][i]. Computing
+ *                   S^T = K Q^T lets the micro-kernel broadcast K[j][e] and
+ *                   load contiguous vectors of Q^T (packed once per item,
+ *                   not once per key block), and makes every per-query
+ *                   reduction of the online softmax (max, sum) a lane-wise
+ *                   vector operation: no horizontal reductions anywhere.
+ *   o  [BQ][EvP]    output accumulator (row-major, query rows)
+ *
+ * Per key block (FlashAttention-2):
+ *   1. st = scale * K_blk Q^T                         (micro-kernel qk)
+ *   2. + bias, -inf where mask == 0 or causal forbids  (diagonal blocks only)
+ *   3. m_new = max(m, max_j st), alpha = exp(m - m_new), p = exp(st - m_new),
+ *      l = alpha*l + sum_j p                           (vertical, SM_G vectors)
+ *   4. o rows *= alpha where alpha != 1, o += P^T' V   (micro-kernel pv)
+ * then out = o / l. "m_new" is used as VSAFE(m_new) so a row that has seen
+ * only -inf so far subtracts 0, never -inf - -inf = NaN: such a row keeps
+ * l == 0 and is reported fully masked unless a NaN score made l NaN.
+ *
+ * Bitwise reproducibility: every score is one FMA chain over e = 0..E-1
+ * whatever micro-kernel variant or block computes it, so the weights pass
+ * (which recomputes the scores) sees exactly the scores of the forward pass,
+ * and the forward pass is the same code whether or not weights are wanted.
+ */
+
+#define TI static inline __attribute__((always_inline)) ATTR
+#define TF static ATTR
+
+#define BOFF_(m, b) ((m).boff ? (m).boff[(b)] : (ptrdiff_t)0)
+#define MINZ_(a, b) ((a) < (b) ? (a) : (b))
+
+/* block classes */
+#define BLK_ALL 0   /* every score of the block is masked: skip it         */
+#define BLK_NONE 1  /* no mask entry of the block is 0                     */
+#define BLK_MIXED 2 /* apply the mask element-wise                          */
+
+/* ---------------------------------------------------------------------- */
+/* 1. S^T micro-kernel: st[r][v*W + l] = sum_e k[r][e] * qt[e][v*W + l]    */
+/*    for r < MR keys and v < NR query vectors, times scale if scaled.     */
+/* ---------------------------------------------------------------------- */
+TI void SFX(qk_kern)(const int MR, const int NR, T *restrict st, size_t ldst,
+                     const T *restrict qt, size_t ldq, const T *k,
+                     ptrdiff_t ks, size_t E, VT vscale, int scaled)
+{
+    VT acc[QK_MR][QK_NR];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NR; v++)
+            acc[r][v] = VZERO();
+    for (size_t e = 0; e < E; e++) {
+        VT q[QK_NR];
+        for (int v = 0; v < NR; v++)
+            q[v] = VLOADU(qt + e * ldq + (size_t)v * W);
+        for (int r = 0; r < MR; r++) {
+            VT kb = VSET1(k[(ptrdiff_t)r * ks + (ptrdiff_t)e]);
+            for (int v = 0; v < NR; v++)
+                acc[r][v] = VFMA(kb, q[v], acc[r][v]);
+        }
+    }
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NR; v++)
+            VSTOREU(st + (size_t)r * ldst + (size_t)v * W,
+                    scaled ? VMUL(acc[r][v], vscale) : acc[r][v]);
+}
+
+TI void SFX(qk_rows)(const int MR, T *st, size_t ldst, const T *qt, size_t ldq,
+                     size_t nqv, const T *k, ptrdiff_t ks, size_t E, VT vscale,
+                     int scaled)
+{
+    size_t v = 0;
+    for (; v + QK_NR <= nqv; v += QK_NR)
+        SFX(qk_kern)(MR, QK_NR, st + v * W, ldst, qt + v * W, ldq, k, ks, E,
+                     vscale, scaled);
+    for (; v < nqv; v++)
+        SFX(qk_kern)(MR, 1, st + v * W, ldst, qt + v * W, ldq, k, ks, E,
+                     vscale, scaled);
+}
+
+/* st (nk x nqv*W, ld ldst) = K_blk (nk x E, row stride ks) . qt (E x .., ldq) */
+TF void SFX(qk_block)(T *st, size_t ldst, const T *qt, size_t ldq, size_t nqv,
+                      const T *k, ptrdiff_t ks, size_t E, size_t nk, T scale,
+                      int scaled)
+{
+    const VT vs = VSET1(scale);
+    size_t j = 0;
+    for (; j + QK_MR <= nk; j += QK_MR)
+        SFX(qk_rows)(QK_MR, st + j * ldst, ldst, qt, ldq, nqv,
+                     k + (ptrdiff_t)j * ks, ks, E, vs, scaled);
+    T *st_j = st + j * ldst;
+    const T *k_j = k + (ptrdiff_t)j * ks;
+#define QK_TAIL_(n)                                                            \
+    case n:                                                                    \
+        SFX(qk_rows)(MINZ_(n, QK_MR), st_j, ldst, qt, ldq, nqv, k_j, ks, E,    \
+                     vs, scaled);                                              \
+        break;
+    switch (nk - j) {
+        QK_TAIL_(1) QK_TAIL_(2) QK_TAIL_(3) QK_TAIL_(4) QK_TAIL_(5)
+        QK_TAIL_(6) QK_TAIL_(7)
+    default:
+        break;
+    }
+#undef QK_TAIL_
+}
+
+/* ---------------------------------------------------------------------- */
+/* 4. PV micro-kernel: o[r][c] += sum_j pt[j][r] * v[j][c]                 */
+/*    for r < MR queries and c < NR*W value columns.                       */
+/* ---------------------------------------------------------------------- */
+TI void SFX(pv_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
+                     const T *restrict pt, size_t ldp, const T *v,
+                     ptrdiff_t vs, size_t nk)
+{
+    VT acc[PV_MR][PV_NR];
+    for (int r = 0; r < MR; r++)
+        for (int c = 0; c < NR; c++)
+            acc[r][c] = VLOADU(o + (size_t)r * ldo + (size_t)c * W);
+    for (size_t j = 0; j < nk; j++) {
+        const T *v_j = v + (ptrdiff_t)j * vs;
+        const T *p_j = pt + j * ldp;
+        VT x[PV_NR];
+        for (int c = 0; c < NR; c++)
+            x[c] = VLOADU(v_j + (size_t)c * W);
+        for (int r = 0; r < MR; r++) {
+            VT pb = VSET1(p_j[r]);
+            for (int c = 0; c < NR; c++)
+                acc[r][c] = VFMA(pb, x[c], acc[r][c]);
+        }
+    }
+    for (int r = 0; r < MR; r++)
+        for (int c = 0; c < NR; c++)
+            VSTOREU(o + (size_t)r * ldo + (size_t)c * W, acc[r][c]);
+}
+
+TI void SFX(pv_rows)(const int MR, T *o, size_t ldo, size_t nev, const T *pt,
+                     size_t ldp, const T *v, ptrdiff_t vs, size_t nk)
+{
+    size_t c = 0;
+    for (; c + PV_NR <= nev; c += PV_NR)
+        SFX(pv_kern)(MR, PV_NR, o + c * W, ldo, pt, ldp, v + c * W, vs, nk);
+    for (; c < nev; c++)
+        SFX(pv_kern)(MR, 1, o + c * W, ldo, pt, ldp, v + c * W, vs, nk);
+}
+
+/* o (nq x nev*W, ld ldo) += pt^T (pt: nk x .., ld ldp) . V_blk (nk x ..)  */
+TF void SFX(pv_block)(T *o, size_t ldo, size_t nq, size_t nev, const T *pt,
+                      size_t ldp, const T *v, ptrdiff_t vs, size_t nk)
+{
+    size_t i = 0;
+    for (; i + PV_MR <= nq; i += PV_MR)
+        SFX(pv_rows)(PV_MR, o + i * ldo, ldo, nev, pt + i, ldp, v, vs, nk);
+    T *o_i = o + i * ldo;
+    const T *p_i = pt + i;
+#define PV_TAIL_(n)                                                            \
+    case n:                                                                    \
+        SFX(pv_rows)(MINZ_(n, PV_MR), o_i, ldo, nev, p_i, ldp, v, vs, nk);     \
+        break;
+    switch (nq - i) {
+        PV_TAIL_(1) PV_TAIL_(2) PV_TAIL_(3) PV_TAIL_(4) PV_TAIL_(5)
+        PV_TAIL_(6) PV_TAIL_(7)
+    default:
+        break;
+    }
+#undef PV_TAIL_
+}
+
+/* ---------------------------------------------------------------------- */
+/* 3. online softmax over one key block, G query vectors at a time         */
+/* ---------------------------------------------------------------------- */
+TI void SFX(sm_group)(const int G, T *st, size_t ldst, size_t nk, T *m, T *l,
+                      T *alpha, T *muse)
+{
+    VT mx[SM_G], mu[SM_G], sum[SM_G];
+    for (int g = 0; g < G; g++)
+        mx[g] = VLOADU(m + (size_t)g * W);
+    for (size_t j = 0; j < nk; j++)
+        for (int g = 0; g < G; g++)
+            mx[g] = VMAX(mx[g], VLOADU(st + j * ldst + (size_t)g * W));
+    for (int g = 0; g < G; g++) {
+        VT mold = VLOADU(m + (size_t)g * W);
+        VSTOREU(m + (size_t)g * W, mx[g]);
+        mu[g] = VSAFE(mx[g]);
+        VSTOREU(muse + (size_t)g * W, mu[g]);
+        VT a = VEXP(VSUB(mold, mu[g]));
+        VSTOREU(alpha + (size_t)g * W, a);
+        sum[g] = VMUL(VLOADU(l + (size_t)g * W), a);
+    }
+    for (size_t j = 0; j < nk; j++)
+        for (int g = 0; g < G; g++) {
+            T *s = st + j * ldst + (size_t)g * W;
+            VT pj = VEXP(VSUB(VLOADU(s), mu[g]));
+            VSTOREU(s, pj);
+            sum[g] = VADD(sum[g], pj);
+        }
+    for (int g = 0; g < G; g++)
+        VSTOREU(l + (size_t)g * W, sum[g]);
+}
+
+TF void SFX(softmax_block)(T *st, size_t ldst, size_t nk, size_t nqv, T *m,
+                           T *l, T *alpha, T *muse)
+{
+    size_t v = 0;
+    for (; v + SM_G <= nqv; v += SM_G)
+        SFX(sm_group)(SM_G, st + v * W, ldst, nk, m + v * W, l + v * W,
+                      alpha + v * W, muse + v * W);
+    for (; v < nqv; v++)
+        SFX(sm_group)(1, st + v * W, ldst, nk, m + v * W, l + v * W,
+                      alpha + v * W, muse + v * W);
+}
+
+/* ---------------------------------------------------------------------- */
+/* masks                                                                   */
+/* ---------------------------------------------------------------------- */
+
+/* Which entries of the block rows i0..i0+nq-1 x keys j0..j0+nk-1 are
+ * masked (by causal and the uint8 mask). *cdiag: causal must be applied
+ * element-wise (the block straddles the diagonal).                        */
+TF int SFX(classify)(const attn_plan *pl, const uint8_t *mask_b, size_t i0,
+                     size_t nq, size_t j0, size_t nk, int *cdiag)
+{
+    const attn_problem *p = pl->p;
+    *cdiag = 0;
+    if (p->causal != ATTN_CAUSAL_NONE) {
+        ptrdiff_t last = (ptrdiff_t)(i0 + nq - 1) + pl->coff;
+        if ((ptrdiff_t)j0 > last)
+            return BLK_ALL;
+        *cdiag = (ptrdiff_t)(j0 + nk - 1) > (ptrdiff_t)i0 + pl->coff;
+    }
+    if (!mask_b)
+        return BLK_NONE;
+    const ptrdiff_t s0 = p->mask.s0, s1 = p->mask.s1;
+    const size_t nrows = s0 == 0 ? 1 : nq;
+    unsigned any = 0, zero = 0;
+    for (size_t r = 0; r < nrows && !(any && zero); r++) {
+        const uint8_t *row = mask_b + (ptrdiff_t)(i0 + r) * s0
+                             + (ptrdiff_t)j0 * s1;
+        unsigned a = 0, z = 0;
+        if (s1 == 1) {
+            for (size_t j = 0; j < nk; j++) {
+                a |= row[j];
+                z |= row[j] == 0;
+            }
+        } else {
+            for (size_t j = 0; j < nk; j++) {
+                uint8_t x = row[(ptrdiff_t)j * s1];
+                a |= x;
+                z |= x == 0;
+            }
+        }
+        any |= a;
+        zero |= z;
+    }
+    if (!any)
+        return BLK_ALL;
+    return zero ? BLK_MIXED : BLK_NONE;
+}
+
+/* 2. bias, then -inf where the mask or causality forbids (scaled scores) */
+TF void SFX(apply_masks)(const attn_plan *pl, T *st, size_t ldst, size_t b,
+                         size_t i0, size_t nq, size_t nqv, size_t j0,
+                         size_t nk, const uint8_t *mask_b, int cls, int cdiag)
+{
+    const attn_problem *p = pl->p;
+    const T ninf = (T)-INFINITY;
+    if (p->bias.data) {
+        const T *bias_b = (const T *)p->bias.data + BOFF_(p->bias, b);
+        const ptrdiff_t s0 = p->bias.s0, s1 = p->bias.s1;
+        if (s0 == 0) { /* one bias row for every query: vector adds */
+            const T *row = bias_b + (ptrdiff_t)j0 * s1;
+            for (size_t j = 0; j < nk; j++) {
+                VT bj = VSET1(row[(ptrdiff_t)j * s1]);
+                T *s_j = st + j * ldst;
+                for (size_t v = 0; v < nqv; v++)
+                    VSTOREU(s_j + v * W, VADD(VLOADU(s_j + v * W), bj));
+            }
+        } else {
+            for (size_t r = 0; r < nq; r++) {
+                const T *row = bias_b + (ptrdiff_t)(i0 + r) * s0
+                               + (ptrdiff_t)j0 * s1;
+                for (size_t j = 0; j < nk; j++)
+                    st[j * ldst + r] += row[(ptrdiff_t)j * s1];
+            }
+        }
+    }
+    if (cls == BLK_MIXED) {
+        const ptrdiff_t s0 = p->mask.s0, s1 = p->mask.s1;
+        for (size_t r = 0; r < nq; r++) {
+            const uint8_t *row = mask_b + (ptrdiff_t)(i0 + r) * s0
+                                 + (ptrdiff_t)j0 * s1;
+            for (size_t j = 0; j < nk; j++)
+                if (!row[(ptrdiff_t)j * s1])
+                    st[j * ldst + r] = ninf;
+        }
+    }
+    if (cdiag) {
+        /* row r sees key j0+j iff j0 + j <= i0 + r + coff */
+        for (size_t j = 0; j < nk; j++) {
+            ptrdiff_t lim = (ptrdiff_t)(j0 + j) - pl->coff - (ptrdiff_t)i0;
+            if (lim <= 0)
+                continue;
+            size_t n = (size_t)lim < nq ? (size_t)lim : nq;
+            T *s_j = st + j * ldst;
+            for (size_t r = 0; r < n; r++)
+                s_j[r] = ninf;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* K / V blocks: used in place when rows are contiguous, else packed       */
+/* ---------------------------------------------------------------------- */
+TI const T *SFX(k_block)(const attn_plan *pl, const T *k_b, size_t j0,
+                         size_t nk, T *kp, ptrdiff_t *ks)
+{
+    const attn_problem *p = pl->p;
+    const T *k_j0 = k_b + (ptrdiff_t)j0 * p->k.s0;
+    if (!pl->pack_k) {
+        *ks = p->k.s0;
+        return k_j0;
+    }
+    const size_t E = p->E;
+    for (size_t r = 0; r < nk; r++)
+        for (size_t e = 0; e < E; e++)
+            kp[r * E + e] = k_j0[(ptrdiff_t)r * p->k.s0
+                                 + (ptrdiff_t)e * p->k.s1];
+    *ks = (ptrdiff_t)E;
+    return kp;
+}
+
+TI const T *SFX(v_block)(const attn_plan *pl, const T *v_b, size_t j0,
+                         size_t nk, T *vp, ptrdiff_t *vs)
+{
+    const attn_problem *p = pl->p;
+    const T *v_j0 = v_b + (ptrdiff_t)j0 * p->v.s0;
+    if (!pl->pack_v) {
+        *vs = p->v.s0;
+        return v_j0;
+    }
+    const size_t Ev = p->Ev, EvP = pl->EvP;
+    for (size_t r = 0; r < nk; r++) {
+        T *dst = vp + r * EvP;
+        for (size_t c = 0; c < Ev; c++)
+            dst[c] = v_j0[(ptrdiff_t)r * p->v.s0 + (ptrdiff_t)c * p->v.s1];
+        for (size_t c = Ev; c < EvP; c++)
+            dst[c] = 0;
+    }
+    *vs = (ptrdiff_t)EvP;
+    return vp;
+}
+
+/* st (key-major tile) -> dst (query rows, strides s0/s1): dst[r][j] = st[j][r] */
+TI void SFX(store_tile_t)(T *dst, ptrdiff_t s0, ptrdiff_t s1, const T *st,
+                          size_t ldst, size_t nq, size_t nk,
+                          const unsigned char *isfm, const T *fmval, int all)
+{
+    for (size_t r = 0; r < nq; r++) {
+        T *row = dst + (ptrdiff_t)r * s0;
+        if (isfm && isfm[r]) {
+            for (size_t j = 0; j < nk; j++)
+                row[(ptrdiff_t)j * s1] = fmval[r];
+        } else if (all) {
+            for (size_t j = 0; j < nk; j++)
+                row[(ptrdiff_t)j * s1] = 0;
+        } else if (s1 == 1) {
+            for (size_t j = 0; j < nk; j++)
+                row[j] = st[j * ldst + r];
+        } else {
+            for (size_t j = 0; j < nk; j++)
+                row[(ptrdiff_t)j * s1] = st[j * ldst + r];
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* second pass: weights (and raw scores) of the item's rows                */
+/* ---------------------------------------------------------------------- */
+TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
+                          size_t nq)
+{
+    const attn_problem *p = pl->p;
+    const size_t S = p->S, E = p->E, BQP = pl->BQP, BK = pl->BK;
+    const size_t nqv = (nq + W - 1) / W;
+    const T *qt = (const T *)(sb + pl->off_qt);
+    T *st = (T *)(sb + pl->off_st);
+    const T *rmuse = (const T *)(sb + pl->off_row) + 3 * BQP;
+    const T *rinv = rmuse + BQP;
+    const T *rfmv = rinv + BQP;
+    T *kp = (T *)(sb + pl->off_kp);
+    const unsigned char *isfm = (const unsigned char *)(sb + pl->off_fm);
+    const T *k_b = (const T *)p->k.data + BOFF_(p->k, b);
+    const uint8_t *mask_b = p->mask.data
+        ? (const uint8_t *)p->mask.data + BOFF_(p->mask, b) : NULL;
+    T *w_b = p->weights.data
+        ? (T *)p->weights.data + BOFF_(p->weights, b)
+          + (ptrdiff_t)i0 * p->weights.s0 : NULL;
+    T *sc_b = p->scores.data
+        ? (T *)p->scores.data + BOFF_(p->scores, b)
+          + (ptrdiff_t)i0 * p->scores.s0 : NULL;
+    const T scale = (T)p->scale;
+    const VT vscale = VSET1(scale);
+
+    for (size_t j0 = 0; j0 < S; j0 += BK) {
+        const size_t nk = MINZ_(BK, S - j0);
+        int cdiag;
+        const int cls = SFX(classify)(pl, mask_b, i0, nq, j0, nk, &cdiag);
+        if (cls != BLK_ALL || sc_b) {
+            ptrdiff_t ks;
+            const T *kblk = SFX(k_block)(pl, k_b, j0, nk, kp, &ks);
+            SFX(qk_block)(st, BQP, qt, BQP, nqv, kblk, ks, E, nk, scale,
+                          sc_b == NULL);
+            if (sc_b) {
+                SFX(store_tile_t)(sc_b + (ptrdiff_t)j0 * p->scores.s1,
+                                  p->scores.s0, p->scores.s1, st, BQP, nq, nk,
+                                  NULL, NULL, 0);
+                if (cls != BLK_ALL && w_b)
+                    for (size_t j = 0; j < nk; j++)
+                        for (size_t v = 0; v < nqv; v++) {
+                            T *s = st + j * BQP + v * W;
+                            VSTOREU(s, VMUL(VLOADU(s), vscale));
+                        }
+            }
+        }
+        if (!w_b)
+            continue;
+        if (cls != BLK_ALL) {
+            SFX(apply_masks)(pl, st, BQP, b, i0, nq, nqv, j0, nk, mask_b, cls,
+                             cdiag);
+            for (size_t j = 0; j < nk; j++)
+                for (size_t v = 0; v < nqv; v++) {
+                    T *s = st + j * BQP + v * W;
+                    VT x = VSUB(VLOADU(s), VLOADU(rmuse + v * W));
+                    VSTOREU(s, VMUL(VEXP(x), VLOADU(rinv + v * W)));
+                }
+        }
+        SFX(store_tile_t)(w_b + (ptrdiff_t)j0 * p->weights.s1, p->weights.s0,
+                          p->weights.s1, st, BQP, nq, nk, isfm, rfmv,
+                          cls == BLK_ALL);
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* one work item: rows i0 = qb*BQ .. of batch item b                       */
+/* ---------------------------------------------------------------------- */
+TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
+                         size_t qb, size_t *bad_row)
+{
+    const attn_problem *p = pl->p;
+    const size_t L = p->L, S = p->S, E = p->E, Ev = p->Ev;
+    const size_t BQP = pl->BQP, BK = pl->BK, EvP = pl->EvP;
+    const size_t i0 = qb * pl->BQ;
+    const size_t nq = MINZ_(pl->BQ, L - i0);
+    const size_t nqv = (nq + W - 1) / W;
+    const size_t nev = EvP / W;
+    char *sb = (char *)scratch;
+    T *qt = (T *)(sb + pl->off_qt);
+    T *st = (T *)(sb + pl->off_st);
+    T *o = (T *)(sb + pl->off_o);
+    T *rm = (T *)(sb + pl->off_row);
+    T *rl = rm + BQP, *ralpha = rl + BQP, *rmuse = ralpha + BQP;
+    T *rinv = rmuse + BQP, *rfmv = rinv + BQP;
+    T *kp = (T *)(sb + pl->off_kp);
+    T *vp = (T *)(sb + pl->off_vp);
+    T *vmean = (T *)(sb + pl->off_vmean);
+    unsigned char *isfm = (unsigned char *)(sb + pl->off_fm);
+    const T scale = (T)p->scale;
+    const T ninf = (T)-INFINITY;
+    const T *q_b = (const T *)p->q.data + BOFF_(p->q, b);
+    const T *k_b = (const T *)p->k.data + BOFF_(p->k, b);
+    const T *v_b = (const T *)p->v.data + BOFF_(p->v, b);
+    const uint8_t *mask_b = p->mask.data
+        ? (const uint8_t *)p->mask.data + BOFF_(p->mask, b) : NULL;
+
+    /* 0. pack Q^T (E x BQP, zero padded), reset the running state */
+    for (size_t r = 0; r < nq; r++) {
+        const T *q_bi = q_b + (ptrdiff_t)(i0 + r) * p->q.s0;
+        for (size_t e = 0; e < E; e++)
+            qt[e * BQP + r] = q_bi[(ptrdiff_t)e * p->q.s1];
+    }
+    for (size_t e = 0; e < E; e++)
+        for (size_t r = nq; r < nqv * W; r++)
+            qt[e * BQP + r] = 0;
+    for (size_t r = 0; r < nqv * W; r++) {
+        rm[r] = ninf;
+        rl[r] = 0;
+    }
+    for (size_t x = 0; x < nq * EvP; x++)
+        o[x] = 0;
+
+    /* keys a causal item can see at all: j < jend */
+    size_t jend = S;
+    if (p->causal != ATTN_CAUSAL_NONE) {
+        ptrdiff_t lim = (ptrdiff_t)(i0 + nq) + pl->coff;
+        jend = lim <= 0 ? 0 : ((size_t)lim < S ? (size_t)lim : S);
+    }
+
+    /* 1-4. forward pass over key blocks */
+    for (size_t j0 = 0; j0 < jend; j0 += BK) {
+        const size_t nk = MINZ_(BK, jend - j0);
+        int cdiag;
+        const int cls = SFX(classify)(pl, mask_b, i0, nq, j0, nk, &cdiag);
+        if (cls == BLK_ALL)
+            continue;
+        ptrdiff_t ks, vs;
+        const T *kblk = SFX(k_block)(pl, k_b, j0, nk, kp, &ks);
+        const T *vblk = SFX(v_block)(pl, v_b, j0, nk, vp, &vs);
+        SFX(qk_block)(st, BQP, qt, BQP, nqv, kblk, ks, E, nk, scale, 1);
+        if (p->bias.data || cls == BLK_MIXED || cdiag)
+            SFX(apply_masks)(pl, st, BQP, b, i0, nq, nqv, j0, nk, mask_b, cls,
+                             cdiag);
+        SFX(softmax_block)(st, BQP, nk, nqv, rm, rl, ralpha, rmuse);
+        for (size_t r = 0; r < nq; r++) {
+            const T a = ralpha[r];
+            if (a != (T)1) {
+                const VT va = VSET1(a);
+                T *o_r = o + r * EvP;
+                for (size_t c = 0; c < nev; c++)
+                    VSTOREU(o_r + c * W, VMUL(VLOADU(o_r + c * W), va));
+            }
+        }
+        SFX(pv_block)(o, EvP, nq, nev, st, BQP, vblk, vs, nk);
+    }
+
+    /* 5. out = o / l; fully masked rows by policy */
+    int have_mean = 0;
+    T *out_b = (T *)p->out.data + BOFF_(p->out, b);
+    const ptrdiff_t os1 = p->out.s1;
+    for (size_t r = 0; r < nq; r++) {
+        T *out_r = out_b + (ptrdiff_t)(i0 + r) * p->out.s0;
+        const T *o_r = o + r * EvP;
+        const int fm = rm[r] == ninf && rl[r] == rl[r];
+        isfm[r] = (unsigned char)fm;
+        if (!fm) {
+            const T inv = (T)1 / rl[r];
+            rinv[r] = inv;
+            if (os1 == 1)
+                for (size_t c = 0; c < Ev; c++)
+                    out_r[c] = o_r[c] * inv;
+            else
+                for (size_t c = 0; c < Ev; c++)
+                    out_r[(ptrdiff_t)c * os1] = o_r[c] * inv;
+            continue;
+        }
+        rinv[r] = 0;
+        switch (p->fully_masked) {
+        case ATTN_FM_RAISE:
+            *bad_row = i0 + r;
+            return ATTN_EFULLYMASKED;
+        case ATTN_FM_UNIFORM:
+            if (!have_mean) {
+                for (size_t c = 0; c < Ev; c++)
+                    vmean[c] = 0;
+                for (size_t j = 0; j < S; j++) {
+                    const T *v_j = v_b + (ptrdiff_t)j * p->v.s0;
+                    for (size_t c = 0; c < Ev; c++)
+                        vmean[c] += v_j[(ptrdiff_t)c * p->v.s1];
+                }
+                if (S)
+                    for (size_t c = 0; c < Ev; c++)
+                        vmean[c] /= (T)S;
+                have_mean = 1;
+            }
+            rfmv[r] = S ? (T)1 / (T)S : (T)0;
+            for (size_t c = 0; c < Ev; c++)
+                out_r[(ptrdiff_t)c * os1] = vmean[c];
+            break;
+        case ATTN_FM_NAN:
+            rfmv[r] = (T)NAN;
+            for (size_t c = 0; c < Ev; c++)
+                out_r[(ptrdiff_t)c * os1] = (T)NAN;
+            break;
+        default:
+            rfmv[r] = 0;
+            for (size_t c = 0; c < Ev; c++)
+                out_r[(ptrdiff_t)c * os1] = 0;
+            break;
+        }
+    }
+
+    /* 6. weights / raw scores, recomputing each score block */
+    if (p->weights.data || p->scores.data)
+        SFX(weights_pass)(pl, sb, b, i0, nq);
+    return ATTN_OK;
+}
+
+/* exp over an array (for the tests) */
+TF void SFX(exp_array)(T *y, const T *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + W <= n; i += W)
+        VSTOREU(y + i, VEXP(VLOADU(x + i)));
+    if (i < n) {
+        T buf[W];
+        for (size_t t = 0; t < W; t++)
+            buf[t] = i + t < n ? x[i + t] : (T)0;
+        VSTOREU(buf, VEXP(VLOADU(buf)));
+        for (size_t t = 0; i + t < n; t++)
+            y[i + t] = buf[t];
+    }
+}
+
+#undef TI
+#undef TF
+#undef BOFF_
+#undef MINZ_
+#undef BLK_ALL
+#undef BLK_NONE
+#undef BLK_MIXED
