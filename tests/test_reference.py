@@ -1034,7 +1034,8 @@ def loop_attention(Q, K, V, Ev, allowed, bias, scale, policy):
 @pytest.mark.parametrize("causal", [False, "top_left", "bottom_right"])
 def test_reference_against_python_loops(causal, policy):
     rng = np.random.default_rng(27)
-    for L, S, E, Ev in [(3, 4, 2, 3), (4, 2, 3, 1), (2, 2, 1, 2), (3, 0, 2, 2)]:
+    for L, S, E, Ev in [(3, 4, 2, 3), (4, 2, 3, 1), (2, 2, 1, 2),
+                        (3, 0, 2, 2)]:
         Q = rng.standard_normal((L, E))
         K = rng.standard_normal((S, E))
         V = rng.standard_normal((S, Ev))
@@ -1045,9 +1046,9 @@ def test_reference_against_python_loops(causal, policy):
         allowed = mask.copy()
         if causal:
             allowed &= ref.causal_mask(L, S, align=causal)
-        want_out, want_w = loop_attention(Q.tolist(), K.tolist(), V.tolist(), Ev,
-                                          allowed.tolist(), bias.tolist(),
-                                          scale, policy)
+        want_out, want_w = loop_attention(
+            Q.tolist(), K.tolist(), V.tolist(), Ev, allowed.tolist(),
+            bias.tolist(), scale, policy)
         out, w = ref.scaled_dot_product_attention(
             Q, K, V, mask, bias=bias, causal=causal, scale=scale,
             fully_masked=policy)
