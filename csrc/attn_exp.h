@@ -2,7 +2,7 @@
  * attn_exp.h -- constants of exp(x) for x <= 0, shared by every path.
  *
  *   n = round(x * log2(e)),  r = x - n*ln2_hi - n*ln2_lo   (|r| <= ln2/2)
- *   exp(x) = 2^n * p(r),     p(r) = 1 + r + r^2 * q(r)
+ *   exp(x) = 2^n * p(r),     p(r) = 1 + r + r^2 * q(r) = 1 + r (1 + r q(r))
  *
  * q is a Chebyshev (near-minimax) fit of (e^r - 1 - r) / r^2 on
  * [-1.01 ln2/2, +1.01 ln2/2], computed with mpmath (50 digits): relative

@@ -145,6 +145,10 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
 
     /* query block: the ISA's choice, smaller for short L or huge E */
     size_t BQ = d->BQ[t];
+#ifdef ATTN_TUNE_ENV /* tests/c/bench_core: try other block sizes */
+    if (getenv("TUNE_BQ"))
+        BQ = round_up((size_t)atoi(getenv("TUNE_BQ")), W);
+#endif
     if (BQ > round_up(p->L, W))
         BQ = round_up(p->L, W);
     while (BQ > W && BQ * p->E * esz > SCRATCH_TARGET)
@@ -157,6 +161,10 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
 
     /* key block: the ISA's choice, smaller for short S or wide rows */
     size_t BK = d->BK[t];
+#ifdef ATTN_TUNE_ENV
+    if (getenv("TUNE_BK"))
+        BK = (size_t)atoi(getenv("TUNE_BK"));
+#endif
     size_t row = (pl->BQP + p->E + pl->EvP) * esz;
     while (BK > 8 && BK * row > SCRATCH_TARGET)
         BK /= 2;

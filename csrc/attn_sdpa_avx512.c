@@ -35,8 +35,9 @@ static inline __attribute__((always_inline)) ATTR __m512 exp16_f32(__m512 x)
     q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(AX_Q4_F));
     q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(AX_Q3_F));
     q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(AX_Q2_F));
-    __m512 y = _mm512_fmadd_ps(q, _mm512_mul_ps(r, r), r);
-    y = _mm512_add_ps(y, _mm512_set1_ps(1.0f));
+    /* p(r) = 1 + r (1 + r q(r)) */
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f));
+    __m512 y = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(y, n);
 }
 
@@ -58,8 +59,9 @@ static inline __attribute__((always_inline)) ATTR __m512d exp8_f64(__m512d x)
     q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(AX_Q4_D));
     q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(AX_Q3_D));
     q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(AX_Q2_D));
-    __m512d y = _mm512_fmadd_pd(q, _mm512_mul_pd(r, r), r);
-    y = _mm512_add_pd(y, _mm512_set1_pd(1.0));
+    /* p(r) = 1 + r (1 + r q(r)) */
+    q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0));
+    __m512d y = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0));
     return _mm512_scalef_pd(y, n);
 }
 
@@ -137,8 +139,8 @@ static inline __attribute__((always_inline)) ATTR __m512d safe8_f64(__m512d m)
 const attn_isa_desc attn__isa_avx512 = {
     "avx512",
     {16, 8},
+    {128, 64},
     {64, 32},
-    {192, 192},
     {item_avx512_f32, item_avx512_f64},
     exp_array_avx512_f32,
     exp_array_avx512_f64,

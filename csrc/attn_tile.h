@@ -66,10 +66,11 @@ TI void SFX(qk_kern)(const int MR, const int NR, T *restrict st, size_t ldst,
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NR; v++)
             acc[r][v] = VZERO();
-    for (size_t e = 0; e < E; e++) {
+    const T *q_e = qt;
+    for (size_t e = 0; e < E; e++, q_e += ldq) {
         VT q[QK_NR];
         for (int v = 0; v < NR; v++)
-            q[v] = VLOADU(qt + e * ldq + (size_t)v * W);
+            q[v] = VLOADU(q_e + (size_t)v * W);
         for (int r = 0; r < MR; r++) {
             VT kb = VSET1(k[(ptrdiff_t)r * ks + (ptrdiff_t)e]);
             for (int v = 0; v < NR; v++)
@@ -133,9 +134,8 @@ TI void SFX(pv_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
     for (int r = 0; r < MR; r++)
         for (int c = 0; c < NR; c++)
             acc[r][c] = VLOADU(o + (size_t)r * ldo + (size_t)c * W);
-    for (size_t j = 0; j < nk; j++) {
-        const T *v_j = v + (ptrdiff_t)j * vs;
-        const T *p_j = pt + j * ldp;
+    const T *v_j = v, *p_j = pt;
+    for (size_t j = 0; j < nk; j++, v_j += vs, p_j += ldp) {
         VT x[PV_NR];
         for (int c = 0; c < NR; c++)
             x[c] = VLOADU(v_j + (size_t)c * W);
@@ -188,13 +188,24 @@ TF void SFX(pv_block)(T *o, size_t ldo, size_t nq, size_t nev, const T *pt,
 TI void SFX(sm_group)(const int G, T *st, size_t ldst, size_t nk, T *m, T *l,
                       T *alpha, T *muse)
 {
-    VT mx[SM_G], mu[SM_G], sum[SM_G];
-    for (int g = 0; g < G; g++)
+    /* two independent chains per vector (even / odd keys) hide the
+     * latency of max and add; the order is fixed, so results are too */
+    VT mx[SM_G], mx1[SM_G], mu[SM_G], sum[SM_G], sum1[SM_G];
+    for (int g = 0; g < G; g++) {
         mx[g] = VLOADU(m + (size_t)g * W);
-    for (size_t j = 0; j < nk; j++)
+        mx1[g] = mx[g];
+    }
+    size_t j = 0;
+    for (; j + 2 <= nk; j += 2)
+        for (int g = 0; g < G; g++) {
+            mx[g] = VMAX(mx[g], VLOADU(st + j * ldst + (size_t)g * W));
+            mx1[g] = VMAX(mx1[g], VLOADU(st + (j + 1) * ldst + (size_t)g * W));
+        }
+    if (j < nk)
         for (int g = 0; g < G; g++)
             mx[g] = VMAX(mx[g], VLOADU(st + j * ldst + (size_t)g * W));
     for (int g = 0; g < G; g++) {
+        mx[g] = VMAX(mx[g], mx1[g]);
         VT mold = VLOADU(m + (size_t)g * W);
         VSTOREU(m + (size_t)g * W, mx[g]);
         mu[g] = VSAFE(mx[g]);
@@ -202,16 +213,27 @@ TI void SFX(sm_group)(const int G, T *st, size_t ldst, size_t nk, T *m, T *l,
         VT a = VEXP(VSUB(mold, mu[g]));
         VSTOREU(alpha + (size_t)g * W, a);
         sum[g] = VMUL(VLOADU(l + (size_t)g * W), a);
+        sum1[g] = VZERO();
     }
-    for (size_t j = 0; j < nk; j++)
+    for (j = 0; j + 2 <= nk; j += 2)
         for (int g = 0; g < G; g++) {
-            T *s = st + j * ldst + (size_t)g * W;
-            VT pj = VEXP(VSUB(VLOADU(s), mu[g]));
-            VSTOREU(s, pj);
-            sum[g] = VADD(sum[g], pj);
+            T *s0 = st + j * ldst + (size_t)g * W, *s1 = s0 + ldst;
+            VT p0 = VEXP(VSUB(VLOADU(s0), mu[g]));
+            VT p1 = VEXP(VSUB(VLOADU(s1), mu[g]));
+            VSTOREU(s0, p0);
+            VSTOREU(s1, p1);
+            sum[g] = VADD(sum[g], p0);
+            sum1[g] = VADD(sum1[g], p1);
+        }
+    if (j < nk)
+        for (int g = 0; g < G; g++) {
+            T *s0 = st + j * ldst + (size_t)g * W;
+            VT p0 = VEXP(VSUB(VLOADU(s0), mu[g]));
+            VSTOREU(s0, p0);
+            sum[g] = VADD(sum[g], p0);
         }
     for (int g = 0; g < G; g++)
-        VSTOREU(l + (size_t)g * W, sum[g]);
+        VSTOREU(l + (size_t)g * W, VADD(sum[g], sum1[g]));
 }
 
 TF void SFX(softmax_block)(T *st, size_t ldst, size_t nk, size_t nqv, T *m,
