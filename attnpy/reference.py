@@ -92,6 +92,11 @@ def _as_compute(a, dtype):
     return np.asarray(a).astype(dtype, copy=False)
 
 
+def _quiet():
+    """NaN and inf propagate silently (NumPy would warn, not fail)."""
+    return np.errstate(invalid="ignore", divide="ignore", over="ignore")
+
+
 def _store(result, out, func, argname):
     """Return `result`, or copy it into the caller's `out` and return `out`.
 
@@ -133,7 +138,7 @@ def softmax(x, axis=-1, *, out=None):
     if x.shape[axis] == 0:                     # nothing to normalise
         return _store(x.copy(), out, "softmax", "out")
     # -inf - (-inf) and inf - inf are NaN, as in NumPy; do not warn about it.
-    with np.errstate(invalid="ignore", over="ignore"):
+    with _quiet():
         m = np.max(x, axis=axis, keepdims=True)
         e = np.exp(x - m)
         result = e / np.sum(e, axis=axis, keepdims=True)
@@ -201,11 +206,16 @@ def _allowed(L, S, mask, causal):
     allowed = np.ones((L, S), dtype=bool)
     if mask is not None:
         allowed = allowed & (mask != 0)
-    if causal is True or causal == "top_left":
+    if isinstance(causal, (bool, np.bool_)) or causal is None:
+        causal = "top_left" if causal else None       # True means top_left
+    elif not isinstance(causal, str):
+        raise TypeError("causal must be False, True, 'top_left' or "
+                        f"'bottom_right', not {causal!r}")
+    if causal == "top_left":
         allowed = allowed & causal_mask(L, S, align="top_left")
     elif causal == "bottom_right":
         allowed = allowed & causal_mask(L, S, align="bottom_right")
-    elif causal is not False and causal is not None:
+    elif causal is not None:
         raise ValueError("causal must be False, True, 'top_left' or "
                          f"'bottom_right', not {causal!r}")
     return allowed
@@ -240,6 +250,27 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
            [0.33023845, 0.66976155]])
     """
     func = "scaled_dot_product_attention"
+    output, weights = _attention(Q, K, V, mask, bias, causal, scale,
+                                 fully_masked, func)
+    output = _store(output, out, func, "out")
+    weights = _store(weights, weights_out, func, "weights_out")
+    return output, weights
+
+
+def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
+              fully_masked="zero", out=None):
+    """The output of scaled_dot_product_attention, without the weights.
+
+    (attnpy's version is fused and never builds the L x S matrix; the
+    numbers are the same.)
+    """
+    output, _ = _attention(Q, K, V, mask, bias, causal, scale, fully_masked,
+                           "attention")
+    return _store(output, out, "attention", "out")
+
+
+def _attention(Q, K, V, mask, bias, causal, scale, fully_masked, func):
+    """The work of both entry points; `func` names the caller in errors."""
     if fully_masked not in FULLY_MASKED_POLICIES:
         raise ValueError(f"{func}: fully_masked must be one of "
                          f"{FULLY_MASKED_POLICIES}, not {fully_masked!r}")
@@ -275,9 +306,10 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
     scale = dtype.type(scale)              # float32 stays float32
 
     # 3. scores s = scale * Q K^T + bias, then -inf where not allowed.
-    s = scale * np.matmul(Q, np.swapaxes(K, -1, -2))
-    if bias is not None:
-        s = s + bias
+    with _quiet():
+        s = scale * np.matmul(Q, np.swapaxes(K, -1, -2))
+        if bias is not None:
+            s = s + bias
     allowed = _allowed(L, S, mask, causal)
     s = np.where(allowed, s, -np.inf).astype(dtype, copy=False)
     s = np.broadcast_to(s, batch + (L, S))
@@ -286,19 +318,20 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
     fully = np.all(s == -np.inf, axis=-1)                  # (..., L)
 
     if fully_masked == "raise" and fully.any():
-        b, i = np.argwhere(fully.reshape(-1, L))[0]       # first, in C order
-        raise ValueError(f"{func}: query row {i} of batch item {b} is fully "
-                         "masked (it may attend to no key) and "
-                         "fully_masked='raise'")
+        *index, i = np.argwhere(fully)[0]            # the first, in C order
+        where = f" of batch index {tuple(int(n) for n in index)}" if index \
+            else ""
+        raise ValueError(f"{func}: query row {i}{where} may attend to no key "
+                         "(fully_masked='raise')")
 
     # 5. softmax of each row; fully masked rows come out NaN here and are
     #    replaced in step 6.
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+    V_b = np.broadcast_to(V, batch + (S, Ev))
+    with _quiet():
         m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)
         e = np.exp(s - m)
         weights = e / np.sum(e, axis=-1, keepdims=True)
-    V_b = np.broadcast_to(V, batch + (S, Ev))
-    output = np.matmul(weights, V_b)
+        output = np.matmul(weights, V_b)
 
     # 6. the fully_masked policy.
     if fully.any():
@@ -312,30 +345,15 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
         elif fully_masked == "uniform":
             if S > 0:
                 weights = np.where(row, 1.0 / S, weights)
-                mean_v = np.mean(V_b, axis=-2, keepdims=True)   # (..., 1, Ev)
+                with _quiet():
+                    mean_v = np.mean(V_b, axis=-2, keepdims=True)  # (..,1,Ev)
                 output = np.where(row, mean_v, output)
             else:
                 output = np.where(row, 0.0, output)
         weights = weights.astype(dtype, copy=False)
         output = output.astype(dtype, copy=False)
 
-    output = _store(np.ascontiguousarray(output), out, func, "out")
-    weights = _store(np.ascontiguousarray(weights), weights_out, func,
-                     "weights_out")
-    return output, weights
-
-
-def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
-              fully_masked="zero", out=None):
-    """The output of scaled_dot_product_attention, without the weights.
-
-    (attnpy's version is fused and never builds the L x S matrix; the
-    numbers are the same.)
-    """
-    output, _ = scaled_dot_product_attention(
-        Q, K, V, mask, bias=bias, causal=causal, scale=scale,
-        fully_masked=fully_masked)
-    return _store(output, out, "attention", "out")
+    return np.ascontiguousarray(output), np.ascontiguousarray(weights)
 
 
 # ---------------------------------------------------------------------------
@@ -421,7 +439,9 @@ def combine_heads(x, *, out=None):
     x = np.asarray(x)
     *lead, H, T, dk = x.shape
     x = np.swapaxes(x, -3, -2)                   # (..., T, H, dk)
-    result = np.ascontiguousarray(x).reshape(*lead, T, H * dk)
+    # a fresh C-contiguous copy, in native byte order
+    result = np.ascontiguousarray(x, dtype=x.dtype.newbyteorder("="))
+    result = result.reshape(*lead, T, H * dk)
     return _store(result, out, "combine_heads", "out")
 
 

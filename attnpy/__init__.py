@@ -1,0 +1,36 @@
+"""attnpy: scaled dot-product attention for NumPy users, with a C core.
+
+The functions of the NumPy attention tutorials (same names, same numbers),
+a fused fast kernel (:func:`attention`), and tools to check every number.
+
+>>> import numpy as np, attnpy
+>>> X = np.array([[0.9, 0.3, 0.1, 0.5], [0.1, 0.8, 0.4, 0.2]])
+>>> out, weights = attnpy.scaled_dot_product_attention(X, X, X)
+>>> weights.sum(axis=-1)
+array([1., 1.])
+"""
+try:
+    from . import _core  # noqa: F401  (the C extension)
+except ImportError as exc:  # pragma: no cover - depends on the install
+    raise ImportError(
+        "attnpy's C extension (attnpy._core) is not built here. If you are "
+        "in attnpy's source directory, either build in place with "
+        "'python -m pip install -e .' or run Python from another directory."
+    ) from exc
+from . import reference
+from ._api import (add_positional_encoding, attention, causal_mask,
+                   combine_heads, create_causal_mask, get_num_threads,
+                   padding_mask, positional_encoding,
+                   scaled_dot_product_attention, set_num_threads, softmax,
+                   split_heads)
+from ._mha import MultiHeadAttention
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "softmax", "scaled_dot_product_attention", "attention",
+    "create_causal_mask", "causal_mask", "padding_mask",
+    "positional_encoding", "add_positional_encoding", "split_heads",
+    "combine_heads", "MultiHeadAttention", "set_num_threads",
+    "get_num_threads", "reference", "__version__",
+]

@@ -1,0 +1,397 @@
+"""The public functions of attnpy: thin wrappers over the C core.
+
+Each function checks the arguments that are cheap to check in Python, then
+calls ``attnpy._core``, which converts the arrays, broadcasts, allocates and
+computes with the GIL released. ``attnpy.reference`` holds a plain NumPy twin
+of every function here.
+"""
+import operator
+
+import numpy as np
+
+from . import _core
+
+__all__ = [
+    "softmax", "scaled_dot_product_attention", "attention",
+    "create_causal_mask", "causal_mask", "padding_mask",
+    "positional_encoding", "add_positional_encoding",
+    "split_heads", "combine_heads", "set_num_threads", "get_num_threads",
+]
+
+
+def _size(value, fname, arg):
+    """A non-negative int argument (bool and float rejected, like NumPy)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{fname}: {arg} must be an integer, got bool")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{fname}: {arg} must be an integer, got "
+                        f"{type(value).__name__}") from None
+    if n < 0:
+        raise ValueError(f"{fname}: {arg} must be >= 0, got {n}")
+    return n
+
+
+def _real(value, fname, arg):
+    if isinstance(value, (str, bytes, complex, np.complexfloating)):
+        raise TypeError(f"{fname}: {arg} must be a real number, got "
+                        f"{type(value).__name__}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{fname}: {arg} must be a real number, got "
+                        f"{type(value).__name__}") from None
+
+
+def softmax(x, axis=-1, *, out=None):
+    """Numerically stable softmax along one axis.
+
+    ``exp(x - max(x)) / sum(exp(x - max(x)))`` along `axis`, exactly the
+    tutorial's formula, computed in C. NaN and infinities propagate as they
+    do in NumPy (a row of all ``-inf`` gives NaN, a row with one ``+inf``
+    gives NaN where the others are finite).
+
+    Parameters
+    ----------
+    x : array_like
+        Real input. float32 and float64 are computed in their own precision;
+        float16 is computed as float32, integers and booleans as float64.
+    axis : int, optional
+        The axis to normalise along (default: the last).
+    out : ndarray, optional
+        Where to write the result: exactly x's shape and the result dtype,
+        any strides. ``out=x`` computes in place.
+
+    Returns
+    -------
+    ndarray
+        The probabilities; each slice along `axis` sums to 1.
+
+    Examples
+    --------
+    >>> import attnpy
+    >>> attnpy.softmax([1.0, 2.0, 3.0]).round(4)
+    array([0.09  , 0.2447, 0.6652])
+    >>> attnpy.softmax([[0.0, 0.0], [0.0, float("-inf")]])
+    array([[0.5, 0.5],
+           [1. , 0. ]])
+    """
+    if isinstance(axis, (bool, np.bool_)):
+        raise TypeError("softmax: axis must be an integer, got bool")
+    try:
+        axis = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"softmax: axis must be an integer, got "
+                        f"{type(axis).__name__}") from None
+    nd = np.ndim(x)
+    if not -nd <= axis < nd:
+        raise np.exceptions.AxisError(
+            f"softmax: axis {axis} is out of bounds for an array of "
+            f"dimension {nd}")
+    return _core.softmax(x, axis % nd, out, "softmax")
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
+                                 causal=False, scale=None,
+                                 fully_masked="zero", out=None,
+                                 weights_out=None):
+    """Scaled dot-product attention, returning the output and the weights.
+
+    ``softmax(Q @ K^T * scale + bias, masked) @ V``: the tutorial's
+    ``scaled_dot_product_attention(Q, K, V, mask)``, same call, same numbers,
+    computed in C.
+
+    Parameters
+    ----------
+    Q : array_like, shape (..., L, E)
+        Queries.
+    K : array_like, shape (..., S, E)
+        Keys.
+    V : array_like, shape (..., S, Ev)
+        Values. Leading dims of Q, K, V (and mask, bias) broadcast.
+    mask : array_like, optional
+        Broadcastable to (..., L, S), any real or bool dtype: nonzero/True
+        means "may attend" (the tutorial's 0/1 ``np.tril`` mask, PyTorch's
+        boolean convention).
+    bias : array_like, optional
+        Added to the scaled scores, broadcastable to (..., L, S); ``-inf``
+        blocks (the additive mask ``M`` of GPT-2 style write-ups).
+    causal : {False, True, "top_left", "bottom_right"}
+        True/"top_left": query i sees keys j <= i. "bottom_right":
+        j <= i + S - L (decoding with a KV cache).
+    scale : float, optional
+        Default ``1/sqrt(E)``.
+    fully_masked : {"zero", "uniform", "nan", "raise"}
+        What a query that may see no key gets: zeros (default, as PyTorch
+        SDPA), uniform weights 1/S (what the tutorials' -1e9 fill gives),
+        NaN, or a ValueError naming the row.
+    out, weights_out : ndarray, optional
+        Arrays of exactly the results' shapes and dtype (any strides) to fill.
+
+    Returns
+    -------
+    output : ndarray, shape (..., L, Ev)
+    weights : ndarray, shape (..., L, S)
+        Each row sums to 1 (fully masked rows: per `fully_masked`).
+
+    Examples
+    --------
+    The "the cat sat" example (Q = K = V = X):
+
+    >>> import numpy as np, attnpy
+    >>> X = np.array([[0.9, 0.3, 0.1, 0.5],
+    ...               [0.1, 0.8, 0.4, 0.2],
+    ...               [0.6, 0.1, 0.9, 0.3]])
+    >>> out, w = attnpy.scaled_dot_product_attention(X, X, X)
+    >>> w.round(3)
+    array([[0.393, 0.278, 0.329],
+           [0.307, 0.371, 0.321],
+           [0.318, 0.281, 0.401]])
+    >>> out[0].round(3)
+    array([0.579, 0.373, 0.447, 0.351])
+
+    With the tutorial's causal 0/1 mask:
+
+    >>> w = attnpy.scaled_dot_product_attention(
+    ...     X, X, X, attnpy.create_causal_mask(3))[1]
+    >>> w.round(3)
+    array([[1.   , 0.   , 0.   ],
+           [0.453, 0.547, 0.   ],
+           [0.318, 0.281, 0.401]])
+    """
+    return _core.sdpa(Q, K, V, mask, bias, causal, scale, fully_masked, out,
+                      weights_out, 1)
+
+
+def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
+              fully_masked="zero", out=None):
+    """Fused attention: the output of scaled dot-product attention only.
+
+    Same arguments and semantics as :func:`scaled_dot_product_attention`,
+    but the L x S weight matrix is never built: a tiled kernel with an
+    online softmax keeps memory linear in the sequence length, and the work
+    is spread over :func:`get_num_threads` threads. The output is bit for
+    bit the one :func:`scaled_dot_product_attention` returns.
+
+    Returns
+    -------
+    output : ndarray, shape (..., L, Ev)
+
+    Examples
+    --------
+    >>> import numpy as np, attnpy
+    >>> rng = np.random.default_rng(0)
+    >>> Q, K, V = rng.standard_normal((3, 2, 4, 16, 8))   # (B, H, L, E)
+    >>> out = attnpy.attention(Q, K, V, causal=True)
+    >>> out.shape
+    (2, 4, 16, 8)
+    >>> ref = attnpy.reference.attention(Q, K, V, causal=True)
+    >>> bool(np.allclose(out, ref, rtol=1e-12, atol=1e-14))
+    True
+    """
+    return _core.sdpa(Q, K, V, mask, bias, causal, scale, fully_masked, out,
+                      None, 0)
+
+
+def create_causal_mask(seq_len):
+    """The tutorial's causal mask: ``np.tril(np.ones((seq_len, seq_len)))``.
+
+    A float64 0/1 matrix: 1 where query i may see key j (j <= i).
+
+    Examples
+    --------
+    >>> import attnpy
+    >>> attnpy.create_causal_mask(3)
+    array([[1., 0., 0.],
+           [1., 1., 0.],
+           [1., 1., 1.]])
+    """
+    n = _size(seq_len, "create_causal_mask", "seq_len")
+    return np.tri(n, n, dtype=np.float64)
+
+
+def causal_mask(L, S=None, *, align="top_left"):
+    """Boolean causal mask of shape (L, S): True where query i may see key j.
+
+    Parameters
+    ----------
+    L, S : int
+        Query and key lengths (S defaults to L).
+    align : {"top_left", "bottom_right"}
+        "top_left": j <= i (like ``np.tril``, PyTorch ``is_causal``).
+        "bottom_right": j <= i + S - L (the last query sees every key, as
+        when decoding the newest tokens against a KV cache).
+
+    Examples
+    --------
+    >>> import attnpy
+    >>> attnpy.causal_mask(2, 4, align="bottom_right")
+    array([[ True,  True,  True, False],
+           [ True,  True,  True,  True]])
+    """
+    L = _size(L, "causal_mask", "L")
+    S = L if S is None else _size(S, "causal_mask", "S")
+    if align not in ("top_left", "bottom_right"):
+        raise ValueError(f"causal_mask: align must be 'top_left' or "
+                         f"'bottom_right', got {align!r}")
+    k = 0 if align == "top_left" else S - L
+    return np.tri(L, S, k=k, dtype=bool)
+
+
+def padding_mask(lengths, S):
+    """Key padding mask of shape (B, 1, 1, S): True where key j < lengths[b].
+
+    Broadcasts against scores of shape (B, H, L, S).
+
+    Examples
+    --------
+    >>> import attnpy
+    >>> attnpy.padding_mask([2, 3], 4)[:, 0, 0]
+    array([[ True,  True, False, False],
+           [ True,  True,  True, False]])
+    """
+    S = _size(S, "padding_mask", "S")
+    lengths = np.asarray(lengths)
+    if lengths.ndim != 1:
+        raise ValueError(f"padding_mask: lengths must be 1-D, got shape "
+                         f"{lengths.shape}")
+    if lengths.size and lengths.dtype.kind not in "iub":
+        raise TypeError(f"padding_mask: lengths must be integers, got dtype "
+                        f"{lengths.dtype}")
+    if lengths.size and lengths.min() < 0:
+        raise ValueError(f"padding_mask: lengths must be >= 0, got "
+                         f"{lengths.tolist()}")
+    keep = np.arange(S) < lengths.astype(np.intp)[:, None]
+    return keep[:, None, None, :]
+
+
+def _float_dtype(dtype, fname):
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"{fname}: dtype must be float32 or float64, got {dt}")
+    return dt
+
+
+def positional_encoding(max_len, d_model, *, base=10000.0, dtype=np.float64,
+                        out=None):
+    """Sinusoidal positional encodings, shape (max_len, d_model).
+
+    ``PE[pos, 2i] = sin(pos / base**(2i/d_model))`` and
+    ``PE[pos, 2i+1] = cos(pos / base**(2i/d_model))``, the tutorial's
+    formula, computed in float64 and rounded to `dtype`. An odd `d_model`
+    works (the cos columns use the first ``d_model // 2`` frequencies).
+
+    Examples
+    --------
+    >>> import attnpy
+    >>> pe = attnpy.positional_encoding(100, 64)
+    >>> pe.shape
+    (100, 64)
+    >>> pe[1, :4].round(3)
+    array([0.841, 0.54 , 0.682, 0.732])
+    """
+    fname = "positional_encoding"
+    n = _size(max_len, fname, "max_len")
+    d = _size(d_model, fname, "d_model")
+    base = _real(base, fname, "base")
+    if not base > 0:
+        raise ValueError(f"{fname}: base must be > 0, got {base}")
+    dt = _float_dtype(dtype, fname)
+    if out is None:
+        out = np.empty((n, d), dtype=dt)
+    elif not isinstance(out, np.ndarray):
+        raise TypeError(f"{fname}: out must be a NumPy array, got "
+                        f"{type(out).__name__}")
+    elif out.shape != (n, d) or out.dtype != dt:
+        raise ValueError(f"{fname}: out has shape {out.shape} and dtype "
+                         f"{out.dtype} but the result has shape {(n, d)} and "
+                         f"dtype {dt}")
+    return _core.posenc(out, 0.0, base, False, fname)
+
+
+def add_positional_encoding(x, *, offset=0, base=10000.0):
+    """Add sinusoidal positional encodings to `x` in place; returns `x`.
+
+    `x` has shape (..., T, D) and dtype float32 or float64; position t of
+    the sequence gets ``PE[t + offset]`` (use `offset` when the tokens are a
+    continuation, e.g. decoding step by step).
+
+    Examples
+    --------
+    >>> import numpy as np, attnpy
+    >>> x = np.zeros((2, 3, 4))
+    >>> y = attnpy.add_positional_encoding(x, offset=1)
+    >>> y is x
+    True
+    >>> bool(np.array_equal(x[0], attnpy.positional_encoding(4, 4)[1:]))
+    True
+    """
+    fname = "add_positional_encoding"
+    offset = _size(offset, fname, "offset")
+    base = _real(base, fname, "base")
+    if not base > 0:
+        raise ValueError(f"{fname}: base must be > 0, got {base}")
+    return _core.posenc(x, float(offset), base, True, fname)
+
+
+def split_heads(x, num_heads):
+    """(..., T, H*dk) -> (..., H, T, dk): a zero-copy view when possible.
+
+    Examples
+    --------
+    >>> import numpy as np, attnpy
+    >>> x = np.arange(12.0).reshape(1, 2, 6)       # (batch, T, d_model)
+    >>> h = attnpy.split_heads(x, 3)
+    >>> h.shape
+    (1, 3, 2, 2)
+    >>> bool(np.shares_memory(h, x))
+    True
+    """
+    fname = "split_heads"
+    H = _size(num_heads, fname, "num_heads")
+    x = np.asarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"{fname}: x must have at least 2 dimensions "
+                         f"(..., T, d_model), got shape {x.shape}")
+    d = x.shape[-1]
+    if H == 0 or d % H:
+        raise ValueError(f"{fname}: d_model={d} is not divisible by "
+                         f"num_heads={H} (x.shape={x.shape})")
+    y = x.reshape(x.shape[:-1] + (H, d // H))
+    return np.swapaxes(y, -3, -2)
+
+
+def combine_heads(x, *, out=None):
+    """(..., H, T, dk) -> (..., T, H*dk), the inverse of :func:`split_heads`.
+
+    Examples
+    --------
+    >>> import numpy as np, attnpy
+    >>> x = np.arange(12.0).reshape(1, 2, 6)
+    >>> bool(np.array_equal(attnpy.combine_heads(attnpy.split_heads(x, 3)), x))
+    True
+    """
+    return _core.combine_heads(x, out, "combine_heads")
+
+
+def set_num_threads(n):
+    """Set how many threads attnpy's kernels use; returns the previous count.
+
+    The default is the number of CPUs this process may run on, or the
+    environment variable ``ATTNPY_NUM_THREADS`` when set.
+
+    Examples
+    --------
+    >>> import attnpy
+    >>> old = attnpy.set_num_threads(1)
+    >>> attnpy.get_num_threads()
+    1
+    >>> _ = attnpy.set_num_threads(old)
+    """
+    return _core.set_num_threads(n)
+
+
+def get_num_threads():
+    """The number of threads attnpy's kernels use (see set_num_threads)."""
+    return _core.get_num_threads()

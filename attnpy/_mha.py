@@ -1,0 +1,144 @@
+"""MultiHeadAttention: the tutorial's class, with attention computed in C."""
+import numpy as np
+
+from . import _core
+from ._api import _size, combine_heads, split_heads
+
+__all__ = ["MultiHeadAttention"]
+
+
+class MultiHeadAttention:
+    """Multi-head attention layer, a drop-in for the tutorial's class.
+
+    Parameters
+    ----------
+    d_model : int
+        Model dimension; must be divisible by `num_heads`.
+    num_heads : int
+        Number of heads; each has ``d_k = d_model // num_heads`` features.
+    seed : int or numpy.random.Generator, optional
+        None (default) draws the weights from NumPy's global random state
+        exactly as the tutorial does (``np.random.randn(d, d) *
+        np.sqrt(2 / d)`` for W_q, W_k, W_v, W_o in that order), so
+        ``np.random.seed(0)`` before construction reproduces the tutorial's
+        weights. An int or Generator uses ``default_rng(seed)``.
+    dtype : float32 or float64
+        dtype of the weight matrices.
+
+    Attributes
+    ----------
+    W_q, W_k, W_v, W_o : ndarray, shape (d_model, d_model)
+        Projection matrices (assignable; a new value must have that shape).
+
+    Examples
+    --------
+    >>> import numpy as np, attnpy
+    >>> mha = attnpy.MultiHeadAttention(8, 2, seed=0)
+    >>> X = np.random.default_rng(1).standard_normal((1, 5, 8))
+    >>> out, w = mha.forward(X, attnpy.create_causal_mask(5))
+    >>> out.shape, w.shape
+    ((1, 5, 8), (1, 2, 5, 5))
+    >>> bool(np.allclose(w.sum(-1), 1))
+    True
+
+    Cross-attention: queries from one sequence, keys/values from another.
+
+    >>> memory = np.random.default_rng(2).standard_normal((1, 7, 8))
+    >>> mha(X, memory).shape
+    (1, 5, 8)
+    """
+
+    def __init__(self, d_model, num_heads, *, seed=None, dtype=np.float64):
+        fname = "MultiHeadAttention"
+        d = _size(d_model, fname, "d_model")
+        h = _size(num_heads, fname, "num_heads")
+        if h == 0 or d % h:
+            raise ValueError(f"{fname}: d_model={d} is not divisible by "
+                             f"num_heads={h}")
+        dt = np.dtype(dtype)
+        if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+            raise TypeError(f"{fname}: dtype must be float32 or float64, got "
+                            f"{dt}")
+        self.d_model, self.num_heads, self.d_k, self.dtype = d, h, d // h, dt
+        if seed is None:
+            draw = lambda: np.random.randn(d, d)  # noqa: E731 (tutorial)
+        else:
+            rng = np.random.default_rng(seed)
+            draw = lambda: rng.standard_normal((d, d))  # noqa: E731
+        std = np.sqrt(2.0 / d) if d else 0.0
+        self.W_q = draw() * std
+        self.W_k = draw() * std
+        self.W_v = draw() * std
+        self.W_o = draw() * std
+
+    def _weight(name):
+        attr = "_" + name
+
+        def get(self):
+            return getattr(self, attr)
+
+        def set(self, value):
+            w = np.asarray(value)
+            if w.dtype.kind not in "fiub":
+                raise TypeError(f"MultiHeadAttention: {name} must be real, "
+                                f"got dtype {w.dtype}")
+            if w.shape != (self.d_model, self.d_model):
+                raise ValueError(f"MultiHeadAttention: {name} must have shape"
+                                 f" {(self.d_model, self.d_model)}, got "
+                                 f"{w.shape}")
+            setattr(self, attr, np.array(w, dtype=self.dtype))
+
+        return property(get, set, doc=f"{name}, shape (d_model, d_model)")
+
+    W_q = _weight("W_q")
+    W_k = _weight("W_k")
+    W_v = _weight("W_v")
+    W_o = _weight("W_o")
+    del _weight
+
+    def __repr__(self):
+        return (f"MultiHeadAttention(d_model={self.d_model}, "
+                f"num_heads={self.num_heads}, dtype={self.dtype.name})")
+
+    def split_heads(self, x):
+        """(batch, seq, d_model) -> (batch, heads, seq, d_k)."""
+        return split_heads(x, self.num_heads)
+
+    def combine_heads(self, x):
+        """(batch, heads, seq, d_k) -> (batch, seq, d_model)."""
+        return combine_heads(x)
+
+    def _check(self, x, arg, fname):
+        x = np.asarray(x)
+        if x.ndim < 2 or x.shape[-1] != self.d_model:
+            raise ValueError(f"{fname}: {arg} must have shape (..., seq, "
+                             f"d_model={self.d_model}), got {x.shape}")
+        return x
+
+    def _attend(self, query, key, value, mask, causal, fname):
+        q = self._check(query, "query", fname)
+        k = self._check(key, "key", fname)
+        v = self._check(value, "value", fname)
+        Q = self.split_heads(np.matmul(q, self.W_q))
+        K = self.split_heads(np.matmul(k, self.W_k))
+        V = self.split_heads(np.matmul(v, self.W_v))
+        out, w = _core.sdpa(Q, K, V, mask, None, causal, None, "zero", None,
+                            None, 1, fname)
+        return np.matmul(self.combine_heads(out), self.W_o), w
+
+    def forward(self, X, mask=None, *, causal=False):
+        """Self-attention: returns (output (..., seq, d_model), weights
+        (..., heads, seq, seq)), as the tutorial's ``forward``."""
+        return self._attend(X, X, X, mask, causal,
+                            "MultiHeadAttention.forward")
+
+    def __call__(self, query, key=None, value=None, *, mask=None,
+                 causal=False, need_weights=False):
+        """Attention of `query` over `key`/`value` (default: `query`, i.e.
+        self-attention; `value` defaults to `key`). Returns the output, or
+        (output, weights) when `need_weights`."""
+        key = query if key is None else key
+        value = key if value is None else value
+        out, w = self._attend(query, key, value, mask, causal,
+                              "MultiHeadAttention")
+        return (out, w) if need_weights else out
