@@ -388,10 +388,13 @@ TI const T *SFX(v_block)(const attn_plan *pl, const T *v_b, size_t j0,
     return vp;
 }
 
-/* st (key-major tile) -> dst (query rows, strides s0/s1): dst[r][j] = st[j][r] */
+/* st (key-major tile) -> dst (query rows, strides s0/s1): dst[r][j] = st[j][r]
+ * all: the block is masked for every row: weights 0 * (1/l), which is NaN
+ * in a row whose sum is NaN, as exp(-inf - NaN) / NaN is in NumPy.       */
 TI void SFX(store_tile_t)(T *dst, ptrdiff_t s0, ptrdiff_t s1, const T *st,
                           size_t ldst, size_t nq, size_t nk,
-                          const unsigned char *isfm, const T *fmval, int all)
+                          const unsigned char *isfm, const T *fmval,
+                          const T *rinv, int all)
 {
     for (size_t r = 0; r < nq; r++) {
         T *row = dst + (ptrdiff_t)r * s0;
@@ -399,8 +402,9 @@ TI void SFX(store_tile_t)(T *dst, ptrdiff_t s0, ptrdiff_t s1, const T *st,
             for (size_t j = 0; j < nk; j++)
                 row[(ptrdiff_t)j * s1] = fmval[r];
         } else if (all) {
+            const T zero = (T)0 * rinv[r];
             for (size_t j = 0; j < nk; j++)
-                row[(ptrdiff_t)j * s1] = 0;
+                row[(ptrdiff_t)j * s1] = zero;
         } else if (s1 == 1) {
             for (size_t j = 0; j < nk; j++)
                 row[j] = st[j * ldst + r];
@@ -451,7 +455,7 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
             if (sc_b) {
                 SFX(store_tile_t)(sc_b + (ptrdiff_t)j0 * p->scores.s1,
                                   p->scores.s0, p->scores.s1, st, BQP, nq, nk,
-                                  NULL, NULL, 0);
+                                  NULL, NULL, NULL, 0);
                 if (cls != BLK_ALL && w_b)
                     for (size_t j = 0; j < nk; j++)
                         for (size_t v = 0; v < nqv; v++) {
@@ -473,7 +477,7 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
                 }
         }
         SFX(store_tile_t)(w_b + (ptrdiff_t)j0 * p->weights.s1, p->weights.s0,
-                          p->weights.s1, st, BQP, nq, nk, isfm, rfmv,
+                          p->weights.s1, st, BQP, nq, nk, isfm, rfmv, rinv,
                           cls == BLK_ALL);
     }
 }
