@@ -32,7 +32,7 @@
  *   2. + bias, -inf where mask == 0 or causal forbids  (diagonal blocks only)
  *   3. m_new = max(m, max_j st), alpha = exp(m - m_new), p = exp(st - m_new),
  *      l = alpha*l + sum_j p                           (vertical, SM_G vectors)
- *   4. o rows *= alpha where alpha != 1, o += P^T' V   (micro-kernel pv)
+ *   4. o = alpha o + P V_blk, the block's sum from 0  (micro-kernel pv)
  * then out = o / l. "m_new" is used as VSAFE(m_new) so a row that has seen
  * only -inf so far subtracts 0, never -inf - -inf = NaN: such a row keeps
  * l == 0 and is reported fully masked unless a NaN score made l NaN.
@@ -123,17 +123,20 @@ TF void SFX(qk_block)(T *st, size_t ldst, const T *qt, size_t ldq, size_t nqv,
 }
 
 /* ---------------------------------------------------------------------- */
-/* 4. PV micro-kernel: o[r][c] += sum_j pt[j][r] * v[j][c]                 */
-/*    for r < MR queries and c < NR*W value columns.                       */
+/* 4. PV micro-kernel: o[r][c] = alpha[r] o[r][c] + sum_j pt[j][r] v[j][c]  */
+/*    for r < MR queries and c < NR*W value columns. The block's sum starts */
+/*    from 0 (two-level summation: the error grows with sqrt(BK) +        */
+/*    sqrt(S/BK), not sqrt(S)) and the rescale of the running output by    */
+/*    alpha = exp(m_old - m_new) rides along in the epilogue.             */
 /* ---------------------------------------------------------------------- */
 TI void SFX(pv_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
-                     const T *restrict pt, size_t ldp, const T *v,
-                     ptrdiff_t vs, size_t nk)
+                     const T *restrict pt, size_t ldp, const T *alpha,
+                     const T *v, ptrdiff_t vs, size_t nk)
 {
     VT acc[PV_MR][PV_NR];
     for (int r = 0; r < MR; r++)
         for (int c = 0; c < NR; c++)
-            acc[r][c] = VLOADU(o + (size_t)r * ldo + (size_t)c * W);
+            acc[r][c] = VZERO();
     const T *v_j = v, *p_j = pt;
     for (size_t j = 0; j < nk; j++, v_j += vs, p_j += ldp) {
         VT x[PV_NR];
@@ -145,33 +148,42 @@ TI void SFX(pv_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
                 acc[r][c] = VFMA(pb, x[c], acc[r][c]);
         }
     }
-    for (int r = 0; r < MR; r++)
-        for (int c = 0; c < NR; c++)
-            VSTOREU(o + (size_t)r * ldo + (size_t)c * W, acc[r][c]);
+    for (int r = 0; r < MR; r++) {
+        VT a = VSET1(alpha[r]);
+        for (int c = 0; c < NR; c++) {
+            T *o_rc = o + (size_t)r * ldo + (size_t)c * W;
+            VSTOREU(o_rc, VFMA(VLOADU(o_rc), a, acc[r][c]));
+        }
+    }
 }
 
 TI void SFX(pv_rows)(const int MR, T *o, size_t ldo, size_t nev, const T *pt,
-                     size_t ldp, const T *v, ptrdiff_t vs, size_t nk)
+                     size_t ldp, const T *alpha, const T *v, ptrdiff_t vs,
+                     size_t nk)
 {
     size_t c = 0;
     for (; c + PV_NR <= nev; c += PV_NR)
-        SFX(pv_kern)(MR, PV_NR, o + c * W, ldo, pt, ldp, v + c * W, vs, nk);
+        SFX(pv_kern)(MR, PV_NR, o + c * W, ldo, pt, ldp, alpha, v + c * W, vs,
+                     nk);
     for (; c < nev; c++)
-        SFX(pv_kern)(MR, 1, o + c * W, ldo, pt, ldp, v + c * W, vs, nk);
+        SFX(pv_kern)(MR, 1, o + c * W, ldo, pt, ldp, alpha, v + c * W, vs, nk);
 }
 
-/* o (nq x nev*W, ld ldo) += pt^T (pt: nk x .., ld ldp) . V_blk (nk x ..)  */
+/* o (nq x nev*W, ld ldo) = alpha o + pt^T (pt: nk x .., ld ldp) . V_blk  */
 TF void SFX(pv_block)(T *o, size_t ldo, size_t nq, size_t nev, const T *pt,
-                      size_t ldp, const T *v, ptrdiff_t vs, size_t nk)
+                      size_t ldp, const T *alpha, const T *v, ptrdiff_t vs,
+                      size_t nk)
 {
     size_t i = 0;
     for (; i + PV_MR <= nq; i += PV_MR)
-        SFX(pv_rows)(PV_MR, o + i * ldo, ldo, nev, pt + i, ldp, v, vs, nk);
+        SFX(pv_rows)(PV_MR, o + i * ldo, ldo, nev, pt + i, ldp, alpha + i, v,
+                     vs, nk);
     T *o_i = o + i * ldo;
-    const T *p_i = pt + i;
+    const T *p_i = pt + i, *a_i = alpha + i;
 #define PV_TAIL_(n)                                                            \
     case n:                                                                    \
-        SFX(pv_rows)(MINZ_(n, PV_MR), o_i, ldo, nev, p_i, ldp, v, vs, nk);     \
+        SFX(pv_rows)(MINZ_(n, PV_MR), o_i, ldo, nev, p_i, ldp, a_i, v, vs,     \
+                     nk);                                                      \
         break;
     switch (nq - i) {
         PV_TAIL_(1) PV_TAIL_(2) PV_TAIL_(3) PV_TAIL_(4) PV_TAIL_(5)
@@ -212,7 +224,7 @@ TI void SFX(sm_group)(const int G, T *st, size_t ldst, size_t nk, T *m, T *l,
         VSTOREU(muse + (size_t)g * W, mu[g]);
         VT a = VEXP(VSUB(mold, mu[g]));
         VSTOREU(alpha + (size_t)g * W, a);
-        sum[g] = VMUL(VLOADU(l + (size_t)g * W), a);
+        sum[g] = VZERO();
         sum1[g] = VZERO();
     }
     for (j = 0; j + 2 <= nk; j += 2)
@@ -232,8 +244,11 @@ TI void SFX(sm_group)(const int G, T *st, size_t ldst, size_t nk, T *m, T *l,
             VSTOREU(s0, p0);
             sum[g] = VADD(sum[g], p0);
         }
-    for (int g = 0; g < G; g++)
-        VSTOREU(l + (size_t)g * W, VADD(sum[g], sum1[g]));
+    for (int g = 0; g < G; g++) { /* l = alpha l + (block sum) */
+        VT a = VLOADU(alpha + (size_t)g * W);
+        VSTOREU(l + (size_t)g * W,
+                VFMA(VLOADU(l + (size_t)g * W), a, VADD(sum[g], sum1[g])));
+    }
 }
 
 TF void SFX(softmax_block)(T *st, size_t ldst, size_t nk, size_t nqv, T *m,
@@ -552,16 +567,7 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
             SFX(apply_masks)(pl, st, BQP, b, i0, nq, nqv, j0, nk, mask_b, cls,
                              cdiag);
         SFX(softmax_block)(st, BQP, nk, nqv, rm, rl, ralpha, rmuse);
-        for (size_t r = 0; r < nq; r++) {
-            const T a = ralpha[r];
-            if (a != (T)1) {
-                const VT va = VSET1(a);
-                T *o_r = o + r * EvP;
-                for (size_t c = 0; c < nev; c++)
-                    VSTOREU(o_r + c * W, VMUL(VLOADU(o_r + c * W), va));
-            }
-        }
-        SFX(pv_block)(o, EvP, nq, nev, st, BQP, vblk, vs, nk);
+        SFX(pv_block)(o, EvP, nq, nev, st, BQP, ralpha, vblk, vs, nk);
     }
 
     /* 5. out = o / l; fully masked rows by policy */
