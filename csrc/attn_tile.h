@@ -267,11 +267,63 @@ TF void SFX(softmax_block)(T *st, size_t ldst, size_t nk, size_t nqv, T *m,
 /* masks                                                                   */
 /* ---------------------------------------------------------------------- */
 
+/* Mask classes of every key block for the item's rows: bit 0 = some entry
+ * nonzero, bit 1 = some entry zero. One sequential pass over the rows
+ * (OR-accumulated column-wise, then reduced per block), cached per thread
+ * while the rows are the same (a mask broadcast over the batch).         */
+TF const unsigned char *SFX(mask_classes)(const attn_plan *pl, char *sb,
+                                          const uint8_t *mask_b, size_t i0,
+                                          size_t nq)
+{
+    const attn_problem *p = pl->p;
+    const size_t S = p->S, BK = pl->BK;
+    const ptrdiff_t s0 = p->mask.s0, s1 = p->mask.s1;
+    attn_mkey *key = (attn_mkey *)(sb + pl->off_mkey);
+    unsigned char *cls = (unsigned char *)(sb + pl->off_mcls);
+    const uint8_t *row0 = mask_b + (ptrdiff_t)i0 * s0;
+    const size_t nrows = s0 == 0 ? 1 : nq;
+    if (key->valid && key->row0 == row0 && key->nrows == nrows)
+        return cls;
+    uint8_t *any = (uint8_t *)(sb + pl->off_macc), *zero = any + S;
+    memset(any, 0, S);
+    memset(zero, 0, S);
+    for (size_t r = 0; r < nrows; r++) {
+        const uint8_t *row = row0 + (ptrdiff_t)r * s0;
+        if (s1 == 1) {
+            for (size_t j = 0; j < S; j++) {
+                any[j] |= row[j];
+                zero[j] |= row[j] == 0;
+            }
+        } else {
+            for (size_t j = 0; j < S; j++) {
+                uint8_t x = row[(ptrdiff_t)j * s1];
+                any[j] |= x;
+                zero[j] |= x == 0;
+            }
+        }
+    }
+    for (size_t j0 = 0, kb = 0; j0 < S; j0 += BK, kb++) {
+        const size_t nk = MINZ_(BK, S - j0);
+        uint8_t a = 0, z = 0;
+        for (size_t j = 0; j < nk; j++) {
+            a |= any[j0 + j];
+            z |= zero[j0 + j];
+        }
+        cls[kb] = (unsigned char)((a ? 1 : 0) | (z ? 2 : 0));
+    }
+    key->row0 = row0;
+    key->nrows = nrows;
+    key->valid = 1;
+    return cls;
+}
+
 /* Which entries of the block rows i0..i0+nq-1 x keys j0..j0+nk-1 are
- * masked (by causal and the uint8 mask). *cdiag: causal must be applied
- * element-wise (the block straddles the diagonal).                        */
-TF int SFX(classify)(const attn_plan *pl, const uint8_t *mask_b, size_t i0,
-                     size_t nq, size_t j0, size_t nk, int *cdiag)
+ * masked (by causal and the uint8 mask; mcls from mask_classes, or NULL).
+ * *cdiag: causal must be applied element-wise (the block straddles the
+ * diagonal). A block truncated by the causal limit keeps the class of the
+ * whole key block: possibly MIXED where ALL would do, never wrong.       */
+TI int SFX(classify)(const attn_plan *pl, const unsigned char *mcls,
+                     size_t i0, size_t nq, size_t j0, size_t nk, int *cdiag)
 {
     const attn_problem *p = pl->p;
     *cdiag = 0;
@@ -281,33 +333,12 @@ TF int SFX(classify)(const attn_plan *pl, const uint8_t *mask_b, size_t i0,
             return BLK_ALL;
         *cdiag = (ptrdiff_t)(j0 + nk - 1) > (ptrdiff_t)i0 + pl->coff;
     }
-    if (!mask_b)
+    if (!mcls)
         return BLK_NONE;
-    const ptrdiff_t s0 = p->mask.s0, s1 = p->mask.s1;
-    const size_t nrows = s0 == 0 ? 1 : nq;
-    unsigned any = 0, zero = 0;
-    for (size_t r = 0; r < nrows && !(any && zero); r++) {
-        const uint8_t *row = mask_b + (ptrdiff_t)(i0 + r) * s0
-                             + (ptrdiff_t)j0 * s1;
-        unsigned a = 0, z = 0;
-        if (s1 == 1) {
-            for (size_t j = 0; j < nk; j++) {
-                a |= row[j];
-                z |= row[j] == 0;
-            }
-        } else {
-            for (size_t j = 0; j < nk; j++) {
-                uint8_t x = row[(ptrdiff_t)j * s1];
-                a |= x;
-                z |= x == 0;
-            }
-        }
-        any |= a;
-        zero |= z;
-    }
-    if (!any)
+    const unsigned c = mcls[j0 / pl->BK];
+    if (!(c & 1))
         return BLK_ALL;
-    return zero ? BLK_MIXED : BLK_NONE;
+    return (c & 2) ? BLK_MIXED : BLK_NONE;
 }
 
 /* 2. bias, then -inf where the mask or causality forbids (scaled scores) */
@@ -332,8 +363,13 @@ TF void SFX(apply_masks)(const attn_plan *pl, T *st, size_t ldst, size_t b,
             for (size_t r = 0; r < nq; r++) {
                 const T *row = bias_b + (ptrdiff_t)(i0 + r) * s0
                                + (ptrdiff_t)j0 * s1;
-                for (size_t j = 0; j < nk; j++)
-                    st[j * ldst + r] += row[(ptrdiff_t)j * s1];
+                T *s_r = st + r;
+                if (s1 == 1)
+                    for (size_t j = 0; j < nk; j++)
+                        s_r[j * ldst] += row[j];
+                else
+                    for (size_t j = 0; j < nk; j++)
+                        s_r[j * ldst] += row[(ptrdiff_t)j * s1];
             }
         }
     }
@@ -342,9 +378,14 @@ TF void SFX(apply_masks)(const attn_plan *pl, T *st, size_t ldst, size_t b,
         for (size_t r = 0; r < nq; r++) {
             const uint8_t *row = mask_b + (ptrdiff_t)(i0 + r) * s0
                                  + (ptrdiff_t)j0 * s1;
-            for (size_t j = 0; j < nk; j++)
-                if (!row[(ptrdiff_t)j * s1])
-                    st[j * ldst + r] = ninf;
+            T *s_r = st + r;
+            if (s1 == 1)
+                for (size_t j = 0; j < nk; j++) /* branch-free: cmov */
+                    s_r[j * ldst] = row[j] ? s_r[j * ldst] : ninf;
+            else
+                for (size_t j = 0; j < nk; j++)
+                    s_r[j * ldst] = row[(ptrdiff_t)j * s1] ? s_r[j * ldst]
+                                                           : ninf;
         }
     }
     if (cdiag) {
@@ -449,6 +490,8 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
     const T *k_b = (const T *)p->k.data + BOFF_(p->k, b);
     const uint8_t *mask_b = p->mask.data
         ? (const uint8_t *)p->mask.data + BOFF_(p->mask, b) : NULL;
+    const unsigned char *mcls = mask_b
+        ? SFX(mask_classes)(pl, sb, mask_b, i0, nq) : NULL;
     T *w_b = p->weights.data
         ? (T *)p->weights.data + BOFF_(p->weights, b)
           + (ptrdiff_t)i0 * p->weights.s0 : NULL;
@@ -461,7 +504,7 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
     for (size_t j0 = 0; j0 < S; j0 += BK) {
         const size_t nk = MINZ_(BK, S - j0);
         int cdiag;
-        const int cls = SFX(classify)(pl, mask_b, i0, nq, j0, nk, &cdiag);
+        const int cls = SFX(classify)(pl, mcls, i0, nq, j0, nk, &cdiag);
         if (cls != BLK_ALL || sc_b) {
             ptrdiff_t ks;
             const T *kblk = SFX(k_block)(pl, k_b, j0, nk, kp, &ks);
@@ -530,10 +573,18 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
         ? (const uint8_t *)p->mask.data + BOFF_(p->mask, b) : NULL;
 
     /* 0. pack Q^T (E x BQP, zero padded), reset the running state */
-    for (size_t r = 0; r < nq; r++) {
-        const T *q_bi = q_b + (ptrdiff_t)(i0 + r) * p->q.s0;
-        for (size_t e = 0; e < E; e++)
-            qt[e * BQP + r] = q_bi[(ptrdiff_t)e * p->q.s1];
+    {
+        const ptrdiff_t qs0 = p->q.s0, qs1 = p->q.s1;
+        for (size_t r = 0; r < nq; r++) {
+            const T *q_bi = q_b + (ptrdiff_t)(i0 + r) * qs0;
+            T *qt_r = qt + r;
+            if (qs1 == 1)
+                for (size_t e = 0; e < E; e++)
+                    qt_r[e * BQP] = q_bi[e];
+            else
+                for (size_t e = 0; e < E; e++)
+                    qt_r[e * BQP] = q_bi[(ptrdiff_t)e * qs1];
+        }
     }
     for (size_t e = 0; e < E; e++)
         for (size_t r = nq; r < nqv * W; r++)
@@ -553,10 +604,12 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
     }
 
     /* 1-4. forward pass over key blocks */
+    const unsigned char *mcls = mask_b && jend
+        ? SFX(mask_classes)(pl, sb, mask_b, i0, nq) : NULL;
     for (size_t j0 = 0; j0 < jend; j0 += BK) {
         const size_t nk = MINZ_(BK, jend - j0);
         int cdiag;
-        const int cls = SFX(classify)(pl, mask_b, i0, nq, j0, nk, &cdiag);
+        const int cls = SFX(classify)(pl, mcls, i0, nq, j0, nk, &cdiag);
         if (cls == BLK_ALL)
             continue;
         ptrdiff_t ks, vs;

@@ -36,7 +36,7 @@ static int cmpd(const void *a, const void *b)
 }
 
 static void bench(attn_dtype dt, size_t B, size_t L, size_t S, size_t E,
-                  attn_causal causal, int nt, int reps)
+                  attn_causal causal, int nt, int reps, int tril_mask)
 {
     size_t esz = dt == ATTN_F32 ? 4 : 8;
     size_t nq = B * L * E, nk = B * S * E;
@@ -79,6 +79,14 @@ static void bench(attn_dtype dt, size_t B, size_t L, size_t S, size_t E,
     p.out = (attn_mat){o, bq, (ptrdiff_t)E, 1};
     p.scale = 1.0 / sqrt((double)E);
     p.causal = causal;
+    unsigned char *mask = NULL;
+    if (tril_mask) { /* the tutorial's np.tril mask, one (L, S) for all b */
+        mask = malloc(L * S);
+        for (size_t i = 0; i < L; i++)
+            for (size_t j = 0; j < S; j++)
+                mask[i * S + j] = j <= i;
+        p.mask = (attn_mat){mask, NULL, (ptrdiff_t)S, 1};
+    }
     attn_exec ex = {nt, NULL, NULL};
     double t[64], tc[64];
     if (reps > 64)
@@ -93,12 +101,12 @@ static void bench(attn_dtype dt, size_t B, size_t L, size_t S, size_t E,
     qsort(t, (size_t)reps, sizeof *t, cmpd);
     qsort(tc, (size_t)reps, sizeof *tc, cmpd);
     double fl = 4.0 * (double)B * (double)L * (double)S * (double)E;
-    if (causal)
+    if (causal || tril_mask)
         fl *= 0.5;
     printf("%s %-7s (%zu,%zu,%zu) %s t=%d: median %8.3f ms  %6.1f GF/s"
            "  (best %6.1f, best per cpu-second %6.1f GF/s)\n",
            attn_isa_name(), dt == ATTN_F32 ? "float32" : "float64", B, L, E,
-           causal ? "causal" : "full  ", nt, t[reps / 2] * 1e3,
+           tril_mask ? "tril  " : causal ? "causal" : "full  ", nt, t[reps / 2] * 1e3,
            fl / t[reps / 2] * 1e-9, fl / t[0] * 1e-9,
            fl / tc[0] * 1e-9);
     fflush(stdout);
@@ -108,6 +116,7 @@ static void bench(attn_dtype dt, size_t B, size_t L, size_t S, size_t E,
     free(o);
     free(bq);
     free(bk);
+    free(mask);
 }
 
 int main(int argc, char **argv)
@@ -121,18 +130,20 @@ int main(int argc, char **argv)
         return 1;
     }
     if (!*only || strchr(only, 'a'))
-        bench(ATTN_F32, 12, 1024, 1024, 64, ATTN_CAUSAL_NONE, nt, reps);
+        bench(ATTN_F32, 12, 1024, 1024, 64, ATTN_CAUSAL_NONE, nt, reps, 0);
     if (!*only || strchr(only, 'b'))
-        bench(ATTN_F32, 12, 2048, 2048, 64, ATTN_CAUSAL_TOP_LEFT, nt, reps);
+        bench(ATTN_F32, 12, 2048, 2048, 64, ATTN_CAUSAL_TOP_LEFT, nt, reps, 0);
     if (!*only || strchr(only, 'c'))
-        bench(ATTN_F64, 12, 1024, 1024, 64, ATTN_CAUSAL_NONE, nt, reps);
+        bench(ATTN_F64, 12, 1024, 1024, 64, ATTN_CAUSAL_NONE, nt, reps, 0);
     if (!*only || strchr(only, 'd'))
-        bench(ATTN_F32, 12, 2048, 2048, 64, ATTN_CAUSAL_NONE, nt, reps);
+        bench(ATTN_F32, 12, 2048, 2048, 64, ATTN_CAUSAL_NONE, nt, reps, 0);
     if (!*only || strchr(only, 'e'))
-        bench(ATTN_F32, 12, 4096, 4096, 64, ATTN_CAUSAL_NONE, nt, reps);
+        bench(ATTN_F32, 12, 4096, 4096, 64, ATTN_CAUSAL_NONE, nt, reps, 0);
     if (!*only || strchr(only, 'f'))
-        bench(ATTN_F32, 12, 4096, 4096, 64, ATTN_CAUSAL_TOP_LEFT, nt, reps);
+        bench(ATTN_F32, 12, 4096, 4096, 64, ATTN_CAUSAL_TOP_LEFT, nt, reps, 0);
     if (!*only || strchr(only, 'g'))
-        bench(ATTN_F32, 1, 65536, 65536, 64, ATTN_CAUSAL_TOP_LEFT, nt, 1);
+        bench(ATTN_F32, 1, 65536, 65536, 64, ATTN_CAUSAL_TOP_LEFT, nt, 1, 0);
+    if (!*only || strchr(only, 'h'))
+        bench(ATTN_F32, 12, 2048, 2048, 64, ATTN_CAUSAL_NONE, nt, reps, 1);
     return 0;
 }
