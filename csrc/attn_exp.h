@@ -2,15 +2,17 @@
  * attn_exp.h -- constants of exp(x) for x <= 0, shared by every path.
  *
  *   n = round(x * log2(e)),  r = x - n*ln2_hi - n*ln2_lo   (|r| <= ln2/2)
- *   exp(x) = 2^n * p(r),     p(r) = 1 + r + r^2 * q(r)
+ *   exp(x) = 2^n * p(r),     p(r) = 1 + r + r^2 * q(r) = 1 + r (1 + r q(r))
  *
  * q is a Chebyshev (near-minimax) fit of (e^r - 1 - r) / r^2 on
  * [-1.01 ln2/2, +1.01 ln2/2], computed with mpmath (50 digits): relative
  * error of p 1.1e-8 for float (degree 6) and 1.9e-17 for double
  * (degree 11), well below half an ulp, so the measured error is set by the
  * rounding of the evaluation (see tests/c/test_core.c).
- * Results below the smallest normal number are flushed to 0 by the AVX2 and
- * portable paths; the AVX-512 path (vscalefps) rounds them correctly.
+ * Results below the smallest normal number are returned as 0 on every path
+ * and are never computed: an underflowing multiply would cost a microcode
+ * assist per element on Intel CPUs (every masked -inf score goes through
+ * exp), and weights below 1e-38 of the row's largest do not matter.
  */
 #ifndef ATTNPY_ATTN_EXP_H
 #define ATTNPY_ATTN_EXP_H
@@ -46,8 +48,5 @@
 #define AX_Q10_D 0.0000002762133866914292379999846
 #define AX_Q11_D 2.510134692835034019792163e-8
 
-/* AVX-512 clamps further and lets vscalef produce subnormals / 0 */
-#define AX_CLAMP512_F (-104.0f)
-#define AX_CLAMP512_D (-746.0)
 
 #endif /* ATTNPY_ATTN_EXP_H */

@@ -49,8 +49,20 @@ typedef struct {
     size_t off_vp;    /* packed V block, BK x EvP (if pack_v)               */
     size_t off_vmean; /* mean of V rows (uniform policy), EvP               */
     size_t off_fm;    /* per-query fully-masked flags, BQP bytes            */
+    size_t off_mkey;  /* attn_mkey: whose mask classes off_mcls holds       */
+    size_t off_mcls;  /* mask class of each key block, ceil(S/BK) bytes     */
+    size_t off_macc;  /* mask scan accumulators, 2 x S bytes                */
     size_t scratch_bytes;
 } attn_plan;
+
+/* The mask rows the cached key-block classes were computed from (a thread
+ * keeps them across items: items of the same query block share them when
+ * the mask is broadcast over the batch). Zeroed with the scratch.        */
+typedef struct {
+    const uint8_t *row0;
+    size_t nrows;
+    int valid;
+} attn_mkey;
 
 /* Compute one work item. Returns ATTN_OK, or ATTN_EFULLYMASKED (policy
  * raise) with *bad_row = the first fully masked row of the item.          */

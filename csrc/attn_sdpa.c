@@ -114,25 +114,32 @@ int attn_set_isa(const char *name)
 
 #define SCRATCH_TARGET ((size_t)256 * 1024) /* st + K/V blocks, per thread */
 
-static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
-
-/* a += n * esz bytes, 64-byte aligned; 0 on overflow */
-static int take(size_t *a, size_t n, size_t esz, size_t *off)
-{
-    if (esz && n > (SIZE_MAX - 64 - *a) / esz)
-        return 0;
-    *off = *a;
-    *a = round_up(*a + n * esz, 64);
-    return 1;
-}
+/* m is a power of two (vector widths, 64-byte alignment) */
+static size_t round_up(size_t x, size_t m) { return (x + m - 1) & ~(m - 1); }
 
 static int mul_ok(size_t a, size_t b, size_t *r)
 {
+#if defined(__GNUC__)
+    return !__builtin_mul_overflow(a, b, r);
+#else
     if (a && b > SIZE_MAX / a)
         return 0;
     *r = a * b;
     return 1;
+#endif
 }
+
+/* a += n * esz bytes, 64-byte aligned; 0 on overflow */
+static int take(size_t *a, size_t n, size_t esz, size_t *off)
+{
+    size_t bytes;
+    if (!mul_ok(n, esz, &bytes) || bytes > SIZE_MAX - 64 - *a)
+        return 0;
+    *off = *a;
+    *a = round_up(*a + bytes, 64);
+    return 1;
+}
+
 
 static attn_status make_plan(attn_plan *pl, const attn_problem *p,
                              const attn_isa_desc *d)
@@ -145,6 +152,10 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
 
     /* query block: the ISA's choice, smaller for short L or huge E */
     size_t BQ = d->BQ[t];
+#ifdef ATTN_TUNE_ENV /* tests/c/bench_core: try other block sizes */
+    if (getenv("TUNE_BQ"))
+        BQ = round_up((size_t)atoi(getenv("TUNE_BQ")), W);
+#endif
     if (BQ > round_up(p->L, W))
         BQ = round_up(p->L, W);
     while (BQ > W && BQ * p->E * esz > SCRATCH_TARGET)
@@ -157,6 +168,10 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
 
     /* key block: the ISA's choice, smaller for short S or wide rows */
     size_t BK = d->BK[t];
+#ifdef ATTN_TUNE_ENV
+    if (getenv("TUNE_BK"))
+        BK = (size_t)atoi(getenv("TUNE_BK"));
+#endif
     size_t row = (pl->BQP + p->E + pl->EvP) * esz;
     while (BK > 8 && BK * row > SCRATCH_TARGET)
         BK /= 2;
@@ -184,6 +199,10 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
          && take(&a, n, esz, &pl->off_vp);
     ok = ok && take(&a, pl->EvP, esz, &pl->off_vmean);
     ok = ok && take(&a, pl->BQP, 1, &pl->off_fm);
+    ok = ok && take(&a, 1, sizeof(attn_mkey), &pl->off_mkey);
+    const int mask = p->mask.data != NULL;
+    ok = ok && take(&a, mask ? (p->S + BK - 1) / BK : 0, 1, &pl->off_mcls);
+    ok = ok && take(&a, mask ? p->S : 0, 2, &pl->off_macc);
     if (!ok)
         return ATTN_ENOMEM;
     pl->scratch_bytes = a;
@@ -206,9 +225,9 @@ typedef struct {
     atomic_size_t next;
     atomic_int cancel;
     atomic_int err;             /* ATTN_ENOMEM / ATTN_EINTERRUPTED      */
-    atomic_size_t bad_item;     /* first item with a fully masked row   */
-    pthread_mutex_t bad_mu;
-    size_t bad_b, bad_row;
+    /* first fully masked row seen, as item * BQ + row within the item
+     * (item = b * nqb + qb, so this is (b, row) order); SIZE_MAX: none   */
+    atomic_size_t bad;
     long long t_last;           /* caller only */
 } run_ctx;
 
@@ -236,6 +255,7 @@ static void run_task(void *arg, int tid)
         }
         scratch = (void *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
     }
+    memset((char *)scratch + pl->off_mkey, 0, sizeof(attn_mkey));
     for (;;) {
         if (atomic_load_explicit(&c->cancel, memory_order_relaxed))
             break;
@@ -252,18 +272,17 @@ static void run_task(void *arg, int tid)
             qb = k % nqb;
         }
         const size_t idx = b * nqb + qb; /* (b, row) order of the item */
-        if (idx > atomic_load_explicit(&c->bad_item, memory_order_relaxed))
-            continue;
+        if (idx > atomic_load_explicit(&c->bad, memory_order_relaxed)
+                      / pl->BQ)
+            continue; /* an earlier row already failed */
         size_t bad_row = 0;
         attn_status st = c->fn(pl, scratch, b, qb, &bad_row);
         if (st == ATTN_EFULLYMASKED) {
-            pthread_mutex_lock(&c->bad_mu);
-            if (idx < atomic_load(&c->bad_item)) {
-                atomic_store(&c->bad_item, idx);
-                c->bad_b = b;
-                c->bad_row = bad_row;
-            }
-            pthread_mutex_unlock(&c->bad_mu);
+            size_t code = idx * pl->BQ + (bad_row - qb * pl->BQ);
+            size_t cur = atomic_load(&c->bad);
+            while (code < cur
+                   && !atomic_compare_exchange_weak(&c->bad, &cur, code))
+                ;
         }
         if (tid == 0 && c->ex && c->ex->poll) {
             long long t = now_ns();
@@ -291,8 +310,9 @@ attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
     attn_status st = make_plan(&pl, p, d);
     if (st != ATTN_OK)
         return st;
-    size_t nitems;
-    if (!mul_ok(p->B, pl.nqb, &nitems))
+    size_t nitems, ncodes;
+    if (!mul_ok(p->B, pl.nqb, &nitems) || !mul_ok(nitems, pl.BQ, &ncodes)
+        || ncodes == SIZE_MAX)
         return ATTN_ENOMEM;
     if (nitems == 0)
         return ATTN_OK;
@@ -303,14 +323,16 @@ attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
     c.fn = d->item[p->dtype == ATTN_F64];
     c.ex = ex;
     c.nitems = nitems;
-    c.largest_first = p->causal != ATTN_CAUSAL_NONE;
+    /* causal: the items of the last query blocks are the largest, hand
+     * them out first. With a mask, items of one query block in a row let
+     * a thread reuse the mask's block classes across b (mask_classes). */
+    c.largest_first = p->causal != ATTN_CAUSAL_NONE || p->mask.data != NULL;
     atomic_init(&c.next, 0);
     atomic_init(&c.cancel, 0);
     atomic_init(&c.err, ATTN_OK);
-    atomic_init(&c.bad_item, SIZE_MAX);
-    if (pthread_mutex_init(&c.bad_mu, NULL) != 0)
-        return ATTN_ENOMEM;
-    c.t_last = now_ns();
+    atomic_init(&c.bad, SIZE_MAX);
+    if (ex && ex->poll)
+        c.t_last = now_ns();
 
     int nt = ex && ex->nthreads > 1 ? ex->nthreads : 1;
     double flops = 2.0 * (double)p->B * (double)p->L * (double)p->S
@@ -324,14 +346,15 @@ attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
     if ((size_t)nt > nitems)
         nt = (int)nitems;
     attn_pool_run(run_task, &c, nt);
-    pthread_mutex_destroy(&c.bad_mu);
 
     int err = atomic_load(&c.err);
     if (err != ATTN_OK)
         return (attn_status)err;
-    if (atomic_load(&c.bad_item) != SIZE_MAX) {
-        p->bad_b = c.bad_b;
-        p->bad_row = c.bad_row;
+    size_t bad = atomic_load(&c.bad);
+    if (bad != SIZE_MAX) {
+        size_t idx = bad / pl.BQ;
+        p->bad_b = idx / pl.nqb;
+        p->bad_row = (idx % pl.nqb) * pl.BQ + bad % pl.BQ;
         return ATTN_EFULLYMASKED;
     }
     return ATTN_OK;

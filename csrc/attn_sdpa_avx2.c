@@ -15,6 +15,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "attn_exp.h"
 
@@ -35,8 +36,9 @@ static inline __attribute__((always_inline)) ATTR __m256 exp8_f32(__m256 x)
     q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(AX_Q4_F));
     q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(AX_Q3_F));
     q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(AX_Q2_F));
-    __m256 y = _mm256_fmadd_ps(q, _mm256_mul_ps(r, r), r);
-    y = _mm256_add_ps(y, _mm256_set1_ps(1.0f));
+    /* p(r) = 1 + r (1 + r q(r)) */
+    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(1.0f));
+    __m256 y = _mm256_fmadd_ps(q, r, _mm256_set1_ps(1.0f));
     /* 2^n from the low bits of t (t = MAGIC + n) */
     __m256i e = _mm256_slli_epi32(
         _mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127)), 23);
@@ -65,8 +67,9 @@ static inline __attribute__((always_inline)) ATTR __m256d exp4_f64(__m256d x)
     q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(AX_Q4_D));
     q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(AX_Q3_D));
     q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(AX_Q2_D));
-    __m256d y = _mm256_fmadd_pd(q, _mm256_mul_pd(r, r), r);
-    y = _mm256_add_pd(y, _mm256_set1_pd(1.0));
+    /* p(r) = 1 + r (1 + r q(r)) */
+    q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(1.0));
+    __m256d y = _mm256_fmadd_pd(q, r, _mm256_set1_pd(1.0));
     __m256i e = _mm256_slli_epi64(
         _mm256_add_epi64(_mm256_castpd_si256(t), _mm256_set1_epi64x(1023)),
         52);
@@ -91,7 +94,7 @@ static inline __attribute__((always_inline)) ATTR __m256d safe4_f64(__m256d m)
 #define QK_NR 2
 #define PV_MR 6
 #define PV_NR 2
-#define SM_G 2
+#define SM_G 1
 
 /* ---- float ---- */
 #define T float
@@ -148,7 +151,7 @@ const attn_isa_desc attn__isa_avx2 = {
     "avx2",
     {8, 4},
     {64, 32},
-    {192, 192},
+    {48, 48},
     {item_avx2_f32, item_avx2_f64},
     exp_array_avx2_f32,
     exp_array_avx2_f64,

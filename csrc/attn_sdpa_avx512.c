@@ -5,8 +5,7 @@
  * file is compiled with the module's generic flags and only runs when the
  * driver has checked the CPU. Micro-kernels: S^T = K Q^T as 6 keys x 4
  * vectors and O += P V as 6 queries x 4 vectors: 24 accumulators of the 32
- * zmm registers. exp scales by 2^n with vscalefps, which also rounds
- * results below the normal range correctly (subnormals, then 0).
+ * zmm registers. exp scales by 2^n with vscalefps.
  */
 #include "attn_kern.h"
 
@@ -15,6 +14,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "attn_exp.h"
 
@@ -23,9 +23,12 @@
 static inline __attribute__((always_inline)) ATTR __m512 exp16_f32(__m512 x)
 {
     const __m512 magic = _mm512_set1_ps(AX_MAGIC_F);
-    /* max(c, x) returns x when x is NaN: NaN propagates; -inf -> clamp,
-     * whose exp rounds to 0 */
-    __m512 xc = _mm512_max_ps(_mm512_set1_ps(AX_CLAMP512_F), x);
+    /* max(c, x) returns x when x is NaN: NaN propagates. Results below
+     * FLT_MIN are set to 0 by the mask, never computed: an underflowing
+     * vscalefps would take a slow microcode assist for every masked -inf */
+    __m512 xc = _mm512_max_ps(_mm512_set1_ps(AX_MINX_F), x);
+    __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(AX_MINX_F),
+                                        _CMP_NLT_UQ); /* x >= min or NaN */
     __m512 t = _mm512_fmadd_ps(xc, _mm512_set1_ps(AX_LOG2E_F), magic);
     __m512 n = _mm512_sub_ps(t, magic);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(AX_LN2HI_F), xc);
@@ -35,15 +38,18 @@ static inline __attribute__((always_inline)) ATTR __m512 exp16_f32(__m512 x)
     q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(AX_Q4_F));
     q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(AX_Q3_F));
     q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(AX_Q2_F));
-    __m512 y = _mm512_fmadd_ps(q, _mm512_mul_ps(r, r), r);
-    y = _mm512_add_ps(y, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(y, n);
+    /* p(r) = 1 + r (1 + r q(r)) */
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f));
+    __m512 y = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f));
+    return _mm512_maskz_scalef_ps(keep, y, n);
 }
 
 static inline __attribute__((always_inline)) ATTR __m512d exp8_f64(__m512d x)
 {
     const __m512d magic = _mm512_set1_pd(AX_MAGIC_D);
-    __m512d xc = _mm512_max_pd(_mm512_set1_pd(AX_CLAMP512_D), x);
+    __m512d xc = _mm512_max_pd(_mm512_set1_pd(AX_MINX_D), x);
+    __mmask8 keep = _mm512_cmp_pd_mask(x, _mm512_set1_pd(AX_MINX_D),
+                                       _CMP_NLT_UQ);
     __m512d t = _mm512_fmadd_pd(xc, _mm512_set1_pd(AX_LOG2E_D), magic);
     __m512d n = _mm512_sub_pd(t, magic);
     __m512d r = _mm512_fnmadd_pd(n, _mm512_set1_pd(AX_LN2HI_D), xc);
@@ -58,9 +64,10 @@ static inline __attribute__((always_inline)) ATTR __m512d exp8_f64(__m512d x)
     q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(AX_Q4_D));
     q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(AX_Q3_D));
     q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(AX_Q2_D));
-    __m512d y = _mm512_fmadd_pd(q, _mm512_mul_pd(r, r), r);
-    y = _mm512_add_pd(y, _mm512_set1_pd(1.0));
-    return _mm512_scalef_pd(y, n);
+    /* p(r) = 1 + r (1 + r q(r)) */
+    q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0));
+    __m512d y = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0));
+    return _mm512_maskz_scalef_pd(keep, y, n);
 }
 
 static inline __attribute__((always_inline)) ATTR __m512 safe16_f32(__m512 m)
@@ -137,8 +144,8 @@ static inline __attribute__((always_inline)) ATTR __m512d safe8_f64(__m512d m)
 const attn_isa_desc attn__isa_avx512 = {
     "avx512",
     {16, 8},
+    {128, 64},
     {64, 32},
-    {192, 192},
     {item_avx512_f32, item_avx512_f64},
     exp_array_avx512_f32,
     exp_array_avx512_f64,

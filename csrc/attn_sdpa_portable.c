@@ -33,8 +33,8 @@ static inline float pexp_f(float x)
     q = q * r + AX_Q4_F;
     q = q * r + AX_Q3_F;
     q = q * r + AX_Q2_F;
-    float y = q * (r * r) + r;
-    y = y + 1.0f;
+    q = q * r + 1.0f;
+    float y = q * r + 1.0f;
     uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
     float s;
     memcpy(&s, &bits, sizeof s);
@@ -59,8 +59,8 @@ static inline double pexp_d(double x)
     q = q * r + AX_Q4_D;
     q = q * r + AX_Q3_D;
     q = q * r + AX_Q2_D;
-    double y = q * (r * r) + r;
-    y = y + 1.0;
+    q = q * r + 1.0;
+    double y = q * r + 1.0;
     uint64_t bits = (uint64_t)((int64_t)n + 1023) << 52;
     double s;
     memcpy(&s, &bits, sizeof s);

@@ -32,7 +32,7 @@
  *   2. + bias, -inf where mask == 0 or causal forbids  (diagonal blocks only)
  *   3. m_new = max(m, max_j st), alpha = exp(m - m_new), p = exp(st - m_new),
  *      l = alpha*l + sum_j p                           (vertical, SM_G vectors)
- *   4. o rows *= alpha where alpha != 1, o += P^T' V   (micro-kernel pv)
+ *   4. o = alpha o + P V_blk, the block's sum from 0  (micro-kernel pv)
  * then out = o / l. "m_new" is used as VSAFE(m_new) so a row that has seen
  * only -inf so far subtracts 0, never -inf - -inf = NaN: such a row keeps
  * l == 0 and is reported fully masked unless a NaN score made l NaN.
@@ -66,10 +66,11 @@ TI void SFX(qk_kern)(const int MR, const int NR, T *restrict st, size_t ldst,
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NR; v++)
             acc[r][v] = VZERO();
-    for (size_t e = 0; e < E; e++) {
+    const T *q_e = qt;
+    for (size_t e = 0; e < E; e++, q_e += ldq) {
         VT q[QK_NR];
         for (int v = 0; v < NR; v++)
-            q[v] = VLOADU(qt + e * ldq + (size_t)v * W);
+            q[v] = VLOADU(q_e + (size_t)v * W);
         for (int r = 0; r < MR; r++) {
             VT kb = VSET1(k[(ptrdiff_t)r * ks + (ptrdiff_t)e]);
             for (int v = 0; v < NR; v++)
@@ -122,20 +123,22 @@ TF void SFX(qk_block)(T *st, size_t ldst, const T *qt, size_t ldq, size_t nqv,
 }
 
 /* ---------------------------------------------------------------------- */
-/* 4. PV micro-kernel: o[r][c] += sum_j pt[j][r] * v[j][c]                 */
-/*    for r < MR queries and c < NR*W value columns.                       */
+/* 4. PV micro-kernel: o[r][c] = alpha[r] o[r][c] + sum_j pt[j][r] v[j][c]  */
+/*    for r < MR queries and c < NR*W value columns. The block's sum starts */
+/*    from 0 (two-level summation: the error grows with sqrt(BK) +        */
+/*    sqrt(S/BK), not sqrt(S)) and the rescale of the running output by    */
+/*    alpha = exp(m_old - m_new) rides along in the epilogue.             */
 /* ---------------------------------------------------------------------- */
 TI void SFX(pv_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
-                     const T *restrict pt, size_t ldp, const T *v,
-                     ptrdiff_t vs, size_t nk)
+                     const T *restrict pt, size_t ldp, const T *alpha,
+                     const T *v, ptrdiff_t vs, size_t nk)
 {
     VT acc[PV_MR][PV_NR];
     for (int r = 0; r < MR; r++)
         for (int c = 0; c < NR; c++)
-            acc[r][c] = VLOADU(o + (size_t)r * ldo + (size_t)c * W);
-    for (size_t j = 0; j < nk; j++) {
-        const T *v_j = v + (ptrdiff_t)j * vs;
-        const T *p_j = pt + j * ldp;
+            acc[r][c] = VZERO();
+    const T *v_j = v, *p_j = pt;
+    for (size_t j = 0; j < nk; j++, v_j += vs, p_j += ldp) {
         VT x[PV_NR];
         for (int c = 0; c < NR; c++)
             x[c] = VLOADU(v_j + (size_t)c * W);
@@ -145,33 +148,42 @@ TI void SFX(pv_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
                 acc[r][c] = VFMA(pb, x[c], acc[r][c]);
         }
     }
-    for (int r = 0; r < MR; r++)
-        for (int c = 0; c < NR; c++)
-            VSTOREU(o + (size_t)r * ldo + (size_t)c * W, acc[r][c]);
+    for (int r = 0; r < MR; r++) {
+        VT a = VSET1(alpha[r]);
+        for (int c = 0; c < NR; c++) {
+            T *o_rc = o + (size_t)r * ldo + (size_t)c * W;
+            VSTOREU(o_rc, VFMA(VLOADU(o_rc), a, acc[r][c]));
+        }
+    }
 }
 
 TI void SFX(pv_rows)(const int MR, T *o, size_t ldo, size_t nev, const T *pt,
-                     size_t ldp, const T *v, ptrdiff_t vs, size_t nk)
+                     size_t ldp, const T *alpha, const T *v, ptrdiff_t vs,
+                     size_t nk)
 {
     size_t c = 0;
     for (; c + PV_NR <= nev; c += PV_NR)
-        SFX(pv_kern)(MR, PV_NR, o + c * W, ldo, pt, ldp, v + c * W, vs, nk);
+        SFX(pv_kern)(MR, PV_NR, o + c * W, ldo, pt, ldp, alpha, v + c * W, vs,
+                     nk);
     for (; c < nev; c++)
-        SFX(pv_kern)(MR, 1, o + c * W, ldo, pt, ldp, v + c * W, vs, nk);
+        SFX(pv_kern)(MR, 1, o + c * W, ldo, pt, ldp, alpha, v + c * W, vs, nk);
 }
 
-/* o (nq x nev*W, ld ldo) += pt^T (pt: nk x .., ld ldp) . V_blk (nk x ..)  */
+/* o (nq x nev*W, ld ldo) = alpha o + pt^T (pt: nk x .., ld ldp) . V_blk  */
 TF void SFX(pv_block)(T *o, size_t ldo, size_t nq, size_t nev, const T *pt,
-                      size_t ldp, const T *v, ptrdiff_t vs, size_t nk)
+                      size_t ldp, const T *alpha, const T *v, ptrdiff_t vs,
+                      size_t nk)
 {
     size_t i = 0;
     for (; i + PV_MR <= nq; i += PV_MR)
-        SFX(pv_rows)(PV_MR, o + i * ldo, ldo, nev, pt + i, ldp, v, vs, nk);
+        SFX(pv_rows)(PV_MR, o + i * ldo, ldo, nev, pt + i, ldp, alpha + i, v,
+                     vs, nk);
     T *o_i = o + i * ldo;
-    const T *p_i = pt + i;
+    const T *p_i = pt + i, *a_i = alpha + i;
 #define PV_TAIL_(n)                                                            \
     case n:                                                                    \
-        SFX(pv_rows)(MINZ_(n, PV_MR), o_i, ldo, nev, p_i, ldp, v, vs, nk);     \
+        SFX(pv_rows)(MINZ_(n, PV_MR), o_i, ldo, nev, p_i, ldp, a_i, v, vs,     \
+                     nk);                                                      \
         break;
     switch (nq - i) {
         PV_TAIL_(1) PV_TAIL_(2) PV_TAIL_(3) PV_TAIL_(4) PV_TAIL_(5)
@@ -188,30 +200,55 @@ TF void SFX(pv_block)(T *o, size_t ldo, size_t nq, size_t nev, const T *pt,
 TI void SFX(sm_group)(const int G, T *st, size_t ldst, size_t nk, T *m, T *l,
                       T *alpha, T *muse)
 {
-    VT mx[SM_G], mu[SM_G], sum[SM_G];
-    for (int g = 0; g < G; g++)
+    /* two independent chains per vector (even / odd keys) hide the
+     * latency of max and add; the order is fixed, so results are too */
+    VT mx[SM_G], mx1[SM_G], mu[SM_G], sum[SM_G], sum1[SM_G];
+    for (int g = 0; g < G; g++) {
         mx[g] = VLOADU(m + (size_t)g * W);
-    for (size_t j = 0; j < nk; j++)
+        mx1[g] = mx[g];
+    }
+    size_t j = 0;
+    for (; j + 2 <= nk; j += 2)
+        for (int g = 0; g < G; g++) {
+            mx[g] = VMAX(mx[g], VLOADU(st + j * ldst + (size_t)g * W));
+            mx1[g] = VMAX(mx1[g], VLOADU(st + (j + 1) * ldst + (size_t)g * W));
+        }
+    if (j < nk)
         for (int g = 0; g < G; g++)
             mx[g] = VMAX(mx[g], VLOADU(st + j * ldst + (size_t)g * W));
     for (int g = 0; g < G; g++) {
+        mx[g] = VMAX(mx[g], mx1[g]);
         VT mold = VLOADU(m + (size_t)g * W);
         VSTOREU(m + (size_t)g * W, mx[g]);
         mu[g] = VSAFE(mx[g]);
         VSTOREU(muse + (size_t)g * W, mu[g]);
         VT a = VEXP(VSUB(mold, mu[g]));
         VSTOREU(alpha + (size_t)g * W, a);
-        sum[g] = VMUL(VLOADU(l + (size_t)g * W), a);
+        sum[g] = VZERO();
+        sum1[g] = VZERO();
     }
-    for (size_t j = 0; j < nk; j++)
+    for (j = 0; j + 2 <= nk; j += 2)
         for (int g = 0; g < G; g++) {
-            T *s = st + j * ldst + (size_t)g * W;
-            VT pj = VEXP(VSUB(VLOADU(s), mu[g]));
-            VSTOREU(s, pj);
-            sum[g] = VADD(sum[g], pj);
+            T *s0 = st + j * ldst + (size_t)g * W, *s1 = s0 + ldst;
+            VT p0 = VEXP(VSUB(VLOADU(s0), mu[g]));
+            VT p1 = VEXP(VSUB(VLOADU(s1), mu[g]));
+            VSTOREU(s0, p0);
+            VSTOREU(s1, p1);
+            sum[g] = VADD(sum[g], p0);
+            sum1[g] = VADD(sum1[g], p1);
         }
-    for (int g = 0; g < G; g++)
-        VSTOREU(l + (size_t)g * W, sum[g]);
+    if (j < nk)
+        for (int g = 0; g < G; g++) {
+            T *s0 = st + j * ldst + (size_t)g * W;
+            VT p0 = VEXP(VSUB(VLOADU(s0), mu[g]));
+            VSTOREU(s0, p0);
+            sum[g] = VADD(sum[g], p0);
+        }
+    for (int g = 0; g < G; g++) { /* l = alpha l + (block sum) */
+        VT a = VLOADU(alpha + (size_t)g * W);
+        VSTOREU(l + (size_t)g * W,
+                VFMA(VLOADU(l + (size_t)g * W), a, VADD(sum[g], sum1[g])));
+    }
 }
 
 TF void SFX(softmax_block)(T *st, size_t ldst, size_t nk, size_t nqv, T *m,
@@ -230,11 +267,63 @@ TF void SFX(softmax_block)(T *st, size_t ldst, size_t nk, size_t nqv, T *m,
 /* masks                                                                   */
 /* ---------------------------------------------------------------------- */
 
+/* Mask classes of every key block for the item's rows: bit 0 = some entry
+ * nonzero, bit 1 = some entry zero. One sequential pass over the rows
+ * (OR-accumulated column-wise, then reduced per block), cached per thread
+ * while the rows are the same (a mask broadcast over the batch).         */
+TF const unsigned char *SFX(mask_classes)(const attn_plan *pl, char *sb,
+                                          const uint8_t *mask_b, size_t i0,
+                                          size_t nq)
+{
+    const attn_problem *p = pl->p;
+    const size_t S = p->S, BK = pl->BK;
+    const ptrdiff_t s0 = p->mask.s0, s1 = p->mask.s1;
+    attn_mkey *key = (attn_mkey *)(sb + pl->off_mkey);
+    unsigned char *cls = (unsigned char *)(sb + pl->off_mcls);
+    const uint8_t *row0 = mask_b + (ptrdiff_t)i0 * s0;
+    const size_t nrows = s0 == 0 ? 1 : nq;
+    if (key->valid && key->row0 == row0 && key->nrows == nrows)
+        return cls;
+    uint8_t *any = (uint8_t *)(sb + pl->off_macc), *zero = any + S;
+    memset(any, 0, S);
+    memset(zero, 0, S);
+    for (size_t r = 0; r < nrows; r++) {
+        const uint8_t *row = row0 + (ptrdiff_t)r * s0;
+        if (s1 == 1) {
+            for (size_t j = 0; j < S; j++) {
+                any[j] |= row[j];
+                zero[j] |= row[j] == 0;
+            }
+        } else {
+            for (size_t j = 0; j < S; j++) {
+                uint8_t x = row[(ptrdiff_t)j * s1];
+                any[j] |= x;
+                zero[j] |= x == 0;
+            }
+        }
+    }
+    for (size_t j0 = 0, kb = 0; j0 < S; j0 += BK, kb++) {
+        const size_t nk = MINZ_(BK, S - j0);
+        uint8_t a = 0, z = 0;
+        for (size_t j = 0; j < nk; j++) {
+            a |= any[j0 + j];
+            z |= zero[j0 + j];
+        }
+        cls[kb] = (unsigned char)((a ? 1 : 0) | (z ? 2 : 0));
+    }
+    key->row0 = row0;
+    key->nrows = nrows;
+    key->valid = 1;
+    return cls;
+}
+
 /* Which entries of the block rows i0..i0+nq-1 x keys j0..j0+nk-1 are
- * masked (by causal and the uint8 mask). *cdiag: causal must be applied
- * element-wise (the block straddles the diagonal).                        */
-TF int SFX(classify)(const attn_plan *pl, const uint8_t *mask_b, size_t i0,
-                     size_t nq, size_t j0, size_t nk, int *cdiag)
+ * masked (by causal and the uint8 mask; mcls from mask_classes, or NULL).
+ * *cdiag: causal must be applied element-wise (the block straddles the
+ * diagonal). A block truncated by the causal limit keeps the class of the
+ * whole key block: possibly MIXED where ALL would do, never wrong.       */
+TI int SFX(classify)(const attn_plan *pl, const unsigned char *mcls,
+                     size_t i0, size_t nq, size_t j0, size_t nk, int *cdiag)
 {
     const attn_problem *p = pl->p;
     *cdiag = 0;
@@ -244,33 +333,12 @@ TF int SFX(classify)(const attn_plan *pl, const uint8_t *mask_b, size_t i0,
             return BLK_ALL;
         *cdiag = (ptrdiff_t)(j0 + nk - 1) > (ptrdiff_t)i0 + pl->coff;
     }
-    if (!mask_b)
+    if (!mcls)
         return BLK_NONE;
-    const ptrdiff_t s0 = p->mask.s0, s1 = p->mask.s1;
-    const size_t nrows = s0 == 0 ? 1 : nq;
-    unsigned any = 0, zero = 0;
-    for (size_t r = 0; r < nrows && !(any && zero); r++) {
-        const uint8_t *row = mask_b + (ptrdiff_t)(i0 + r) * s0
-                             + (ptrdiff_t)j0 * s1;
-        unsigned a = 0, z = 0;
-        if (s1 == 1) {
-            for (size_t j = 0; j < nk; j++) {
-                a |= row[j];
-                z |= row[j] == 0;
-            }
-        } else {
-            for (size_t j = 0; j < nk; j++) {
-                uint8_t x = row[(ptrdiff_t)j * s1];
-                a |= x;
-                z |= x == 0;
-            }
-        }
-        any |= a;
-        zero |= z;
-    }
-    if (!any)
+    const unsigned c = mcls[j0 / pl->BK];
+    if (!(c & 1))
         return BLK_ALL;
-    return zero ? BLK_MIXED : BLK_NONE;
+    return (c & 2) ? BLK_MIXED : BLK_NONE;
 }
 
 /* 2. bias, then -inf where the mask or causality forbids (scaled scores) */
@@ -295,8 +363,13 @@ TF void SFX(apply_masks)(const attn_plan *pl, T *st, size_t ldst, size_t b,
             for (size_t r = 0; r < nq; r++) {
                 const T *row = bias_b + (ptrdiff_t)(i0 + r) * s0
                                + (ptrdiff_t)j0 * s1;
-                for (size_t j = 0; j < nk; j++)
-                    st[j * ldst + r] += row[(ptrdiff_t)j * s1];
+                T *s_r = st + r;
+                if (s1 == 1)
+                    for (size_t j = 0; j < nk; j++)
+                        s_r[j * ldst] += row[j];
+                else
+                    for (size_t j = 0; j < nk; j++)
+                        s_r[j * ldst] += row[(ptrdiff_t)j * s1];
             }
         }
     }
@@ -305,9 +378,14 @@ TF void SFX(apply_masks)(const attn_plan *pl, T *st, size_t ldst, size_t b,
         for (size_t r = 0; r < nq; r++) {
             const uint8_t *row = mask_b + (ptrdiff_t)(i0 + r) * s0
                                  + (ptrdiff_t)j0 * s1;
-            for (size_t j = 0; j < nk; j++)
-                if (!row[(ptrdiff_t)j * s1])
-                    st[j * ldst + r] = ninf;
+            T *s_r = st + r;
+            if (s1 == 1)
+                for (size_t j = 0; j < nk; j++) /* branch-free: cmov */
+                    s_r[j * ldst] = row[j] ? s_r[j * ldst] : ninf;
+            else
+                for (size_t j = 0; j < nk; j++)
+                    s_r[j * ldst] = row[(ptrdiff_t)j * s1] ? s_r[j * ldst]
+                                                           : ninf;
         }
     }
     if (cdiag) {
@@ -366,10 +444,13 @@ TI const T *SFX(v_block)(const attn_plan *pl, const T *v_b, size_t j0,
     return vp;
 }
 
-/* st (key-major tile) -> dst (query rows, strides s0/s1): dst[r][j] = st[j][r] */
+/* st (key-major tile) -> dst (query rows, strides s0/s1): dst[r][j] = st[j][r]
+ * all: the block is masked for every row: weights 0 * (1/l), which is NaN
+ * in a row whose sum is NaN, as exp(-inf - NaN) / NaN is in NumPy.       */
 TI void SFX(store_tile_t)(T *dst, ptrdiff_t s0, ptrdiff_t s1, const T *st,
                           size_t ldst, size_t nq, size_t nk,
-                          const unsigned char *isfm, const T *fmval, int all)
+                          const unsigned char *isfm, const T *fmval,
+                          const T *rinv, int all)
 {
     for (size_t r = 0; r < nq; r++) {
         T *row = dst + (ptrdiff_t)r * s0;
@@ -377,8 +458,9 @@ TI void SFX(store_tile_t)(T *dst, ptrdiff_t s0, ptrdiff_t s1, const T *st,
             for (size_t j = 0; j < nk; j++)
                 row[(ptrdiff_t)j * s1] = fmval[r];
         } else if (all) {
+            const T zero = (T)0 * rinv[r];
             for (size_t j = 0; j < nk; j++)
-                row[(ptrdiff_t)j * s1] = 0;
+                row[(ptrdiff_t)j * s1] = zero;
         } else if (s1 == 1) {
             for (size_t j = 0; j < nk; j++)
                 row[j] = st[j * ldst + r];
@@ -408,6 +490,8 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
     const T *k_b = (const T *)p->k.data + BOFF_(p->k, b);
     const uint8_t *mask_b = p->mask.data
         ? (const uint8_t *)p->mask.data + BOFF_(p->mask, b) : NULL;
+    const unsigned char *mcls = mask_b
+        ? SFX(mask_classes)(pl, sb, mask_b, i0, nq) : NULL;
     T *w_b = p->weights.data
         ? (T *)p->weights.data + BOFF_(p->weights, b)
           + (ptrdiff_t)i0 * p->weights.s0 : NULL;
@@ -420,7 +504,7 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
     for (size_t j0 = 0; j0 < S; j0 += BK) {
         const size_t nk = MINZ_(BK, S - j0);
         int cdiag;
-        const int cls = SFX(classify)(pl, mask_b, i0, nq, j0, nk, &cdiag);
+        const int cls = SFX(classify)(pl, mcls, i0, nq, j0, nk, &cdiag);
         if (cls != BLK_ALL || sc_b) {
             ptrdiff_t ks;
             const T *kblk = SFX(k_block)(pl, k_b, j0, nk, kp, &ks);
@@ -429,7 +513,7 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
             if (sc_b) {
                 SFX(store_tile_t)(sc_b + (ptrdiff_t)j0 * p->scores.s1,
                                   p->scores.s0, p->scores.s1, st, BQP, nq, nk,
-                                  NULL, NULL, 0);
+                                  NULL, NULL, NULL, 0);
                 if (cls != BLK_ALL && w_b)
                     for (size_t j = 0; j < nk; j++)
                         for (size_t v = 0; v < nqv; v++) {
@@ -451,7 +535,7 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
                 }
         }
         SFX(store_tile_t)(w_b + (ptrdiff_t)j0 * p->weights.s1, p->weights.s0,
-                          p->weights.s1, st, BQP, nq, nk, isfm, rfmv,
+                          p->weights.s1, st, BQP, nq, nk, isfm, rfmv, rinv,
                           cls == BLK_ALL);
     }
 }
@@ -489,10 +573,18 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
         ? (const uint8_t *)p->mask.data + BOFF_(p->mask, b) : NULL;
 
     /* 0. pack Q^T (E x BQP, zero padded), reset the running state */
-    for (size_t r = 0; r < nq; r++) {
-        const T *q_bi = q_b + (ptrdiff_t)(i0 + r) * p->q.s0;
-        for (size_t e = 0; e < E; e++)
-            qt[e * BQP + r] = q_bi[(ptrdiff_t)e * p->q.s1];
+    {
+        const ptrdiff_t qs0 = p->q.s0, qs1 = p->q.s1;
+        for (size_t r = 0; r < nq; r++) {
+            const T *q_bi = q_b + (ptrdiff_t)(i0 + r) * qs0;
+            T *qt_r = qt + r;
+            if (qs1 == 1)
+                for (size_t e = 0; e < E; e++)
+                    qt_r[e * BQP] = q_bi[e];
+            else
+                for (size_t e = 0; e < E; e++)
+                    qt_r[e * BQP] = q_bi[(ptrdiff_t)e * qs1];
+        }
     }
     for (size_t e = 0; e < E; e++)
         for (size_t r = nq; r < nqv * W; r++)
@@ -512,10 +604,12 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
     }
 
     /* 1-4. forward pass over key blocks */
+    const unsigned char *mcls = mask_b && jend
+        ? SFX(mask_classes)(pl, sb, mask_b, i0, nq) : NULL;
     for (size_t j0 = 0; j0 < jend; j0 += BK) {
         const size_t nk = MINZ_(BK, jend - j0);
         int cdiag;
-        const int cls = SFX(classify)(pl, mask_b, i0, nq, j0, nk, &cdiag);
+        const int cls = SFX(classify)(pl, mcls, i0, nq, j0, nk, &cdiag);
         if (cls == BLK_ALL)
             continue;
         ptrdiff_t ks, vs;
@@ -526,16 +620,7 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
             SFX(apply_masks)(pl, st, BQP, b, i0, nq, nqv, j0, nk, mask_b, cls,
                              cdiag);
         SFX(softmax_block)(st, BQP, nk, nqv, rm, rl, ralpha, rmuse);
-        for (size_t r = 0; r < nq; r++) {
-            const T a = ralpha[r];
-            if (a != (T)1) {
-                const VT va = VSET1(a);
-                T *o_r = o + r * EvP;
-                for (size_t c = 0; c < nev; c++)
-                    VSTOREU(o_r + c * W, VMUL(VLOADU(o_r + c * W), va));
-            }
-        }
-        SFX(pv_block)(o, EvP, nq, nev, st, BQP, vblk, vs, nk);
+        SFX(pv_block)(o, EvP, nq, nev, st, BQP, ralpha, vblk, vs, nk);
     }
 
     /* 5. out = o / l; fully masked rows by policy */

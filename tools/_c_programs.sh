@@ -3,7 +3,8 @@
 # build_c_programs SRC_ROOT OUT_DIR CFLAGS...
 #   Builds the C test programs of the attnpy core, without Python:
 #     * tools/c_smoke.c (this directory's workout of every core entry point)
-#     * every tests/c/*.c that defines main() (the kernel's C tests); the
+#     * every tests/c/*.c that defines main() (the kernel's C tests; not
+#       the bench_*.c timing programs); the
 #       other tests/c/*.c files are linked into each of them as helpers.
 #   Each is linked with csrc/attn_*.c (the pure C core; never module.c),
 #   compiled once, in parallel (one job per CPU) -- or, when the variable
@@ -22,6 +23,7 @@ build_c_programs() {
         local f
         for f in "$src"/tests/c/*.c; do
             [ -e "$f" ] || continue
+            case $(basename "$f") in bench_*) continue ;; esac  # timers
             if grep -Eq '^[[:space:]]*int[[:space:]]+main[[:space:]]*\(' "$f"; then
                 mains+=("$f")
             else

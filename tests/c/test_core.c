@@ -380,6 +380,12 @@ static void prob_random(prob *t, int big)
                         op_set(&t->bias, b, r, c, -INFINITY);
         p->bias = t->bias.m;
     }
+    /* now and then a NaN query element or a +inf / NaN bias element */
+    if (irand(10) == 0 && p->B && p->L && p->E)
+        op_set(&t->q, irand(p->B), irand(p->L), irand(p->E), NAN);
+    if (irand(6) == 0 && p->bias.data && p->B && p->L && p->S)
+        op_set(&t->bias, irand(p->B), irand(p->L), irand(p->S),
+               irand(2) ? INFINITY : NAN);
     p->causal = (attn_causal)irand(3);
     p->fully_masked = (attn_fm)irand(4);
     p->scale = irand(3) ? (p->E ? 1.0 / sqrt((double)p->E) : 1.0)
@@ -1001,6 +1007,7 @@ static void test_small_kernels(void)
 int main(int argc, char **argv)
 {
     int count = argc > 1 ? atoi(argv[1]) : 150;
+    uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 12345;
     clock_t t0 = clock();
     attn__min_flops_per_thread = 0; /* use threads even on tiny problems */
     test_small_kernels();
@@ -1015,7 +1022,7 @@ int main(int argc, char **argv)
         printf("isa %s\n", isas[i]);
         fflush(stdout);
         test_exp(attn__isa_current());
-        rng_state = 12345 + (uint64_t)i;
+        rng_state = seed + (uint64_t)i;
         test_random_problems(isas[i], count, 0);
         test_random_problems(isas[i], count / 10 + 1, 1);
         test_edges(isas[i]);

@@ -1,0 +1,232 @@
+"""The fused attention kernel (attnpy.attention / scaled_dot_product_attention
+through attnpy._core.sdpa) on every instruction-set path this CPU has:
+
+- agrees with attnpy.reference (float32 rtol ~1e-5, float64 ~1e-12) over
+  shapes, broadcasting, masks, bias, causal alignments and policies;
+- is accurate: float32 within 2e-6 of the float64 result (relative to the
+  output's magnitude), float64 within 1e-12;
+- gives bitwise the same numbers with 1, 2 or 3 threads, and the same out
+  from attention() as from scaled_dot_product_attention();
+- stops with KeyboardInterrupt within about a second of SIGINT;
+- keeps working in a child forked after a threaded call.
+"""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import attnpy
+from attnpy import _core
+from attnpy import reference as ref
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _available_isas():
+    before = _core.isa()
+    names = []
+    for name in ("portable", "avx2", "avx512"):
+        try:
+            _core.set_isa(name)
+        except ValueError:
+            continue
+        names.append(name)
+    _core.set_isa(before)
+    return names
+
+
+ISAS = _available_isas()
+
+
+def test_isa_names_and_auto():
+    assert "portable" in ISAS
+    for name in ISAS:
+        assert _core.set_isa(name) == name
+        assert _core.isa() == name
+    _core.set_isa("auto")
+    assert _core.isa() == ISAS[-1]  # the widest the CPU has
+    with pytest.raises(ValueError):
+        _core.set_isa("sse9")
+
+
+def rand(rng, shape, dtype, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(dtype)
+
+
+def assert_same(got, want, rtol, atol):
+    """NaN where the reference has NaN, close elsewhere."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=rtol, atol=atol)
+
+
+TOL = {np.float32: 1e-5, np.float64: 1e-12}
+
+# (Q shape, K shape, V shape, mask shape or None, bias shape or None)
+CASES = [
+    ((2, 3, 40, 16), (2, 3, 70, 16), (2, 3, 70, 24), None, None),
+    ((1, 4, 129, 64), (1, 1, 129, 64), (1, 1, 129, 64), (129, 129), None),
+    ((3, 65, 8), (3, 200, 8), (3, 200, 5), (3, 1, 200), (65, 200)),
+    ((2, 1, 33, 32), (2, 5, 100, 32), (2, 5, 100, 32), None, (5, 33, 100)),
+    ((17, 3), (1, 3), (1, 2), None, None),
+    ((5, 0, 8), (5, 9, 8), (5, 9, 8), None, None),
+]
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", range(len(CASES)))
+@pytest.mark.parametrize("causal", [False, "top_left", "bottom_right"])
+def test_matches_reference(isa, dtype, case, causal):
+    _core.set_isa(isa)
+    rng = np.random.default_rng(case * 7 + len(str(causal)))
+    qs, ks, vs, ms, bs = CASES[case]
+    Q, K, V = rand(rng, qs, dtype), rand(rng, ks, dtype), rand(rng, vs, dtype)
+    mask = None if ms is None else rng.random(ms) < 0.7
+    bias = None
+    if bs is not None:
+        bias = rand(rng, bs, dtype)
+        bias[rng.random(bs) < 0.2] = -np.inf
+    for policy in ("zero", "uniform", "nan"):
+        kw = dict(mask=mask, bias=bias, causal=causal, fully_masked=policy)
+        out, w = attnpy.scaled_dot_product_attention(Q, K, V, **kw)
+        rout, rw = ref.scaled_dot_product_attention(Q, K, V, **kw)
+        tol = TOL[dtype]
+        vmax = float(np.abs(V).max()) if V.size else 1.0
+        assert_same(out, rout, tol, tol * vmax)
+        assert_same(w, rw, tol, tol)
+        fused = attnpy.attention(Q, K, V, **kw)
+        np.testing.assert_array_equal(fused.view(np.uint8), out.view(np.uint8))
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_strided_inputs_and_outputs(isa):
+    _core.set_isa(isa)
+    rng = np.random.default_rng(5)
+    base = rand(rng, (2, 3, 90, 48), np.float64)
+    Q = base[:, :, ::-2, :24]                  # negative row stride
+    K = base.transpose(0, 1, 3, 2)[..., :30, :45:1].swapaxes(-1, -2)[..., :24]
+    V = np.broadcast_to(base[:1, :1, :45, 24:40], (2, 3, 45, 16))  # stride 0
+    out = np.empty((2, 3, 16, 45)).swapaxes(-1, -2)  # transposed out view
+    w = np.empty((2, 3, 45, 45))[..., ::-1]
+    attnpy.scaled_dot_product_attention(Q, K, V, causal=True, out=out,
+                                        weights_out=w)
+    rout, rw = ref.scaled_dot_product_attention(Q, K, V, causal=True)
+    assert_same(out, rout, 1e-12, 1e-12)
+    assert_same(w, rw, 1e-12, 1e-12)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_accuracy_against_float64(isa, causal):
+    """float32 inputs: the float32 result is within 2e-6 (relative to the
+    output's magnitude) of the exact float64 computation on the same
+    inputs; float64 within 1e-12 of the NumPy reference."""
+    _core.set_isa(isa)
+    rng = np.random.default_rng(11)
+    for L, S in [(256, 256), (64, 4096)]:
+        Q, K, V = (rand(rng, (2, n, 64), np.float32) for n in (L, S, S))
+        o32 = attnpy.attention(Q, K, V, causal=causal)
+        Q64, K64, V64 = (a.astype(np.float64) for a in (Q, K, V))
+        o64 = attnpy.attention(Q64, K64, V64, causal=causal)
+        r64 = ref.attention(Q64, K64, V64, causal=causal)
+        mag = np.abs(r64).max()
+        assert np.abs(o32 - r64).max() <= 2e-6 * mag
+        assert np.abs(o64 - r64).max() <= 1e-12 * mag
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bitwise_independent_of_thread_count(isa, dtype):
+    _core.set_isa(isa)
+    rng = np.random.default_rng(3)
+    Q, K, V = (rand(rng, (2, 3, n, 32), dtype) for n in (300, 300, 300))
+    mask = rng.random((300, 300)) < 0.8
+    results = []
+    for n in (1, 2, 3):
+        attnpy.set_num_threads(n)
+        for causal in (False, "bottom_right"):
+            out, w = attnpy.scaled_dot_product_attention(
+                Q, K, V, mask, causal=causal)
+            results.append((n, causal, out, w))
+    for n, causal, out, w in results:
+        first = next(r for r in results if r[1] == causal)
+        assert first[2].tobytes() == out.tobytes(), (n, causal)
+        assert first[3].tobytes() == w.tobytes(), (n, causal)
+
+
+def test_raise_names_first_fully_masked_row_with_threads():
+    rng = np.random.default_rng(4)
+    Q, K, V = (rand(rng, (3, 500, 16), np.float32) for _ in range(3))
+    mask = np.ones((3, 500, 500), bool)
+    mask[2, 7] = False
+    mask[1, 450] = False  # (1, 450) comes first in (batch, row) order
+    mask[1, 499] = False
+    attnpy.set_num_threads(2)
+    for isa in ISAS:
+        _core.set_isa(isa)
+        with pytest.raises(ValueError) as e:
+            attnpy.attention(Q, K, V, mask=mask, fully_masked="raise")
+        msg = str(e.value)
+        assert "450" in msg and "(1,)" in msg and "499" not in msg, msg
+
+
+def _run(code, timeout=120):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                          cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_keyboard_interrupt_is_prompt():
+    """SIGINT during a long causal call: KeyboardInterrupt within ~1 s."""
+    r = _run("""
+        import os, signal, threading, time
+        import numpy as np, attnpy
+        attnpy.set_num_threads(2)
+        rng = np.random.default_rng(0)
+        Q, K, V = (rng.standard_normal((1, 1, 65536, 64), dtype=np.float32)
+                   for _ in range(3))
+        sent = []
+        def fire():
+            sent.append(time.perf_counter())
+            os.kill(os.getpid(), signal.SIGINT)
+        threading.Timer(0.5, fire).start()
+        t0 = time.perf_counter()
+        try:
+            attnpy.attention(Q, K, V, causal=True)
+            print("FINISHED", time.perf_counter() - t0)
+        except KeyboardInterrupt:
+            print("INTERRUPTED", time.perf_counter() - sent[0])
+    """)
+    assert r.returncode == 0, r.stdout + r.stderr
+    word, secs = r.stdout.split()
+    # the call takes many seconds: it must not finish before the signal
+    assert word == "INTERRUPTED", r.stdout
+    assert float(secs) < 1.2, f"KeyboardInterrupt {secs} s after SIGINT"
+
+
+def test_fork_after_threaded_call():
+    if not hasattr(os, "fork"):
+        pytest.fail("os.fork missing on a POSIX test machine")
+    r = _run("""
+        import os, sys, numpy as np, attnpy
+        attnpy.set_num_threads(2)
+        rng = np.random.default_rng(1)
+        Q, K, V = (rng.standard_normal((4, 8, 256, 32)) for _ in range(3))
+        want = attnpy.attention(Q, K, V, causal=True)    # pool is running
+        pid = os.fork()
+        if pid == 0:
+            ok = all(np.array_equal(attnpy.attention(Q, K, V, causal=True),
+                                    want) for _ in range(3))
+            os._exit(0 if ok else 3)
+        _, status = os.waitpid(pid, 0)
+        again = attnpy.attention(Q, K, V, causal=True)
+        print(os.waitstatus_to_exitcode(status), np.array_equal(again, want))
+    """, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.split() == ["0", "True"], r.stdout + r.stderr
