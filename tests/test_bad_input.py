@@ -25,7 +25,9 @@ For an enumerated string option (causal, fully_masked, align), a value that
 is not a string may raise TypeError or ValueError; an unknown string must
 raise ValueError.
 """
+import os
 import re
+import traceback
 
 import numpy as np
 import pytest
@@ -505,6 +507,10 @@ def test_too_big_fails_cleanly_and_process_keeps_working(call, fname):
     never a crash or an attempt to compute."""
     with pytest.raises((MemoryError, ValueError)) as info:
         call()
+    # raised by attnpy, not while building the arguments (a float64
+    # broadcast view of 2**60 elements is already too big for NumPy)
+    frames = [f.filename for f in traceback.extract_tb(info.tb)]
+    assert any(os.sep + "attnpy" + os.sep in f for f in frames), frames
     if not isinstance(info.value, MemoryError):
         assert str(info.value).startswith(fname), str(info.value)
     still_works()
@@ -865,12 +871,19 @@ def test_mask_functions_bad_input(call, exc, fname, args):
 @pytest.mark.parametrize("lengths", [
     [4], [0, 3, 9], [2 ** 40], [2 ** 63 - 1], [2 ** 63],
     np.array([2 ** 64 - 1], np.uint64), np.array([200], np.uint8),
-    np.array([True, False]),
-], ids=["4", "mixed", "2**40", "int64max", "2**63", "uint64max", "uint8",
-        "bool"])
-def test_padding_mask_long_lengths_match_reference(lengths):
-    """A length beyond S keeps every key (as the reference); a length that
-    does not fit in intp must not wrap around to a negative one."""
+], ids=["4", "mixed", "2**40", "int64max", "2**63", "uint64max", "uint8"])
+def test_padding_mask_lengths_beyond_S_are_refused(lengths):
+    """Lengths must be <= S (as in the reference); a length that does not
+    fit in intp must be refused too, not wrap around to a negative one."""
+    check(lambda: attnpy.padding_mask(lengths, 3), ValueError, "padding_mask",
+          "lengths")
+
+
+@pytest.mark.parametrize("lengths", [
+    [0, 3, 1], np.array([2, 3], np.uint64), np.array([1], np.uint8),
+    np.array([True, False]), np.array([], np.int64),
+], ids=["list", "uint64", "uint8", "bool", "empty"])
+def test_padding_mask_valid_lengths_match_reference(lengths):
     got = attnpy.padding_mask(lengths, 3)
     want = ref.padding_mask(lengths, 3)
     assert got.dtype == bool and got.shape == want.shape
