@@ -496,6 +496,10 @@ TOO_BIG = {
                           "causal_mask"),
     "padding_mask-2**62": (lambda: attnpy.padding_mask([1], 2 ** 62),
                            "padding_mask"),
+    "causal_mask-S=2**62": (lambda: attnpy.causal_mask(2, 2 ** 62),
+                            "causal_mask"),
+    "causal_mask-2**64": (lambda: attnpy.causal_mask(2 ** 64, 4),
+                          "causal_mask"),
     "MultiHeadAttention-2**40": (lambda: attnpy.MultiHeadAttention(2 ** 40, 1),
                                  "MultiHeadAttention"),
 }
@@ -842,7 +846,9 @@ def _mask_cases():
     add("causal_mask-align-sideways",
         lambda: attnpy.causal_mask(3, align="sideways"), ValueError,
         "causal_mask", "align")
-    for tname, bad in (("None", None), ("list", []), ("int", 1)):
+    for tname, bad in (("None", None), ("list", []), ("int", 1),
+                       ("array2", np.array(["top_left", "top_left"])),
+                       ("void", np.zeros((), "V8"))):
         add(f"causal_mask-align-{tname}",
             lambda bad=bad: attnpy.causal_mask(3, align=bad),
             (TypeError, ValueError), "causal_mask", "align")
@@ -1022,6 +1028,11 @@ def _heads_cases():
     for bad in (0, -1, 3, 16, 2 ** 70):
         add(f"split_heads-num_heads-{bad}", lambda bad=bad: sh(x, bad),
             ValueError, "split_heads", "num_heads")
+    # d_model = 0 is divisible by anything; a huge head count is still not
+    # a valid shape
+    add("split_heads-num_heads-huge-d0",
+        lambda: sh(np.zeros((2, 3, 0)), 10 ** 30), ValueError, "split_heads",
+        "num_heads")
     for dname, bad in unsupported_dtype_arrays((2, 2, 3, 4)).items():
         add(f"combine_heads-x-dtype-{dname}", lambda bad=bad: ch(bad),
             TypeError, "combine_heads", "x")
@@ -1100,6 +1111,8 @@ def _mha_cases():
             TypeError, f, "seed")
     add("init-seed-negative", lambda: MHA(8, 2, seed=-1), ValueError, f,
         "seed")
+    add("init-num_heads-huge-d0", lambda: MHA(0, 2 ** 62).forward(
+        np.zeros((2, 3, 0))), ValueError, f, "num_heads")
 
     ff = "MultiHeadAttention.forward"
     for tname, bad in WRONG_TYPES.items():
