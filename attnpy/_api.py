@@ -233,11 +233,14 @@ def causal_mask(L, S=None, *, align="top_left"):
     """
     L = _size(L, "causal_mask", "L")
     S = L if S is None else _size(S, "causal_mask", "S")
-    if align not in ("top_left", "bottom_right"):
+    if not isinstance(align, str) or align not in ("top_left",
+                                                   "bottom_right"):
         raise ValueError(f"causal_mask: align must be 'top_left' or "
                          f"'bottom_right', got {align!r}")
     k = 0 if align == "top_left" else S - L
-    return np.tri(L, S, k=k, dtype=bool)
+    mask = _empty((L, S), bool, "causal_mask")
+    np.greater_equal(np.arange(L)[:, None] + k, np.arange(S), out=mask)
+    return mask
 
 
 def padding_mask(lengths, S):
@@ -379,7 +382,11 @@ def split_heads(x, num_heads):
     if H == 0 or d % H:
         raise ValueError(f"{fname}: d_model={d} is not divisible by "
                          f"num_heads={H} (x.shape={x.shape})")
-    y = x.reshape(x.shape[:-1] + (H, d // H))
+    try:
+        y = x.reshape(x.shape[:-1] + (H, d // H))
+    except (ValueError, OverflowError):  # only d == 0 with a huge H
+        raise ValueError(f"{fname}: cannot split x.shape={x.shape} into "
+                         f"num_heads={H} heads") from None
     return np.swapaxes(y, -3, -2)
 
 

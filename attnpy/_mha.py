@@ -52,6 +52,9 @@ class MultiHeadAttention:
         fname = "MultiHeadAttention"
         d = _size(d_model, fname, "d_model")
         h = _size(num_heads, fname, "num_heads")
+        if h > max(d, 1):
+            raise ValueError(f"{fname}: num_heads={h} must be between 1 and "
+                             f"d_model={d}")
         if h == 0 or d % h:
             raise ValueError(f"{fname}: d_model={d} is not divisible by "
                              f"num_heads={h}")

@@ -377,7 +377,7 @@ def _pe_table(positions, d_model, base):
     position = np.asarray(positions, dtype=np.float64)[:, np.newaxis]
     if d_model == 0:
         return np.zeros((len(position), 0))
-    div_term = np.exp(np.arange(0, d_model, 2) * -(np.log(base) / d_model))
+    div_term = np.exp(np.arange(0, d_model, 2) * -(np.log(float(base)) / d_model))
     pe = np.zeros((len(position), d_model))
     pe[:, 0::2] = np.sin(position * div_term)
     pe[:, 1::2] = np.cos(position * div_term[: d_model // 2])

@@ -409,7 +409,9 @@ static int raise_status(attn_status st, const char *fname)
     case ATTN_OK:
         return 0;
     case ATTN_ENOMEM:
-        PyErr_NoMemory();
+        PyErr_Format(PyExc_MemoryError,
+                     "%s: not enough memory for the kernel's work buffers",
+                     fname);
         return -1;
     case ATTN_EINTERRUPTED:
         if (!PyErr_Occurred())
