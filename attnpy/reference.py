@@ -18,7 +18,11 @@ The attention rule every entry point shares, for query row i and key j::
     s(i, j)       = scale * (Q_i . K_j) + bias[i, j]   if allowed(i, j)
                   = -inf                               otherwise
     weights[i, :] = exp(s(i, :) - max_j s(i, j)) / sum_j exp(s(i, j) - max)
-    out[i, :]     = sum_j weights[i, j] * V_j
+    out[i, :]     = sum over j with weights[i, j] != 0 of weights[i, j] * V_j
+
+(A key with weight 0 -- masked, or its exp underflowed -- contributes
+nothing, not even the NaN of 0 * inf: garbage in the value rows of padding
+never reaches a query that cannot see them.)
 
 A row whose every s(i, j) is -inf is FULLY MASKED (S == 0 included). Its
 exp(s - max) would be exp(-inf + inf) = NaN, so it gets the policy chosen by
@@ -233,6 +237,21 @@ def _leading(a):
     return a.shape[:-2] if a.ndim >= 2 else ()
 
 
+def _weighted_sum(weights, V):
+    """out[..., i, :] = sum over j with weights[i, j] != 0 of
+    weights[i, j] * V[j, :]: zero weights contribute nothing, even where V
+    holds inf or NaN (where NumPy's matmul would give 0 * inf = NaN)."""
+    finite = np.isfinite(V)
+    output = np.matmul(weights, np.where(finite, V, 0))
+    if not finite.all():
+        # add the non-finite entries, only where their weight is nonzero
+        w = weights[..., :, :, None]                  # (..., L, S, 1)
+        v = V[..., None, :, :]                        # (..., 1, S, Ev)
+        used = (w != 0) & ~np.isfinite(v)
+        output = output + np.where(used, w * v, 0).sum(axis=-2)
+    return output
+
+
 def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
                                  causal=False, scale=None,
                                  fully_masked="zero", out=None,
@@ -335,7 +354,7 @@ def _attention(Q, K, V, mask, bias, causal, scale, fully_masked, func):
         m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)
         e = np.exp(s - m)
         weights = e / np.sum(e, axis=-1, keepdims=True)
-        output = np.matmul(weights, V_b)
+        output = _weighted_sum(weights, V_b)
 
     # 6. the fully_masked policy.
     if fully.any():

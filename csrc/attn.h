@@ -82,9 +82,13 @@ typedef struct {
  *
  *     weights(i, j) = exp(s(i, j) - m_i) / sum_j exp(s(i, j) - m_i),
  *     m_i = max_j s(i, j)    (NaN/+inf propagate as in NumPy)
- *     out[b, i, :] = sum_j weights(i, j) * V[b, j, :]
+ *     out[b, i, :] = sum over j with weights(i, j) != 0
+ *                    of weights(i, j) * V[b, j, :]
  *
- * and fully masked rows follow problem.fully_masked.
+ * (a key of weight 0 -- masked, or exp underflowed -- contributes nothing,
+ * not even 0 * inf = NaN: NaN/inf in value rows a query cannot see never
+ * reach it, so kernels may skip such keys), and fully masked rows follow
+ * problem.fully_masked.
  *
  * Element types: q, k, v, bias, out, weights, scores are `dtype`
  * (float or double); mask is uint8 (nonzero = may attend).

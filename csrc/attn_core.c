@@ -142,6 +142,8 @@ static attn_status sdpa_naive_##SFX(attn_problem *p)                            
                     w_bi[(ptrdiff_t)j * p->weights.s1] = w;                     \
                 if (fill && p->fully_masked != ATTN_FM_UNIFORM)                 \
                     continue; /* row is all 0 or all NaN: no V needed */        \
+                if (w == 0)                                                     \
+                    continue; /* weight 0: V_j contributes nothing */           \
                 const T *v_bj = v_b + (ptrdiff_t)j * p->v.s0;                   \
                 for (size_t e = 0; e < Ev; e++)                                 \
                     acc[e] += w * v_bj[(ptrdiff_t)e * p->v.s1];                 \
