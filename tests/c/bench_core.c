@@ -143,6 +143,8 @@ int main(int argc, char **argv)
         bench(ATTN_F32, 12, 4096, 4096, 64, ATTN_CAUSAL_TOP_LEFT, nt, reps, 0);
     if (!*only || strchr(only, 'g'))
         bench(ATTN_F32, 1, 65536, 65536, 64, ATTN_CAUSAL_TOP_LEFT, nt, 1, 0);
+    if (!*only || strchr(only, 'i'))
+        bench(ATTN_F32, 12, 1024, 1024, 64, ATTN_CAUSAL_TOP_LEFT, nt, reps, 0);
     if (!*only || strchr(only, 'h'))
         bench(ATTN_F32, 12, 2048, 2048, 64, ATTN_CAUSAL_NONE, nt, reps, 1);
     return 0;
