@@ -24,6 +24,7 @@ from ._api import (add_positional_encoding, attention, causal_mask,
                    scaled_dot_product_attention, set_num_threads, softmax,
                    split_heads)
 from ._mha import MultiHeadAttention
+from ._trace import AttentionTrace, explain, show
 
 __version__ = "0.1.0"
 
@@ -32,5 +33,6 @@ __all__ = [
     "create_causal_mask", "causal_mask", "padding_mask",
     "positional_encoding", "add_positional_encoding", "split_heads",
     "combine_heads", "MultiHeadAttention", "set_num_threads",
-    "get_num_threads", "reference", "__version__",
+    "get_num_threads", "explain", "AttentionTrace", "show", "reference",
+    "__version__",
 ]

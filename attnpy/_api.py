@@ -84,7 +84,8 @@ def softmax(x, axis=-1, *, out=None):
     except TypeError:
         raise TypeError(f"softmax: axis must be an integer, got "
                         f"{type(axis).__name__}") from None
-    nd = np.ndim(x)
+    x = _core.as_real(x, "softmax", "x")
+    nd = x.ndim
     if not -nd <= axis < nd:
         raise np.exceptions.AxisError(
             f"softmax: axis {axis} is out of bounds for an array of "
@@ -252,22 +253,40 @@ def padding_mask(lengths, S):
            [ True,  True,  True, False]])
     """
     S = _size(S, "padding_mask", "S")
-    lengths = np.asarray(lengths)
+    lengths = _core.as_real(lengths, "padding_mask", "lengths")
     if lengths.ndim != 1:
         raise ValueError(f"padding_mask: lengths must be 1-D, got shape "
                          f"{lengths.shape}")
     if lengths.size and lengths.dtype.kind not in "iub":
         raise TypeError(f"padding_mask: lengths must be integers, got dtype "
                         f"{lengths.dtype}")
-    if lengths.size and lengths.min() < 0:
-        raise ValueError(f"padding_mask: lengths must be >= 0, got "
-                         f"{lengths.tolist()}")
-    keep = np.arange(S) < lengths.astype(np.intp)[:, None]
-    return keep[:, None, None, :]
+    if lengths.size and (lengths.min() < 0 or lengths.max() > S):
+        raise ValueError(f"padding_mask: lengths must be between 0 and "
+                         f"S={S}, got {lengths.tolist()}")
+    keep = _empty((lengths.size, 1, 1, S), bool, "padding_mask")
+    np.less(np.arange(S), lengths.astype(np.intp)[:, None, None, None],
+            out=keep)
+    return keep
+
+
+def _empty(shape, dtype, fname, what="the result"):
+    """np.empty, with allocation errors that name the function."""
+    try:
+        return np.empty(shape, dtype=dtype)
+    except MemoryError:
+        raise MemoryError(f"{fname}: {what} of shape {shape} is too large to "
+                          f"allocate") from None
+    except ValueError as exc:
+        raise ValueError(f"{fname}: {what} of shape {shape} is too large to "
+                         f"allocate ({exc})") from None
 
 
 def _float_dtype(dtype, fname):
-    dt = np.dtype(dtype)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{fname}: dtype must be float32 or float64, got "
+                        f"{dtype!r}") from None
     if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise TypeError(f"{fname}: dtype must be float32 or float64, got {dt}")
     return dt
@@ -299,15 +318,17 @@ def positional_encoding(max_len, d_model, *, base=10000.0, dtype=np.float64,
         raise ValueError(f"{fname}: base must be > 0, got {base}")
     dt = _float_dtype(dtype, fname)
     if out is None:
-        out = np.empty((n, d), dtype=dt)
+        out = _empty((n, d), dt, fname)
     elif not isinstance(out, np.ndarray):
         raise TypeError(f"{fname}: out must be a NumPy array, got "
                         f"{type(out).__name__}")
-    elif out.shape != (n, d) or out.dtype != dt:
-        raise ValueError(f"{fname}: out has shape {out.shape} and dtype "
-                         f"{out.dtype} but the result has shape {(n, d)} and "
-                         f"dtype {dt}")
-    return _core.posenc(out, 0.0, base, False, fname)
+    elif out.shape != (n, d):
+        raise ValueError(f"{fname}: out has shape {out.shape} but the result "
+                         f"has shape {(n, d)}")
+    elif out.dtype != dt:
+        raise TypeError(f"{fname}: out has dtype {out.dtype} but the result "
+                        f"has dtype {dt}")
+    return _core.posenc(out, 0.0, base, False, fname, "out")
 
 
 def add_positional_encoding(x, *, offset=0, base=10000.0):
@@ -332,7 +353,7 @@ def add_positional_encoding(x, *, offset=0, base=10000.0):
     base = _real(base, fname, "base")
     if not base > 0:
         raise ValueError(f"{fname}: base must be > 0, got {base}")
-    return _core.posenc(x, float(offset), base, True, fname)
+    return _core.posenc(x, float(offset), base, True, fname, "x")
 
 
 def split_heads(x, num_heads):
@@ -350,7 +371,7 @@ def split_heads(x, num_heads):
     """
     fname = "split_heads"
     H = _size(num_heads, fname, "num_heads")
-    x = np.asarray(x)
+    x = _core.as_real(x, fname, "x")
     if x.ndim < 2:
         raise ValueError(f"{fname}: x must have at least 2 dimensions "
                          f"(..., T, d_model), got shape {x.shape}")
@@ -365,6 +386,8 @@ def split_heads(x, num_heads):
 def combine_heads(x, *, out=None):
     """(..., H, T, dk) -> (..., T, H*dk), the inverse of :func:`split_heads`.
 
+    A copy in x's own dtype (float32/float64 by the C core).
+
     Examples
     --------
     >>> import numpy as np, attnpy
@@ -372,7 +395,33 @@ def combine_heads(x, *, out=None):
     >>> bool(np.array_equal(attnpy.combine_heads(attnpy.split_heads(x, 3)), x))
     True
     """
-    return _core.combine_heads(x, out, "combine_heads")
+    fname = "combine_heads"
+    x = _core.as_real(x, fname, "x")
+    if x.dtype.kind == "f" and x.dtype.itemsize in (4, 8):  # any byte order
+        return _core.combine_heads(x, out, fname)
+    # other real dtypes: a pure data move, so the dtype is kept (NumPy does
+    # it; the C core copies only the float types it computes in)
+    if x.ndim < 3:
+        raise ValueError(f"{fname}: x must have at least 3 dimensions "
+                         f"(..., H, T, dk), got shape {x.shape}")
+    *lead, H, T, dk = x.shape
+    result = _empty((*lead, T, H * dk), x.dtype, fname)
+    np.copyto(result.reshape(*lead, T, H, dk), np.swapaxes(x, -3, -2))
+    if out is None:
+        return result
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"{fname}: out must be a NumPy array, got "
+                        f"{type(out).__name__}")
+    if out.shape != result.shape:
+        raise ValueError(f"{fname}: out has shape {out.shape} but the result "
+                         f"has shape {result.shape}")
+    if out.dtype != result.dtype:
+        raise TypeError(f"{fname}: out has dtype {out.dtype} but the result "
+                        f"has dtype {result.dtype}")
+    if not out.flags.writeable:
+        raise ValueError(f"{fname}: out is read-only")
+    np.copyto(out, result)
+    return out
 
 
 def set_num_threads(n):

@@ -104,6 +104,9 @@ MATMUL_N = 2048
 # correctness guard: max|a - ref| <= ATOL + RTOL * max|ref|
 GUARD_TOL = {"float32": (2e-5, 1e-4), "float64": (1e-11, 1e-9)}
 GUARD_ROWS = 64                # rows checked when the full tutorial is not run
+# the shapes of the "% of matmul" targets: there the matmul yardstick is also
+# sampled interleaved with the contenders, so that load changes hit it alike
+MM_TARGET_CASES = {("float32", False, 1024), ("float64", False, 1024)}
 
 
 # ---------------------------------------------------------------------------
@@ -298,8 +301,10 @@ def _guard_rows(L):
 
 def _tutorial_rows(Q, K, V, causal, rows):
     """Tutorial output for some query rows only (rows are independent)."""
-    L, S = Q.shape[-2], K.shape[-2]
-    mask = tutorial_causal_mask(max(L, S))[:L, :S][rows] if causal else None
+    S = K.shape[-2]
+    # rows of the tutorial's np.tril(np.ones((L, S))), without building it all
+    mask = (np.arange(S)[None, :] <= np.asarray(rows)[:, None]).astype(np.float64) \
+        if causal else None
     return tutorial_sdpa(Q[..., rows, :], K, V, mask)[0]
 
 
@@ -321,20 +326,20 @@ def _compare(got, ref, dtype_name):
 # ---------------------------------------------------------------------------
 
 
-def bench_matmul(cfg, repeat):
-    """np.matmul of two MATMUL_N x MATMUL_N matrices, float32 and float64."""
+def bench_matmul(cfg, repeat, n=MATMUL_N):
+    """np.matmul of two n x n matrices, float32 and float64."""
     rng = np.random.default_rng(1)
     out = {}
     cons = []
     for dt in (np.float32, np.float64):
-        a = rng.standard_normal((MATMUL_N, MATMUL_N), dtype=dt)
-        b = rng.standard_normal((MATMUL_N, MATMUL_N), dtype=dt)
+        a = rng.standard_normal((n, n), dtype=dt)
+        b = rng.standard_normal((n, n), dtype=dt)
         cons.append(Contender(np.dtype(dt).name, (lambda a=a, b=b: np.matmul(a, b))))
     for c in cons:
         c.fn()
     est = {c.name: _estimate(c) for c in cons}
-    res = time_interleaved(cons, est, dict(cfg, min_sample_s=0.0), repeat)
-    flops = 2.0 * MATMUL_N ** 3
+    res = time_interleaved(cons, est, cfg, repeat)
+    flops = 2.0 * n ** 3
     for name, st in res.items():
         st["gflops"] = flops / st["median_s"] / 1e9
         out[name] = st
@@ -355,8 +360,17 @@ def _tutorial_skip_reason(L, dtype, max_l=TUTORIAL_MAX_L):
     return None, need
 
 
-def bench_case(env, L, dtype, causal, cfg, repeat, seed, tutorial_max_l=TUTORIAL_MAX_L):
-    """One shape: guard, then time attnpy / tutorial / torch interleaved."""
+def _matmul_contender(dtype, n, seed=1):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n, n), dtype=dtype)
+    b = rng.standard_normal((n, n), dtype=dtype)
+    return Contender("matmul", lambda: np.matmul(a, b))
+
+
+def bench_case(env, L, dtype, causal, cfg, repeat, seed, tutorial_max_l=TUTORIAL_MAX_L,
+               with_matmul=0):
+    """One shape: guard, then time attnpy / tutorial / torch interleaved (and
+    an n x n np.matmul too when with_matmul = n > 0)."""
     dname = np.dtype(dtype).name
     rng = np.random.default_rng([seed, L, int(causal), np.dtype(dtype).itemsize])
     shape = (B_, H_, L, E_)
@@ -407,8 +421,15 @@ def bench_case(env, L, dtype, causal, cfg, repeat, seed, tutorial_max_l=TUTORIAL
     if not guard["ok"]:
         return case                      # a wrong kernel is not timed
     # every contender has now run once (the guard's calls were the warm-up)
+    if with_matmul:
+        cons.append(_matmul_contender(dtype, with_matmul))
+        cons[-1].fn()
     est = {c.name: _estimate(c) for c in cons}
     res = time_interleaved(cons, est, cfg, repeat)
+    if with_matmul:
+        st = res.pop("matmul")
+        st["gflops"] = 2.0 * with_matmul ** 3 / st["median_s"] / 1e9
+        case["matmul_interleaved"] = st
     for name, st in res.items():
         st["gflops"] = flops / st["median_s"] / 1e9
         case["results"][name] = st
@@ -588,6 +609,14 @@ def _find(cases, dtype, causal, L):
     return None
 
 
+def _mm_rate(c, mm):
+    """The matmul GF/s a case is compared with: sampled with it if it was,
+    else the run's own matmul figure."""
+    if "matmul_interleaved" in c:
+        return c["matmul_interleaved"]["gflops"]
+    return mm.get(c["dtype"], {}).get("gflops")
+
+
 def evaluate_targets(R):
     cases = R["cases"]
     mm = R.get("matmul", {})
@@ -617,7 +646,11 @@ def evaluate_targets(R):
         meas = "%.2fx tutorial" % x
         if min_frac:
             g = c["results"]["attnpy"]["gflops"]
-            ref = mm.get(dtype, {}).get("gflops")
+            ref = _mm_rate(c, mm)
+            n = R["meta"].get("matmul_size", MATMUL_N)
+            if ref and n != MATMUL_N:
+                return add(name, "SKIP", "matmul yardstick %dx%d, not %dx%d"
+                           % (n, n, MATMUL_N, MATMUL_N), req)
             if ref:
                 frac = g / ref
                 ok = ok and frac >= min_frac
@@ -741,8 +774,10 @@ def _case_line(c, mm, notes):
         return head + " | WRONG RESULT, not timed: " + c["guard"]["why"]
     x_t = "%7.2fx" % c["speedup_vs_tutorial"] if c.get("speedup_vs_tutorial") else "%8s" % "--"
     x_p = "%6.2fx" % c["speedup_vs_torch"] if c.get("speedup_vs_torch") else "%7s" % "--"
-    ref = mm.get(c["dtype"], {}).get("gflops")
+    ref = _mm_rate(c, mm)
     pct = "%5.0f%%" % (100 * c["results"]["attnpy"]["gflops"] / ref) if ref else "%6s" % "--"
+    if "matmul_interleaved" in c:
+        pct = pct[1:] + "*"
     return "%s | %s | %s | %s | %s %s %s  ok" % (head, cell("attnpy"), cell("tutorial"),
                                                   cell("torch"), x_t, x_p, pct)
 
@@ -810,6 +845,8 @@ def _parse(argv):
                          "matmul, torch")
     ap.add_argument("--memory-length", type=int, default=MEMORY_L, metavar="L",
                     help="L of the peak-memory run (default %d, the target's)" % MEMORY_L)
+    ap.add_argument("--matmul-size", type=int, default=MATMUL_N, metavar="N",
+                    help="size of the np.matmul yardstick (default %d)" % MATMUL_N)
     ap.add_argument("--threads-length", type=int, default=THREADS_L, metavar="L",
                     help="L of the 1-vs-2-thread run (default %d, the target's)" % THREADS_L)
     ap.add_argument("--tutorial-max-length", type=int, default=TUTORIAL_MAX_L, metavar="L",
@@ -825,6 +862,8 @@ def _parse(argv):
         ap.error("--skip: unknown part(s) %s" % ", ".join(sorted(bad)))
     if args.threads is not None and args.threads < 1:
         ap.error("--threads must be >= 1")
+    if args.matmul_size < 1:
+        ap.error("--matmul-size must be >= 1")
     if args.repeat is not None and args.repeat < 1:
         ap.error("--repeat must be >= 1")
     args.mode = "quick" if args.quick else "full" if args.full else "default"
@@ -873,7 +912,9 @@ def _print_table(env, args, cfg, R, mm):
         for causal in (False, True):
             for L in cfg["lengths"]:
                 c = bench_case(env, L, np.dtype(dtype).type, causal, cfg, args.repeat, args.seed,
-                               args.tutorial_max_length)
+                               args.tutorial_max_length,
+                               with_matmul=(args.matmul_size if "matmul" not in args.skip
+                                            and (dtype, causal, L) in MM_TARGET_CASES else 0))
                 R["cases"].append(c)
                 _p(_case_line(c, mm, notes))
                 gc.collect()
@@ -881,6 +922,12 @@ def _print_table(env, args, cfg, R, mm):
         _p("  (%s) %s" % (_label(i), why))
     _p("  vs tut. / vs torch: attnpy's speed-up (their median time / attnpy's); %mm: attnpy "
        "GF/s as a share of np.matmul's; check: attnpy == tutorial (allclose) before timing")
+    if any("matmul_interleaved" in c for c in R["cases"]):
+        _p("  *: %%mm against np.matmul %dx%d sampled interleaved with this row's contenders (%s)"
+           % (args.matmul_size, args.matmul_size, ", ".join(
+               "%s %s %d: %.1f GF/s" % (c["dtype"], "causal" if c["causal"] else "none", c["L"],
+                                        c["matmul_interleaved"]["gflops"])
+               for c in R["cases"] if "matmul_interleaved" in c)))
     _p("  causal: attnpy causal=True, torch is_causal=True, tutorial np.where(mask == 0, -1e9, s)"
        " with np.tril(np.ones((L, L))) built once outside the timed call")
     if any(c["dtype"] != c.get("tutorial_out_dtype", c["dtype"]) for c in R["cases"]):
@@ -893,7 +940,7 @@ def _print_table(env, args, cfg, R, mm):
 
 def _run(env, args, cfg):
     t_start = time.perf_counter()
-    R = {"meta": dict(env.describe(), mode=args.mode, lengths=list(cfg["lengths"]),
+    R = {"meta": dict(env.describe(), mode=args.mode, matmul_size=args.matmul_size, lengths=list(cfg["lengths"]),
                       dtypes=args.dtypes, shape="(B,H,L,E) = (%d,%d,L,%d)" % (B_, H_, E_),
                       flops="4*B*H*L*S*E, halved for causal",
                       guard_tolerance={k: {"atol": v[0], "rtol": v[1]}
@@ -902,9 +949,9 @@ def _run(env, args, cfg):
     _print_header(R)
 
     if "matmul" not in args.skip:
-        R["matmul"] = bench_matmul(cfg, args.repeat)
+        R["matmul"] = bench_matmul(cfg, args.repeat, args.matmul_size)
         _p("  machine matmul (np.matmul %dx%d, same run): %s"
-           % (MATMUL_N, MATMUL_N, ", ".join(
+           % (args.matmul_size, args.matmul_size, ", ".join(
                "%s %.1f GF/s (IQR %.0f%%)" % (k, v["gflops"], v["iqr_rel"] * 100)
                for k, v in R["matmul"].items())))
     mm = R.get("matmul", {})

@@ -2,7 +2,7 @@
 import numpy as np
 
 from . import _core
-from ._api import _size, combine_heads, split_heads
+from ._api import _empty, _size, combine_heads, split_heads
 
 __all__ = ["MultiHeadAttention"]
 
@@ -55,17 +55,30 @@ class MultiHeadAttention:
         if h == 0 or d % h:
             raise ValueError(f"{fname}: d_model={d} is not divisible by "
                              f"num_heads={h}")
-        dt = np.dtype(dtype)
+        try:
+            dt = np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"{fname}: dtype must be float32 or float64, got "
+                            f"{dtype!r}") from None
         if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
             raise TypeError(f"{fname}: dtype must be float32 or float64, got "
                             f"{dt}")
         self.d_model, self.num_heads, self.d_k, self.dtype = d, h, d // h, dt
+        if not (seed is None or isinstance(seed, np.random.Generator)):
+            if isinstance(seed, (bool, np.bool_)) or not isinstance(
+                    seed, (int, np.integer)):
+                raise TypeError(f"{fname}: seed must be None, an int or a "
+                                f"numpy.random.Generator, got "
+                                f"{type(seed).__name__}")
+            if seed < 0:
+                raise ValueError(f"{fname}: seed must be >= 0, got {seed}")
         if seed is None:
             draw = lambda: np.random.randn(d, d)  # noqa: E731 (tutorial)
         else:
             rng = np.random.default_rng(seed)
             draw = lambda: rng.standard_normal((d, d))  # noqa: E731
         std = np.sqrt(2.0 / d) if d else 0.0
+        _empty((4, d, d), dt, fname, "the weight matrices")  # fail early
         self.W_q = draw() * std
         self.W_k = draw() * std
         self.W_v = draw() * std
@@ -78,10 +91,7 @@ class MultiHeadAttention:
             return getattr(self, attr)
 
         def set(self, value):
-            w = np.asarray(value)
-            if w.dtype.kind not in "fiub":
-                raise TypeError(f"MultiHeadAttention: {name} must be real, "
-                                f"got dtype {w.dtype}")
+            w = _core.as_real(value, "MultiHeadAttention", name)
             if w.shape != (self.d_model, self.d_model):
                 raise ValueError(f"MultiHeadAttention: {name} must have shape"
                                  f" {(self.d_model, self.d_model)}, got "
@@ -109,16 +119,30 @@ class MultiHeadAttention:
         return combine_heads(x)
 
     def _check(self, x, arg, fname):
-        x = np.asarray(x)
+        x = _core.as_real(x, fname, arg)
         if x.ndim < 2 or x.shape[-1] != self.d_model:
             raise ValueError(f"{fname}: {arg} must have shape (..., seq, "
                              f"d_model={self.d_model}), got {x.shape}")
         return x
 
-    def _attend(self, query, key, value, mask, causal, fname):
-        q = self._check(query, "query", fname)
-        k = self._check(key, "key", fname)
-        v = self._check(value, "value", fname)
+    def _attend(self, query, key, value, mask, causal, fname,
+                names=("query", "key", "value")):
+        q = self._check(query, names[0], fname)
+        k = self._check(key, names[1], fname)
+        v = self._check(value, names[2], fname)
+        if v.shape[-2] != k.shape[-2]:
+            raise ValueError(f"{fname}: {names[2]} has {v.shape[-2]} "
+                             f"positions but {names[1]} has {k.shape[-2]} "
+                             f"({names[1]}.shape={k.shape}, "
+                             f"{names[2]}.shape={v.shape})")
+        try:
+            np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        except ValueError:
+            raise ValueError(
+                f"{fname}: the leading (batch) dimensions of {names[0]}, "
+                f"{names[1]} and {names[2]} do not broadcast "
+                f"({names[0]}.shape={q.shape}, {names[1]}.shape={k.shape}, "
+                f"{names[2]}.shape={v.shape})") from None
         Q = self.split_heads(np.matmul(q, self.W_q))
         K = self.split_heads(np.matmul(k, self.W_k))
         V = self.split_heads(np.matmul(v, self.W_v))
@@ -130,7 +154,7 @@ class MultiHeadAttention:
         """Self-attention: returns (output (..., seq, d_model), weights
         (..., heads, seq, seq)), as the tutorial's ``forward``."""
         return self._attend(X, X, X, mask, causal,
-                            "MultiHeadAttention.forward")
+                            "MultiHeadAttention.forward", ("X", "X", "X"))
 
     def __call__(self, query, key=None, value=None, *, mask=None,
                  causal=False, need_weights=False):

@@ -196,6 +196,9 @@ def padding_mask(lengths, S):
            [ True,  True,  True]])
     """
     lengths = np.asarray(lengths)
+    if lengths.size and (lengths.min() < 0 or lengths.max() > S):
+        raise ValueError(f"padding_mask: lengths must be between 0 and "
+                         f"S={S}, got {lengths.tolist()}")
     j = np.arange(S)
     keep = j[None, :] < lengths.reshape(-1)[:, None]      # (B, S)
     return keep[:, None, None, :]
@@ -286,7 +289,8 @@ def _attention(Q, K, V, mask, bias, causal, scale, fully_masked, func):
     if K.shape[-1] != E:
         raise ValueError(f"{func}: K has {K.shape[-1]} features but Q has {E}")
     if K.shape[-2] != S:
-        raise ValueError(f"{func}: K has {K.shape[-2]} positions but V has {S}")
+        raise ValueError(f"{func}: K has {K.shape[-2]} positions but V "
+                         f"has {S}")
     if mask is not None:
         mask = np.asarray(mask)
         _check_real("mask", mask.dtype)
@@ -554,14 +558,16 @@ def tutorial_positional_encoding(max_len, d_model):
 
 
 def tutorial_split_heads(x, num_heads):
-    """The tutorial's split: (batch, seq, d_model) -> (batch, heads, seq, d_k)."""
+    """The tutorial's split: (batch, seq, d_model) -> (batch, heads, seq,
+    d_k)."""
     batch_size, seq_len, d_model = x.shape
     x = x.reshape(batch_size, seq_len, num_heads, d_model // num_heads)
     return x.transpose(0, 2, 1, 3)
 
 
 def tutorial_combine_heads(x):
-    """The tutorial's combine: (batch, heads, seq, d_k) -> (batch, seq, d_model)."""
+    """The tutorial's combine: (batch, heads, seq, d_k) -> (batch, seq,
+    d_model)."""
     batch_size, num_heads, seq_len, d_k = x.shape
     x = x.transpose(0, 2, 1, 3)
     return x.reshape(batch_size, seq_len, num_heads * d_k)

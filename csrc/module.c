@@ -158,15 +158,33 @@ static PyArrayObject *as_real_array(PyObject *obj, const char *fname,
 
 /* ndarray -> aligned, native-order array of typenum (new reference).
  * Steals nothing; returns `a` itself (incref'd) when nothing is needed. */
-static PyArrayObject *as_type(PyArrayObject *a, int typenum)
+static PyArrayObject *as_type(PyArrayObject *a, int typenum,
+                              const char *fname, const char *arg)
 {
     PyArray_Descr *descr = PyArray_DescrFromType(typenum);
     if (!descr)
         return NULL;
     /* PyArray_FromAny steals descr */
-    return (PyArrayObject *)PyArray_FromAny(
+    PyArrayObject *r = (PyArrayObject *)PyArray_FromAny(
         (PyObject *)a, descr, 0, 0,
         NPY_ARRAY_ALIGNED | NPY_ARRAY_NOTSWAPPED | NPY_ARRAY_FORCECAST, NULL);
+    if (r)
+        return r;
+    /* a converted copy too large: say whose */
+    int is_mem = PyErr_ExceptionMatches(PyExc_MemoryError);
+    if (is_mem || PyErr_ExceptionMatches(PyExc_ValueError)) {
+        PyErr_Clear();
+        PyObject *shape = shape_of(a);
+        if (shape) {
+            PyErr_Format(is_mem ? PyExc_MemoryError : PyExc_ValueError,
+                         "%s: %s of shape %R is too large to convert to %s",
+                         fname, arg, shape,
+                         typenum == NPY_FLOAT ? "float32"
+                         : typenum == NPY_DOUBLE ? "float64" : "bool");
+            Py_DECREF(shape);
+        }
+    }
+    return NULL;
 }
 
 /* Strides of `a` in elements (0 for dims of extent <= 1). -1 if a byte stride
@@ -331,6 +349,29 @@ static void fill_offsets(int nd, const npy_intp *shape, int nops,
             idx[d] = 0;
         }
     }
+}
+
+/* A new result array; on failure the message names the function, the
+ * result and its shape (NumPy's own "array is too big" / MemoryError). */
+static PyArrayObject *new_result(int nd, const npy_intp *dims, int typenum,
+                                 const char *fname, const char *what)
+{
+    PyArrayObject *a = (PyArrayObject *)PyArray_SimpleNew(nd, (npy_intp *)dims,
+                                                          typenum);
+    if (a)
+        return a;
+    int is_mem = PyErr_ExceptionMatches(PyExc_MemoryError);
+    if (!is_mem && !PyErr_ExceptionMatches(PyExc_ValueError))
+        return NULL;
+    PyErr_Clear();
+    PyObject *shape = tuple_of(nd, dims);
+    if (shape) {
+        PyErr_Format(is_mem ? PyExc_MemoryError : PyExc_ValueError,
+                     "%s: %s of shape %R is too large to allocate", fname,
+                     what, shape);
+        Py_DECREF(shape);
+    }
+    return NULL;
 }
 
 /* Allocate nops*B offsets, overflow-checked. */
@@ -566,7 +607,7 @@ static PyObject *core_sdpa(PyObject *Py_UNUSED(mod), PyObject *const *args,
         }
         p.dtype = typenum == NPY_FLOAT ? ATTN_F32 : ATTN_F64;
         for (int op = OP_Q; op <= OP_V; op++)
-            if (!(arr[op] = as_type(raw[op], typenum)))
+            if (!(arr[op] = as_type(raw[op], typenum, fname, op_names[op])))
                 goto fail;
     }
     const int typenum = p.dtype == ATTN_F32 ? NPY_FLOAT : NPY_DOUBLE;
@@ -602,7 +643,8 @@ static PyObject *core_sdpa(PyObject *Py_UNUSED(mod), PyObject *const *args,
         raw[op] = as_real_array(o, fname, op_names[op]);
         if (!raw[op])
             goto fail;
-        PyArrayObject *c = as_type(raw[op], op == OP_MASK ? NPY_BOOL : typenum);
+        PyArrayObject *c = as_type(raw[op], op == OP_MASK ? NPY_BOOL : typenum,
+                                  fname, op_names[op]);
         if (!c)
             goto fail;
         if (PyArray_NDIM(c) < 2) { /* (S,) or scalar: prepend unit dims */
@@ -665,8 +707,8 @@ static PyObject *core_sdpa(PyObject *Py_UNUSED(mod), PyObject *const *args,
         if (!(arr[OP_OUT] = dest_for(user_out, ins, 5, &tmp_out)))
             goto fail;
     }
-    else if (!(arr[OP_OUT] = (PyArrayObject *)PyArray_SimpleNew(
-                   bnd + 2, odims, typenum)))
+    else if (!(arr[OP_OUT] = new_result(bnd + 2, odims, typenum, fname,
+                                        "the output")))
         goto fail;
     if (want >= 1) {
         if (args[9] != Py_None) {
@@ -678,17 +720,30 @@ static PyObject *core_sdpa(PyObject *Py_UNUSED(mod), PyObject *const *args,
             if (!(arr[OP_W] = dest_for(user_w, ins_w, 6, &tmp_w)))
                 goto fail;
         }
-        else if (!(arr[OP_W] = (PyArrayObject *)PyArray_SimpleNew(
-                       bnd + 2, wdims, typenum)))
+        else if (!(arr[OP_W] = new_result(bnd + 2, wdims, typenum, fname,
+                                          "the weights")))
             goto fail;
     }
-    if (want == 2 && !(arr[OP_SC] = (PyArrayObject *)PyArray_SimpleNew(
-                           bnd + 2, wdims, typenum)))
+    if (want == 2 && !(arr[OP_SC] = new_result(bnd + 2, wdims, typenum,
+                                               fname, "the scores")))
         goto fail;
-    if (user_out && !tmp_out && may_overlap(arr[OP_OUT], arr[OP_W])) {
-        PyErr_Format(PyExc_ValueError,
-                     "%s: out and weights_out share memory", fname);
-        goto fail;
+    if (may_overlap(user_out, user_w)) { /* bounds overlap: ask NumPy */
+        PyObject *np = PyImport_ImportModule("numpy");
+        PyObject *r = np ? PyObject_CallMethod(np, "shares_memory", "OO",
+                                               user_out, user_w)
+                         : NULL;
+        Py_XDECREF(np);
+        if (!r)
+            goto fail;
+        int shared = PyObject_IsTrue(r);
+        Py_DECREF(r);
+        if (shared < 0)
+            goto fail;
+        if (shared) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s: out and weights_out share memory", fname);
+            goto fail;
+        }
     }
 
     /* 6. strides in elements and the batch offset tables */
@@ -708,7 +763,12 @@ static PyObject *core_sdpa(PyObject *Py_UNUSED(mod), PyObject *const *args,
         }
     }
     const ptrdiff_t *boff[N_OPS] = {NULL};
-    if (B > 1) {
+    /* work exists only if some result has elements (an empty output with
+     * S == 0 rows still has nothing to write) */
+    const int busy = B > 0 && L > 0 &&
+                     (Ev > 0 || (want >= 1 && S > 0) ||
+                      p.fully_masked == ATTN_FM_RAISE);
+    if (busy && B > 1) {
         if (!(offs = alloc_offsets(N_OPS, B)))
             goto fail;
         fill_offsets(bnd, bshape, N_OPS, bst, offs, B);
@@ -750,7 +810,7 @@ static PyObject *core_sdpa(PyObject *Py_UNUSED(mod), PyObject *const *args,
     }
 
     /* 8. compute, GIL released */
-    if (B > 0 && L > 0) {
+    if (busy) {
         poll_ctx pc;
         attn_exec ex = {atomic_load(&g_num_threads), poll_signals, &pc};
         pc.ts = PyEval_SaveThread();
@@ -838,7 +898,7 @@ static PyObject *core_softmax(PyObject *Py_UNUSED(mod), PyObject *const *args,
         goto fail;
     }
     int typenum = compute_type_of(PyArray_DESCR(raw));
-    if (!(x = as_type(raw, typenum)))
+    if (!(x = as_type(raw, typenum, fname, "x")))
         goto fail;
     if (args[2] != Py_None) {
         if (!(user = check_out(args[2], fname, "out", nd, PyArray_DIMS(x),
@@ -853,9 +913,8 @@ static PyObject *core_softmax(PyObject *Py_UNUSED(mod), PyObject *const *args,
             goto fail;
     }
     else {
-        PyArray_Descr *d = PyArray_DescrFromType(typenum);
-        if (!d || !(dst = (PyArrayObject *)PyArray_Empty(nd, PyArray_DIMS(x),
-                                                          d, 0)))
+        if (!(dst = new_result(nd, PyArray_DIMS(x), typenum, fname,
+                               "the result")))
             goto fail;
     }
     ptrdiff_t sx[NPY_MAXDIMS], sd[NPY_MAXDIMS];
@@ -913,12 +972,13 @@ static PyObject *core_posenc(PyObject *Py_UNUSED(mod), PyObject *const *args,
     PyArrayObject *w = NULL;
     ptrdiff_t *offs = NULL;
     PyObject *result = NULL;
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "posenc() takes 5 arguments");
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "posenc() takes 6 arguments");
         return NULL;
     }
     const char *fname = PyUnicode_AsUTF8(args[4]);
-    if (!fname)
+    const char *argname = fname ? PyUnicode_AsUTF8(args[5]) : NULL;
+    if (!argname)
         return NULL;
     double offset = PyFloat_AsDouble(args[1]);
     double base = PyFloat_AsDouble(args[2]);
@@ -926,8 +986,8 @@ static PyObject *core_posenc(PyObject *Py_UNUSED(mod), PyObject *const *args,
     if (PyErr_Occurred() || accumulate < 0)
         return NULL;
     if (!PyArray_Check(args[0])) {
-        PyErr_Format(PyExc_TypeError, "%s: x must be a NumPy array, got %s",
-                     fname, Py_TYPE(args[0])->tp_name);
+        PyErr_Format(PyExc_TypeError, "%s: %s must be a NumPy array, got %s",
+                     fname, argname, Py_TYPE(args[0])->tp_name);
         return NULL;
     }
     PyArrayObject *x = (PyArrayObject *)args[0];
@@ -935,20 +995,24 @@ static PyObject *core_posenc(PyObject *Py_UNUSED(mod), PyObject *const *args,
     if (dx->kind != 'f' || (PyDataType_ELSIZE(dx) != 4 &&
                             PyDataType_ELSIZE(dx) != 8)) {
         PyErr_Format(PyExc_TypeError,
-                     "%s: x must have dtype float32 or float64 to be updated "
-                     "in place, got %S", fname, (PyObject *)dx);
+                     "%s: %s must have dtype float32 or float64 to be "
+                     "updated in place, got %S", fname, argname,
+                     (PyObject *)dx);
         return NULL;
     }
     if (PyArray_NDIM(x) < 2) {
         PyObject *s = shape_of(x);
         if (s)
-            PyErr_Format(PyExc_ValueError, "%s: x must have at least 2 "
-                         "dimensions (..., T, D), got shape %R", fname, s);
+            PyErr_Format(PyExc_ValueError, "%s: %s must have at least 2 "
+                         "dimensions (..., T, D), got shape %R", fname,
+                         argname, s);
         Py_XDECREF(s);
         return NULL;
     }
-    if (PyArray_FailUnlessWriteable(x, "x") < 0)
+    if (!PyArray_ISWRITEABLE(x)) {
+        PyErr_Format(PyExc_ValueError, "%s: %s is read-only", fname, argname);
         return NULL;
+    }
     int typenum = PyDataType_ELSIZE(dx) == 4 ? NPY_FLOAT : NPY_DOUBLE;
     PyArray_Descr *d = PyArray_DescrFromType(typenum);
     if (!d)
@@ -961,8 +1025,8 @@ static PyObject *core_posenc(PyObject *Py_UNUSED(mod), PyObject *const *args,
         return NULL;
     ptrdiff_t sw[NPY_MAXDIMS];
     if (elem_strides(w, sw) < 0) {
-        PyErr_Format(PyExc_ValueError, "%s: x has strides that are not a "
-                     "multiple of its item size", fname);
+        PyErr_Format(PyExc_ValueError, "%s: %s has strides that are not a "
+                     "multiple of its item size", fname, argname);
         goto fail;
     }
     int nd = PyArray_NDIM(w), lead = nd - 2;
@@ -1028,7 +1092,7 @@ static PyObject *core_combine_heads(PyObject *Py_UNUSED(mod),
         goto fail;
     }
     int typenum = compute_type_of(PyArray_DESCR(raw));
-    if (!(x = as_type(raw, typenum)))
+    if (!(x = as_type(raw, typenum, fname, "x")))
         goto fail;
     npy_intp H = PyArray_DIM(x, nd - 3), T = PyArray_DIM(x, nd - 2),
              dk = PyArray_DIM(x, nd - 1);
@@ -1049,8 +1113,8 @@ static PyObject *core_combine_heads(PyObject *Py_UNUSED(mod),
         if (!(dst = dest_for(user, ins, 1, &is_tmp)))
             goto fail;
     }
-    else if (!(dst = (PyArrayObject *)PyArray_SimpleNew(nd - 1, odims,
-                                                         typenum)))
+    else if (!(dst = new_result(nd - 1, odims, typenum, fname,
+                                "the result")))
         goto fail;
     ptrdiff_t sx[NPY_MAXDIMS], so[NPY_MAXDIMS];
     if (ensure_elem_strides(&x, sx) < 0 || elem_strides(dst, so) < 0)
@@ -1097,19 +1161,24 @@ fail:
 /* ------------------------------------------------------------------------ */
 static PyObject *core_set_num_threads(PyObject *Py_UNUSED(mod), PyObject *arg)
 {
-    if (PyBool_Check(arg) || !PyLong_Check(arg)) {
+    PyObject *idx = NULL;
+    if (PyBool_Check(arg) || PyArray_IsScalar(arg, Bool) ||
+        !(idx = PyNumber_Index(arg))) {
+        PyErr_Clear();
         PyErr_Format(PyExc_TypeError,
                      "set_num_threads: n must be an int, got %s",
                      Py_TYPE(arg)->tp_name);
         return NULL;
     }
-    long n = PyLong_AsLong(arg);
+    int overflow = 0;
+    long n = PyLong_AsLongAndOverflow(idx, &overflow);
+    Py_DECREF(idx);
     if (n == -1 && PyErr_Occurred())
         return NULL;
-    if (n < 1 || n > 1024) {
+    if (overflow || n < 1 || n > 1024) {
         PyErr_Format(PyExc_ValueError,
-                     "set_num_threads: n must be between 1 and 1024, got %ld",
-                     n);
+                     "set_num_threads: n must be between 1 and 1024, got %S",
+                     arg);
         return NULL;
     }
     int old = atomic_exchange(&g_num_threads, (int)n);
@@ -1151,7 +1220,25 @@ static PyObject *core_available_cpus(PyObject *Py_UNUSED(mod),
     return PyLong_FromLong(attn_available_cpus());
 }
 
+/* as_real(obj, fname, arg): ndarray of real numbers in its own dtype */
+static PyObject *core_as_real(PyObject *Py_UNUSED(mod), PyObject *const *args,
+                              Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "as_real() takes 3 arguments");
+        return NULL;
+    }
+    const char *fname = PyUnicode_AsUTF8(args[1]);
+    const char *arg = fname ? PyUnicode_AsUTF8(args[2]) : NULL;
+    if (!arg)
+        return NULL;
+    return (PyObject *)as_real_array(args[0], fname, arg);
+}
+
 static PyMethodDef core_methods[] = {
+    {"as_real", (PyCFunction)(void (*)(void))core_as_real, METH_FASTCALL,
+     "as_real(obj, fname, arg): obj as an ndarray of real numbers, or a "
+     "TypeError naming the function and argument"},
     {"sdpa", (PyCFunction)(void (*)(void))core_sdpa, METH_FASTCALL,
      "sdpa(Q, K, V, mask, bias, causal, scale, fully_masked, out, "
      "weights_out, want[, fname])\n\nScaled dot-product attention in C. "
@@ -1159,7 +1246,8 @@ static PyMethodDef core_methods[] = {
     {"softmax", (PyCFunction)(void (*)(void))core_softmax, METH_FASTCALL,
      "softmax(x, axis, out, fname)"},
     {"posenc", (PyCFunction)(void (*)(void))core_posenc, METH_FASTCALL,
-     "posenc(x, offset, base, accumulate, fname): x = PE or x += PE"},
+     "posenc(x, offset, base, accumulate, fname, argname): x = PE or "
+     "x += PE"},
     {"combine_heads", (PyCFunction)(void (*)(void))core_combine_heads,
      METH_FASTCALL, "combine_heads(x, out, fname)"},
     {"set_num_threads", core_set_num_threads, METH_O,

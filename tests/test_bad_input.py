@@ -414,6 +414,11 @@ def bcast(*shape):
     return np.broadcast_to(np.zeros((1,) * len(shape)), shape)
 
 
+def bcast_bool(*shape):
+    """Like bcast, with 1-byte elements (a view of up to 2**62 elements)."""
+    return np.broadcast_to(np.zeros((1,) * len(shape), bool), shape)
+
+
 TOO_BIG = {
     # L*S weights need 2**65 bytes: the byte count overflows int64
     "sdpa-L=S=2**31": (lambda: SDPA(bcast(2 ** 31, 1), bcast(2 ** 31, 1),
@@ -437,10 +442,12 @@ TOO_BIG = {
     "attention-batch-2**62": (lambda: attnpy.attention(
         bcast(2 ** 31, 1, 1, 1), bcast(1, 2 ** 31, 1, 1), bcast(1, 1)),
         "attention"),
-    "softmax-2**60": (lambda: attnpy.softmax(bcast(2 ** 40, 2 ** 20)),
+    # (a float64 view of 2**60 elements is itself too big for NumPy, so
+    # these start from bool views of 2**60 bytes)
+    "softmax-2**60": (lambda: attnpy.softmax(bcast_bool(2 ** 40, 2 ** 20)),
                       "softmax"),
     "combine_heads-2**60": (lambda: attnpy.combine_heads(
-        bcast(2 ** 20, 2 ** 20, 2 ** 20, 1)), "combine_heads"),
+        bcast_bool(2 ** 20, 2 ** 20, 2 ** 20, 1)), "combine_heads"),
     "positional_encoding-2**62": (lambda: attnpy.positional_encoding(
         2 ** 62, 2), "positional_encoding"),
     "positional_encoding-2**40sq": (lambda: attnpy.positional_encoding(

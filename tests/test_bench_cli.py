@@ -27,12 +27,12 @@ def _run_cli(args, timeout=120):
 def test_quick_on_tiny_shapes_prints_table_and_json(tmp_path):
     path = tmp_path / "bench.json"
     p = _run_cli(["--quick", "--lengths", "16,48", "--skip", "torch", "--repeat", "2",
-                  "--json", str(path)])
+                  "--matmul-size", "512", "--json", str(path)])
     assert p.returncode == 0, p.stdout + p.stderr
     out = p.stdout
     assert "attention, (B,H,L,E) = (1,12,L,64)" in out
     assert "tutorial (NumPy)" in out and "torch SDPA" in out
-    assert "machine matmul (np.matmul 2048x2048" in out
+    assert "machine matmul (np.matmul 512x512" in out
     assert "tiny: Q, K, V of shape (1, 3, 4)" in out
     assert "targets (project issue 3)" in out
     # one table row per (dtype, mask, L), each checked before it was timed
@@ -144,6 +144,11 @@ def test_tutorial_code_is_the_tutorials_formula():
     np.testing.assert_allclose(w, w_ref, rtol=1e-15, atol=0)
     np.testing.assert_allclose(out, w_ref @ V, rtol=1e-14, atol=1e-15)
     assert np.all(np.triu(w[0], 1) == 0)
+    # the guard's sampled rows are exactly those rows of the full tutorial call
+    rows = _bench._guard_rows(5)
+    assert np.array_equal(_bench._tutorial_rows(Q, K, V, True, rows[1:3]), out[:, rows[1:3]])
+    assert np.array_equal(_bench._tutorial_rows(Q, K, V, False, rows),
+                          _bench.tutorial_sdpa(Q, K, V)[0][:, rows])
 
 
 def test_usage_errors_and_help(capsys):
@@ -153,3 +158,51 @@ def test_usage_errors_and_help(capsys):
     assert _bench.main(["--quick", "--full"]) == 2
     assert _bench.main(["--dtypes", "float16"]) == 2
     assert "--dtypes" in capsys.readouterr().err
+
+
+def test_matmul_sampled_with_the_target_rows(monkeypatch, tmp_path, capsys):
+    """At the shapes of the '% of matmul' targets, np.matmul is sampled
+    interleaved with the contenders and that rate is what %mm divides by."""
+    monkeypatch.setattr(_bench, "MM_TARGET_CASES", {("float64", False, 16)})
+    path = tmp_path / "bench.json"
+    rc = _bench.main(["--quick", "--lengths", "16", "--dtypes", "float64", "--skip",
+                      "torch,tiny", "--repeat", "2", "--matmul-size", "300", "--json", str(path)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    R = json.loads(path.read_text())
+    plain, causal = sorted(R["cases"], key=lambda c: c["causal"])
+    mm = plain["matmul_interleaved"]
+    assert mm["samples"] == 2 and mm["gflops"] > 0
+    assert "matmul_interleaved" not in causal
+    assert _bench._mm_rate(plain, R["matmul"]) == mm["gflops"]
+    assert _bench._mm_rate(causal, R["matmul"]) == R["matmul"]["float64"]["gflops"]
+    row = [ln for ln in out.splitlines() if ln.startswith("float64  none ")][0]
+    assert row.rstrip().endswith("*  ok")
+    assert "*: %mm against np.matmul 300x300 sampled interleaved" in out
+
+
+def _synthetic_run(matmul_size, attnpy_gf, mm_gf, x_tutorial, guard_ok=True):
+    case = {"dtype": "float64", "causal": False, "L": 1024, "skipped": {},
+            "guard": {"ok": guard_ok, "why": "max |attnpy - tutorial| = 1 > 0"},
+            "results": {"attnpy": {"gflops": attnpy_gf}},
+            "speedup_vs_tutorial": x_tutorial, "speedup_vs_torch": None,
+            "matmul_interleaved": {"gflops": mm_gf}}
+    return {"meta": {"matmul_size": matmul_size}, "cases": [case],
+            "matmul": {"float64": {"gflops": 1e9}}}
+
+
+def test_targets_judge_the_measured_figures():
+    name = "float64 (1,12,1024,64) non-causal"          # >= 2.5x and >= 55 % of matmul
+    def status(*a, **k):
+        return {t["target"]: t for t in _bench.evaluate_targets(_synthetic_run(*a, **k))}[name]
+    assert status(2048, 56.0, 100.0, 2.6)["status"] == "PASS"
+    assert "56% of matmul (56.0 / 100.0 GF/s)" in status(2048, 56.0, 100.0, 2.6)["measured"]
+    assert status(2048, 54.0, 100.0, 2.6)["status"] == "FAIL"     # too far from matmul
+    assert status(2048, 56.0, 100.0, 2.4)["status"] == "FAIL"     # too close to the tutorial
+    assert status(2048, 99.0, 100.0, 9.0, guard_ok=False)["status"] == "FAIL"
+    # a matmul yardstick of another size than the target's is not judged
+    assert status(300, 56.0, 100.0, 2.6)["status"] == "SKIP"
+    # torch missing: N/A; shapes not in the run: SKIP
+    by = {t["target"]: t["status"] for t in _bench.evaluate_targets(_synthetic_run(2048, 1, 1, 1))}
+    assert by["ahead of torch SDPA: float32 (1,12,1024,64) causal"] == "SKIP"
+    assert len(by) == TARGET_COUNT

@@ -30,7 +30,7 @@ def _available_isas():
     """The kernel paths this build and CPU can run ("portable" always)."""
     from attnpy import _core
     before, found = _core.isa(), []
-    for name in ("portable", "avx2"):
+    for name in ("portable", "avx2", "avx512"):
         try:
             _core.set_isa(name)
             found.append(name)
@@ -417,19 +417,30 @@ def test_sdpa_causal(causal, L, S, dtype):
 
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("causal", [True, "bottom_right"])
-def test_sdpa_large_masked(causal, dtype, kernel_config):
+def test_sdpa_large_masked(causal, dtype):
     """Sizes spanning several tiles, with masks that empty whole tiles
-    (padding) and rows (fully masked), in both causal alignments."""
+    (padding) and rows (fully masked), in both causal alignments, on every
+    kernel path and thread count (the reference is computed once)."""
+    from attnpy import _core
     rng = np.random.default_rng(28)
     B, H, L, S, E = 2, 2, 130, 600, 32
     Q, K, V = qkv(rng, (B, H), (B, 1), L, S, E, E, dtype)
     pad = attnpy.padding_mask([0, 333], S)       # item 0 sees no key at all
     keep = rng.random((L, S)) < 0.9
-    for fm in ("zero", "uniform", "nan"):
-        assert_sdpa_same((Q, K, V, pad & keep), {"causal": causal,
-                                                 "fully_masked": fm})
-    assert_sdpa_same((Q, K, V), {"causal": causal, "bias": np.where(
-        keep, 0.0, -np.inf)})
+    cases = [((Q, K, V, pad & keep), {"causal": causal, "fully_masked": fm})
+             for fm in ("zero", "uniform", "nan")]
+    cases.append(((Q, K, V), {"causal": causal,
+                              "bias": np.where(keep, 0.0, -np.inf)}))
+    wants = [ref.scaled_dot_product_attention(*a, **kw) for a, kw in cases]
+    for isa, threads in KERNEL_CONFIGS:
+        _core.set_isa(isa)
+        attnpy.set_num_threads(threads)
+        for (args, kw), (want_out, want_w) in zip(cases, wants):
+            out, w = attnpy.scaled_dot_product_attention(*args, **kw)
+            assert_same(out, want_out)
+            assert_same(w, want_w)
+            akw = dict(kw, mask=args[3]) if len(args) > 3 else kw
+            assert_same(attnpy.attention(*args[:3], **akw), want_out)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -667,11 +678,16 @@ def test_causal_mask(L, S):
 
 
 def test_padding_mask():
-    for lengths, S in [([3, 1, 0, 5], 5), (np.array([2, 2]), 4), ([7], 3),
-                       ([], 3), (np.array([1, 2], np.int32), 0)]:
+    for lengths, S in [([3, 1, 0, 5], 5), (np.array([2, 2]), 4), ([3], 3),
+                       ([], 3), (np.array([0, 0], np.int32), 0)]:
         got = attnpy.padding_mask(lengths, S)
         assert_same(got, ref.padding_mask(lengths, S), exact=True)
         assert got.shape == (len(lengths), 1, 1, S)
+    # a length beyond S is a bug upstream (a sequence longer than its
+    # padded batch), not "all keys valid": both raise
+    for f in (attnpy.padding_mask, ref.padding_mask):
+        with pytest.raises(ValueError, match="padding_mask: lengths"):
+            f([1, 7], 3)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -769,11 +785,20 @@ def test_split_and_combine_heads(shape, h):
             ref.tutorial_combine_heads(ref.tutorial_split_heads(x, h)))
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
-def test_split_heads_dtype_kept(dtype):
-    x = np.arange(24, dtype=dtype).reshape(2, 12)
-    assert attnpy.split_heads(x, 4).dtype == dtype
-    assert attnpy.combine_heads(attnpy.split_heads(x, 4)).dtype == dtype
+@pytest.mark.parametrize("dtype", FLOATS + [np.float16, np.int32, np.uint8,
+                                            np.bool_, np.longdouble],
+                         ids=lambda d: np.dtype(d).name)
+def test_split_and_combine_heads_keep_the_dtype(dtype):
+    """split/combine only move elements (the tutorial's reshape/transpose):
+    the round trip gives x back, dtype included, as the reference does."""
+    rng = np.random.default_rng(31)
+    x = random_array(rng, (2, 3, 12), dtype)
+    s = attnpy.split_heads(x, 4)
+    assert s.dtype == dtype
+    c = attnpy.combine_heads(s)
+    assert_same(c, ref.combine_heads(s), exact=True)
+    assert_same(c, x, exact=True)
+    np.testing.assert_array_equal(c, ref.tutorial_combine_heads(s))
 
 
 # ---------------------------------------------------------------------------
@@ -1014,7 +1039,8 @@ def loop_attention(Q, K, V, Ev, allowed, bias, scale, policy):
 @pytest.mark.parametrize("causal", [False, "top_left", "bottom_right"])
 def test_reference_against_python_loops(causal, policy):
     rng = np.random.default_rng(27)
-    for L, S, E, Ev in [(3, 4, 2, 3), (4, 2, 3, 1), (2, 2, 1, 2), (3, 0, 2, 2)]:
+    for L, S, E, Ev in [(3, 4, 2, 3), (4, 2, 3, 1), (2, 2, 1, 2),
+                        (3, 0, 2, 2)]:
         Q = rng.standard_normal((L, E))
         K = rng.standard_normal((S, E))
         V = rng.standard_normal((S, Ev))
@@ -1025,9 +1051,9 @@ def test_reference_against_python_loops(causal, policy):
         allowed = mask.copy()
         if causal:
             allowed &= ref.causal_mask(L, S, align=causal)
-        want_out, want_w = loop_attention(Q.tolist(), K.tolist(), V.tolist(), Ev,
-                                          allowed.tolist(), bias.tolist(),
-                                          scale, policy)
+        want_out, want_w = loop_attention(
+            Q.tolist(), K.tolist(), V.tolist(), Ev, allowed.tolist(),
+            bias.tolist(), scale, policy)
         out, w = ref.scaled_dot_product_attention(
             Q, K, V, mask, bias=bias, causal=causal, scale=scale,
             fully_masked=policy)

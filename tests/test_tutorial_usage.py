@@ -125,7 +125,7 @@ def test_split_and_combine_heads_round_trip():
     mha, _ = tutorial_mha(12, 3, seed=1)
     x = np.random.randn(2, 7, 12)
     h = mha.split_heads(x)
-    assert h.shape == (2, 3, 7, 4)                      # (batch, heads, seq, d_k)
+    assert h.shape == (2, 3, 7, 4)          # (batch, heads, seq, d_k)
     np.testing.assert_array_equal(h, ref.tutorial_split_heads(x, 3))
     np.testing.assert_array_equal(attnpy.split_heads(x, 3), h)
     back = mha.combine_heads(h)

@@ -1,0 +1,246 @@
+"""Leak tests: 100,000 calls of each main function -- successful calls on
+tiny inputs through every binding path (fresh results, out=, temporaries
+for aliasing, dtype conversions, strided copies, broadcast batch offset
+tables) and error-raising calls -- must leave unchanged:
+
+* the resident set size (RSS, /proc/self/statm): growth < 2 MiB after a
+  warm-up;
+* the number of blocks held by Python's allocator
+  (sys.getallocatedblocks): a leaked object per call would add 100,000;
+* the reference counts of the inputs, of the dtype singletons the binding
+  uses and of the option strings: a leaked reference per call would add
+  100,000.
+
+Also: the C core under valgrind (tools/valgrind.sh), which must find no
+error and no definite/indirect leak.
+"""
+import gc
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import attnpy
+
+N_CALLS = 100_000
+WARMUP = 5_000
+RSS_SLACK = 2 << 20          # bytes
+BLOCK_SLACK = 2_000          # pymalloc blocks
+PAGE = os.sysconf("SC_PAGE_SIZE")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+rng = np.random.default_rng(5)
+Q = rng.standard_normal((2, 3, 4))
+K = rng.standard_normal((2, 5, 4))
+V = rng.standard_normal((2, 5, 6))
+Q32, K32, V32 = (a.astype(np.float32) for a in (Q, K, V))
+Qh = Q.astype(np.float16)
+Qi = (Q * 10).astype(np.int32)
+Qt = np.ascontiguousarray(np.swapaxes(Q, -1, -2)).swapaxes(-1, -2)
+Qbig = Q.astype(">f8")
+MASK = rng.random((3, 5)) > 0.3
+MASKF = MASK.astype(np.float64)
+BIAS = rng.standard_normal((2, 1, 3, 5))
+OUT = np.empty((2, 3, 6))
+WOUT = np.empty((2, 3, 5))
+OUT_T = np.empty((2, 6, 3)).swapaxes(-1, -2)
+SQ = rng.standard_normal((2, 4, 4))          # L = S = E = Ev: out=SQ aliases
+X = rng.standard_normal((3, 7))
+XOUT = np.empty((3, 7))
+PE = np.empty((6, 8))
+H4 = rng.standard_normal((2, 3, 4, 5))
+HOUT = np.empty((2, 4, 15))
+ZERO_S = np.zeros((2, 0, 4)), np.zeros((2, 0, 6))
+RO = np.empty((2, 3, 6))
+RO.flags.writeable = False
+HUGE = np.broadcast_to(np.zeros((1, 1)), (2 ** 45, 1))
+BCAST_Q = np.broadcast_to(Q[:1], (8, 2, 3, 4))
+V3 = np.ones((3, 5, 6))
+M44 = np.ones((4, 4))
+M0 = np.zeros((3, 5))
+sdpa = attnpy.scaled_dot_product_attention
+# Note: the calls below never create arrays with np.ones/np.zeros/np.empty
+# without a dtype= inside the measured loop: NumPy 2.4 itself leaks one
+# reference to dtype('float64') per such call (harmless: a static object).
+
+
+def sq_aliased():
+    a = SQ.copy()
+    return attnpy.attention(a, SQ, SQ, out=a)
+
+
+GOOD = {
+    "attention": lambda: attnpy.attention(Q, K, V),
+    "attention-f32": lambda: attnpy.attention(Q32, K32, V32),
+    "attention-mask-bias-causal": lambda: attnpy.attention(
+        Q, K, V, mask=MASK, bias=BIAS, causal="bottom_right"),
+    "attention-float-mask-policy": lambda: attnpy.attention(
+        Q, K, V, mask=MASKF, fully_masked="uniform", scale=0.5),
+    "attention-converted-f16-int-bigendian": lambda: attnpy.attention(
+        Qh, Qi, Qbig),
+    "attention-strided-out": lambda: attnpy.attention(Qt, K, V, out=OUT_T),
+    "attention-broadcast-batch": lambda: attnpy.attention(BCAST_Q, K, V),
+    "attention-out-aliases-input": sq_aliased,
+    "attention-S=0": lambda: attnpy.attention(Q, *ZERO_S,
+                                              fully_masked="uniform"),
+    "sdpa": lambda: sdpa(Q, K, V),
+    "sdpa-out-weights_out": lambda: sdpa(Q, K, V, mask=MASK, out=OUT,
+                                         weights_out=WOUT),
+    "softmax": lambda: attnpy.softmax(X),
+    "softmax-axis0-out": lambda: attnpy.softmax(X, axis=0, out=XOUT),
+    "softmax-int": lambda: attnpy.softmax(Qi),
+    "positional_encoding": lambda: attnpy.positional_encoding(6, 8),
+    "positional_encoding-out-f32": lambda: attnpy.positional_encoding(
+        6, 8, out=PE),
+    "add_positional_encoding": lambda: attnpy.add_positional_encoding(
+        PE, offset=3),
+    "combine_heads": lambda: attnpy.combine_heads(H4),
+    "combine_heads-out": lambda: attnpy.combine_heads(H4, out=HOUT),
+    "split_heads": lambda: attnpy.split_heads(X[None], 7),
+    "causal_mask": lambda: attnpy.causal_mask(4, 6, align="bottom_right"),
+    "padding_mask": lambda: attnpy.padding_mask([1, 3], 4),
+}
+
+BAD = {
+    "attention-E-mismatch": (lambda: attnpy.attention(Q, V, V), ValueError),
+    "attention-batch-mismatch": (lambda: attnpy.attention(Q, K, V3),
+                                 ValueError),
+    "attention-complex": (lambda: attnpy.attention(Q.astype(complex), K, V),
+                          TypeError),
+    "attention-None": (lambda: attnpy.attention(Q, None, V), TypeError),
+    "attention-bad-causal": (lambda: attnpy.attention(Q, K, V,
+                                                      causal="sideways"),
+                             ValueError),
+    "attention-bad-mask-shape": (lambda: attnpy.attention(
+        Q, K, V, mask=M44), ValueError),
+    "attention-bad-scale": (lambda: attnpy.attention(Q, K, V, scale="x"),
+                            TypeError),
+    "attention-out-readonly": (lambda: attnpy.attention(Q, K, V, out=RO),
+                               ValueError),
+    "attention-out-wrong-dtype": (lambda: attnpy.attention(Q32, K32, V32,
+                                                           out=OUT),
+                                  TypeError),
+    "attention-fully-masked-raise": (lambda: attnpy.attention(
+        Q, K, V, mask=M0, fully_masked="raise"), ValueError),
+    "attention-too-big": (lambda: attnpy.attention(HUGE, HUGE, HUGE),
+                          (MemoryError, ValueError)),
+    "sdpa-bad-weights_out": (lambda: sdpa(Q, K, V, weights_out=OUT),
+                             ValueError),
+    "softmax-bad-axis": (lambda: attnpy.softmax(X, axis=5), ValueError),
+    "softmax-bad-out": (lambda: attnpy.softmax(X, out=OUT), ValueError),
+    "softmax-object": (lambda: attnpy.softmax(X.astype(object)), TypeError),
+    "positional_encoding-bad-base": (lambda: attnpy.positional_encoding(
+        4, 4, base=-1.0), ValueError),
+    "add_positional_encoding-int": (lambda: attnpy.add_positional_encoding(
+        Qi), TypeError),
+    "combine_heads-2d": (lambda: attnpy.combine_heads(X), ValueError),
+    "combine_heads-bad-out": (lambda: attnpy.combine_heads(H4, out=XOUT),
+                              ValueError),
+    "set_num_threads-0": (lambda: attnpy.set_num_threads(0), ValueError),
+}
+
+WATCHED = [Q, K, V, Q32, Qh, Qi, Qt, Qbig, MASK, MASKF, BIAS, OUT, WOUT, OUT_T,
+           SQ, X, XOUT, PE, H4, HOUT, RO, HUGE, BCAST_Q, *ZERO_S,
+           np.dtype(np.float64), np.dtype(np.float32), np.dtype(bool),
+           np.dtype(np.int32), np.dtype(np.float16),
+           "zero", "uniform", "nan", "raise", "top_left", "bottom_right",
+           attnpy.attention, sdpa]
+
+
+def rss():
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * PAGE
+
+
+def refcounts():
+    return [sys.getrefcount(o) for o in WATCHED]
+
+
+def measure(call, n):
+    for _ in range(WARMUP):
+        call()
+    gc.collect()
+    r0, b0, c0 = rss(), sys.getallocatedblocks(), refcounts()
+    for _ in range(n):
+        call()
+    gc.collect()
+    r1, b1, c1 = rss(), sys.getallocatedblocks(), refcounts()
+    return r1 - r0, b1 - b0, [(repr(o)[:40], a, b) for o, a, b in
+                              zip(WATCHED, c0, c1) if a != b]
+
+
+def check(call):
+    drss, dblocks, refs = measure(call, N_CALLS)
+    assert not refs, f"reference counts changed (object, before, after): {refs}"
+    assert dblocks < BLOCK_SLACK, f"{dblocks} more Python allocator blocks"
+    assert drss < RSS_SLACK, f"RSS grew by {drss / 2 ** 20:.1f} MiB"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Leak checks measure the binding; the result is the same for any
+    thread count (tests/test_threads.py)."""
+    old = attnpy.set_num_threads(1)
+    yield
+    attnpy.set_num_threads(old)
+
+
+@pytest.mark.parametrize("call", GOOD.values(), ids=GOOD.keys())
+def test_no_leak_successful_calls(call):
+    call()  # it works at all
+    check(call)
+
+
+@pytest.mark.parametrize("call, exc", BAD.values(), ids=BAD.keys())
+def test_no_leak_failing_calls(call, exc):
+    def failing():
+        try:
+            call()
+        except exc:
+            return
+        raise AssertionError("no exception")
+    check(failing)
+
+
+def test_leak_detector_detects_a_leak():
+    """The measurement can fail: a call that keeps one small array and one
+    extra reference to Q per call is caught."""
+    kept = []
+
+    def leaky():
+        kept.append((np.empty(3), Q))
+    drss, dblocks, refs = measure(leaky, 50_000)
+    assert refs and dblocks >= 50_000 and drss > RSS_SLACK
+    kept.clear()
+
+
+def test_results_have_no_extra_references():
+    """A fresh result is referenced only by the caller."""
+    for call in (lambda: attnpy.attention(Q, K, V),
+                 lambda: attnpy.softmax(X),
+                 lambda: attnpy.combine_heads(H4),
+                 lambda: attnpy.positional_encoding(3, 4)):
+        r = call()
+        assert sys.getrefcount(r) == 2   # r and getrefcount's argument
+    o, w = sdpa(Q, K, V)
+    assert sys.getrefcount(o) == 2 and sys.getrefcount(w) == 2
+    r = sdpa(Q, K, V, out=OUT, weights_out=WOUT)
+    assert r[0] is OUT and r[1] is WOUT
+
+
+# ---------------------------------------------------------------------------
+# the C core under valgrind
+# ---------------------------------------------------------------------------
+
+def test_valgrind_c_core():
+    """tools/valgrind.sh: the C test programs under valgrind memcheck, no
+    error and no definite/indirect leak. valgrind is required (CI has it)."""
+    assert shutil.which("valgrind"), \
+        "valgrind is not on PATH: install it (apt-get install valgrind)"
+    r = subprocess.run(["bash", os.path.join(ROOT, "tools", "valgrind.sh")],
+                       cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, (r.stdout[-5000:] + "\n" + r.stderr[-8000:])
+    assert "valgrind.sh: OK" in r.stdout, r.stdout[-3000:]

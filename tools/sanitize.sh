@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# tools/sanitize.sh -- attnpy under AddressSanitizer + UndefinedBehaviorSanitizer.
+#
+#   tools/sanitize.sh [extra pytest args...]
+#
+# 1. Copies the repository (working tree, without .git, build/ and *.so) to
+#    a temporary directory: the in-place extension of your checkout is
+#    never touched.
+# 2. Builds the extension there with ATTNPY_SANITIZE=address,undefined
+#    (setup.py adds -fsanitize=... -fno-omit-frame-pointer -g -O1).
+# 3. Builds and runs the C test programs (tools/c_smoke.c, tests/c/*) with
+#    the same sanitizers and LeakSanitizer on (detect_leaks=1).
+# 4. Runs the pytest suite on the sanitized extension with libasan
+#    preloaded into Python (PYTHONMALLOC=malloc so that Python objects are
+#    checked too), detect_leaks=0 (CPython itself "leaks" at exit), huge
+#    allocations returning NULL (-> MemoryError) instead of aborting.
+#    Left out: tests/test_leaks.py (RSS and valgrind measurements are
+#    meaningless under ASan's quarantine and LD_PRELOAD).
+# Any sanitizer report -- in this process or any child -- makes the script
+# exit nonzero (reports go to log files that are checked at the end).
+#
+# Needs gcc's libasan/libubsan (Debian: libgcc-12-dev + libasan8 +
+# libubsan1, present with gcc); installs them with apt-get if missing.
+# Env: CC (default gcc), KEEP=1 keeps the temporary directory.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+. "$ROOT/tools/_c_programs.sh"
+export CC=${CC:-gcc}
+PY=${PYTHON:-python3}
+start=$(date +%s)
+
+# --- the runtime -----------------------------------------------------------
+libasan=$("$CC" -print-file-name=libasan.so)
+if [ ! -e "$libasan" ] || [ ! -e "$("$CC" -print-file-name=libubsan.so)" ]; then
+    echo "sanitize.sh: installing the sanitizer runtimes" >&2
+    ver=$("$CC" -dumpversion | cut -d. -f1)
+    apt-get update -qq && apt-get install -y -qq "libgcc-$ver-dev" libasan8 \
+        libubsan1 >&2
+    libasan=$("$CC" -print-file-name=libasan.so)
+fi
+libasan=$(readlink -f "$libasan")
+[ -e "$libasan" ] || { echo "sanitize.sh: no libasan for $CC" >&2; exit 2; }
+
+# --- 1. a private copy ---------------------------------------------------------
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/attnpy-sanitize.XXXXXX")
+LOGS="$WORK/_sanitizer_logs"
+cleanup() {
+    if [ "${KEEP:-0}" = 1 ]; then
+        echo "sanitize.sh: kept $WORK"
+    else
+        rm -rf "$WORK"
+    fi
+}
+trap cleanup EXIT
+tar -C "$ROOT" --exclude=./.git --exclude=./build --exclude='*.so' \
+    --exclude=./.venv --exclude='__pycache__' --exclude=./.hypothesis \
+    --exclude=./.pytest_cache -cf - . | tar -C "$WORK" -xf -
+mkdir -p "$LOGS"
+
+# --- 2. the sanitized extension ---------------------------------------------------
+echo "sanitize.sh: building the extension with -fsanitize=address,undefined"
+(cd "$WORK" && ATTNPY_SANITIZE=address,undefined "$PY" setup.py \
+    build_ext --inplace -q >"$LOGS/build.txt" 2>&1) || {
+    cat "$LOGS/build.txt" >&2
+    exit 1
+}
+so=$(ls "$WORK"/attnpy/_core*.so)
+case "$(ldd "$so")" in
+    *libasan*) ;;
+    *) echo "sanitize.sh: $so is not linked with libasan" >&2; exit 1 ;;
+esac
+
+UBSAN_COMMON="halt_on_error=1:print_stacktrace=1"
+fail=0
+
+# --- 3. the C programs -----------------------------------------------------------------
+mapfile -t programs < <(build_c_programs "$WORK" "$WORK/_cbin" -O1 -g \
+    -fsanitize=address,undefined -fno-omit-frame-pointer)
+for prog in "${programs[@]}"; do
+    echo "sanitize.sh: running $(basename "$prog") (ASan+UBSan+LSan)"
+    if ! ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:log_path=$LOGS/c-asan" \
+         UBSAN_OPTIONS="$UBSAN_COMMON:log_path=$LOGS/c-ubsan" "$prog"; then
+        echo "sanitize.sh: FAILED: $(basename "$prog")" >&2
+        fail=1
+    fi
+done
+
+# --- 4. Python -------------------------------------------------------------------------
+echo "sanitize.sh: running pytest on the sanitized extension"
+(
+    cd "$WORK"
+    export LD_PRELOAD="$libasan${LD_PRELOAD:+:$LD_PRELOAD}"
+    export ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1:max_allocation_size=8589934592:handle_segv=1:log_path=$LOGS/py-asan"
+    export UBSAN_OPTIONS="$UBSAN_COMMON:log_path=$LOGS/py-ubsan"
+    export PYTHONMALLOC=malloc
+    export PYTHONFAULTHANDLER=1
+    "$PY" -m pytest -q -p no:cacheprovider \
+        --ignore=tests/test_leaks.py "$@"
+) || fail=1
+
+# --- any report anywhere fails the run ---------------------------------------------------
+# (the logs also hold ASan's "failed to allocate 0x... bytes" warnings for
+# the tests' deliberately huge requests, which then raise MemoryError:
+# those are not reports)
+reports=$(grep -l -E 'ERROR: [A-Za-z]+Sanitizer|runtime error:|SUMMARY: [A-Za-z]+Sanitizer' \
+          "$LOGS"/*san.* 2>/dev/null | sort || true)
+if [ -n "$reports" ]; then
+    for r in $reports; do
+        echo "===== sanitizer report: $r" >&2
+        head -80 "$r" >&2
+    done
+    fail=1
+fi
+nwarn=$(cat "$LOGS"/*san.* 2>/dev/null | grep -c "failed to allocate" || true)
+echo "sanitize.sh: sanitizer reports: $(echo "$reports" | grep -c . || true);" \
+     "refused huge allocations (expected): $nwarn"
+took=$(( $(date +%s) - start ))
+if [ "$fail" -ne 0 ]; then
+    echo "sanitize.sh: FAILED (${took} s)" >&2
+    exit 1
+fi
+echo "sanitize.sh: OK (${took} s)"
