@@ -1,14 +1,15 @@
 /*
  * attn_kern.h -- internal interface of the attention fast path (not public).
  *
- *   attn_sdpa.c        driver: plan (block sizes, scratch layout), ISA
- *                      dispatch, work items over the thread pool, poll
- *   attn_tile.h        the tiled FlashAttention-2 kernel, written once as a
- *                      "template" over (element type, vector primitives)
- *   attn_sdpa.c        also instantiates it for the portable path (plain C)
- *   attn_sdpa_avx2.c   ... for AVX2+FMA   (__attribute__((target)))
- *   attn_sdpa_avx512.c ... for AVX-512F   (__attribute__((target)))
- *   attn_pool.c        the private pthread pool
+ *   attn_sdpa.c          driver: plan (block sizes, scratch layout), ISA
+ *                        dispatch, work items over the thread pool, poll
+ *   attn_tile.h          the tiled FlashAttention-2 kernel, written once as
+ *                        a "template" over (element type, vector primitives)
+ *   attn_exp.h           constants of the vector exp
+ *   attn_sdpa_portable.c instantiates it in plain C (any CPU)
+ *   attn_sdpa_avx2.c     ... for AVX2+FMA   (__attribute__((target)))
+ *   attn_sdpa_avx512.c   ... for AVX-512F   (__attribute__((target)))
+ *   attn_pool.c          the private pthread pool
  *
  * A work item is (b, query block qb): rows i0 = qb*BQ .. i0+nq-1 of batch
  * item b. Every row is computed by exactly one item, in a fixed order, so

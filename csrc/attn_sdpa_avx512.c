@@ -144,8 +144,8 @@ static inline __attribute__((always_inline)) ATTR __m512d safe8_f64(__m512d m)
 const attn_isa_desc attn__isa_avx512 = {
     "avx512",
     {16, 8},
-    {128, 64},
-    {64, 32},
+    {64, 64},
+    {48, 24},
     {item_avx512_f32, item_avx512_f64},
     exp_array_avx512_f32,
     exp_array_avx512_f64,

@@ -83,35 +83,22 @@ TI void SFX(qk_kern)(const int MR, const int NR, T *restrict st, size_t ldst,
                     scaled ? VMUL(acc[r][v], vscale) : acc[r][v]);
 }
 
-TI void SFX(qk_rows)(const int MR, T *st, size_t ldst, const T *qt, size_t ldq,
-                     size_t nqv, const T *k, ptrdiff_t ks, size_t E, VT vscale,
+/* all nk keys for NR query vectors: the Q^T columns stay in L1 while the
+ * key groups go by                                                      */
+TI void SFX(qk_cols)(const int NR, T *st, size_t ldst, const T *qt, size_t ldq,
+                     const T *k, ptrdiff_t ks, size_t E, size_t nk, VT vscale,
                      int scaled)
 {
-    size_t v = 0;
-    for (; v + QK_NR <= nqv; v += QK_NR)
-        SFX(qk_kern)(MR, QK_NR, st + v * W, ldst, qt + v * W, ldq, k, ks, E,
-                     vscale, scaled);
-    for (; v < nqv; v++)
-        SFX(qk_kern)(MR, 1, st + v * W, ldst, qt + v * W, ldq, k, ks, E,
-                     vscale, scaled);
-}
-
-/* st (nk x nqv*W, ld ldst) = K_blk (nk x E, row stride ks) . qt (E x .., ldq) */
-TF void SFX(qk_block)(T *st, size_t ldst, const T *qt, size_t ldq, size_t nqv,
-                      const T *k, ptrdiff_t ks, size_t E, size_t nk, T scale,
-                      int scaled)
-{
-    const VT vs = VSET1(scale);
     size_t j = 0;
     for (; j + QK_MR <= nk; j += QK_MR)
-        SFX(qk_rows)(QK_MR, st + j * ldst, ldst, qt, ldq, nqv,
-                     k + (ptrdiff_t)j * ks, ks, E, vs, scaled);
+        SFX(qk_kern)(QK_MR, NR, st + j * ldst, ldst, qt, ldq,
+                     k + (ptrdiff_t)j * ks, ks, E, vscale, scaled);
     T *st_j = st + j * ldst;
     const T *k_j = k + (ptrdiff_t)j * ks;
 #define QK_TAIL_(n)                                                            \
     case n:                                                                    \
-        SFX(qk_rows)(MINZ_(n, QK_MR), st_j, ldst, qt, ldq, nqv, k_j, ks, E,    \
-                     vs, scaled);                                              \
+        SFX(qk_kern)(MINZ_(n, QK_MR), NR, st_j, ldst, qt, ldq, k_j, ks, E,     \
+                     vscale, scaled);                                          \
         break;
     switch (nk - j) {
         QK_TAIL_(1) QK_TAIL_(2) QK_TAIL_(3) QK_TAIL_(4) QK_TAIL_(5)
@@ -120,6 +107,21 @@ TF void SFX(qk_block)(T *st, size_t ldst, const T *qt, size_t ldq, size_t nqv,
         break;
     }
 #undef QK_TAIL_
+}
+
+/* st (nk x nqv*W, ld ldst) = K_blk (nk x E, row stride ks) . qt (E x .., ldq) */
+TF void SFX(qk_block)(T *st, size_t ldst, const T *qt, size_t ldq, size_t nqv,
+                      const T *k, ptrdiff_t ks, size_t E, size_t nk, T scale,
+                      int scaled)
+{
+    const VT vs = VSET1(scale);
+    size_t v = 0;
+    for (; v + QK_NR <= nqv; v += QK_NR)
+        SFX(qk_cols)(QK_NR, st + v * W, ldst, qt + v * W, ldq, k, ks, E, nk,
+                     vs, scaled);
+    for (; v < nqv; v++)
+        SFX(qk_cols)(1, st + v * W, ldst, qt + v * W, ldq, k, ks, E, nk, vs,
+                     scaled);
 }
 
 /* ---------------------------------------------------------------------- */

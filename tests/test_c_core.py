@@ -36,7 +36,7 @@ def test_c_core(tmp_path):
     build = subprocess.run(cmd, capture_output=True, text=True)
     assert build.returncode == 0, "build failed:\n" + build.stderr
     assert build.stderr == "", "compiler warnings:\n" + build.stderr
-    run = subprocess.run([exe, "100"], capture_output=True, text=True,
+    run = subprocess.run([exe, "60"], capture_output=True, text=True,
                          timeout=300)
     out = run.stdout + run.stderr
     assert run.returncode == 0, out

@@ -35,6 +35,8 @@ static int cmpd(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static int with_weights;
+
 static void bench(attn_dtype dt, size_t B, size_t L, size_t S, size_t E,
                   attn_causal causal, int nt, int reps, int tril_mask)
 {
@@ -87,6 +89,15 @@ static void bench(attn_dtype dt, size_t B, size_t L, size_t S, size_t E,
                 mask[i * S + j] = j <= i;
         p.mask = (attn_mat){mask, NULL, (ptrdiff_t)S, 1};
     }
+    char *w = NULL;
+    ptrdiff_t *bw = NULL;
+    if (with_weights) {
+        w = malloc(B * L * S * esz);
+        bw = malloc(B * sizeof(ptrdiff_t));
+        for (size_t b = 0; b < B; b++)
+            bw[b] = (ptrdiff_t)(b * L * S);
+        p.weights = (attn_mat){w, bw, (ptrdiff_t)S, 1};
+    }
     attn_exec ex = {nt, NULL, NULL};
     double t[64], tc[64];
     if (reps > 64)
@@ -106,7 +117,7 @@ static void bench(attn_dtype dt, size_t B, size_t L, size_t S, size_t E,
     printf("%s %-7s (%zu,%zu,%zu) %s t=%d: median %8.3f ms  %6.1f GF/s"
            "  (best %6.1f, best per cpu-second %6.1f GF/s)\n",
            attn_isa_name(), dt == ATTN_F32 ? "float32" : "float64", B, L, E,
-           tril_mask ? "tril  " : causal ? "causal" : "full  ", nt, t[reps / 2] * 1e3,
+           tril_mask ? "tril  " : causal ? "causal" : with_weights ? "+wts  " : "full  ", nt, t[reps / 2] * 1e3,
            fl / t[reps / 2] * 1e-9, fl / t[0] * 1e-9,
            fl / tc[0] * 1e-9);
     fflush(stdout);
@@ -117,6 +128,8 @@ static void bench(attn_dtype dt, size_t B, size_t L, size_t S, size_t E,
     free(bq);
     free(bk);
     free(mask);
+    free(w);
+    free(bw);
 }
 
 int main(int argc, char **argv)
@@ -125,6 +138,7 @@ int main(int argc, char **argv)
     int nt = argc > 2 ? atoi(argv[2]) : 2;
     int reps = argc > 3 ? atoi(argv[3]) : 7;
     const char *only = argc > 4 ? argv[4] : "";
+    with_weights = strchr(only, 'w') != NULL;
     if (attn_set_isa(isa) != 0) {
         fprintf(stderr, "isa %s not supported\n", isa);
         return 1;
@@ -143,6 +157,8 @@ int main(int argc, char **argv)
         bench(ATTN_F32, 12, 4096, 4096, 64, ATTN_CAUSAL_TOP_LEFT, nt, reps, 0);
     if (!*only || strchr(only, 'g'))
         bench(ATTN_F32, 1, 65536, 65536, 64, ATTN_CAUSAL_TOP_LEFT, nt, 1, 0);
+    if (!*only || strchr(only, 'i'))
+        bench(ATTN_F32, 12, 1024, 1024, 64, ATTN_CAUSAL_TOP_LEFT, nt, reps, 0);
     if (!*only || strchr(only, 'h'))
         bench(ATTN_F32, 12, 2048, 2048, 64, ATTN_CAUSAL_NONE, nt, reps, 1);
     return 0;
