@@ -197,6 +197,54 @@ TF void SFX(pv_block)(T *o, size_t ldo, size_t nq, size_t nev, const T *pt,
 }
 
 /* ---------------------------------------------------------------------- */
+/* 4'. Value blocks holding inf or NaN. A key of weight 0 contributes      */
+/*    nothing (attn.h), but the FMA micro-kernel would add 0 * inf = NaN.  */
+/*    v_block_finite tests the block's exponent bits (integer compares,    */
+/*    vectorisable; about 1/nq of the P V work), and the rare non-finite  */
+/*    block takes pv_block_guarded, a plain loop that skips zero weights. */
+/* ---------------------------------------------------------------------- */
+TI int SFX(v_block_finite)(const T *v, ptrdiff_t vs, size_t nk, size_t Ev)
+{
+    unsigned bad = 0;
+    for (size_t j = 0; j < nk; j++) {
+        const T *v_j = v + (ptrdiff_t)j * vs;
+        if (sizeof(T) == 4) {
+            for (size_t c = 0; c < Ev; c++) {
+                uint32_t u;
+                memcpy(&u, &v_j[c], 4);
+                bad |= (u & 0x7f800000u) == 0x7f800000u;
+            }
+        }
+        else {
+            for (size_t c = 0; c < Ev; c++) {
+                uint64_t u;
+                memcpy(&u, &v_j[c], 8);
+                bad |= (u & 0x7ff0000000000000u) == 0x7ff0000000000000u;
+            }
+        }
+    }
+    return !bad;
+}
+
+TF void SFX(pv_block_guarded)(T *o, size_t ldo, size_t nq, size_t Ev,
+                              const T *pt, size_t ldp, const T *alpha,
+                              const T *v, ptrdiff_t vs, size_t nk)
+{
+    for (size_t r = 0; r < nq; r++) {
+        T *o_r = o + r * ldo;
+        for (size_t c = 0; c < Ev; c++) {
+            T acc = 0;
+            for (size_t j = 0; j < nk; j++) {
+                const T p_jr = pt[j * ldp + r];
+                if (p_jr != 0)
+                    acc += p_jr * v[(ptrdiff_t)j * vs + (ptrdiff_t)c];
+            }
+            o_r[c] = o_r[c] * alpha[r] + acc;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------- */
 /* 3. online softmax over one key block, G query vectors at a time         */
 /* ---------------------------------------------------------------------- */
 TI void SFX(sm_group)(const int G, T *st, size_t ldst, size_t nk, T *m, T *l,
@@ -622,7 +670,11 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
             SFX(apply_masks)(pl, st, BQP, b, i0, nq, nqv, j0, nk, mask_b, cls,
                              cdiag);
         SFX(softmax_block)(st, BQP, nk, nqv, rm, rl, ralpha, rmuse);
-        SFX(pv_block)(o, EvP, nq, nev, st, BQP, ralpha, vblk, vs, nk);
+        if (SFX(v_block_finite)(vblk, vs, nk, p->Ev))
+            SFX(pv_block)(o, EvP, nq, nev, st, BQP, ralpha, vblk, vs, nk);
+        else
+            SFX(pv_block_guarded)(o, EvP, nq, p->Ev, st, BQP, ralpha, vblk,
+                                  vs, nk);
     }
 
     /* 5. out = o / l; fully masked rows by policy */
