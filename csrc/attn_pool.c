@@ -33,6 +33,9 @@ typedef struct {
 } attn_pool;
 
 static attn_pool *g_pool;
+/* the parent's pool, in a forked child: kept reachable (volatile: the
+ * store must not be optimised away) */
+static attn_pool *volatile g_pool_forked;
 static pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 
@@ -41,8 +44,11 @@ static void atfork_parent(void) { pthread_mutex_unlock(&g_pool_mu); }
 static void atfork_child(void)
 {
     /* The parent's workers are gone and its pool mutex may be held by a
-     * thread that does not exist here: forget the pool (a few hundred
-     * bytes leak per fork) and start a new one on first use. */
+     * thread that does not exist here: set the pool aside (a few hundred
+     * bytes per fork, never freed: its mutex may be locked) and start a
+     * new one on first use. */
+    if (g_pool)
+        g_pool_forked = g_pool;
     g_pool = NULL;
     pthread_mutex_unlock(&g_pool_mu);
 }

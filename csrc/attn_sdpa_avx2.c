@@ -94,7 +94,7 @@ static inline __attribute__((always_inline)) ATTR __m256d safe4_f64(__m256d m)
 #define QK_NR 2
 #define PV_MR 6
 #define PV_NR 2
-#define SM_G 1
+#define SM_G 2
 
 /* ---- float ---- */
 #define T float

@@ -1,7 +1,7 @@
 /*
  * bench_core.c -- quick timer for attn_sdpa (not a test; for tuning).
  *
- *   make -C tests/c bench && tests/c/bench_core [isa] [threads] [reps]
+ *   make -C tests/c bench && tests/c/bench_core isa [threads [reps [cases]]]
  *
  * Prints the median time and GF/s (4*B*L*S*E flops, halved for causal) of
  * the issue's shapes.
@@ -134,7 +134,13 @@ static void bench(attn_dtype dt, size_t B, size_t L, size_t S, size_t E,
 
 int main(int argc, char **argv)
 {
-    const char *isa = argc > 1 ? argv[1] : "auto";
+    if (argc < 2) { /* e.g. tools/valgrind.sh runs every tests/c program */
+        printf("usage: bench_core ISA [threads [reps [cases]]]\n"
+               "  ISA: auto | avx512 | avx2 | portable; cases: letters a-i "
+               "(see main), w = with weights\n");
+        return 0;
+    }
+    const char *isa = argv[1];
     int nt = argc > 2 ? atoi(argv[2]) : 2;
     int reps = argc > 3 ? atoi(argv[3]) : 7;
     const char *only = argc > 4 ? argv[4] : "";

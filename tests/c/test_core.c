@@ -678,12 +678,14 @@ static long double ulp_d(double y)
     return ldexpl(1.0L, e - 53);
 }
 
+static uint32_t exp_stride = 97;
+
 static void test_exp(const attn_isa_desc *d)
 {
-    const size_t N = 1 << 20;
+    const size_t N = exp_stride > 1000 ? 1 << 12 : 1 << 20;
     float *xf = malloc(N * sizeof(float)), *yf = malloc(N * sizeof(float));
     double *xd = malloc(N * sizeof(double)), *yd = malloc(N * sizeof(double));
-    /* float: every 97th bit pattern from -0 down to ln(FLT_MIN) */
+    /* float: every exp_stride-th bit pattern from -0 down to ln(FLT_MIN) */
     double worst_f = 0, worst_x = 0;
     size_t nf = 0;
     uint32_t lo_bits = 0x80000000u, hi_bits;
@@ -693,7 +695,7 @@ static void test_exp(const attn_isa_desc *d)
     }
     for (uint32_t bits = lo_bits; bits <= hi_bits;) {
         size_t n = 0;
-        for (; n < N && bits <= hi_bits; n++, bits += 97)
+        for (; n < N && bits <= hi_bits; n++, bits += exp_stride)
             memcpy(&xf[n], &bits, 4);
         d->exp_f32(yf, xf, n);
         for (size_t i = 0; i < n; i++) {
@@ -712,7 +714,13 @@ static void test_exp(const attn_isa_desc *d)
            "(at x=%.9g)\n", d->name, nf, worst_f, worst_x);
     CHECK(worst_f <= 2.0, "[%s] exp f32 error %.3f ulp > 2", d->name,
           worst_f);
-    /* double: 3M points, uniform and near 0 */
+    /* double: 3M points, uniform and near 0, against expl when long
+     * double is wider than double (x87); under valgrind it is not (its
+     * x87 is 64-bit), then against libm's exp, whose own error (< 0.55 ulp
+     * for glibc) is added to the bound */
+    volatile long double one = 1.0L, tiny = 0x1p-60L;
+    const int have_ext = one + tiny != one;
+    const double bound_d = have_ext ? 1.5 : 1.5 + 0.55;
     double worst_d = 0;
     worst_x = 0;
     for (int round = 0; round < 3; round++) {
@@ -724,7 +732,8 @@ static void test_exp(const attn_isa_desc *d)
         }
         d->exp_f64(yd, xd, N);
         for (size_t i = 0; i < N; i++) {
-            long double ref = expl((long double)xd[i]);
+            long double ref = have_ext ? expl((long double)xd[i])
+                                       : (long double)exp(xd[i]);
             long double u = fabsl((long double)yd[i] - ref)
                             / ulp_d((double)ref);
             if ((double)u > worst_d) {
@@ -735,8 +744,8 @@ static void test_exp(const attn_isa_desc *d)
     }
     printf("  exp f64 [%s]: %zu points in [-708, 0], max error %.3f ulp "
            "(at x=%.17g)\n", d->name, 3 * N, worst_d, worst_x);
-    CHECK(worst_d <= 1.5, "[%s] exp f64 error %.3f ulp > 1.5", d->name,
-          worst_d);
+    CHECK(worst_d <= bound_d, "[%s] exp f64 error %.3f ulp > %.2f%s",
+          d->name, worst_d, bound_d, have_ext ? "" : " (vs libm exp)");
     /* special values and the underflow range */
     float sf[] = {-INFINITY, NAN, 0.0f, -0.0f, -87.5f, -90.0f, -103.0f,
                   -104.5f, -200.0f, -1e30f, -FLT_MAX};
@@ -792,6 +801,8 @@ static void *conc_main(void *a)
     return NULL;
 }
 
+static int conc_reps = 20;
+
 static void test_concurrent(void)
 {
     prob t[3];
@@ -804,7 +815,7 @@ static void test_concurrent(void)
         prob_outputs(&t[i], 0, 0);
         run_naive(&t[i]);
         ca[i].t = &t[i];
-        ca[i].reps = 20;
+        ca[i].reps = conc_reps;
         pthread_create(&th[i], NULL, conc_main, &ca[i]);
     }
     for (int i = 0; i < 3; i++) {
@@ -891,6 +902,8 @@ static void test_fork(void)
             ok &= attn_sdpa(&t.p, &ex) == ATTN_OK;
             ok &= memcmp(ref, t.out.buf, t.out.nbytes) == 0;
         }
+        free(ref);
+        prob_free(&t);
         _exit(ok ? 0 : 3);
     }
     CHECK(pid > 0, "fork failed");
@@ -1006,7 +1019,12 @@ static void test_small_kernels(void)
 /* ------------------------------------------------------------------------ */
 int main(int argc, char **argv)
 {
-    int count = argc > 1 ? atoi(argv[1]) : 150;
+    /* default: a quick run (tools/valgrind.sh and sanitize.sh run every
+     * tests/c program without arguments); tests/test_c_core.py asks for
+     * more problems and the dense exp sweep */
+    int count = argc > 1 ? atoi(argv[1]) : 8;
+    exp_stride = count >= 40 ? 97 : 100003;
+    conc_reps = count >= 40 ? 20 : 3;
     uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 12345;
     clock_t t0 = clock();
     attn__min_flops_per_thread = 0; /* use threads even on tiny problems */
