@@ -2,7 +2,8 @@
 import numpy as np
 
 from . import _core
-from ._api import _empty, _size, combine_heads, split_heads
+from ._api import (_empty, _float_dtype, _size, combine_heads,
+                   split_heads)
 
 __all__ = ["MultiHeadAttention"]
 
@@ -58,14 +59,7 @@ class MultiHeadAttention:
         if h == 0 or d % h:
             raise ValueError(f"{fname}: d_model={d} is not divisible by "
                              f"num_heads={h}")
-        try:
-            dt = np.dtype(dtype)
-        except TypeError:
-            raise TypeError(f"{fname}: dtype must be float32 or float64, got "
-                            f"{dtype!r}") from None
-        if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
-            raise TypeError(f"{fname}: dtype must be float32 or float64, got "
-                            f"{dt}")
+        dt = _float_dtype(dtype, fname)
         self.d_model, self.num_heads, self.d_k, self.dtype = d, h, d // h, dt
         if not (seed is None or isinstance(seed, np.random.Generator)):
             if isinstance(seed, (bool, np.bool_)) or not isinstance(

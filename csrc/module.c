@@ -324,6 +324,17 @@ static PyArrayObject *dest_for(PyArrayObject *user, PyArrayObject *const *ins,
                                           PyArray_DIMS(user), d, 0);
 }
 
+/* The result a function returns (new reference): the user's out= array,
+ * filled from the temporary when dest_for chose one, or the fresh result. */
+static PyObject *deliver(PyArrayObject *user, PyArrayObject *dst, int is_tmp)
+{
+    if (is_tmp && PyArray_CopyInto(user, dst) < 0)
+        return NULL;
+    PyObject *r = user ? (PyObject *)user : (PyObject *)dst;
+    Py_INCREF(r);
+    return r;
+}
+
 /*
  * Offset tables for a batched loop over `nd` dims of extent `shape`:
  * for every operand op and flat batch index b (C order),
@@ -951,10 +962,7 @@ static PyObject *core_softmax(PyObject *Py_UNUSED(mod), PyObject *const *args,
         if (raise_status(status, fname) < 0)
             goto fail;
     }
-    if (is_tmp && PyArray_CopyInto(user, dst) < 0)
-        goto fail;
-    result = user ? (PyObject *)user : (PyObject *)dst;
-    Py_INCREF(result);
+    result = deliver(user, dst, is_tmp);
 fail:
     PyMem_RawFree(offs);
     Py_XDECREF(raw);
@@ -1145,10 +1153,7 @@ static PyObject *core_combine_heads(PyObject *Py_UNUSED(mod),
         if (raise_status(status, fname) < 0)
             goto fail;
     }
-    if (is_tmp && PyArray_CopyInto(user, dst) < 0)
-        goto fail;
-    result = user ? (PyObject *)user : (PyObject *)dst;
-    Py_INCREF(result);
+    result = deliver(user, dst, is_tmp);
 fail:
     PyMem_RawFree(offs);
     Py_XDECREF(raw);
