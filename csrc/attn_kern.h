@@ -18,6 +18,7 @@
 #ifndef ATTNPY_ATTN_KERN_H
 #define ATTNPY_ATTN_KERN_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,10 @@ typedef struct {
     size_t off_mcls;  /* mask class of each key block, ceil(S/BK) bytes     */
     size_t off_macc;  /* mask scan accumulators, 2 x S bytes                */
     size_t scratch_bytes;
+    size_t nkb;       /* key blocks per batch item: ceil(S / BK)            */
+    /* per call, shared by the threads: is V block (b, kb) finite?
+     * [b * nkb + kb]: 0 not known yet, 1 finite, 2 holds inf/NaN; or NULL */
+    _Atomic unsigned char *vfin;
 } attn_plan;
 
 /* The mask rows the cached key-block classes were computed from (a thread

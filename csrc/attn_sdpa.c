@@ -206,6 +206,7 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
     if (!ok)
         return ATTN_ENOMEM;
     pl->scratch_bytes = a;
+    pl->nkb = (p->S + BK - 1) / BK;
     return ATTN_OK;
 }
 
@@ -345,7 +346,13 @@ attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
     }
     if ((size_t)nt > nitems)
         nt = (int)nitems;
+    /* which value blocks hold inf/NaN, found out once per call (without
+     * the table every work item would test its blocks again) */
+    size_t nvfin;
+    if (p->Ev && mul_ok(p->B, pl.nkb, &nvfin) && nvfin)
+        pl.vfin = calloc(nvfin, sizeof *pl.vfin);
     attn_pool_run(run_task, &c, nt);
+    free((void *)pl.vfin);
 
     int err = atomic_load(&c.err);
     if (err != ATTN_OK)

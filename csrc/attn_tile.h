@@ -199,31 +199,58 @@ TF void SFX(pv_block)(T *o, size_t ldo, size_t nq, size_t nev, const T *pt,
 /* ---------------------------------------------------------------------- */
 /* 4'. Value blocks holding inf or NaN. A key of weight 0 contributes      */
 /*    nothing (attn.h), but the FMA micro-kernel would add 0 * inf = NaN.  */
-/*    v_block_finite tests the block's exponent bits (integer compares,    */
-/*    vectorisable; about 1/nq of the P V work), and the rare non-finite  */
-/*    block takes pv_block_guarded, a plain loop that skips zero weights. */
+/*    v_block_finite tests the exponent bits of key block kb of batch item */
+/*    b (integer compares, vectorisable), once per call: the answer is     */
+/*    kept in pl->vfin, shared by the threads (a benign race: two threads */
+/*    may both test a block and store the same answer). The rare           */
+/*    non-finite block takes pv_block_guarded, a plain loop that skips    */
+/*    zero weights. The whole key block is tested, also when a causal item */
+/*    uses only its first keys: never wrong, at worst the guarded loop.    */
 /* ---------------------------------------------------------------------- */
-TI int SFX(v_block_finite)(const T *v, ptrdiff_t vs, size_t nk, size_t Ev)
+TI int SFX(v_rows_finite)(const T *v, ptrdiff_t s0, ptrdiff_t s1, size_t nk,
+                          size_t Ev)
 {
     unsigned bad = 0;
     for (size_t j = 0; j < nk; j++) {
-        const T *v_j = v + (ptrdiff_t)j * vs;
+        const T *v_j = v + (ptrdiff_t)j * s0;
         if (sizeof(T) == 4) {
             for (size_t c = 0; c < Ev; c++) {
                 uint32_t u;
-                memcpy(&u, &v_j[c], 4);
+                memcpy(&u, &v_j[(ptrdiff_t)c * s1], 4);
                 bad |= (u & 0x7f800000u) == 0x7f800000u;
             }
         }
         else {
             for (size_t c = 0; c < Ev; c++) {
                 uint64_t u;
-                memcpy(&u, &v_j[c], 8);
+                memcpy(&u, &v_j[(ptrdiff_t)c * s1], 8);
                 bad |= (u & 0x7ff0000000000000u) == 0x7ff0000000000000u;
             }
         }
     }
     return !bad;
+}
+
+TI int SFX(v_block_finite)(const attn_plan *pl, const T *v_b, size_t b,
+                           size_t j0)
+{
+    const attn_problem *p = pl->p;
+    const size_t nk = MINZ_(pl->BK, p->S - j0);
+    const T *v = v_b + (ptrdiff_t)j0 * p->v.s0;
+    if (!pl->vfin) /* no table (allocation failed): test every time */
+        return p->v.s1 == 1
+                   ? SFX(v_rows_finite)(v, p->v.s0, 1, nk, p->Ev)
+                   : SFX(v_rows_finite)(v, p->v.s0, p->v.s1, nk, p->Ev);
+    _Atomic unsigned char *f = &pl->vfin[b * pl->nkb + j0 / pl->BK];
+    unsigned char known = atomic_load_explicit(f, memory_order_relaxed);
+    if (!known) {
+        int fin = p->v.s1 == 1
+                      ? SFX(v_rows_finite)(v, p->v.s0, 1, nk, p->Ev)
+                      : SFX(v_rows_finite)(v, p->v.s0, p->v.s1, nk, p->Ev);
+        known = fin ? 1 : 2;
+        atomic_store_explicit(f, known, memory_order_relaxed);
+    }
+    return known == 1;
 }
 
 TF void SFX(pv_block_guarded)(T *o, size_t ldo, size_t nq, size_t Ev,
@@ -670,7 +697,7 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
             SFX(apply_masks)(pl, st, BQP, b, i0, nq, nqv, j0, nk, mask_b, cls,
                              cdiag);
         SFX(softmax_block)(st, BQP, nk, nqv, rm, rl, ralpha, rmuse);
-        if (SFX(v_block_finite)(vblk, vs, nk, p->Ev))
+        if (SFX(v_block_finite)(pl, v_b, b, j0))
             SFX(pv_block)(o, EvP, nq, nev, st, BQP, ralpha, vblk, vs, nk);
         else
             SFX(pv_block_guarded)(o, EvP, nq, p->Ev, st, BQP, ralpha, vblk,

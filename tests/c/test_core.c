@@ -380,7 +380,11 @@ static void prob_random(prob *t, int big)
                         op_set(&t->bias, b, r, c, -INFINITY);
         p->bias = t->bias.m;
     }
-    /* now and then a NaN query element or a +inf / NaN bias element */
+    /* now and then an inf / NaN value element (a key of weight 0 must
+     * not spread it: attn.h), a NaN query element or a +inf / NaN bias */
+    if (irand(6) == 0 && p->B && p->S && p->Ev)
+        op_set(&t->v, irand(p->B), irand(p->S), irand(p->Ev),
+               (double[]){INFINITY, -INFINITY, NAN}[irand(3)]);
     if (irand(10) == 0 && p->B && p->L && p->E)
         op_set(&t->q, irand(p->B), irand(p->L), irand(p->E), NAN);
     if (irand(6) == 0 && p->bias.data && p->B && p->L && p->S)
