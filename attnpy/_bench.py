@@ -20,6 +20,11 @@ Before anything is timed, attnpy's output is compared with the tutorial's
 Timing: every contender is warmed up, then the contenders are run
 interleaved (a, b, c, a, b, c, ...) so that machine noise hits all alike; the
 median of the samples is reported with its inter-quartile range (IQR).
+Before each sample the machine is left idle for a moment (--settle, 0.12 s):
+OpenBLAS's and OpenMP's idle workers spin for up to ~0.1 s after a call, and
+without the pause that spinning would be charged to whichever contender runs
+next (measured here: attnpy at (1,12,1024,64) float32 drops from ~255 to
+~185 GF/s when sampled right after an OpenBLAS matmul).
 
 Run ``python -m attnpy bench --help`` for the options; benchmarks/README.md
 explains the columns.
@@ -164,6 +169,7 @@ def time_interleaved(contenders, est, cfg, repeat=None):
         nsamples = int(cfg["budget"] / max(round_s, 1e-9))
         nsamples = max(cfg["min_samples"], min(cfg["max_samples"], nsamples))
     samples = {c.name: [] for c in contenders}
+    settle = cfg.get("settle_s", 0.0) if len(contenders) > 1 else 0.0
     gc_was = gc.isenabled()
     gc.disable()
     try:
@@ -173,6 +179,8 @@ def time_interleaved(contenders, est, cfg, repeat=None):
                     c.setup()
                 k = number[c.name]
                 fn = c.fn
+                if settle:
+                    time.sleep(settle)  # let the last contender's pool idle
                 t0 = time.perf_counter()
                 for _ in range(k):
                     fn()
@@ -853,6 +861,10 @@ def _parse(argv):
                     help="run the tutorial code only up to this L (default %d; it needs "
                          "3 x H*L*L*itemsize bytes)" % TUTORIAL_MAX_L)
     ap.add_argument("--seed", type=int, default=0, help="random inputs' seed (default 0)")
+    ap.add_argument("--settle", type=float, default=0.12, metavar="S",
+                    help="idle seconds before each interleaved sample, so that "
+                         "the previous contender's spinning thread pool does "
+                         "not slow the next one (default 0.12; 0: none)")
     ap.add_argument("--strict", action="store_true",
                     help="exit with status 2 when a target FAILs")
     args = ap.parse_args(argv)
@@ -868,6 +880,9 @@ def _parse(argv):
         ap.error("--repeat must be >= 1")
     args.mode = "quick" if args.quick else "full" if args.full else "default"
     cfg = dict(MODES[args.mode])
+    if not args.settle >= 0:
+        ap.error("--settle must be >= 0")
+    cfg["settle_s"] = args.settle
     if args.lengths:
         try:
             cfg["lengths"] = tuple(int(x) for x in args.lengths.split(",") if x.strip())
