@@ -1,7 +1,7 @@
 """Build script for attnpy's C extension (attnpy._core).
 
 Every C file in csrc/ is compiled into one extension module. No -march=native
-and no -ffast-math: the AVX2 kernels are selected at run time
+and no fast-math flags: the AVX2 kernels are selected at run time
 (``__attribute__((target("avx2,fma")))``), so the build runs on any x86-64,
 and IEEE semantics (-inf masks, NaN checks) are kept.
 """

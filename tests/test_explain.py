@@ -529,7 +529,7 @@ def test_show_masks():
 
 @pytest.fixture
 def agg():
-    mpl = pytest.importorskip("matplotlib")
+    import matplotlib as mpl  # in the [test] extra: missing is an error
     mpl.use("Agg")
     import matplotlib.pyplot as plt
     yield plt
