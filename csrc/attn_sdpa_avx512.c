@@ -107,21 +107,6 @@ static inline __attribute__((always_inline)) ATTR __m512d safe8_f64(__m512d m)
 #define VEXP(a) exp16_f32(a)
 #define VSAFE(a) safe16_f32(a)
 #include "attn_tile.h"
-#undef T
-#undef VT
-#undef W
-#undef SFX
-#undef VZERO
-#undef VSET1
-#undef VLOADU
-#undef VSTOREU
-#undef VFMA
-#undef VMUL
-#undef VADD
-#undef VSUB
-#undef VMAX
-#undef VEXP
-#undef VSAFE
 
 /* ---- double ---- */
 #define T double

@@ -167,21 +167,6 @@ static inline pvd pd_exp(pvd a)
 #define VEXP(a) pf_exp(a)
 #define VSAFE(a) pf_safe(a)
 #include "attn_tile.h"
-#undef T
-#undef VT
-#undef W
-#undef SFX
-#undef VZERO
-#undef VSET1
-#undef VLOADU
-#undef VSTOREU
-#undef VFMA
-#undef VMUL
-#undef VADD
-#undef VSUB
-#undef VMAX
-#undef VEXP
-#undef VSAFE
 
 /* ---- double ---- */
 #define T double
