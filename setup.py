@@ -1,6 +1,7 @@
 """Build script for attnpy's C extension (attnpy._core).
 
-Every C file in csrc/ is compiled into one extension module. No -march=native
+Every C file under csrc/ (the pure C core in csrc/core/, the binding in
+csrc/python/) is compiled into one extension module. No -march=native
 and no fast-math flags: the AVX2 kernels are selected at run time
 (``__attribute__((target("avx2,fma")))``), so the build runs on any x86-64,
 and IEEE semantics (-inf masks, NaN checks) are kept.
@@ -12,7 +13,7 @@ import sys
 import numpy as np
 from setuptools import Extension, setup
 
-sources = sorted(glob.glob(os.path.join("csrc", "*.c")))
+sources = sorted(glob.glob(os.path.join("csrc", "**", "*.c"), recursive=True))
 
 compile_args = ["-std=c11", "-O3", "-Wall", "-Wextra", "-fno-strict-aliasing",
                 "-fvisibility=hidden", "-pthread"]
@@ -27,8 +28,8 @@ if sys.platform == "win32":  # MSVC understands none of the above
 ext = Extension(
     "attnpy._core",
     sources=sources,
-    depends=glob.glob(os.path.join("csrc", "*.h")),
-    include_dirs=[np.get_include(), "csrc"],
+    depends=glob.glob(os.path.join("csrc", "**", "*.h"), recursive=True),
+    include_dirs=[np.get_include(), os.path.join("csrc", "core")],
     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION"),
                    ("NPY_TARGET_VERSION", "NPY_2_0_API_VERSION")],
     libraries=[] if sys.platform == "win32" else ["m"],

@@ -1,12 +1,12 @@
 """attnpy.reference -- a plain NumPy twin of every public attnpy function.
 
 This module is the oracle of attnpy's tests and a page to read beside the C
-core (csrc/attn_core.c). Every function here computes the same thing as the
+core (csrc/core/). Every function here computes the same thing as the
 attnpy function of the same name, in the most direct NumPy there is: no
 tiling, no fusion, no cleverness. It is slow and it builds every L x S
 matrix; that is the point.
 
-Shape legend (the same as csrc/attn.h)::
+Shape legend (the same as csrc/core/attn.h)::
 
     ...  leading ("batch") dimensions, broadcast by NumPy's rules
     L    query positions            S    key/value positions

@@ -6,9 +6,9 @@
 #     * every tests/c/*.c that defines main() (the kernel's C tests; not
 #       the bench_*.c timing programs); the
 #       other tests/c/*.c files are linked into each of them as helpers.
-#   Each is linked with csrc/attn_*.c (the pure C core; never module.c),
-#   compiled once, in parallel (one job per CPU) -- or, when the variable
-#   CORE_OBJS lists object files of csrc/attn_*.c built with the same flags
+#   Each is linked with csrc/core/*/*.c (the pure C core; never the binding
+#   in csrc/python/), compiled once, in parallel (one job per CPU) -- or,
+#   when the variable CORE_OBJS lists object files of the core built with the same flags
 #   (sanitize.sh reuses the extension's), linked from those.
 #   Prints the paths of the programs built, one per line, on stdout.
 
@@ -16,7 +16,7 @@ build_c_programs() {
     local src=$1 out=$2
     shift 2
     local cc=${CC:-cc}
-    local flags=(-std=c11 -Wall -Wextra -pthread "$@" -I"$src/csrc"
+    local flags=(-std=c11 -Wall -Wextra -pthread "$@" -I"$src/csrc/core"
                  -I"$src/tests/c")
     local helpers=() mains=()
     if [ -d "$src/tests/c" ]; then
@@ -36,7 +36,7 @@ build_c_programs() {
     local jobs
     jobs=$(nproc 2>/dev/null || echo 2)
     # objects of the core and the helpers, compiled in parallel
-    local objs=() c o srcs=("$src"/csrc/attn_*.c "${helpers[@]}")
+    local objs=() c o srcs=("$src"/csrc/core/*/*.c "${helpers[@]}")
     if [ -n "${CORE_OBJS:-}" ]; then
         read -r -a objs <<<"$CORE_OBJS"
         srcs=("${helpers[@]}")

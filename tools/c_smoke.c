@@ -1,7 +1,7 @@
 /*
- * c_smoke.c -- a memory-checker workout for the attnpy C core (csrc/attn.h).
+ * c_smoke.c -- a memory-checker workout for the attnpy C core (csrc/core/attn.h).
  *
- * Built with csrc/attn_*.c only (no Python) by tools/valgrind.sh and
+ * Built with the .c files under csrc/core/ only (no Python) by tools/valgrind.sh and
  * tools/sanitize.sh, it calls every core entry point on many small problems
  * whose buffers are allocated to the exact byte, so that valgrind memcheck
  * and AddressSanitizer see any read or write outside them:

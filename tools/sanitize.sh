@@ -81,9 +81,9 @@ UBSAN_COMMON="halt_on_error=1:print_stacktrace=1"
 fail=0
 
 # --- 3. the C programs -----------------------------------------------------------------
-# link with the extension's own sanitized objects of csrc/attn_*.c (the
+# link with the extension's own sanitized objects of csrc/core/ (the
 # core compiled once, with exactly the flags the Python run uses)
-CORE_OBJS=$(find "$WORK/build" -path '*csrc/attn_*.o' | sort | tr '\n' ' ')
+CORE_OBJS=$(find "$WORK/build" -path '*csrc/core/*.o' | sort | tr '\n' ' ')
 [ -n "$CORE_OBJS" ] || { echo "sanitize.sh: no core objects in build/" >&2; exit 1; }
 export CORE_OBJS
 phase "building the C test programs"

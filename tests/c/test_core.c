@@ -12,9 +12,8 @@
  *   small kernels: softmax, posenc, copy2d
  *
  * Build (tests/test_c_core.py does this):
- *   gcc -std=c11 -Wall -Wextra -Werror -O1 -g -pthread -Icsrc \
- *       tests/c/test_core.c csrc/attn_core.c csrc/attn_sdpa*.c \
- *       csrc/attn_pool.c -lm -o test_core
+ *   gcc -std=c11 -Wall -Wextra -Werror -O1 -g -pthread -Icsrc/core \
+ *       tests/c/test_core.c $(find csrc/core -name "*.c") -lm -o test_core
  * Prints one line per failure and "N passed, M failed"; exit status 1 on
  * any failure.
  */
@@ -32,7 +31,7 @@
 #include <unistd.h>
 
 #include "attn.h"
-#include "attn_kern.h"
+#include "attention/kern.h"
 
 static int n_pass, n_fail;
 

@@ -1,5 +1,5 @@
 /*
- * attn_exp.h -- constants of exp(x) for x <= 0, shared by every path.
+ * attention/exp.h -- constants of exp(x) for x <= 0, shared by every path.
  *
  *   n = round(x * log2(e)),  r = x - n*ln2_hi - n*ln2_lo   (|r| <= ln2/2)
  *   exp(x) = 2^n * p(r),     p(r) = 1 + r + r^2 * q(r) = 1 + r (1 + r q(r))

@@ -1,20 +1,18 @@
 /*
- * attn_core.c -- the small kernels of the attnpy core and the naive attention
- * oracle (row by row, the formula exactly as written in attn.h).
+ * attention/naive.c -- the naive attention oracle: row by row, the formula
+ * exactly as written in attn.h. Single-threaded; the C tests' reference for
+ * the fast path (sdpa.c), and the kernel behind the weights of `explain`
+ * when the fast path is not asked.
  *
- * Every kernel is written once as a macro body instantiated for float (f32)
- * and double (f64), so the two precisions cannot drift apart.
+ * Written once as a macro body instantiated for float (f32) and double
+ * (f64), so the two precisions cannot drift apart.
  */
-#define _GNU_SOURCE  /* sched_getaffinity, CPU_COUNT */
 #include <math.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "attn.h"
-
-#define OFF(m, b) ((m).boff ? (m).boff[(b)] : 0)
+#include "util.h"
 
 /* ------------------------------------------------------------------------ */
 /* Naive scaled dot-product attention.                                       */
@@ -167,150 +165,4 @@ attn_status attn_sdpa_naive(attn_problem *p)
     if (p->dtype == ATTN_F64)
         return sdpa_naive_f64(p);
     return ATTN_EINVAL;
-}
-
-/* ------------------------------------------------------------------------ */
-/* softmax along rows: in (nrows, n) -> out (nrows, n), in place allowed.    */
-/*   1. m = max(x) (NaN if any x is NaN, as np.max)                          */
-/*   2. out = exp(x - m), sum                                                */
-/*   3. out /= sum                                                           */
-/* ------------------------------------------------------------------------ */
-#define DEFINE_SOFTMAX(T, SFX, EXP)                                             \
-static void softmax_##SFX(attn_mat out, attn_mat in, size_t nrows, size_t n)    \
-{                                                                               \
-    for (size_t r = 0; r < nrows; r++) {                                        \
-        const T *x_r = (const T *)in.data + OFF(in, r);                         \
-        T *y_r = (T *)out.data + OFF(out, r);                                   \
-        T m = (T)-INFINITY;                                                     \
-        for (size_t j = 0; j < n; j++) {                                        \
-            T x = x_r[(ptrdiff_t)j * in.s1];                                    \
-            if (isnan(x)) {                                                     \
-                m = x;                                                          \
-                break;                                                          \
-            }                                                                   \
-            if (x > m)                                                          \
-                m = x;                                                          \
-        }                                                                       \
-        T sum = 0;                                                              \
-        for (size_t j = 0; j < n; j++) {                                        \
-            T e = EXP(x_r[(ptrdiff_t)j * in.s1] - m);                           \
-            y_r[(ptrdiff_t)j * out.s1] = e;                                     \
-            sum += e;                                                           \
-        }                                                                       \
-        for (size_t j = 0; j < n; j++)                                          \
-            y_r[(ptrdiff_t)j * out.s1] /= sum;                                  \
-    }                                                                           \
-}
-
-DEFINE_SOFTMAX(float, f32, expf)
-DEFINE_SOFTMAX(double, f64, exp)
-
-attn_status attn_softmax(attn_dtype dtype, attn_mat out, attn_mat in,
-                         size_t nrows, size_t n)
-{
-    if (dtype == ATTN_F32)
-        softmax_f32(out, in, nrows, n);
-    else if (dtype == ATTN_F64)
-        softmax_f64(out, in, nrows, n);
-    else
-        return ATTN_EINVAL;
-    return ATTN_OK;
-}
-
-/* ------------------------------------------------------------------------ */
-/* positional encoding: out (B, T, D), PE(t, c) per attn.h, in double.       */
-/* The frequency of column pair i is computed as the tutorial does,          */
-/*   exp(2i * -(log(base) / D)),  so the float64 numbers are the tutorial's. */
-/* ------------------------------------------------------------------------ */
-#define DEFINE_POSENC(T, SFX)                                                   \
-static void posenc_##SFX(attn_mat out, size_t B, size_t Tn, size_t D,           \
-                         double offset, const double *freq, int accumulate)     \
-{                                                                               \
-    for (size_t b = 0; b < B; b++) {                                            \
-        T *o_b = (T *)out.data + OFF(out, b);                                   \
-        for (size_t t = 0; t < Tn; t++) {                                       \
-            T *o_bt = o_b + (ptrdiff_t)t * out.s0;                              \
-            double pos = (double)t + offset;                                    \
-            for (size_t c = 0; c < D; c++) {                                    \
-                double angle = pos * freq[c / 2];                               \
-                double pe = (c % 2 == 0) ? sin(angle) : cos(angle);             \
-                T *dst = o_bt + (ptrdiff_t)c * out.s1;                          \
-                *dst = accumulate ? (T)((double)*dst + pe) : (T)pe;             \
-            }                                                                   \
-        }                                                                       \
-    }                                                                           \
-}
-
-DEFINE_POSENC(float, f32)
-DEFINE_POSENC(double, f64)
-
-attn_status attn_posenc(attn_dtype dtype, attn_mat out, size_t B, size_t T,
-                        size_t D, double offset, double base, int accumulate)
-{
-    size_t npairs = D / 2 + 1;
-    if (npairs > SIZE_MAX / sizeof(double))
-        return ATTN_ENOMEM;
-    double *freq = malloc(npairs * sizeof(double));
-    if (!freq)
-        return ATTN_ENOMEM;
-    const double step = -(log(base) / (double)D);
-    for (size_t i = 0; i < npairs; i++)
-        freq[i] = exp((double)(2 * i) * step);
-    attn_status st = ATTN_OK;
-    if (dtype == ATTN_F32)
-        posenc_f32(out, B, T, D, offset, freq, accumulate);
-    else if (dtype == ATTN_F64)
-        posenc_f64(out, B, T, D, offset, freq, accumulate);
-    else
-        st = ATTN_EINVAL;
-    free(freq);
-    return st;
-}
-
-/* ------------------------------------------------------------------------ */
-/* batched strided copy: out (B, rows, cols) = in (B, rows, cols)            */
-/* ------------------------------------------------------------------------ */
-#define DEFINE_COPY2D(T, SFX)                                                   \
-static void copy2d_##SFX(attn_mat out, attn_mat in, size_t B, size_t rows,      \
-                         size_t cols)                                           \
-{                                                                               \
-    for (size_t b = 0; b < B; b++) {                                            \
-        const T *x_b = (const T *)in.data + OFF(in, b);                         \
-        T *y_b = (T *)out.data + OFF(out, b);                                   \
-        for (size_t i = 0; i < rows; i++) {                                     \
-            const T *x_bi = x_b + (ptrdiff_t)i * in.s0;                         \
-            T *y_bi = y_b + (ptrdiff_t)i * out.s0;                              \
-            for (size_t j = 0; j < cols; j++)                                   \
-                y_bi[(ptrdiff_t)j * out.s1] = x_bi[(ptrdiff_t)j * in.s1];       \
-        }                                                                       \
-    }                                                                           \
-}
-
-DEFINE_COPY2D(float, f32)
-DEFINE_COPY2D(double, f64)
-
-attn_status attn_copy2d(attn_dtype dtype, attn_mat out, attn_mat in, size_t B,
-                        size_t rows, size_t cols)
-{
-    if (dtype == ATTN_F32)
-        copy2d_f32(out, in, B, rows, cols);
-    else if (dtype == ATTN_F64)
-        copy2d_f64(out, in, B, rows, cols);
-    else
-        return ATTN_EINVAL;
-    return ATTN_OK;
-}
-
-int attn_available_cpus(void)
-{
-#ifdef CPU_COUNT
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n >= 1)
-            return n;
-    }
-#endif
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n >= 1 ? (int)n : 1;
 }

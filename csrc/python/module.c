@@ -1,5 +1,5 @@
 /*
- * module.c -- attnpy._core, the only file that includes Python.h and NumPy.
+ * python/module.c -- attnpy._core, the only file that includes Python.h and NumPy.
  *
  * Its job: parse arguments, convert and validate arrays (dtype rules of
  * DESIGN.md), resolve NumPy broadcasting of the leading ("batch") dims into

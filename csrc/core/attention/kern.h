@@ -1,15 +1,16 @@
 /*
- * attn_kern.h -- internal interface of the attention fast path (not public).
+ * attention/kern.h -- internal interface of the attention fast path (not public).
  *
- *   attn_sdpa.c          driver: plan (block sizes, scratch layout), ISA
+ *   sdpa.c               driver: plan (block sizes, scratch layout), ISA
  *                        dispatch, work items over the thread pool, poll
- *   attn_tile.h          the tiled FlashAttention-2 kernel, written once as
+ *   tile.h               the tiled FlashAttention-2 kernel, written once as
  *                        a "template" over (element type, vector primitives)
- *   attn_exp.h           constants of the vector exp
- *   attn_sdpa_portable.c instantiates it in plain C (any CPU)
- *   attn_sdpa_avx2.c     ... for AVX2+FMA   (__attribute__((target)))
- *   attn_sdpa_avx512.c   ... for AVX-512F   (__attribute__((target)))
- *   attn_pool.c          the private pthread pool
+ *   exp.h                constants of the vector exp
+ *   sdpa_portable.c      instantiates it in plain C (any CPU)
+ *   sdpa_avx2.c          ... for AVX2+FMA   (__attribute__((target)))
+ *   sdpa_avx512.c        ... for AVX-512F   (__attribute__((target)))
+ *   naive.c              the row-by-row oracle
+ *   ../runtime/pool.c    the private pthread pool
  *
  * A work item is (b, query block qb): rows i0 = qb*BQ .. i0+nq-1 of batch
  * item b. Every row is computed by exactly one item, in a fixed order, so
@@ -23,6 +24,7 @@
 #include <stdint.h>
 
 #include "attn.h"
+#include "runtime/pool.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #define ATTN_HAVE_X86 1
@@ -99,14 +101,5 @@ const attn_isa_desc *attn__isa_current(void);
  * flops each thread must have before a call uses more than one thread.   */
 extern long long attn__poll_interval_ns;
 extern double attn__min_flops_per_thread;
-
-/* ---- thread pool (attn_pool.c) -----------------------------------------
- * attn_pool_run: run fn(arg, t) for t = 1 .. n-1 on pool threads and
- * fn(arg, 0) on the caller, return when all have returned. If the pool is
- * in use by another caller, or threads cannot be created, fewer threads
- * (possibly only the caller) run: fn must cope with that (work is claimed
- * from a shared counter). Safe after fork() in the child.               */
-typedef void (*attn_task_fn)(void *arg, int t);
-void attn_pool_run(attn_task_fn fn, void *arg, int n);
 
 #endif /* ATTNPY_ATTN_KERN_H */

@@ -1,5 +1,5 @@
 /*
- * attn_sdpa_avx512.c -- the tiled kernel for AVX-512F (16 floats / 8 doubles).
+ * attention/sdpa_avx512.c -- the tiled kernel for AVX-512F (16 floats / 8 doubles).
  *
  * Every function carries __attribute__((target("avx512f,avx2,fma"))), so the
  * file is compiled with the module's generic flags and only runs when the
@@ -7,7 +7,7 @@
  * vectors and O += P V as 6 queries x 4 vectors: 24 accumulators of the 32
  * zmm registers. exp scales by 2^n with vscalefps.
  */
-#include "attn_kern.h"
+#include "attention/kern.h"
 
 #if ATTN_HAVE_X86
 
@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "attn_exp.h"
+#include "attention/exp.h"
 
 #define ATTR __attribute__((target("avx512f,avx2,fma")))
 
@@ -106,7 +106,7 @@ static inline __attribute__((always_inline)) ATTR __m512d safe8_f64(__m512d m)
 #define VMAX(a, b) _mm512_max_ps(a, b)
 #define VEXP(a) exp16_f32(a)
 #define VSAFE(a) safe16_f32(a)
-#include "attn_tile.h"
+#include "attention/tile.h"
 
 /* ---- double ---- */
 #define T double
@@ -124,7 +124,7 @@ static inline __attribute__((always_inline)) ATTR __m512d safe8_f64(__m512d m)
 #define VMAX(a, b) _mm512_max_pd(a, b)
 #define VEXP(a) exp8_f64(a)
 #define VSAFE(a) safe8_f64(a)
-#include "attn_tile.h"
+#include "attention/tile.h"
 
 const attn_isa_desc attn__isa_avx512 = {
     "avx512",

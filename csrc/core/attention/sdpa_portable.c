@@ -1,5 +1,5 @@
 /*
- * attn_sdpa_portable.c -- the tiled kernel in plain C (any CPU).
+ * attention/sdpa_portable.c -- the tiled kernel in plain C (any CPU).
  *
  * "Vectors" are small structs of W lanes operated on by loops the compiler
  * may vectorise with whatever the baseline target offers (SSE2 on x86-64).
@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "attn_exp.h"
-#include "attn_kern.h"
+#include "attention/exp.h"
+#include "attention/kern.h"
 
 #define PW_F 4
 #define PW_D 2
@@ -166,7 +166,7 @@ static inline pvd pd_exp(pvd a)
 #define VMAX(a, b) pf_max(a, b)
 #define VEXP(a) pf_exp(a)
 #define VSAFE(a) pf_safe(a)
-#include "attn_tile.h"
+#include "attention/tile.h"
 
 /* ---- double ---- */
 #define T double
@@ -184,7 +184,7 @@ static inline pvd pd_exp(pvd a)
 #define VMAX(a, b) pd_max(a, b)
 #define VEXP(a) pd_exp(a)
 #define VSAFE(a) pd_safe(a)
-#include "attn_tile.h"
+#include "attention/tile.h"
 
 const attn_isa_desc attn__isa_portable = {
     "portable",

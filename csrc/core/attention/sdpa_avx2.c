@@ -1,5 +1,5 @@
 /*
- * attn_sdpa_avx2.c -- the tiled kernel for AVX2 + FMA (8 floats / 4 doubles).
+ * attention/sdpa_avx2.c -- the tiled kernel for AVX2 + FMA (8 floats / 4 doubles).
  *
  * Every function here carries __attribute__((target("avx2,fma"))) (ATTR),
  * so the file is compiled with the same generic flags as the rest of the
@@ -8,7 +8,7 @@
  * vectors and O += P V as 6 queries x 2 vectors: 12 accumulators, 2 loads
  * and 1 broadcast, 15 of the 16 ymm registers.
  */
-#include "attn_kern.h"
+#include "attention/kern.h"
 
 #if ATTN_HAVE_X86
 
@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "attn_exp.h"
+#include "attention/exp.h"
 
 #define ATTR __attribute__((target("avx2,fma")))
 
@@ -112,7 +112,7 @@ static inline __attribute__((always_inline)) ATTR __m256d safe4_f64(__m256d m)
 #define VMAX(a, b) _mm256_max_ps(a, b)
 #define VEXP(a) exp8_f32(a)
 #define VSAFE(a) safe8_f32(a)
-#include "attn_tile.h"
+#include "attention/tile.h"
 
 /* ---- double ---- */
 #define T double
@@ -130,7 +130,7 @@ static inline __attribute__((always_inline)) ATTR __m256d safe4_f64(__m256d m)
 #define VMAX(a, b) _mm256_max_pd(a, b)
 #define VEXP(a) exp4_f64(a)
 #define VSAFE(a) safe4_f64(a)
-#include "attn_tile.h"
+#include "attention/tile.h"
 
 const attn_isa_desc attn__isa_avx2 = {
     "avx2",

@@ -1,9 +1,9 @@
 /*
- * attn_sdpa.c -- the attention fast path: instruction-set dispatch, plan
+ * attention/sdpa.c -- the attention fast path: instruction-set dispatch, plan
  * (block sizes, scratch layout), and work items spread over threads.
  *
- * The kernel itself is attn_tile.h, instantiated per instruction set in
- * attn_sdpa_portable.c / attn_sdpa_avx2.c / attn_sdpa_avx512.c.
+ * The kernel itself is tile.h, instantiated per instruction set in
+ * sdpa_portable.c / sdpa_avx2.c / sdpa_avx512.c.
  *
  * Work item = (b, query block). Items are claimed from an atomic counter
  * (dynamic balance: causal items are uneven, so those are handed out
@@ -22,7 +22,7 @@
 #include <time.h>
 
 #include "attn.h"
-#include "attn_kern.h"
+#include "attention/kern.h"
 
 /* ------------------------------------------------------------------------ */
 /* instruction-set dispatch                                                 */

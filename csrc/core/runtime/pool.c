@@ -1,5 +1,5 @@
 /*
- * attn_pool.c -- a small private pthread pool for the attention fast path.
+ * runtime/pool.c -- a small private pthread pool for the core's kernels.
  *
  * No OpenMP (mixing OpenMP runtimes in one process is undefined, libgomp
  * hangs in forked children). One pool per process, created on first use,
@@ -14,7 +14,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
-#include "attn_kern.h"
+#include "runtime/pool.h"
 
 #define POOL_MAX_THREADS 255
 

@@ -2,7 +2,7 @@
  * attn.h -- the attnpy C core: attention kernels on raw pointers.
  *
  * Pure C11 + libc + pthreads. Nothing here knows about Python or NumPy;
- * csrc/module.c is the only file that does. The caller (the binding, or the
+ * the binding in csrc/python/ is the only code that does. The caller (the binding, or the
  * C test program) checks shapes, resolves broadcasting and allocates; the
  * kernels only compute and return a status.
  *

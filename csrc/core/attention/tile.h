@@ -1,9 +1,9 @@
 /*
- * attn_tile.h -- the tiled FlashAttention-2 kernel, written once.
+ * attention/tile.h -- the tiled FlashAttention-2 kernel, written once.
  *
  * NOT a normal header: a template included once per (instruction set,
- * element type) by attn_sdpa_portable.c, attn_sdpa_avx2.c and
- * attn_sdpa_avx512.c, after they define
+ * element type) by sdpa_portable.c, sdpa_avx2.c and
+ * sdpa_avx512.c, after they define
  *
  *   T            element type (float or double)
  *   VT, W        vector type and its number of lanes
