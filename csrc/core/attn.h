@@ -169,6 +169,28 @@ attn_status attn_copy2d(attn_dtype dtype, attn_mat out, attn_mat in, size_t B,
 /* number of CPUs this process may run on (sched affinity), at least 1      */
 int attn_available_cpus(void);
 
+/* ---- decoding (positional/rope.c, attention/merge.c) -------------------- */
+
+/* rotary position embedding, batched: for b < B, t < T, pair i < E/2,
+ *   theta = (offset + t) * base^(-2i/E), in double,
+ *   (out_a, out_b) = (x_a cos - x_b sin, x_b cos + x_a sin), x = in(b, t, :)
+ * with (a, b) = (2i, 2i+1) when interleaved (GPT-J), else (i, i + E/2)
+ * (rotate-half: GPT-NeoX, Llama). out may be in (same strides: in place).
+ * E odd: ATTN_EINVAL.                                                      */
+attn_status attn_rope(attn_dtype dtype, attn_mat out, attn_mat in, size_t B,
+                      size_t T, size_t E, double offset, double base,
+                      int interleaved);
+
+/* merge K partial attention results over disjoint key sets: for b < B,
+ * i < L (lse_k(b, i) at lses[k].data + boff[b] + i * s0; s1 unused):
+ *   M = max_k lse_k,  e_k = exp(lse_k - M),  lse = M + log(sum_k e_k),
+ *   out(b, i, :) = sum over k with e_k != 0 of (e_k / sum e) out_k(b, i, :)
+ * in double, k in order. A row whose every lse_k is -inf (K == 0 too) gets
+ * out 0 and lse -inf. lse.data may be NULL (not wanted).                  */
+attn_status attn_merge(attn_dtype dtype, size_t K, size_t B, size_t L,
+                       size_t Ev, attn_mat out, attn_mat lse,
+                       const attn_mat *outs, const attn_mat *lses);
+
 #ifdef __cplusplus
 }
 #endif

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "attn.h"
+#include "attention/decode.h"
 #include "attention/kern.h"
 
 /* ------------------------------------------------------------------------ */
@@ -307,6 +308,8 @@ attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
     if (!p || (p->dtype != ATTN_F32 && p->dtype != ATTN_F64))
         return ATTN_EINVAL;
     const attn_isa_desc *d = attn__isa_current();
+    if (attn__decode_wanted(p)) /* a few query rows: split the keys */
+        return attn__sdpa_decode(p, ex, d);
     attn_plan pl;
     attn_status st = make_plan(&pl, p, d);
     if (st != ATTN_OK)

@@ -12,124 +12,18 @@
 
 #if ATTN_HAVE_X86
 
-#include <immintrin.h>
-#include <math.h>
-#include <stdint.h>
-#include <string.h>
-
-#include "attention/exp.h"
-
-#define ATTR __attribute__((target("avx2,fma")))
-
-/* exp(x), x <= 0 (or NaN / -inf): 8 floats */
-static inline __attribute__((always_inline)) ATTR __m256 exp8_f32(__m256 x)
-{
-    const __m256 magic = _mm256_set1_ps(AX_MAGIC_F);
-    /* max(c, x) returns x when x is NaN: NaN propagates */
-    __m256 xc = _mm256_max_ps(_mm256_set1_ps(AX_CLAMP_F), x);
-    __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(AX_LOG2E_F), magic);
-    __m256 n = _mm256_sub_ps(t, magic);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(AX_LN2HI_F), xc);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(AX_LN2LO_F), r);
-    __m256 q = _mm256_set1_ps(AX_Q6_F);
-    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(AX_Q5_F));
-    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(AX_Q4_F));
-    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(AX_Q3_F));
-    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(AX_Q2_F));
-    /* p(r) = 1 + r (1 + r q(r)) */
-    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(1.0f));
-    __m256 y = _mm256_fmadd_ps(q, r, _mm256_set1_ps(1.0f));
-    /* 2^n from the low bits of t (t = MAGIC + n) */
-    __m256i e = _mm256_slli_epi32(
-        _mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127)), 23);
-    y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-    /* x < ln(FLT_MIN) (incl. -inf): 0; NaN compares false and stays NaN */
-    __m256 under = _mm256_cmp_ps(x, _mm256_set1_ps(AX_MINX_F), _CMP_LT_OQ);
-    return _mm256_andnot_ps(under, y);
-}
-
-/* exp(x), x <= 0: 4 doubles */
-static inline __attribute__((always_inline)) ATTR __m256d exp4_f64(__m256d x)
-{
-    const __m256d magic = _mm256_set1_pd(AX_MAGIC_D);
-    __m256d xc = _mm256_max_pd(_mm256_set1_pd(AX_CLAMP_D), x);
-    __m256d t = _mm256_fmadd_pd(xc, _mm256_set1_pd(AX_LOG2E_D), magic);
-    __m256d n = _mm256_sub_pd(t, magic);
-    __m256d r = _mm256_fnmadd_pd(n, _mm256_set1_pd(AX_LN2HI_D), xc);
-    r = _mm256_fnmadd_pd(n, _mm256_set1_pd(AX_LN2LO_D), r);
-    __m256d q = _mm256_set1_pd(AX_Q11_D);
-    q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(AX_Q10_D));
-    q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(AX_Q9_D));
-    q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(AX_Q8_D));
-    q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(AX_Q7_D));
-    q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(AX_Q6_D));
-    q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(AX_Q5_D));
-    q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(AX_Q4_D));
-    q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(AX_Q3_D));
-    q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(AX_Q2_D));
-    /* p(r) = 1 + r (1 + r q(r)) */
-    q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(1.0));
-    __m256d y = _mm256_fmadd_pd(q, r, _mm256_set1_pd(1.0));
-    __m256i e = _mm256_slli_epi64(
-        _mm256_add_epi64(_mm256_castpd_si256(t), _mm256_set1_epi64x(1023)),
-        52);
-    y = _mm256_mul_pd(y, _mm256_castsi256_pd(e));
-    __m256d under = _mm256_cmp_pd(x, _mm256_set1_pd(AX_MINX_D), _CMP_LT_OQ);
-    return _mm256_andnot_pd(under, y);
-}
-
-static inline __attribute__((always_inline)) ATTR __m256 safe8_f32(__m256 m)
-{
-    __m256 isninf = _mm256_cmp_ps(m, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ);
-    return _mm256_andnot_ps(isninf, m);
-}
-
-static inline __attribute__((always_inline)) ATTR __m256d safe4_f64(__m256d m)
-{
-    __m256d isninf = _mm256_cmp_pd(m, _mm256_set1_pd(-INFINITY), _CMP_EQ_OQ);
-    return _mm256_andnot_pd(isninf, m);
-}
-
 #define QK_MR 6
 #define QK_NR 2
 #define PV_MR 6
 #define PV_NR 2
 #define SM_G 2
 
-/* ---- float ---- */
-#define T float
-#define VT __m256
-#define W 8
-#define SFX(name) name##_avx2_f32
-#define VZERO() _mm256_setzero_ps()
-#define VSET1(x) _mm256_set1_ps(x)
-#define VLOADU(p) _mm256_loadu_ps(p)
-#define VSTOREU(p, v) _mm256_storeu_ps(p, v)
-#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define VMUL(a, b) _mm256_mul_ps(a, b)
-#define VADD(a, b) _mm256_add_ps(a, b)
-#define VSUB(a, b) _mm256_sub_ps(a, b)
-#define VMAX(a, b) _mm256_max_ps(a, b)
-#define VEXP(a) exp8_f32(a)
-#define VSAFE(a) safe8_f32(a)
+#define ATTN_VEC_F64 0
+#include "attention/vec_avx2.h"
 #include "attention/tile.h"
 
-/* ---- double ---- */
-#define T double
-#define VT __m256d
-#define W 4
-#define SFX(name) name##_avx2_f64
-#define VZERO() _mm256_setzero_pd()
-#define VSET1(x) _mm256_set1_pd(x)
-#define VLOADU(p) _mm256_loadu_pd(p)
-#define VSTOREU(p, v) _mm256_storeu_pd(p, v)
-#define VFMA(a, b, c) _mm256_fmadd_pd(a, b, c)
-#define VMUL(a, b) _mm256_mul_pd(a, b)
-#define VADD(a, b) _mm256_add_pd(a, b)
-#define VSUB(a, b) _mm256_sub_pd(a, b)
-#define VMAX(a, b) _mm256_max_pd(a, b)
-#define VEXP(a) exp4_f64(a)
-#define VSAFE(a) safe4_f64(a)
+#define ATTN_VEC_F64 1
+#include "attention/vec_avx2.h"
 #include "attention/tile.h"
 
 const attn_isa_desc attn__isa_avx2 = {

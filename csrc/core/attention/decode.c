@@ -1,0 +1,368 @@
+/*
+ * attention/decode.c -- the split-K decode path of attn_sdpa (decode.h).
+ *
+ * attn_sdpa hands a problem here when attn__decode_wanted (L small). The
+ * key sequence of every batch item is cut into chunks of CK keys, CK from
+ * the shape alone; work item (b, c) computes the partials (out_c, lse_c)
+ * of every row of b over chunk c (decode_tile.h). Items are claimed from
+ * an atomic counter by the pool's threads. Then, on the calling thread,
+ * each row's partials are merged in chunk order (merge.c) and fully masked
+ * rows get their policy; when weights or raw scores are wanted, a second
+ * pass over the same items writes them. Every number is computed by one
+ * item in a fixed order: the result is the same bits for any thread count.
+ *
+ * Batch items go in rounds whose partials take at most ROUND_BYTES, so a
+ * huge B never needs a huge buffer.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "attn.h"
+#include "attention/decode.h"
+#include "util.h"
+
+#define CHUNK_BYTES ((size_t)256 * 1024) /* K + V bytes of one chunk     */
+#define MAX_CHUNKS ((size_t)4096)        /* per batch item; CK grows     */
+#define ROUND_BYTES ((size_t)8 << 20)    /* partials of one round        */
+
+int attn__decode_wanted(const attn_problem *p)
+{
+    return p->L >= 1 && p->L <= ATTN_DECODE_MAX_L;
+}
+
+static const attn_decode_desc *dec_desc(const attn_isa_desc *d)
+{
+#if ATTN_HAVE_X86
+    if (d == &attn__isa_avx512)
+        return &attn__dec_avx512;
+    if (d == &attn__isa_avx2)
+        return &attn__dec_avx2;
+#endif
+    (void)d;
+    return &attn__dec_portable;
+}
+
+/* ------------------------------------------------------------------------ */
+/* plan                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* *r = a * b; 0 on overflow                                                */
+static int mul_to(size_t a, size_t b, size_t *r)
+{
+    if (a && b > SIZE_MAX / a)
+        return 0;
+    *r = a * b;
+    return 1;
+}
+
+/* *a += n * m bytes, rounded up to 64; 0 on overflow                       */
+static int grab(size_t *a, size_t n, size_t m, size_t *off)
+{
+    if (m && n > (SIZE_MAX - 128 - *a) / m)
+        return 0;
+    *off = *a;
+    *a += (n * m + 63) & ~(size_t)63;
+    return 1;
+}
+
+/* keys per chunk: about CHUNK_BYTES of K and V rows (they stay in L2
+ * while the rows of the item go by), a multiple of 16, 16 .. 1024, and
+ * more when S would need over MAX_CHUNKS chunks. The shape alone decides. */
+static size_t chunk_keys(const attn_problem *p)
+{
+    const size_t esz = p->dtype == ATTN_F64 ? sizeof(double) : sizeof(float);
+    const size_t ev = p->E + p->Ev < p->E ? SIZE_MAX : p->E + p->Ev;
+    size_t ck = ev < CHUNK_BYTES / esz ? CHUNK_BYTES / esz / (ev ? ev : 1)
+                                       : 0;
+    ck = ck > 1024 ? 1024 : ck < 16 ? 16 : ck & ~(size_t)15;
+    const size_t need = p->S / MAX_CHUNKS + 16;
+    return ck > need ? ck : need & ~(size_t)15;
+}
+
+static attn_status make_dplan(attn_dplan *dp, const attn_problem *p)
+{
+    const size_t esz = p->dtype == ATTN_F64 ? sizeof(double) : sizeof(float);
+    memset(dp, 0, sizeof *dp);
+    dp->p = p;
+    dp->CK = chunk_keys(p);
+    dp->nch = p->S / dp->CK + (p->S % dp->CK != 0);
+    dp->SP = (dp->CK + 15) & ~(size_t)15;
+    dp->coff = p->causal == ATTN_CAUSAL_BOTTOM_RIGHT
+                   ? (ptrdiff_t)p->S - (ptrdiff_t)p->L : 0;
+    dp->pack_k = p->E > 1 && p->k.s1 != 1;
+    dp->pack_v = p->Ev > 1 && p->v.s1 != 1;
+    size_t a = 0, n;
+    int ok = mul_to(p->L, p->E, &n)
+             && grab(&a, n, esz, &dp->off_q) && grab(&a, dp->SP, esz, &dp->off_s)
+             && mul_to(dp->pack_k ? dp->CK : 0, p->E, &n)
+             && grab(&a, n, esz, &dp->off_kp)
+             && mul_to(dp->pack_v ? dp->CK : 0, p->Ev, &n)
+             && grab(&a, n, esz, &dp->off_vp);
+    dp->scratch_bytes = a;
+    switch (p->fully_masked) {
+    case ATTN_FM_UNIFORM:
+        dp->fm_weight = p->S ? 1.0 / (double)p->S : 0.0;
+        break;
+    case ATTN_FM_NAN:
+        dp->fm_weight = NAN;
+        break;
+    default:
+        dp->fm_weight = 0;
+        break;
+    }
+    return ok ? ATTN_OK : ATTN_ENOMEM;
+}
+
+/* ------------------------------------------------------------------------ */
+/* running the items of one round                                           */
+/* ------------------------------------------------------------------------ */
+typedef struct {
+    const attn_dplan *dp;
+    attn_dchunk_fn fn;
+    const attn_exec *ex;
+    size_t nitems;
+    atomic_size_t next;
+    atomic_int stop; /* 0, or the status that stopped the call */
+    long long t_last;
+} dec_run;
+
+static long long clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* the calling thread asks exec->poll about every attn__poll_interval_ns  */
+static void dec_poll(dec_run *c)
+{
+    if (!c->ex || !c->ex->poll)
+        return;
+    long long t = clock_ns();
+    if (t - c->t_last < attn__poll_interval_ns)
+        return;
+    c->t_last = t;
+    if (c->ex->poll(c->ex->poll_ctx))
+        atomic_store(&c->stop, ATTN_EINTERRUPTED);
+}
+
+static void dec_task(void *arg, int tid)
+{
+    dec_run *c = arg;
+    const attn_dplan *dp = c->dp;
+    void *raw = malloc(dp->scratch_bytes + 64);
+    if (!raw) {
+        atomic_store(&c->stop, ATTN_ENOMEM);
+        return;
+    }
+    void *sb = (void *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
+        size_t k = atomic_fetch_add_explicit(&c->next, 1,
+                                             memory_order_relaxed);
+        if (k >= c->nitems)
+            break;
+        c->fn(dp, sb, dp->b0 + k / dp->nch, k % dp->nch);
+        if (tid == 0)
+            dec_poll(c);
+    }
+    free(raw);
+}
+
+static attn_status dec_run_items(const attn_dplan *dp, attn_dchunk_fn fn,
+                                 const attn_exec *ex, size_t nb, int nt,
+                                 long long *t_last)
+{
+    dec_run c;
+    memset(&c, 0, sizeof c);
+    c.dp = dp;
+    c.fn = fn;
+    c.ex = ex;
+    c.nitems = nb * dp->nch;
+    c.t_last = *t_last;
+    atomic_init(&c.next, 0);
+    atomic_init(&c.stop, ATTN_OK);
+    if (c.nitems == 0)
+        return ATTN_OK;
+    if ((size_t)nt > c.nitems)
+        nt = (int)c.nitems;
+    attn_pool_run(dec_task, &c, nt);
+    *t_last = c.t_last;
+    return (attn_status)atomic_load(&c.stop);
+}
+
+/* ------------------------------------------------------------------------ */
+/* merge of one round, fully masked rows                                    */
+/* ------------------------------------------------------------------------ */
+typedef struct {
+    double *lse_k, *w, *vmean;
+    ptrdiff_t *cs;
+    const void **out_k;
+} dec_merge_buf;
+
+/* row r of batch item b: out(b, r, :) from the partials; returns its lse
+ * (-inf: fully masked, out not written)                                   */
+#define DEFINE_DEC_MERGE(T, SFX)                                                \
+static double dec_merge_row_##SFX(const attn_dplan *dp, dec_merge_buf *mb,     \
+                                  size_t b, size_t r)                           \
+{                                                                               \
+    const attn_problem *p = dp->p;                                              \
+    const size_t L = p->L, Ev = p->Ev, nch = dp->nch;                           \
+    const size_t bc = (b - dp->b0) * nch;                                       \
+    for (size_t c = 0; c < nch; c++) {                                          \
+        mb->lse_k[c] = dp->part_lse[(bc + c) * L + r];                          \
+        mb->out_k[c] = (const T *)dp->part_out + ((bc + c) * L + r) * Ev;       \
+        mb->cs[c] = 1;                                                          \
+    }                                                                           \
+    const double m = attn__merge_weights(nch, mb->lse_k, mb->w);                \
+    T *o = (T *)p->out.data + OFF(p->out, b) + (ptrdiff_t)r * p->out.s0;        \
+    if (m != m)                                                                 \
+        for (size_t c = 0; c < Ev; c++)                                         \
+            o[(ptrdiff_t)c * p->out.s1] = (T)NAN;                               \
+    else if (m != -INFINITY)                                                    \
+        attn__merge_row_##SFX(o, p->out.s1, Ev, nch, mb->w,                     \
+                              (const T *const *)mb->out_k, mb->cs);             \
+    return m;                                                                   \
+}                                                                               \
+                                                                                \
+/* a fully masked row by policy (not raise): 0, NaN or the mean of V_b    */    \
+static void dec_masked_row_##SFX(const attn_problem *p, dec_merge_buf *mb,      \
+                                 size_t b, size_t r, int *have_mean)            \
+{                                                                               \
+    T *o = (T *)p->out.data + OFF(p->out, b) + (ptrdiff_t)r * p->out.s0;        \
+    const T *v_b = (const T *)p->v.data + OFF(p->v, b);                         \
+    if (p->fully_masked == ATTN_FM_UNIFORM && !*have_mean) {                    \
+        for (size_t c = 0; c < p->Ev; c++) {                                    \
+            double acc = 0;                                                     \
+            for (size_t j = 0; j < p->S; j++)                                   \
+                acc += v_b[(ptrdiff_t)j * p->v.s0 + (ptrdiff_t)c * p->v.s1];    \
+            mb->vmean[c] = p->S ? acc / (double)p->S : 0.0;                     \
+        }                                                                       \
+        *have_mean = 1;                                                         \
+    }                                                                           \
+    for (size_t c = 0; c < p->Ev; c++)                                          \
+        o[(ptrdiff_t)c * p->out.s1] =                                           \
+            p->fully_masked == ATTN_FM_UNIFORM ? (T)mb->vmean[c]                \
+            : p->fully_masked == ATTN_FM_NAN   ? (T)NAN                         \
+                                               : (T)0;                          \
+}
+
+DEFINE_DEC_MERGE(float, f32)
+DEFINE_DEC_MERGE(double, f64)
+
+/* merge batch items b0 .. b0+nb-1; lse[(b - b0) * L + r] = merged lse    */
+static attn_status dec_merge(attn_problem *p, const attn_dplan *dp,
+                             dec_merge_buf *mb, size_t nb, double *lse)
+{
+    const int f64 = p->dtype == ATTN_F64;
+    for (size_t b = dp->b0; b < dp->b0 + nb; b++) {
+        int have_mean = 0;
+        for (size_t r = 0; r < p->L; r++) {
+            double m = f64 ? dec_merge_row_f64(dp, mb, b, r)
+                           : dec_merge_row_f32(dp, mb, b, r);
+            lse[(b - dp->b0) * p->L + r] = m;
+            if (m != -INFINITY)
+                continue;
+            if (p->fully_masked == ATTN_FM_RAISE) {
+                p->bad_b = b;
+                p->bad_row = r;
+                return ATTN_EFULLYMASKED;
+            }
+            if (f64)
+                dec_masked_row_f64(p, mb, b, r, &have_mean);
+            else
+                dec_masked_row_f32(p, mb, b, r, &have_mean);
+        }
+    }
+    return ATTN_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the decode path                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* threads: at most one per attn__min_flops_per_thread flops              */
+static int dec_threads(const attn_problem *p, const attn_exec *ex)
+{
+    int nt = ex && ex->nthreads > 1 ? ex->nthreads : 1;
+    double flops = 2.0 * (double)p->B * (double)p->L * (double)p->S
+                   * (double)(p->E + p->Ev);
+    if ((double)nt * attn__min_flops_per_thread > flops) {
+        double f = flops / attn__min_flops_per_thread;
+        nt = f < 1 ? 1 : (int)f;
+    }
+    return nt;
+}
+
+/* batch items per round and the buffers: partials, merged lse, merge    */
+static void *dec_buffers(attn_dplan *dp, size_t *nbr, dec_merge_buf *mb,
+                         double **lse)
+{
+    const attn_problem *p = dp->p;
+    const size_t esz = p->dtype == ATTN_F64 ? sizeof(double) : sizeof(float);
+    size_t rows, per_b, a = 0, o_out, o_lse, o_fin, o_m, o_vm, n;
+    /* per batch item: nch * L rows of Ev values and one lse, L lse      */
+    if (!mul_to(dp->nch, p->L, &rows)
+        || !mul_to(p->Ev, esz, &n)
+        || !mul_to(rows, n + sizeof(double), &per_b)
+        || per_b > SIZE_MAX / 2)
+        return NULL;
+    per_b += p->L * sizeof(double);
+    *nbr = ROUND_BYTES / per_b ? ROUND_BYTES / per_b : 1;
+    if (*nbr > p->B)
+        *nbr = p->B;
+    if (mul_to(*nbr, rows, &rows)
+        && grab(&a, rows, n, &o_out) && grab(&a, rows, sizeof(double), &o_lse)
+        && grab(&a, *nbr * p->L, sizeof(double), &o_fin)
+        && grab(&a, dp->nch + 1, 3 * sizeof(double) + sizeof(void *), &o_m)
+        && grab(&a, p->Ev, sizeof(double), &o_vm)) {
+        char *buf = malloc(a ? a : 1);
+        if (!buf)
+            return NULL;
+        dp->part_out = buf + o_out;
+        dp->part_lse = (double *)(buf + o_lse);
+        *lse = (double *)(buf + o_fin);
+        mb->lse_k = (double *)(buf + o_m);
+        mb->w = mb->lse_k + dp->nch + 1;
+        mb->cs = (ptrdiff_t *)(mb->w + dp->nch + 1);
+        mb->out_k = (const void **)(mb->cs + dp->nch + 1);
+        mb->vmean = (double *)(buf + o_vm);
+        return buf;
+    }
+    return NULL;
+}
+
+attn_status attn__sdpa_decode(attn_problem *p, const attn_exec *ex,
+                              const attn_isa_desc *d)
+{
+    const attn_decode_desc *dd = dec_desc(d);
+    const int t = p->dtype == ATTN_F64;
+    attn_dplan dp;
+    attn_status st = make_dplan(&dp, p);
+    if (st != ATTN_OK || p->B == 0)
+        return st;
+    size_t nbr;
+    dec_merge_buf mb;
+    double *lse;
+    void *buf = dec_buffers(&dp, &nbr, &mb, &lse);
+    if (!buf)
+        return ATTN_ENOMEM;
+    const int nt = dec_threads(p, ex);
+    long long t_last = ex && ex->poll ? clock_ns() : 0;
+    for (size_t b0 = 0; b0 < p->B && st == ATTN_OK; b0 += nbr) {
+        const size_t nb = p->B - b0 < nbr ? p->B - b0 : nbr;
+        dp.b0 = b0;
+        st = dec_run_items(&dp, dd->chunk[t], ex, nb, nt, &t_last);
+        if (st == ATTN_OK)
+            st = dec_merge(p, &dp, &mb, nb, lse);
+        dp.lse = lse;
+        if (st == ATTN_OK && (p->weights.data || p->scores.data))
+            st = dec_run_items(&dp, dd->weights[t], ex, nb, nt, &t_last);
+    }
+    free(buf);
+    return st;
+}

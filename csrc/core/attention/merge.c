@@ -1,0 +1,121 @@
+/*
+ * attention/merge.c -- merge partial attention results over disjoint key
+ * sets by their log-sum-exp (attn_merge, attn.h). The split-K decode
+ * (decode.c) merges its key chunks with the same row routine, so the
+ * public merge and the decoder compute the same numbers.
+ *
+ * Per row, for K partials (out_k, lse_k), in double, k in order:
+ *   1. M = max_k lse_k (NaN if any is NaN); M == -inf: fully masked row
+ *   2. e_k = exp(lse_k - M), sum = sum_k e_k, lse = M + log(sum)
+ *   3. out = sum over k with e_k != 0 of (e_k / sum) out_k
+ * A partial of weight 0 (lse_k = -inf) is skipped, never multiplied: its
+ * out_k may hold anything (0, NaN from a "nan" policy).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "attn.h"
+#include "attention/decode.h"
+#include "util.h"
+
+/* steps 1-2: the weights e_k / sum into w[k]; returns the row's lse
+ * (-inf: fully masked, then w is not written)                           */
+double attn__merge_weights(size_t K, const double *lse_k, double *w)
+{
+    double M = -INFINITY;
+    for (size_t k = 0; k < K; k++) {
+        const double x = lse_k[k];
+        if (x != x)
+            return x;
+        M = x > M ? x : M;
+    }
+    if (M == -INFINITY)
+        return M;
+    double sum = 0;
+    for (size_t k = 0; k < K; k++) {
+        w[k] = exp(lse_k[k] - M);
+        sum += w[k];
+    }
+    for (size_t k = 0; k < K; k++)
+        w[k] /= sum;
+    return M + log(sum);
+}
+
+/* step 3 for one row: out[c * os1] = sum_k w[k] out_k[k][c * cs[k]]     */
+#define DEFINE_MERGE_ROW(T, SFX)                                                \
+void attn__merge_row_##SFX(T *out, ptrdiff_t os1, size_t Ev, size_t K,          \
+                           const double *w, const T *const *out_k,             \
+                           const ptrdiff_t *cs)                                \
+{                                                                               \
+    for (size_t c = 0; c < Ev; c++) {                                           \
+        double acc = 0;                                                         \
+        for (size_t k = 0; k < K; k++)                                          \
+            if (w[k] != 0)                                                      \
+                acc += w[k] * (double)out_k[k][(ptrdiff_t)c * cs[k]];           \
+        out[(ptrdiff_t)c * os1] = (T)acc;                                       \
+    }                                                                           \
+}
+
+DEFINE_MERGE_ROW(float, f32)
+DEFINE_MERGE_ROW(double, f64)
+
+/* the public merge: gather each row's K partials, then the row routine  */
+#define DEFINE_MERGE(T, SFX)                                                    \
+static void merge_##SFX(size_t K, size_t B, size_t L, size_t Ev,                \
+                        attn_mat out, attn_mat lse, const attn_mat *outs,       \
+                        const attn_mat *lses, double *lse_k, double *w,         \
+                        const T **out_k, ptrdiff_t *cs)                         \
+{                                                                               \
+    for (size_t b = 0; b < B; b++)                                              \
+        for (size_t i = 0; i < L; i++) {                                        \
+            for (size_t k = 0; k < K; k++) {                                    \
+                const T *l_k = (const T *)lses[k].data + OFF(lses[k], b);       \
+                lse_k[k] = (double)l_k[(ptrdiff_t)i * lses[k].s0];              \
+                out_k[k] = (const T *)outs[k].data + OFF(outs[k], b)            \
+                           + (ptrdiff_t)i * outs[k].s0;                         \
+                cs[k] = outs[k].s1;                                             \
+            }                                                                   \
+            const double m = attn__merge_weights(K, lse_k, w);                  \
+            T *o_bi = (T *)out.data + OFF(out, b) + (ptrdiff_t)i * out.s0;      \
+            if (lse.data)                                                       \
+                ((T *)lse.data)[OFF(lse, b) + (ptrdiff_t)i * lse.s0] = (T)m;    \
+            if (m == -INFINITY)                                                 \
+                for (size_t c = 0; c < Ev; c++)                                 \
+                    o_bi[(ptrdiff_t)c * out.s1] = 0;                            \
+            else if (m != m)                                                    \
+                for (size_t c = 0; c < Ev; c++)                                 \
+                    o_bi[(ptrdiff_t)c * out.s1] = (T)NAN;                       \
+            else                                                                \
+                attn__merge_row_##SFX(o_bi, out.s1, Ev, K, w, out_k, cs);      \
+        }                                                                       \
+}
+
+DEFINE_MERGE(float, f32)
+DEFINE_MERGE(double, f64)
+
+attn_status attn_merge(attn_dtype dtype, size_t K, size_t B, size_t L,
+                       size_t Ev, attn_mat out, attn_mat lse,
+                       const attn_mat *outs, const attn_mat *lses)
+{
+    if (dtype != ATTN_F32 && dtype != ATTN_F64)
+        return ATTN_EINVAL;
+    /* lse_k[K], w[K], cs[K], out_k[K], in one block */
+    const size_t item = 3 * sizeof(double) + sizeof(void *);
+    if (K > SIZE_MAX / item - 1)
+        return ATTN_ENOMEM;
+    double *buf = malloc((K + 1) * item);
+    if (!buf)
+        return ATTN_ENOMEM;
+    double *lse_k = buf, *w = buf + K + 1;
+    ptrdiff_t *cs = (ptrdiff_t *)(w + K + 1);
+    void *ptrs = cs + K + 1;
+    if (dtype == ATTN_F32)
+        merge_f32(K, B, L, Ev, out, lse, outs, lses, lse_k, w,
+                  (const float **)ptrs, cs);
+    else
+        merge_f64(K, B, L, Ev, out, lse, outs, lses, lse_k, w,
+                  (const double **)ptrs, cs);
+    free(buf);
+    return ATTN_OK;
+}

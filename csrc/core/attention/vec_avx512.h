@@ -1,0 +1,131 @@
+/*
+ * attention/vec_avx512.h -- AVX-512F (16 floats / 8 doubles).
+ *
+ * The vector primitives of the attention templates (tile.h, decode_tile.h)
+ * for this instruction set, and their template parameters for one element
+ * type. Use (the selector is consumed, the parameters are #undef'd by the
+ * template):
+ *
+ *     #define ATTN_VEC_F64 0            (0: float, 1: double)
+ *     #include "attention/vec_avx512.h"
+ *     #include "attention/tile.h"
+ *
+ * Besides the parameters tile.h lists, VRSUM(v) is the sum of the lanes of
+ * v, in a fixed order.
+ */
+#ifndef ATTNPY_VEC_AVX512_H
+#define ATTNPY_VEC_AVX512_H
+
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "attention/exp.h"
+
+#define ATTR __attribute__((target("avx512f,avx2,fma")))
+
+static inline __attribute__((always_inline)) ATTR __m512 exp16_f32(__m512 x)
+{
+    const __m512 magic = _mm512_set1_ps(AX_MAGIC_F);
+    /* max(c, x) returns x when x is NaN: NaN propagates. Results below
+     * FLT_MIN are set to 0 by the mask, never computed: an underflowing
+     * vscalefps would take a slow microcode assist for every masked -inf */
+    __m512 xc = _mm512_max_ps(_mm512_set1_ps(AX_MINX_F), x);
+    __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(AX_MINX_F),
+                                        _CMP_NLT_UQ); /* x >= min or NaN */
+    __m512 t = _mm512_fmadd_ps(xc, _mm512_set1_ps(AX_LOG2E_F), magic);
+    __m512 n = _mm512_sub_ps(t, magic);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(AX_LN2HI_F), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(AX_LN2LO_F), r);
+    __m512 q = _mm512_set1_ps(AX_Q6_F);
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(AX_Q5_F));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(AX_Q4_F));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(AX_Q3_F));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(AX_Q2_F));
+    /* p(r) = 1 + r (1 + r q(r)) */
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f));
+    __m512 y = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f));
+    return _mm512_maskz_scalef_ps(keep, y, n);
+}
+
+static inline __attribute__((always_inline)) ATTR __m512d exp8_f64(__m512d x)
+{
+    const __m512d magic = _mm512_set1_pd(AX_MAGIC_D);
+    __m512d xc = _mm512_max_pd(_mm512_set1_pd(AX_MINX_D), x);
+    __mmask8 keep = _mm512_cmp_pd_mask(x, _mm512_set1_pd(AX_MINX_D),
+                                       _CMP_NLT_UQ);
+    __m512d t = _mm512_fmadd_pd(xc, _mm512_set1_pd(AX_LOG2E_D), magic);
+    __m512d n = _mm512_sub_pd(t, magic);
+    __m512d r = _mm512_fnmadd_pd(n, _mm512_set1_pd(AX_LN2HI_D), xc);
+    r = _mm512_fnmadd_pd(n, _mm512_set1_pd(AX_LN2LO_D), r);
+    __m512d q = _mm512_set1_pd(AX_Q11_D);
+    q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(AX_Q10_D));
+    q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(AX_Q9_D));
+    q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(AX_Q8_D));
+    q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(AX_Q7_D));
+    q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(AX_Q6_D));
+    q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(AX_Q5_D));
+    q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(AX_Q4_D));
+    q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(AX_Q3_D));
+    q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(AX_Q2_D));
+    /* p(r) = 1 + r (1 + r q(r)) */
+    q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0));
+    __m512d y = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0));
+    return _mm512_maskz_scalef_pd(keep, y, n);
+}
+
+static inline __attribute__((always_inline)) ATTR __m512 safe16_f32(__m512 m)
+{
+    __mmask16 k = _mm512_cmp_ps_mask(m, _mm512_set1_ps(-INFINITY),
+                                     _CMP_EQ_OQ);
+    return _mm512_mask_mov_ps(m, k, _mm512_setzero_ps());
+}
+
+static inline __attribute__((always_inline)) ATTR __m512d safe8_f64(__m512d m)
+{
+    __mmask8 k = _mm512_cmp_pd_mask(m, _mm512_set1_pd(-INFINITY),
+                                    _CMP_EQ_OQ);
+    return _mm512_mask_mov_pd(m, k, _mm512_setzero_pd());
+}
+
+#endif /* ATTNPY_VEC_AVX512_H */
+
+/* ---- the template parameters of one element type ---- */
+#undef VRSUM /* not in tile.h's #undef list */
+#if ATTN_VEC_F64
+#define T double
+#define VT __m512d
+#define W 8
+#define SFX(name) name##_avx512_f64
+#define VZERO() _mm512_setzero_pd()
+#define VSET1(x) _mm512_set1_pd(x)
+#define VLOADU(p) _mm512_loadu_pd(p)
+#define VSTOREU(p, v) _mm512_storeu_pd(p, v)
+#define VFMA(a, b, c) _mm512_fmadd_pd(a, b, c)
+#define VMUL(a, b) _mm512_mul_pd(a, b)
+#define VADD(a, b) _mm512_add_pd(a, b)
+#define VSUB(a, b) _mm512_sub_pd(a, b)
+#define VMAX(a, b) _mm512_max_pd(a, b)
+#define VEXP(a) exp8_f64(a)
+#define VSAFE(a) safe8_f64(a)
+#define VRSUM(a) _mm512_reduce_add_pd(a)
+#else
+#define T float
+#define VT __m512
+#define W 16
+#define SFX(name) name##_avx512_f32
+#define VZERO() _mm512_setzero_ps()
+#define VSET1(x) _mm512_set1_ps(x)
+#define VLOADU(p) _mm512_loadu_ps(p)
+#define VSTOREU(p, v) _mm512_storeu_ps(p, v)
+#define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define VMUL(a, b) _mm512_mul_ps(a, b)
+#define VADD(a, b) _mm512_add_ps(a, b)
+#define VSUB(a, b) _mm512_sub_ps(a, b)
+#define VMAX(a, b) _mm512_max_ps(a, b)
+#define VEXP(a) exp16_f32(a)
+#define VSAFE(a) safe16_f32(a)
+#define VRSUM(a) _mm512_reduce_add_ps(a)
+#endif
+#undef ATTN_VEC_F64
