@@ -1,9 +1,11 @@
-"""Build and run the C core's own test program (tests/c/test_core.c).
+"""Build and run the C core's own test programs (tests/c/test_*.c).
 
-It checks the fast attention path (every instruction set the CPU has, 1 and
-2 threads) against the naive C oracle over many random problems, the vector
-exp's ulp error, concurrent callers, fork() after a threaded call, the poll
-/ cancel protocol and the small kernels, without the Python binding.
+test_core.c checks the fast attention path (every instruction set the CPU
+has, 1 and 2 threads) against the naive C oracle over many random problems,
+the vector exp's ulp error, concurrent callers, fork() after a threaded
+call, the poll / cancel protocol and the small kernels; test_decode.c the
+split-K decode path (bitwise over 1, 2, 3 and 5 threads), attn_merge and
+attn_rope. All without the Python binding.
 """
 import glob
 import os
@@ -24,13 +26,14 @@ def core_sources():
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="gcc/pthreads build")
-def test_c_core(tmp_path):
+@pytest.mark.parametrize("program", ["test_core", "test_decode"])
+def test_c_core(tmp_path, program):
     if shutil.which(CC) is None:
         pytest.fail(f"C compiler {CC!r} not found (needed to build the C tests)")
-    exe = str(tmp_path / "test_core")
+    exe = str(tmp_path / program)
     cmd = [CC, "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g",
            "-pthread", "-I" + CORE,
-           os.path.join(ROOT, "tests", "c", "test_core.c"),
+           os.path.join(ROOT, "tests", "c", program + ".c"),
            *core_sources(), "-lm", "-o", exe]
     build = subprocess.run(cmd, capture_output=True, text=True)
     assert build.returncode == 0, "build failed:\n" + build.stderr

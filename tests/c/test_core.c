@@ -324,6 +324,8 @@ static void prob_free(prob *t)
     op_free(&t->sc);
 }
 
+static void prob_features(prob *t);
+
 static void prob_random(prob *t, int big)
 {
     static const size_t Ls[] = {0, 1, 2, 3, 5, 16, 17, 33, 64, 65, 100};
@@ -333,7 +335,6 @@ static void prob_random(prob *t, int big)
     memset(t, 0, sizeof *t);
     attn_problem *p = &t->p;
     p->dtype = irand(2) ? ATTN_F64 : ATTN_F32;
-    size_t esz = p->dtype == ATTN_F32 ? 4 : 8;
     p->B = pick(Bs, 4);
     p->L = pick(Ls, sizeof Ls / sizeof *Ls);
     p->S = pick(Ss, sizeof Ss / sizeof *Ss);
@@ -346,6 +347,16 @@ static void prob_random(prob *t, int big)
         p->E = 64;
         p->Ev = 64;
     }
+    prob_features(t);
+}
+
+/* the rest of a random problem of the shape in t->p (dtype, B, L, S, E,
+ * Ev): random layouts and values, mask, bias, causal, policy, scale,
+ * outputs; then the naive oracle's result (test_decode.c uses it too)    */
+static void prob_features(prob *t)
+{
+    attn_problem *p = &t->p;
+    size_t esz = p->dtype == ATTN_F32 ? 4 : 8;
     op_make(&t->q, p->B, p->L, p->E, esz, LAY_ANY);
     op_make(&t->k, p->B, p->S, p->E, esz, LAY_ANY);
     op_make(&t->v, p->B, p->S, p->Ev, esz, LAY_ANY);

@@ -1,0 +1,391 @@
+/*
+ * test_decode.c -- C tests of the decoding parts of the core, without
+ * Python:
+ *
+ *   the split-K decode path of attn_sdpa (1 <= L <= 8; L = 9 for the
+ *     boundary) on every instruction set this CPU has, against the naive
+ *     oracle, over random problems whose keys span many chunks: every
+ *     layout, mask (also padding masks that leave whole chunks empty),
+ *     bias, causal alignment, fully_masked policy, weights and raw scores;
+ *     bitwise the same for 1, 2, 3 and 5 threads, and out the same bits
+ *     with and without weights; a long single-head sequence (S = 65553)
+ *   attn_merge: attention over key ranges merged by lse equals attention
+ *     over all keys; all -inf rows give 0 and -inf; NaN propagates
+ *   attn_rope: both conventions against the formula, in place, strided
+ *
+ * It reuses test_core.c's random operands, oracle and checks by including
+ * it (its main renamed). Build (tests/test_c_core.py does this):
+ *   gcc -std=c11 -Wall -Wextra -Werror -O1 -g -pthread -Icsrc/core \
+ *       tests/c/test_decode.c $(find csrc/core -name "*.c") -lm -o test_decode
+ * Prints one line per failure and "N passed, M failed"; exit status 1 on
+ * any failure.
+ */
+#undef main
+#define main test_core_main
+#include "test_core.c"
+#undef main
+
+#include "attention/decode.h"
+
+/* ------------------------------------------------------------------------ */
+/* the decode path against the oracle, bitwise over thread counts           */
+/* ------------------------------------------------------------------------ */
+
+/* a random decode problem: few rows, keys spanning many chunks            */
+static void prob_decode(prob *t, size_t max_s)
+{
+    static const size_t Ls[] = {1, 1, 1, 2, 3, 4, 7, 8, 9};
+    static const size_t Ss[] = {0,   1,   15,  16,   17,   100, 255,
+                                256, 257, 700, 1500, 3000, 5000};
+    static const size_t Es[] = {0, 1, 3, 8, 16, 17, 64, 128};
+    memset(t, 0, sizeof *t);
+    attn_problem *p = &t->p;
+    p->dtype = irand(2) ? ATTN_F64 : ATTN_F32;
+    p->B = 1 + irand(3);
+    p->L = pick(Ls, sizeof Ls / sizeof *Ls);
+    do
+        p->S = pick(Ss, sizeof Ss / sizeof *Ss);
+    while (p->S > max_s);
+    p->E = pick(Es, sizeof Es / sizeof *Es);
+    p->Ev = irand(3) ? p->E : pick(Es, sizeof Es / sizeof *Es);
+    prob_features(t);
+    if (p->mask.data && irand(2)) {
+        /* a padding mask: batch item b sees its first len_b keys, often
+         * leaving whole chunks without a visible key */
+        for (size_t b = 0; b < p->B; b++) {
+            size_t len = irand(p->S + 1);
+            for (size_t r = 0; r < p->L; r++)
+                for (size_t j = 0; j < p->S; j++)
+                    op_set(&t->mask, b, r, j, j < len);
+        }
+        run_naive(t);
+    }
+}
+
+static int same_bytes(const operand *o, const unsigned char *ref)
+{
+    return !o->buf || memcmp(o->buf, ref, o->nbytes) == 0;
+}
+
+/* check_fast at 1 thread, then at 2, 3 and 5: the same bits each time   */
+static void check_threads(prob *t, const char *isa)
+{
+    static const int nts[] = {2, 3, 5};
+    char d[400];
+    describe(t, d, sizeof d);
+    check_fast(t, isa, 1);
+    unsigned char *o1 = dup_buf(&t->out), *w1 = dup_buf(&t->w),
+                  *s1 = dup_buf(&t->sc);
+    for (size_t n = 0; n < sizeof nts / sizeof *nts; n++) {
+        check_fast(t, isa, nts[n]);
+        if (t->st_naive == ATTN_OK)
+            CHECK(same_bytes(&t->out, o1) && same_bytes(&t->w, w1)
+                      && same_bytes(&t->sc, s1),
+                  "[%s] 1 and %d threads differ bitwise: %s", isa, nts[n], d);
+    }
+    if (t->st_naive == ATTN_OK && (t->w.buf || t->sc.buf)) {
+        attn_exec ex = {2, NULL, NULL};
+        memset(&t->p.weights, 0, sizeof t->p.weights);
+        memset(&t->p.scores, 0, sizeof t->p.scores);
+        op_fill_sentinel(&t->out, -12345.0);
+        CHECK(attn_sdpa(&t->p, &ex) == ATTN_OK && same_bytes(&t->out, o1),
+              "[%s] decode out differs with/without weights: %s", isa, d);
+    }
+    free(o1);
+    free(w1);
+    free(s1);
+}
+
+static void test_decode_random(const char *isa, int count)
+{
+    for (int it = 0; it < count; it++) {
+        prob t;
+        prob_decode(&t, it % 4 ? 1500 : 5000);
+        check_threads(&t, isa);
+        prob_free(&t);
+    }
+}
+
+/* one query against a long sequence: many chunks, one batch item        */
+static void test_decode_long(const char *isa)
+{
+    static const size_t shapes[][4] = {{1, 1, 65553, 128}, {2, 3, 20000, 64}};
+    for (int s = 0; s < 2; s++) {
+        prob t;
+        attn_dtype dt = s ? ATTN_F64 : ATTN_F32;
+        prob_simple(&t, dt, shapes[s][0], shapes[s][1], shapes[s][2],
+                    shapes[s][3], shapes[s][3]);
+        t.p.causal = s ? ATTN_CAUSAL_BOTTOM_RIGHT : ATTN_CAUSAL_NONE;
+        prob_outputs(&t, 0, 0);
+        run_naive(&t);
+        check_threads(&t, isa);
+        prob_free(&t);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* attn_merge                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* lse(b, i) over keys [j0, j1), in double: -inf when no key is allowed   */
+static double lse_range(const prob *t, size_t b, size_t i, size_t j0,
+                        size_t j1)
+{
+    const attn_problem *p = &t->p;
+    double m = -INFINITY, sum = 0, s[5000];
+    for (size_t j = j0; j < j1; j++) {
+        double dot = 0;
+        for (size_t e = 0; e < p->E; e++)
+            dot += op_get(&t->q, b, i, e) * op_get(&t->k, b, j, e);
+        s[j - j0] = p->mask.data && !t->mask.buf[op_index(&t->mask, b, i, j)]
+                        ? -INFINITY : p->scale * dot;
+        m = s[j - j0] > m ? s[j - j0] : m;
+    }
+    if (m == -INFINITY)
+        return m;
+    for (size_t j = j0; j < j1; j++)
+        sum += exp(s[j - j0] - m);
+    return m + log(sum);
+}
+
+/* partials of the contiguous problem t over key ranges cut at cuts[]     */
+static void test_merge_case(attn_dtype dt, size_t B, size_t L, size_t S,
+                            size_t E, size_t Ev, size_t K, int masked)
+{
+    prob t;
+    prob_simple(&t, dt, B, L, S, E, Ev);
+    operand mask;
+    if (masked) {
+        op_make(&mask, B, L, S, 1, LAY_OUTPUT);
+        for (size_t b = 0; b < B; b++)
+            for (size_t i = 0; i < L; i++)
+                for (size_t j = 0; j < S; j++) /* row 0 fully masked */
+                    op_set(&mask, b, i, j, i > 0 && urand() < 0.3);
+        t.mask = mask;
+        t.p.mask = mask.m;
+    }
+    prob_outputs(&t, 0, 0);
+    run_naive(&t); /* fully_masked = zero */
+    const size_t esz = dt == ATTN_F32 ? 4 : 8;
+    size_t cut[6] = {0};
+    for (size_t k = 1; k < K; k++)
+        cut[k] = cut[k - 1] + irand(S - cut[k - 1] + 1);
+    cut[K] = S;
+    attn_mat outs[5], lses[5];
+    void *bufs[10];
+    ptrdiff_t lboff[4] = {0, (ptrdiff_t)L, 2 * (ptrdiff_t)L, 3 * (ptrdiff_t)L};
+    for (size_t k = 0; k < K; k++) {
+        attn_problem sub = t.p;
+        const size_t j0 = cut[k];
+        sub.S = cut[k + 1] - j0;
+        sub.k.data = (char *)t.k.m.data + (ptrdiff_t)j0 * t.k.m.s0 * (ptrdiff_t)esz;
+        sub.v.data = (char *)t.v.m.data + (ptrdiff_t)j0 * t.v.m.s0 * (ptrdiff_t)esz;
+        if (masked)
+            sub.mask.data = (char *)mask.m.data + (ptrdiff_t)j0 * mask.m.s1;
+        bufs[2 * k] = calloc(B * L * (Ev + 1), esz);
+        bufs[2 * k + 1] = calloc(B * L, esz);
+        ptrdiff_t *ob = malloc(B * sizeof *ob);
+        for (size_t b = 0; b < B; b++)
+            ob[b] = (ptrdiff_t)(b * L * Ev);
+        sub.out = (attn_mat){bufs[2 * k], ob, (ptrdiff_t)Ev, 1};
+        CHECK(attn_sdpa_naive(&sub) == ATTN_OK, "merge: partial status");
+        outs[k] = sub.out;
+        lses[k] = (attn_mat){bufs[2 * k + 1], lboff, 1, 0};
+        for (size_t b = 0; b < B; b++)
+            for (size_t i = 0; i < L; i++) {
+                double x = lse_range(&t, b, i, j0, cut[k + 1]);
+                if (dt == ATTN_F32)
+                    ((float *)bufs[2 * k + 1])[b * L + i] = (float)x;
+                else
+                    ((double *)bufs[2 * k + 1])[b * L + i] = x;
+            }
+    }
+    prob_target(&t, 0);
+    op_fill_sentinel(&t.out, -12345.0);
+    double lse_got[64];
+    attn_mat lse = {lse_got, lboff, 1, 0};
+    attn_status st = attn_merge(ATTN_F64, 0, 0, 0, 0, t.p.out, lse, outs,
+                                lses); /* nothing to do */
+    CHECK(st == ATTN_OK, "merge: empty status %d", (int)st);
+    if (dt == ATTN_F32) { /* lse as float too */
+        float lf[64];
+        lse.data = lf;
+        st = attn_merge(dt, K, B, L, Ev, t.p.out, lse, outs, lses);
+        for (size_t x = 0; x < B * L; x++)
+            lse_got[x] = lf[x];
+    } else {
+        st = attn_merge(dt, K, B, L, Ev, t.p.out, lse, outs, lses);
+    }
+    CHECK(st == ATTN_OK, "merge: status %d", (int)st);
+    const double tol = dt == ATTN_F32 ? 2e-5 : 1e-12;
+    double me = 0;
+    size_t bad = cmp_buf(&t.out, &t.out_n, tol * (t.vmax + 1e-30), tol, &me);
+    CHECK(bad == 0, "merge %s K=%zu B=%zu L=%zu S=%zu: %zu mismatches "
+          "(worst %.3g x tol)", dt_name(dt), K, B, L, S, bad, me);
+    int lse_ok = 1;
+    for (size_t b = 0; b < B; b++)
+        for (size_t i = 0; i < L; i++) {
+            double want = lse_range(&t, b, i, 0, S), got = lse_got[b * L + i];
+            lse_ok &= want == -INFINITY ? got == want
+                                        : fabs(got - want) <= tol * (1 + fabs(want));
+        }
+    CHECK(lse_ok, "merge %s K=%zu S=%zu: lse differs", dt_name(dt), K, S);
+    for (size_t k = 0; k < K; k++) {
+        free(bufs[2 * k]);
+        free(bufs[2 * k + 1]);
+        free((void *)outs[k].boff);
+    }
+    prob_free(&t); /* frees the mask operand too */
+}
+
+static void test_merge(void)
+{
+    for (int it = 0; it < 40; it++) {
+        attn_dtype dt = irand(2) ? ATTN_F32 : ATTN_F64;
+        test_merge_case(dt, 1 + irand(3), 1 + irand(5), irand(300),
+                        1 + irand(40), irand(20), 1 + irand(4), irand(2));
+    }
+    /* every partial -inf: out 0, lse -inf; a NaN lse: out NaN, lse NaN   */
+    double o[2][3] = {{1, 2, 3}, {NAN, 5, 6}}, l[2][2] = {{-INFINITY, 0.5},
+                                                           {-INFINITY, NAN}};
+    double got[2][3], lg[2];
+    ptrdiff_t z[1] = {0};
+    attn_mat outs[2] = {{o[0], z, 0, 1}, {o[1], z, 0, 1}};
+    attn_mat lses[2] = {{l[0], z, 1, 0}, {l[1], z, 1, 0}};
+    attn_mat out = {got, z, 3, 1}, lse = {lg, z, 1, 0};
+    CHECK(attn_merge(ATTN_F64, 2, 1, 2, 3, out, lse, outs, lses) == ATTN_OK,
+          "merge special status");
+    CHECK(lg[0] == -INFINITY && got[0][0] == 0 && got[0][1] == 0
+              && got[0][2] == 0 && !signbit(got[0][0]),
+          "merge: an all -inf row gives 0, -inf (got %g %g %g, %g)",
+          got[0][0], got[0][1], got[0][2], lg[0]);
+    CHECK(isnan(lg[1]) && isnan(got[1][0]) && isnan(got[1][2]),
+          "merge: a NaN lse gives NaN");
+    /* a partial of weight 0 is never read: its NaN does not spread      */
+    double l2[2] = {-INFINITY, 0.25};
+    double o2[2][3] = {{NAN, NAN, NAN}, {1, 2, 3}};
+    attn_mat outs2[2] = {{o2[0], z, 0, 1}, {o2[1], z, 0, 1}};
+    attn_mat lses2[2] = {{&l2[0], z, 1, 0}, {&l2[1], z, 1, 0}};
+    CHECK(attn_merge(ATTN_F64, 2, 1, 1, 3, out, lse, outs2, lses2) == ATTN_OK
+              && got[0][0] == 1 && got[0][2] == 3 && lg[0] == 0.25,
+          "merge: weight-0 partial spread into the result");
+}
+
+/* ------------------------------------------------------------------------ */
+/* attn_rope                                                                */
+/* ------------------------------------------------------------------------ */
+static void test_rope_case(attn_dtype dt, size_t E, int interleaved,
+                           double offset, double base)
+{
+    enum { B = 3, T = 5 };
+    const size_t n = B * T * E, esz = dt == ATTN_F32 ? 4 : 8;
+    double *x = malloc(n * sizeof *x), *want = malloc(n * sizeof *want);
+    unsigned char *in = malloc(n * esz), *tr = malloc(n * esz),
+                  *out = malloc(n * esz);
+    for (size_t a = 0; a < n; a++) {
+        x[a] = urand() * 4 - 2;
+        if (dt == ATTN_F32) {
+            ((float *)in)[a] = (float)x[a];
+            x[a] = ((float *)in)[a];
+        } else {
+            ((double *)in)[a] = x[a];
+        }
+    }
+    /* the formula, written out directly */
+    for (size_t b = 0; b < B; b++)
+        for (size_t t = 0; t < T; t++)
+            for (size_t i = 0; i < E / 2; i++) {
+                size_t ia = interleaved ? 2 * i : i;
+                size_t ib = interleaved ? 2 * i + 1 : i + E / 2;
+                double th = (offset + (double)t)
+                            * pow(base, -(double)(2 * i) / (double)E);
+                const double *xr = x + (b * T + t) * E;
+                want[(b * T + t) * E + ia] = xr[ia] * cos(th) - xr[ib] * sin(th);
+                want[(b * T + t) * E + ib] = xr[ib] * cos(th) + xr[ia] * sin(th);
+            }
+    ptrdiff_t boff[B], tboff[B];
+    for (size_t b = 0; b < B; b++) {
+        boff[b] = (ptrdiff_t)(b * T * E);
+        tboff[b] = (ptrdiff_t)b; /* transposed copy: (b, t, e) at e*B*T + t*B + b */
+    }
+    for (size_t a = 0; a < n; a++) {
+        size_t b = a / (T * E), t = a / E % T, e = a % E;
+        memcpy(tr + (e * B * T + t * B + b) * esz, in + a * esz, esz);
+    }
+    attn_mat mi = {in, boff, (ptrdiff_t)E, 1}, mo = {out, boff, (ptrdiff_t)E, 1};
+    attn_mat mt = {tr, tboff, B, B * T};
+    CHECK(attn_rope(dt, mo, mi, B, T, E, offset, base, interleaved) == ATTN_OK,
+          "rope status");
+    double worst = 0;
+    for (size_t a = 0; a < n; a++) {
+        double g = dt == ATTN_F32 ? ((float *)out)[a] : ((double *)out)[a];
+        worst = fmax(worst, fabs(g - want[a]));
+    }
+    CHECK(worst <= (dt == ATTN_F32 ? 4e-7 : 1e-14) * 3,
+          "rope %s E=%zu interleaved=%d offset=%g: error %g", dt_name(dt), E,
+          interleaved, offset, worst);
+    /* in place on a transposed view: the same bits */
+    CHECK(attn_rope(dt, mt, mt, B, T, E, offset, base, interleaved) == ATTN_OK,
+          "rope in place status");
+    int same = 1;
+    for (size_t a = 0; a < n; a++) {
+        size_t b = a / (T * E), t = a / E % T, e = a % E;
+        same &= memcmp(tr + (e * B * T + t * B + b) * esz, out + a * esz,
+                       esz) == 0;
+    }
+    CHECK(same, "rope in place on a strided view differs from out of place");
+    free(x);
+    free(want);
+    free(in);
+    free(tr);
+    free(out);
+}
+
+static void test_rope(void)
+{
+    static const size_t Es[] = {2, 8, 10, 64};
+    for (int dt = 0; dt < 2; dt++)
+        for (size_t e = 0; e < 4; e++)
+            for (int il = 0; il < 2; il++) {
+                test_rope_case((attn_dtype)dt, Es[e], il, 0.0, 10000.0);
+                test_rope_case((attn_dtype)dt, Es[e], il, 1000.0, 500.0);
+            }
+    float f[3];
+    ptrdiff_t z = 0;
+    attn_mat m = {f, &z, 3, 1};
+    CHECK(attn_rope(ATTN_F32, m, m, 1, 1, 3, 0.0, 10000.0, 0) == ATTN_EINVAL,
+          "rope: odd E accepted");
+}
+
+/* ------------------------------------------------------------------------ */
+int main(int argc, char **argv)
+{
+    /* default: a quick run (tools/valgrind.sh and sanitize.sh run every
+     * tests/c program without arguments); tests/test_c_core.py asks for
+     * more problems */
+    int count = argc > 1 ? atoi(argv[1]) : 6;
+    rng_state = argc > 2 ? strtoull(argv[2], NULL, 10) : 777;
+    clock_t t0 = clock();
+    attn__min_flops_per_thread = 0; /* use threads even on tiny problems */
+    test_rope();
+    test_merge();
+    static const char *isas[] = {"portable", "avx2", "avx512"};
+    for (int i = 0; i < 3; i++) {
+        if (attn_set_isa(isas[i]) != 0) {
+            printf("isa %s: not supported by this CPU, not tested\n", isas[i]);
+            continue;
+        }
+        printf("isa %s\n", isas[i]);
+        fflush(stdout);
+        test_decode_random(isas[i], count);
+        if (count >= 20)
+            test_decode_long(isas[i]);
+        printf("  worst error / tolerance: f32 %.3f, f64 %.3f\n",
+               max_err_seen[0], max_err_seen[1]);
+        max_err_seen[0] = max_err_seen[1] = 0;
+    }
+    CHECK(attn_set_isa("auto") == 0, "set_isa(auto)");
+    printf("%d passed, %d failed (%.1f s cpu)\n", n_pass, n_fail,
+           (double)(clock() - t0) / CLOCKS_PER_SEC);
+    return n_fail ? 1 : 0;
+}
