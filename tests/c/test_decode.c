@@ -2,8 +2,8 @@
  * test_decode.c -- C tests of the decoding parts of the core, without
  * Python:
  *
- *   the split-K decode path of attn_sdpa (1 <= L <= 8; L = 9 for the
- *     boundary) on every instruction set this CPU has, against the naive
+ *   the split-K decode path of attn_sdpa (1 <= L <= 4; L = 5 and 8 for
+ *     the boundary) on every instruction set this CPU has, against the naive
  *     oracle, over random problems whose keys span many chunks: every
  *     layout, mask (also padding masks that leave whole chunks empty),
  *     bias, causal alignment, fully_masked policy, weights and raw scores;
@@ -34,7 +34,7 @@
 /* a random decode problem: few rows, keys spanning many chunks            */
 static void prob_decode(prob *t, size_t max_s)
 {
-    static const size_t Ls[] = {1, 1, 1, 2, 3, 4, 7, 8, 9};
+    static const size_t Ls[] = {1, 1, 1, 2, 3, 4, 4, 5, 8};
     static const size_t Ss[] = {0,   1,   15,  16,   17,   100, 255,
                                 256, 257, 700, 1500, 3000, 5000};
     static const size_t Es[] = {0, 1, 3, 8, 16, 17, 64, 128};
