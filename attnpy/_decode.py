@@ -10,7 +10,7 @@ computed over separate parts of the keys.
 import numpy as np
 
 from . import _core
-from ._api import _float_dtype, _real, _size
+from ._api import _float_dtype, _offset_base, _size
 
 __all__ = ["rotary_embedding", "merge_attention", "KVCache"]
 
@@ -57,10 +57,7 @@ def rotary_embedding(x, *, offset=0, base=10000.0, interleaved=False,
     True
     """
     fname = "rotary_embedding"
-    offset = _size(offset, fname, "offset")
-    base = _real(base, fname, "base")
-    if not base > 0:
-        raise ValueError(f"{fname}: base must be > 0, got {base}")
+    offset, base = _offset_base(offset, base, fname)
     return _core.rope(x, out, float(offset), base, bool(interleaved), fname)
 
 

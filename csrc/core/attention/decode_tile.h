@@ -324,19 +324,4 @@ TF void SFX(dweights)(const attn_dplan *dp, void *scratch, size_t b,
 #undef DBOFF_
 
 /* the template's parameters, defined by the including files */
-#undef T
-#undef VT
-#undef W
-#undef SFX
-#undef VZERO
-#undef VSET1
-#undef VLOADU
-#undef VSTOREU
-#undef VFMA
-#undef VMUL
-#undef VADD
-#undef VSUB
-#undef VMAX
-#undef VEXP
-#undef VSAFE
-#undef VRSUM
+#include "attention/vec_undef.h"
