@@ -115,7 +115,34 @@ def merge_attention(outs, lses):
         raise ValueError(f"{fname}: {len(outs)} outs but {len(lses)} lses")
     if not outs:
         raise ValueError(f"{fname}: nothing to merge (outs is empty)")
-    return _core.merge(outs, lses, fname)
+    outs = [_core.as_real(o, fname, f"outs[{k}]") for k, o in enumerate(outs)]
+    lses = [_core.as_real(x, fname, f"lses[{k}]") for k, x in enumerate(lses)]
+    return _core.merge(*_broadcast_parts(outs, lses, fname), fname)
+
+
+def _broadcast_parts(outs, lses, fname):
+    """outs (..., L, Ev) and lses (..., L) checked and broadcast together."""
+    if outs[0].ndim < 2:
+        raise ValueError(f"{fname}: outs[0] must be (..., L, Ev), got shape "
+                         f"{outs[0].shape}")
+    L, Ev = outs[0].shape[-2:]
+    for k, (o, x) in enumerate(zip(outs, lses)):
+        if o.shape[-2:] != (L, Ev) or o.ndim < 2:
+            raise ValueError(f"{fname}: outs[{k}] has shape {o.shape} but "
+                             f"outs[0] has {outs[0].shape}: every part must "
+                             f"be (..., {L}, {Ev})")
+        if x.shape[-1:] != (L,):
+            raise ValueError(f"{fname}: lses[{k}] has shape {x.shape}, not "
+                             f"(..., {L}) to go with outs[{k}].shape="
+                             f"{o.shape}")
+    shapes = [o.shape[:-2] for o in outs] + [x.shape[:-1] for x in lses]
+    try:
+        lead = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"{fname}: the leading (batch) dimensions of outs "
+                         f"and lses do not broadcast: {shapes}") from None
+    return ([np.broadcast_to(o, lead + (L, Ev)) for o in outs],
+            [np.broadcast_to(x, lead + (L,)) for x in lses])
 
 
 class KVCache:
