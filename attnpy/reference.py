@@ -475,8 +475,9 @@ def rotary_embedding(x, *, offset=0, base=10000.0, interleaved=False,
         (np.s_[..., :half], np.s_[..., half:])
     a, b = x64[pairs[0]], x64[pairs[1]]
     y = np.empty(x.shape, np.float64)
-    y[pairs[0]] = a * cos - b * sin
-    y[pairs[1]] = b * cos + a * sin
+    with _quiet():
+        y[pairs[0]] = a * cos - b * sin
+        y[pairs[1]] = b * cos + a * sin
     return _store(y.astype(dtype), out, "rotary_embedding", "out")
 
 

@@ -16,7 +16,7 @@ import pytest
 import attnpy
 from attnpy import reference as ref
 
-from _arrays import TOLERANCES
+from _arrays import TOLERANCES, all_arrays, layouts, snapshot, strided_empty
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -83,6 +83,22 @@ def test_rope_matches_reference_and_models(interleaved, dtype):
         close(got, ref.rotary_embedding(x, offset=offset,
                                         interleaved=interleaved))
         close(got, model(x, offset))
+
+
+def test_rope_generated_arrays_match_reference():
+    rng = np.random.default_rng(10)
+    shapes = [(3, 4), (2, 3, 6), (2, 1, 3, 8), (0, 4), (3, 0), (2, 0, 2)]
+    for desc, x in all_arrays(rng, shapes=shapes):
+        before = snapshot(x)
+        got = attnpy.rotary_embedding(x, offset=3, interleaved=True)
+        want = ref.rotary_embedding(x, offset=3, interleaved=True)
+        assert got.dtype == want.dtype and got.shape == want.shape, desc
+        close(got, want)
+        assert snapshot(x) == before, desc   # the input is left alone
+        out = strided_empty(x.shape, want.dtype)
+        assert attnpy.rotary_embedding(x, offset=3, interleaved=True,
+                                       out=out) is out
+        close(out, want)
 
 
 def test_rope_positions_offset_and_relative_angle():
@@ -178,6 +194,26 @@ def test_merge_equals_attention_over_all_keys(dtype, parts):
     r_out, r_lse = ref.merge_attention(outs, lses)
     close(out, r_out)
     close(lse, r_lse)
+
+
+def test_merge_layouts_and_dtypes():
+    rng = np.random.default_rng(11)
+    outs = [rng.standard_normal((2, 3, 4)) for _ in range(3)]
+    lses = [rng.standard_normal((2, 3)) * 3 for _ in range(3)]
+    want = ref.merge_attention(outs, lses)
+    for (name, o), (_, x) in zip(layouts(outs[1]), layouts(lses[2])):
+        got = attnpy.merge_attention([outs[0], o, outs[2]],
+                                     [lses[0], lses[1], x])
+        close(got[0], want[0])
+        close(got[1], want[1])
+    # float16 / int parts convert like every attnpy input
+    o16 = [o.astype(np.float16) for o in outs]
+    got = attnpy.merge_attention(o16, [x.astype(np.float32) for x in lses])
+    assert got[0].dtype == np.float32
+    close(got[0], ref.merge_attention(o16, [x.astype(np.float32)
+                                            for x in lses])[0])
+    assert attnpy.merge_attention([np.ones((2, 3), int)],
+                                  [np.zeros(2, int)])[0].dtype == np.float64
 
 
 def test_merge_special_values_and_broadcasting():
