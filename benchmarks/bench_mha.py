@@ -130,7 +130,7 @@ def main(argv=None):
           f"threads; medians of interleaved samples")
     print(f"{'shape (B, L, d), heads':<28}{'class ms':>10}{'by hand ms':>12}"
           f"{'torch ms':>10}{'class/hand':>12}{'torch/class':>12}"
-          f"{'mem class/hand':>16}{'max rel err':>13}")
+          f"{'mem class/hand':>20}{'max rel err':>13}")
     for L, d, h, causal in SHAPES:
         cs, err = contenders(L, d, h, causal, with_torch)
         est = {c.name: 0.2 for c in cs}
@@ -145,7 +145,7 @@ def main(argv=None):
         name = f"(1, {L}, {d}), {h}{' causal' if causal else ''}"
         print(f"{name:<28}{cls:>10.1f}{hand:>12.1f}"
               f"{(f'{tt:.1f}' if tt else '-'):>10}{cls / hand:>12.2f}"
-              f"{(f'{tt / cls:.2f}' if tt else '-'):>12}{mem:>16}{err:>13.1e}")
+              f"{(f'{tt / cls:.2f}' if tt else '-'):>12}{mem:>20}{err:>13.1e}")
     if not args.quick:
         L = 65536
         mc = peak_memory(L, 256, 4, True, "class", args.threads)
