@@ -43,7 +43,8 @@ import math
 import numpy as np
 
 __all__ = [
-    "softmax", "scaled_dot_product_attention", "attention",
+    "softmax", "softmax_backward", "softmax_jacobian",
+    "scaled_dot_product_attention", "attention",
     "create_causal_mask", "causal_mask", "padding_mask",
     "positional_encoding", "add_positional_encoding",
     "rotary_embedding", "merge_attention",
@@ -148,6 +149,50 @@ def softmax(x, axis=-1, *, out=None):
         e = np.exp(x - m)
         result = e / np.sum(e, axis=axis, keepdims=True)
     return _store(result, out, "softmax", "out")
+
+
+def _same_shape(dy, y, func):
+    if dy.shape != y.shape:
+        raise ValueError(f"{func}: dy and y must have the same shape "
+                         f"(dy.shape={dy.shape}, y.shape={y.shape})")
+
+
+def softmax_backward(dy, y, axis=-1, *, out=None):
+    """dx = y * (dy - sum(dy * y, axis)): the gradient through y = softmax(x).
+
+    The sum in float64, then rounded to the compute dtype; ``dy - sum``
+    before the product with y.
+
+    >>> y = softmax(np.array([0.0, np.log(3.0)]))
+    >>> softmax_backward(np.array([1.0, 0.0]), y)   # d y_0 / d x
+    array([ 0.1875, -0.1875])
+    """
+    dy, y = np.asarray(dy), np.asarray(y)
+    _same_shape(dy, y, "softmax_backward")
+    dtype = compute_dtype(dy, y)
+    dy, y = _as_compute(dy, dtype), _as_compute(y, dtype)
+    with _quiet():
+        s = np.sum(dy.astype(np.float64) * y, axis=axis, keepdims=True)
+        result = y * (dy - s.astype(dtype))
+    return _store(result, out, "softmax_backward", "out")
+
+
+def softmax_jacobian(y, axis=-1):
+    """J[..., i, j] = y_i * ([i == j] - y_j) = diag(y) - y y^T per slice.
+
+    The slices along `axis` become the last two dims: shape ``y.shape``
+    without `axis`, then (n, n).
+
+    >>> softmax_jacobian(np.array([0.25, 0.75]))
+    array([[ 0.1875, -0.1875],
+           [-0.1875,  0.1875]])
+    """
+    y = np.asarray(y)
+    y = _as_compute(y, compute_dtype(y))
+    y = np.moveaxis(y, axis, -1)
+    eye = np.eye(y.shape[-1], dtype=y.dtype)
+    with _quiet():
+        return y[..., :, None] * (eye - y[..., None, :])
 
 
 # ---------------------------------------------------------------------------
