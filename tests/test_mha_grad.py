@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import attnpy
+from attnpy import reference as ref
 from _grad_np import use_numpy_attention_grad
 
 WEIGHTS = ("W_q", "W_k", "W_v", "W_o")
@@ -204,3 +205,26 @@ def test_errors(attn_grad):
         mha(X, mask=np.ones((5, 5)))
     with pytest.raises(RuntimeError, match="no forward call"):
         mha.backward(np.zeros((2, 3, 8)))
+
+
+@pytest.mark.parametrize("cross", [False, True], ids=["self", "cross"])
+@pytest.mark.parametrize("case", CASES)
+def test_backward_matches_the_reference_twin(attn_grad, case, cross):
+    L, S = 6, (5 if cross else 6)
+    mha, X, mem, rng = _layer_and_inputs(21, L, S, cross)
+    mem = None if mem is None else mem[:1]      # broadcast batch of K/V
+    mem2 = None if mem is None else mem + 1.0
+    twin = ref.MultiHeadAttention(8, 2, seed=21)
+    opts = dict(CASES[case])
+    if "mask" in opts:
+        opts["mask"] = _mask(opts["mask"], L, S)
+    G = rng.standard_normal((2, L, 8))
+    mha(X, mem, mem2, **opts)
+    twin(X, mem, mem2, **opts)
+    got, want = mha.backward(G), twin.backward(G)
+    for a, b in zip(got if cross else (got,), want if cross else (want,)):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+    for n in WEIGHTS:
+        np.testing.assert_allclose(mha.grads[n], twin.grads[n], rtol=1e-12,
+                                   atol=1e-13, err_msg=n)
