@@ -34,6 +34,19 @@ static int row_offsets(int nd, const npy_intp *dims, int axis, int nops,
     return 0;
 }
 
+/* the public name (the last of `want` arguments) for messages, or NULL
+ * with an exception when nargs != want                                  */
+static const char *fname_of(PyObject *const *args, Py_ssize_t nargs,
+                            Py_ssize_t want, const char *core)
+{
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %zd arguments", core,
+                     want);
+        return NULL;
+    }
+    return PyUnicode_AsUTF8(args[want - 1]);
+}
+
 /* the axis argument (already normalised by the Python wrapper) of an
  * nd-dim array: 0, or -1 with an exception                              */
 static int check_axis(PyObject *o, int nd, const char *fname, int *axis)
@@ -50,6 +63,18 @@ static int check_axis(PyObject *o, int nd, const char *fname, int *axis)
     return 0;
 }
 
+/* u->raw, u->typenum, u->x from the input x, and its axis: 0, or -1 with
+ * an exception                                                          */
+static int unary_input(ap_unary *u, PyObject *x, PyObject *axis_obj,
+                       const char *fname, const char *arg, int *axis)
+{
+    if (!(u->raw = as_real_array(x, fname, arg)) ||
+        check_axis(axis_obj, PyArray_NDIM(u->raw), fname, axis) < 0)
+        return -1;
+    u->typenum = compute_type_of(PyArray_DESCR(u->raw));
+    return (u->x = as_type(u->raw, u->typenum, fname, arg)) ? 0 : -1;
+}
+
 /* ------------------------------------------------------------------------ */
 /* softmax(x, axis, out, fname): axis already normalised by the caller       */
 /* ------------------------------------------------------------------------ */
@@ -58,21 +83,14 @@ static PyObject *core_softmax(PyObject *Py_UNUSED(mod), PyObject *const *args,
 {
     ap_unary u = {0};
     int ok = 0;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "softmax() takes 4 arguments");
-        return NULL;
-    }
-    const char *fname = PyUnicode_AsUTF8(args[3]);
+    const char *fname = fname_of(args, nargs, 4, "softmax");
     if (!fname)
         return NULL;
     int axis;
-    if (!(u.raw = as_real_array(args[0], fname, "x")) ||
-        check_axis(args[1], PyArray_NDIM(u.raw), fname, &axis) < 0)
+    if (unary_input(&u, args[0], args[1], fname, "x", &axis) < 0)
         goto fail;
-    int nd = PyArray_NDIM(u.raw);
-    u.typenum = compute_type_of(PyArray_DESCR(u.raw));
-    if (!(u.x = as_type(u.raw, u.typenum, fname, "x")) ||
-        ap_unary_dest(&u, args[2], fname, nd, PyArray_DIMS(u.x), 1) < 0)
+    int nd = PyArray_NDIM(u.x);
+    if (ap_unary_dest(&u, args[2], fname, nd, PyArray_DIMS(u.x), 1) < 0)
         goto fail;
     ptrdiff_t st[2][NPY_MAXDIMS];
     size_t nrows;
@@ -114,12 +132,7 @@ static PyObject *core_softmax_backward(PyObject *Py_UNUSED(mod),
     ap_unary u = {0};
     PyArrayObject *graw = NULL, *g = NULL;
     int ok = 0;
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "softmax_backward() takes 5 "
-                        "arguments");
-        return NULL;
-    }
-    const char *fname = PyUnicode_AsUTF8(args[4]);
+    const char *fname = fname_of(args, nargs, 5, "softmax_backward");
     if (!fname)
         return NULL;
     int axis;
@@ -192,17 +205,11 @@ static PyObject *core_softmax_jacobian(PyObject *Py_UNUSED(mod),
 {
     ap_unary u = {0};
     int ok = 0;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "softmax_jacobian() takes 3 "
-                        "arguments");
-        return NULL;
-    }
-    const char *fname = PyUnicode_AsUTF8(args[2]);
+    const char *fname = fname_of(args, nargs, 3, "softmax_jacobian");
     if (!fname)
         return NULL;
     int axis;
-    if (!(u.raw = as_real_array(args[0], fname, "y")) ||
-        check_axis(args[1], PyArray_NDIM(u.raw), fname, &axis) < 0)
+    if (unary_input(&u, args[0], args[1], fname, "y", &axis) < 0)
         goto fail;
     int nd = PyArray_NDIM(u.raw);
     if (nd + 1 > NPY_MAXDIMS) {
@@ -211,14 +218,12 @@ static PyObject *core_softmax_jacobian(PyObject *Py_UNUSED(mod),
                      NPY_MAXDIMS);
         goto fail;
     }
-    u.typenum = compute_type_of(PyArray_DESCR(u.raw));
     npy_intp n = PyArray_DIM(u.raw, axis), jdims[NPY_MAXDIMS];
     for (int d = 0, k = 0; d < nd; d++)
         if (d != axis)
             jdims[k++] = PyArray_DIM(u.raw, d);
     jdims[nd - 1] = jdims[nd] = n;
-    if (!(u.x = as_type(u.raw, u.typenum, fname, "y")) ||
-        !(u.dst = new_result(nd + 1, jdims, u.typenum, fname,
+    if (!(u.dst = new_result(nd + 1, jdims, u.typenum, fname,
                              "the Jacobian")))
         goto fail;
     ptrdiff_t st[2][NPY_MAXDIMS], sj[NPY_MAXDIMS];

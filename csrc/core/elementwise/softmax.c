@@ -8,6 +8,18 @@
 #include "attn.h"
 #include "util.h"
 
+/* body of a public entry: the float or double instance, else EINVAL */
+#define DISPATCH(dtype, call_f32, call_f64)                                    \
+    do {                                                                       \
+        if ((dtype) == ATTN_F32)                                               \
+            call_f32;                                                          \
+        else if ((dtype) == ATTN_F64)                                          \
+            call_f64;                                                          \
+        else                                                                   \
+            return ATTN_EINVAL;                                                \
+        return ATTN_OK;                                                        \
+    } while (0)
+
 /* ------------------------------------------------------------------------ */
 /* softmax along rows: in (nrows, n) -> out (nrows, n), in place allowed.    */
 /*   1. m = max(x) (NaN if any x is NaN, as np.max)                          */
@@ -47,13 +59,7 @@ DEFINE_SOFTMAX(double, f64, exp)
 attn_status attn_softmax(attn_dtype dtype, attn_mat out, attn_mat in,
                          size_t nrows, size_t n)
 {
-    if (dtype == ATTN_F32)
-        softmax_f32(out, in, nrows, n);
-    else if (dtype == ATTN_F64)
-        softmax_f64(out, in, nrows, n);
-    else
-        return ATTN_EINVAL;
-    return ATTN_OK;
+    DISPATCH(dtype, softmax_f32(out, in, nrows, n), softmax_f64(out, in, nrows, n));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -89,13 +95,7 @@ DEFINE_SOFTMAX_BACKWARD(double, f64)
 attn_status attn_softmax_backward(attn_dtype dtype, attn_mat dx, attn_mat dy,
                                   attn_mat y, size_t nrows, size_t n)
 {
-    if (dtype == ATTN_F32)
-        softmax_backward_f32(dx, dy, y, nrows, n);
-    else if (dtype == ATTN_F64)
-        softmax_backward_f64(dx, dy, y, nrows, n);
-    else
-        return ATTN_EINVAL;
-    return ATTN_OK;
+    DISPATCH(dtype, softmax_backward_f32(dx, dy, y, nrows, n), softmax_backward_f64(dx, dy, y, nrows, n));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -124,11 +124,5 @@ DEFINE_SOFTMAX_JACOBIAN(double, f64)
 attn_status attn_softmax_jacobian(attn_dtype dtype, attn_mat jac, attn_mat y,
                                   size_t nrows, size_t n)
 {
-    if (dtype == ATTN_F32)
-        softmax_jacobian_f32(jac, y, nrows, n);
-    else if (dtype == ATTN_F64)
-        softmax_jacobian_f64(jac, y, nrows, n);
-    else
-        return ATTN_EINVAL;
-    return ATTN_OK;
+    DISPATCH(dtype, softmax_jacobian_f32(jac, y, nrows, n), softmax_jacobian_f64(jac, y, nrows, n));
 }
