@@ -34,6 +34,9 @@ class MultiHeadAttention:
     ----------
     W_q, W_k, W_v, W_o : ndarray, shape (d_model, d_model)
         Projection matrices (assignable; a new value must have that shape).
+    grads : dict
+        ``{"W_q", "W_k", "W_v", "W_o"}`` gradients set by :meth:`backward`
+        (empty before the first backward call).
 
     Examples
     --------
