@@ -13,7 +13,7 @@ def main(argv=None):
         from ._trace import cli
         return cli(argv[1:])
     if argv and argv[0] == "bench":
-        from ._bench import main as bench_main
+        from .bench import main as bench_main
         return bench_main(argv[1:])
     from ._demo import main as demo_main
     return demo_main(argv)
