@@ -26,7 +26,7 @@ from ._api import (add_positional_encoding, attention, causal_mask,
 from ._grad import softmax_backward, softmax_jacobian
 from ._decode import KVCache, merge_attention, rotary_embedding
 from ._mha import MultiHeadAttention
-from ._trace import AttentionTrace, explain, show
+from .teach import AttentionTrace, explain, show
 
 __version__ = "0.1.0"
 

@@ -10,7 +10,7 @@ import sys
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "explain":
-        from ._trace import cli
+        from .teach.cli import cli
         return cli(argv[1:])
     if argv and argv[0] == "bench":
         from .bench import main as bench_main

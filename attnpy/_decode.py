@@ -102,11 +102,7 @@ def merge_attention(outs, lses):
     True
     """
     fname = "merge_attention"
-    if isinstance(outs, np.ndarray):
-        outs = list(outs)
-    if isinstance(lses, np.ndarray):
-        lses = list(lses)
-    try:
+    try:  # a sequence of arrays, or one array stacking them on axis 0
         outs, lses = list(outs), list(lses)
     except TypeError:
         raise TypeError(f"{fname}: outs and lses must be sequences of "
