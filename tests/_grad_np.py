@@ -78,3 +78,23 @@ def use_numpy_attention_grad(monkeypatch):
     monkeypatch.setattr(attnpy, "attention", attention)
     monkeypatch.setattr(attnpy, "attention_backward", attention_backward,
                         raising=False)
+
+
+def fd_grad(f, x, h=1e-6):
+    """Central finite differences of the scalar f() with respect to the
+    array x, perturbed in place (and restored)."""
+    g = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        keep = x[idx]
+        x[idx] = keep + h
+        up = f()
+        x[idx] = keep - h
+        down = f()
+        x[idx] = keep
+        g[idx] = (up - down) / (2 * h)
+    return g
+
+
+def rel_err(a, b):
+    """max |a - b| relative to max |b|."""
+    return np.abs(a - b).max() / max(np.abs(b).max(), 1e-300)

@@ -12,7 +12,7 @@ import pytest
 
 import attnpy
 from attnpy import reference as ref
-from _grad_np import use_numpy_attention_grad
+from _grad_np import fd_grad, rel_err, use_numpy_attention_grad
 
 WEIGHTS = ("W_q", "W_k", "W_v", "W_o")
 
@@ -20,25 +20,6 @@ WEIGHTS = ("W_q", "W_k", "W_v", "W_o")
 @pytest.fixture
 def attn_grad(monkeypatch):
     use_numpy_attention_grad(monkeypatch)
-
-
-def _rel_err(a, b):
-    return np.abs(a - b).max() / max(np.abs(b).max(), 1e-300)
-
-
-def _fd(f, x, h=1e-6):
-    """Central finite differences of the scalar f() with respect to the
-    array x, perturbed in place."""
-    g = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        keep = x[idx]
-        x[idx] = keep + h
-        fp = f()
-        x[idx] = keep - h
-        fm = f()
-        x[idx] = keep
-        g[idx] = (fp - fm) / (2 * h)
-    return g
 
 
 CASES = {
@@ -94,14 +75,14 @@ def test_backward_equals_finite_differences(attn_grad, case, cross,
         assert isinstance(d_in, tuple) and len(d_in) == 3
         for got, x in zip(d_in, (X, mem, mem2)):
             assert got.shape == x.shape
-            assert _rel_err(got, _fd(loss, x)) < 1e-6
+            assert rel_err(got, fd_grad(loss, x)) < 1e-6
     else:
         assert d_in.shape == X.shape
-        assert _rel_err(d_in, _fd(loss, X)) < 1e-6
+        assert rel_err(d_in, fd_grad(loss, X)) < 1e-6
     for name in WEIGHTS:
         w = getattr(mha, name)
         assert grads[name].shape == w.shape and grads[name].dtype == w.dtype
-        assert _rel_err(grads[name], _fd(loss, w)) < 1e-6, name
+        assert rel_err(grads[name], fd_grad(loss, w)) < 1e-6, name
 
 
 def _torch_grads(mha, X, mem, mem2, G, mask, causal):
