@@ -159,7 +159,8 @@ def test_errors():
     with pytest.raises(ValueError, match="BackwardTrace.check: step must be "
                        "one of"):
         bw.check("weights", np.zeros((3, 3)))
-    with pytest.raises(ValueError, match=r"expected has shape \(2, 2\)"):
+    with pytest.raises(ValueError, match=r"BackwardTrace.check: expected has "
+                       r"shape \(2, 2\) but the 'dS' table has shape"):
         bw.check("dS", np.zeros((2, 2)))
     with pytest.raises(ValueError, match="decimals"):
         bw.check("dS", np.zeros((3, 3)), decimals=-1)

@@ -190,7 +190,11 @@ class BackwardTrace:
                              "in 0..12")
         d = int(decimals)
         exact = getattr(self, step).astype(np.float64)
-        vals, given = _expected_array(expected, exact.shape, step)
+        try:
+            vals, given = _expected_array(expected, exact.shape, step)
+        except (TypeError, ValueError) as exc:   # name this method
+            raise type(exc)(str(exc).replace("AttentionTrace.check",
+                                             "BackwardTrace.check")) from None
         hand = self._hand_tables(d)[step]
         tol = 0.5 * 10.0 ** -d + 1e-9 * np.maximum(1.0, np.abs(exact))
         with np.errstate(invalid="ignore"):
