@@ -49,3 +49,11 @@ def test_gradients_checked_and_loss_falls(executed):
                            text).group(1))
     assert attn > 0.5
     assert "rows sum to" in text
+
+
+def test_backward_trace_section(executed):
+    text, _, _, _ = outputs(executed)
+    assert "Step 3. dS = weights * (dP - D)" in text
+    assert "by hand: dS[sat, cat] = weights * (dP - D) = 0.281 * " in text
+    assert "check of 'dS' at 3 decimals: OK" in text
+    assert "1 is wrong" in text
