@@ -23,7 +23,7 @@ from ._api import (add_positional_encoding, attention, causal_mask,
                    padding_mask, positional_encoding,
                    scaled_dot_product_attention, set_num_threads, softmax,
                    split_heads)
-from ._grad import softmax_backward, softmax_jacobian
+from ._softmax_grad import softmax_backward, softmax_jacobian
 from ._decode import KVCache, merge_attention, rotary_embedding
 from ._mha import MultiHeadAttention
 from .teach import AttentionTrace, explain, show
