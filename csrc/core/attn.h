@@ -105,6 +105,13 @@ typedef struct {
     attn_mat weights;  /* (B, L, S) optional: written when data != NULL      */
     attn_mat scores;   /* (B, L, S) optional: raw dot(Q_i, K_j), unscaled,
                           unmasked (for attnpy.explain)                      */
+    attn_mat lse;      /* (B, L) optional, written when data != NULL: row i
+                          at data + boff[b] + i * s0 (s1 unused):
+                          lse = m_i + log(sum_j exp(s(i, j) - m_i)), the
+                          log-sum-exp of the row's scores; -inf for a fully
+                          masked row WHATEVER the policy (also "uniform":
+                          its 1/S weights are a fill, not a softmax; the
+                          backward pass reads -inf as "fully masked")     */
     double scale;
     attn_causal causal;
     attn_fm fully_masked;

@@ -707,12 +707,16 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
     /* 5. out = o / l; fully masked rows by policy */
     int have_mean = 0;
     T *out_b = (T *)p->out.data + BOFF_(p->out, b);
+    T *lse_b = p->lse.data ? (T *)p->lse.data + BOFF_(p->lse, b) : NULL;
     const ptrdiff_t os1 = p->out.s1;
     for (size_t r = 0; r < nq; r++) {
         T *out_r = out_b + (ptrdiff_t)(i0 + r) * p->out.s0;
         const T *o_r = o + r * EvP;
         const int fm = rm[r] == ninf && rl[r] == rl[r];
         isfm[r] = (unsigned char)fm;
+        if (lse_b) /* -inf for a fully masked row, whatever the policy */
+            lse_b[(ptrdiff_t)(i0 + r) * p->lse.s0] =
+                fm ? ninf : (T)((double)rmuse[r] + log((double)rl[r]));
         if (!fm) {
             const T inv = (T)1 / rl[r];
             rinv[r] = inv;
