@@ -51,12 +51,38 @@ static void bprob_free(bprob *x)
     prob_free(&x->t);
 }
 
+/* a random problem as prob_random's, B up to 6 (bwd.c's fused items
+ * from B = 4 on, split passes below)                                     */
+static void prob_random_bwd(prob *t, int big)
+{
+    static const size_t Ls[] = {0, 1, 2, 3, 5, 16, 17, 33, 64, 65, 100, 150};
+    static const size_t Ss[] = {0, 1, 2, 7, 16, 33, 64, 100, 200, 257};
+    static const size_t Es[] = {0, 1, 3, 8, 16, 17, 32, 64};
+    static const size_t Bs[] = {1, 1, 2, 3, 4, 5, 6};
+    memset(t, 0, sizeof *t);
+    attn_problem *p = &t->p;
+    p->dtype = irand(2) ? ATTN_F64 : ATTN_F32;
+    p->B = pick(Bs, sizeof Bs / sizeof *Bs);
+    p->L = pick(Ls, sizeof Ls / sizeof *Ls);
+    p->S = pick(Ss, sizeof Ss / sizeof *Ss);
+    p->E = pick(Es, sizeof Es / sizeof *Es);
+    p->Ev = irand(3) ? p->E : pick(Es, sizeof Es / sizeof *Es);
+    if (big) {
+        p->B = irand(2) ? 2 : 5;
+        p->L = 130 + irand(200);
+        p->S = 300 + irand(300);
+        p->E = 64;
+        p->Ev = 64;
+    }
+    prob_features(t);
+}
+
 /* the forward pass's lse (fast vs naive), then the gradients' buffers  */
 static void bprob_make(bprob *x, int big, const char *isa)
 {
     memset(x, 0, sizeof *x);
     prob *t = &x->t;
-    prob_random(t, big);
+    prob_random_bwd(t, big);
     attn_problem *p = &t->p;
     const size_t esz = p->dtype == ATTN_F32 ? 4 : 8;
     char d[400];

@@ -28,7 +28,10 @@
 #include "attention/kern.h"
 #include "util.h"
 
-#define BWD_BK 64 /* keys per block */
+#define BWD_BK 64   /* keys per block of pass B                          */
+#define BWD_BKA 128 /* keys per block of pass A and of the fused items   */
+#define BWD_FUSED_B 4 /* fused items from this many batch items on       */
+#define BWD_FUSED_BYTES ((size_t)16 << 20) /* packed queries of one b   */
 
 /* ------------------------------------------------------------------------ */
 /* pass 0 (per b) and the input scan                                        */
@@ -115,23 +118,37 @@ static attn_status bwd_plan(attn_bwd_plan *bpl, const attn_bwd_problem *bp,
                    ? (ptrdiff_t)p->S - (ptrdiff_t)p->L : 0;
     pl->pack_v = p->Ev > 1 && p->v.s1 != 1;
     const size_t BK = pl->BK, EP = bpl->EP, EvP = pl->EvP;
+    bpl->BKA = p->S < BWD_BKA ? (p->S ? p->S : 1) : BWD_BKA;
+    const size_t BKA = bpl->BKA, BKM = BKA > BK ? BKA : BK;
     size_t n, a = 0;
     int ok = 1;
+    /* one query block's slot */
     ok = ok && mul_ok(p->E, BQ, &n) && take(&a, n, esz, &bpl->off_qt);
     ok = ok && mul_ok(p->Ev, BQ, &n) && take(&a, n, esz, &bpl->off_dot);
     ok = ok && mul_ok(BQ, EP, &n) && take(&a, n, esz, &bpl->off_qr);
     ok = ok && mul_ok(BQ, EvP, &n) && take(&a, n, esz, &bpl->off_dor);
-    ok = ok && mul_ok(BK, BQ, &n) && take(&a, n, esz, &bpl->off_st);
-    ok = ok && mul_ok(BK, BQ, &n) && take(&a, n, esz, &bpl->off_dp);
-    ok = ok && mul_ok(BK, EP, &n) && take(&a, n, esz, &bpl->off_kr);
-    ok = ok && mul_ok(BK, pl->pack_v ? EvP : 0, &n)
-         && take(&a, n, esz, &bpl->off_vp);
-    ok = ok && mul_ok(BK > BQ ? BK : BQ, EP, &n)
-         && take(&a, n, esz, &bpl->off_acc1);
-    ok = ok && mul_ok(BK, EvP, &n) && take(&a, n, esz, &bpl->off_acc2);
     ok = ok && take(&a, 2 * BQ, esz, &bpl->off_row);
-    ok = ok && take(&a, BQ, 1, &bpl->off_nan);
     ok = ok && take(&a, BQ, 1, &bpl->off_lnan);
+    bpl->qstride = a;
+    /* fused: B large enough to keep the threads busy with one item per b,
+     * and the packed queries of b small enough (shape only: the choice,
+     * hence the bits, never depend on the thread count)                  */
+    size_t all = SIZE_MAX;
+    if (ok && mul_ok(pl->nqb, a + BQ * EP * esz, &all) && p->B >= BWD_FUSED_B
+        && all <= BWD_FUSED_BYTES) {
+        bpl->fused = 1;
+        a = all - pl->nqb * BQ * EP * esz;
+        ok = ok && take(&a, pl->nqb * BQ * EP, esz, &bpl->off_dqall);
+    }
+    ok = ok && mul_ok(BKM, BQ, &n) && take(&a, n, esz, &bpl->off_st);
+    ok = ok && mul_ok(BKM, BQ, &n) && take(&a, n, esz, &bpl->off_dp);
+    ok = ok && mul_ok(BKM, EP, &n) && take(&a, n, esz, &bpl->off_kr);
+    ok = ok && mul_ok(BKM, pl->pack_v ? EvP : 0, &n)
+         && take(&a, n, esz, &bpl->off_vp);
+    ok = ok && mul_ok(BKM > BQ ? BKM : BQ, EP, &n)
+         && take(&a, n, esz, &bpl->off_acc1);
+    ok = ok && mul_ok(BKM, EvP, &n) && take(&a, n, esz, &bpl->off_acc2);
+    ok = ok && take(&a, BQ, 1, &bpl->off_nan);
     bpl->scratch_bytes = a;
     return ok ? ATTN_OK : ATTN_ENOMEM;
 }
@@ -285,9 +302,11 @@ attn_status attn_sdpa_backward(attn_bwd_problem *bp, const attn_exec *ex)
     /* causal: the first key blocks and the last query blocks are the
      * largest items: hand them out first */
     const int causal = p->causal != ATTN_CAUSAL_NONE;
+    const size_t nka = (p->S + bpl.BKA - 1) / bpl.BKA;
     if (st == ATTN_OK)
-        st = bwd_pass(&bpl, d->bwd_a[t], bpl.fp.nkb, 0, NULL, ex, nt);
-    if (st == ATTN_OK)
+        st = bwd_pass(&bpl, d->bwd_a[t], bpl.fused ? 1 : nka, 0, NULL, ex,
+                      nt);
+    if (st == ATTN_OK && !bpl.fused)
         st = bwd_pass(&bpl, d->bwd_b[t], bpl.fp.nqb, causal, NULL, ex, nt);
 done:
     free(dvec);

@@ -153,11 +153,12 @@ TI void SFX(bwd_pack_r)(T *dst, size_t ldd, const T *src, ptrdiff_t s0,
     }
 }
 
-/* Q^T, dO^T, lse and D of query rows i0 .. i0+nq-1 (pass A: also rows).
- * Returns whether some lse is NaN (those rows: lnan[r] = 1, lse 0)      */
-TF int SFX(bwd_pack_q)(const attn_bwd_plan *bpl, char *sb, size_t b,
+/* Q^T, dO^T, lse and D of query rows i0 .. i0+nq-1 (pass A: also rows)
+ * into the block's slot; rows whose lse is NaN: lnan[r] = 1, lse 0      */
+TF void SFX(bwd_pack_q)(const attn_bwd_plan *bpl, char *sb, size_t b,
                         size_t i0, size_t nq, int rows)
 {
+    sb += (bpl->fused ? i0 / bpl->fp.BQ : 0) * bpl->qstride; /* the slot */
     const attn_bwd_problem *bp = bpl->bp;
     const attn_problem *p = &bp->f;
     const size_t BQP = bpl->fp.BQP, nrv = (nq + W - 1) / W * W;
@@ -177,12 +178,10 @@ TF int SFX(bwd_pack_q)(const attn_bwd_plan *bpl, char *sb, size_t b,
     unsigned char *lnan = (unsigned char *)(sb + bpl->off_lnan);
     const T *lse_b = (const T *)p->lse.data + BOFF_(p->lse, b);
     const T *d_b = (const T *)bpl->dvec + b * p->L;
-    int any = 0;
     for (size_t r = 0; r < nrv; r++) {
         if (r < nq) {
             const T x = lse_b[(ptrdiff_t)(i0 + r) * p->lse.s0];
             lnan[r] = x != x;
-            any |= lnan[r];
             rlse[r] = (x == (T)-INFINITY || x != x) ? (T)0 : x;
             rd[r] = d_b[i0 + r];
         } else {
@@ -190,7 +189,6 @@ TF int SFX(bwd_pack_q)(const attn_bwd_plan *bpl, char *sb, size_t b,
             rd[r] = 0;
         }
     }
-    return any;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -198,24 +196,27 @@ TF int SFX(bwd_pack_q)(const attn_bwd_plan *bpl, char *sb, size_t b,
 /* ---------------------------------------------------------------------- */
 TF void SFX(bwd_block)(const attn_bwd_plan *bpl, char *sb, size_t b,
                        size_t i0, size_t nq, size_t j0, size_t nk,
-                       const T *kr, const T *vblk, ptrdiff_t vs, int cdiag,
-                       int lsenan)
+                       const T *kr, const T *vblk, ptrdiff_t vs, int cdiag)
 {
     const attn_plan *pl = &bpl->fp;
     const attn_problem *p = pl->p;
     const size_t BQP = pl->BQP, nqv = (nq + W - 1) / W, nw = nqv * W;
     T *st = (T *)(sb + bpl->off_st), *dp = (T *)(sb + bpl->off_dp);
-    const T *rlse = (const T *)(sb + bpl->off_row), *rd = rlse + BQP;
+    const char *qs = sb + (bpl->fused ? i0 / pl->BQ : 0) * bpl->qstride;
+    const T *rlse = (const T *)(qs + bpl->off_row), *rd = rlse + BQP;
     const uint8_t *mask_b = p->mask.data
         ? (const uint8_t *)p->mask.data + BOFF_(p->mask, b) : NULL;
     /* S^T = scale K Q^T (+ bias, masks): the forward's bits */
-    SFX(qk_block)(st, BQP, (const T *)(sb + bpl->off_qt), BQP, nqv, kr,
+    SFX(qk_block)(st, BQP, (const T *)(qs + bpl->off_qt), BQP, nqv, kr,
                   (ptrdiff_t)bpl->EP, p->E, nk, (T)p->scale, 1);
     if (p->bias.data || mask_b || cdiag)
         SFX(apply_masks)(pl, st, BQP, b, i0, nq, nqv, j0, nk, mask_b,
                          mask_b ? BLK_MIXED_ : BLK_NONE_, cdiag);
     /* rows whose lse is NaN: P is NaN where allowed, 0 where masked */
-    const unsigned char *lnan = (const unsigned char *)(sb + bpl->off_lnan);
+    const unsigned char *lnan = (const unsigned char *)(qs + bpl->off_lnan);
+    int lsenan = 0;
+    for (size_t r = 0; r < nq; r++)
+        lsenan |= lnan[r];
     for (size_t j = 0; lsenan && j < nk; j++)
         for (size_t r = 0; r < nq; r++)
             if (lnan[r] && st[j * BQP + r] != (T)-INFINITY)
@@ -227,7 +228,7 @@ TF void SFX(bwd_block)(const attn_bwd_plan *bpl, char *sb, size_t b,
             VSTOREU(s, VEXP(VSUB(VLOADU(s), VLOADU(rlse + v * W))));
         }
     /* dP^T = V dO^T, then dS^T = P^T (dP^T - D), 0 where P == 0 */
-    SFX(qk_block)(dp, BQP, (const T *)(sb + bpl->off_dot), BQP, nqv, vblk, vs,
+    SFX(qk_block)(dp, BQP, (const T *)(qs + bpl->off_dot), BQP, nqv, vblk, vs,
                   p->Ev, nk, (T)1, 0);
     for (size_t j = 0; j < nk; j++) {
         const T *p_j = st + j * BQP;
@@ -266,17 +267,18 @@ TI void SFX(bwd_store)(const attn_mat *g, size_t b, size_t r0, size_t n,
 }
 
 /* ---------------------------------------------------------------------- */
-/* pass A: item (b, key block kb) owns dK, dV rows j0 .. j0+nk-1           */
+/* keys j0 .. j0+nk-1 of b against every query block that sees them:       */
+/* dK, dV of the keys (acc1, acc2), and with dq (fused item: the queries   */
+/* were packed beforehand) dQ += dS K and the dbias tiles.                 */
 /* ---------------------------------------------------------------------- */
-TF void SFX(bwd_item_a)(const attn_bwd_plan *bpl, void *scratch, size_t b,
-                        size_t kb)
+TF void SFX(bwd_keys)(const attn_bwd_plan *bpl, char *sb, size_t b, size_t j0,
+                      size_t nk, T *dq)
 {
     const attn_plan *pl = &bpl->fp;
     const attn_bwd_problem *bp = bpl->bp;
     const attn_problem *p = pl->p;
-    const size_t L = p->L, BQ = pl->BQ, EP = bpl->EP, EvP = pl->EvP;
-    const size_t j0 = kb * pl->BK, nk = MINZ_(pl->BK, p->S - j0);
-    char *sb = (char *)scratch;
+    const size_t L = p->L, BQ = pl->BQ, BQP = pl->BQP, EP = bpl->EP;
+    const size_t EvP = pl->EvP;
     T *dk = (T *)(sb + bpl->off_acc1), *dv = (T *)(sb + bpl->off_acc2);
     const int nan_b = bpl->bnan[b];
     for (size_t x = 0; x < nk * EP; x++)
@@ -290,23 +292,38 @@ TF void SFX(bwd_item_a)(const attn_bwd_plan *bpl, void *scratch, size_t b,
         if (qb0 > pl->nqb)
             qb0 = pl->nqb;
     }
+    /* NaN policy: dK, dV of b are NaN; only a fused item's dQ needs P */
+    const int skip = nan_b && !dq;
     ptrdiff_t vs = 0;
-    const T *vblk = nan_b ? NULL : SFX(bwd_kv)(bpl, sb, b, j0, nk, &vs);
+    const T *vblk = skip ? NULL : SFX(bwd_kv)(bpl, sb, b, j0, nk, &vs);
+    const T *kr = (const T *)(sb + bpl->off_kr);
     const T *st = (const T *)(sb + bpl->off_st);
     const T *dsm = (const T *)(sb + bpl->off_dp);
-    for (size_t qb = nan_b ? pl->nqb : qb0; qb < pl->nqb; qb++) {
+    for (size_t qb = skip ? pl->nqb : qb0; qb < pl->nqb; qb++) {
         const size_t i0 = qb * BQ, nq = MINZ_(BQ, L - i0);
+        const char *qs = sb + (bpl->fused ? qb : 0) * bpl->qstride;
         int cdiag;
         if (SFX(classify)(pl, NULL, i0, nq, j0, nk, &cdiag) == BLK_ALL_)
             continue;
-        const int lsenan = SFX(bwd_pack_q)(bpl, sb, b, i0, nq, 1);
-        SFX(bwd_block)(bpl, sb, b, i0, nq, j0, nk,
-                       (const T *)(sb + bpl->off_kr), vblk, vs, cdiag, lsenan);
+        if (!bpl->fused)
+            SFX(bwd_pack_q)(bpl, sb, b, i0, nq, 1);
+        SFX(bwd_block)(bpl, sb, b, i0, nq, j0, nk, kr, vblk, vs, cdiag);
         /* dV += P^T dO,  dK += dS^T Q */
-        SFX(mm_block)(dv, EvP, nk, EvP / W, st, (ptrdiff_t)pl->BQP, 1,
-                      (const T *)(sb + bpl->off_dor), EvP, nq, bpl->guarded);
-        SFX(mm_block)(dk, EP, nk, EP / W, dsm, (ptrdiff_t)pl->BQP, 1,
-                      (const T *)(sb + bpl->off_qr), EP, nq, bpl->guarded);
+        SFX(mm_block)(dv, EvP, nk, EvP / W, st, (ptrdiff_t)BQP, 1,
+                      (const T *)(qs + bpl->off_dor), EvP, nq, bpl->guarded);
+        SFX(mm_block)(dk, EP, nk, EP / W, dsm, (ptrdiff_t)BQP, 1,
+                      (const T *)(qs + bpl->off_qr), EP, nq, bpl->guarded);
+        if (!dq)
+            continue;
+        /* dQ += dS K; dbias = dS */
+        SFX(mm_block)(dq + i0 * EP, EP, nq, EP / W, dsm, 1, (ptrdiff_t)BQP,
+                      kr, EP, nk, bpl->guarded);
+        if (bp->dbias.data)
+            SFX(store_tile_t)((T *)bp->dbias.data + BOFF_(bp->dbias, b)
+                                  + (ptrdiff_t)i0 * bp->dbias.s0
+                                  + (ptrdiff_t)j0 * bp->dbias.s1,
+                              bp->dbias.s0, bp->dbias.s1, dsm, BQP, nq, nk,
+                              NULL, NULL, NULL, 0);
     }
     if (p->fully_masked == ATTN_FM_UNIFORM) {
         const T *u = (const T *)bpl->uvec + b * EvP;
@@ -318,9 +335,77 @@ TF void SFX(bwd_item_a)(const attn_bwd_plan *bpl, void *scratch, size_t b,
     SFX(bwd_store)(&bp->dv, b, j0, nk, p->Ev, dv, EvP, (T)1, NULL, nan_b);
 }
 
+/* rows i0 .. i0+nq-1 of dq = scale * acc; the NaN policy's fully masked
+ * rows get NaN in dq and dbias (their weights were NaN)                  */
+TF void SFX(bwd_dq_store)(const attn_bwd_plan *bpl, char *sb, size_t b,
+                          size_t i0, size_t nq, const T *dq)
+{
+    const attn_bwd_problem *bp = bpl->bp;
+    const attn_problem *p = &bp->f;
+    unsigned char *nanrow = (unsigned char *)(sb + bpl->off_nan);
+    const T *lse_b = (const T *)p->lse.data + BOFF_(p->lse, b);
+    int anynan = 0;
+    for (size_t r = 0; r < nq; r++) {
+        nanrow[r] = p->fully_masked == ATTN_FM_NAN
+                    && lse_b[(ptrdiff_t)(i0 + r) * p->lse.s0] == (T)-INFINITY;
+        anynan |= nanrow[r];
+    }
+    T *db_b = bp->dbias.data ? (T *)bp->dbias.data + BOFF_(bp->dbias, b)
+                                   + (ptrdiff_t)i0 * bp->dbias.s0 : NULL;
+    if (anynan && db_b)
+        for (size_t r = 0; r < nq; r++)
+            for (size_t j = 0; nanrow[r] && j < p->S; j++)
+                db_b[(ptrdiff_t)r * bp->dbias.s0
+                     + (ptrdiff_t)j * bp->dbias.s1] = (T)NAN;
+    SFX(bwd_store)(&bp->dq, b, i0, nq, p->E, dq, bpl->EP, (T)p->scale,
+                   anynan ? nanrow : NULL, 0);
+}
+
+/* dbias rows i0 .. i0+nq-1, keys j0 .. j0+nk-1 = 0 (a skipped block)     */
+TI void SFX(bwd_dbias_zero)(const attn_bwd_problem *bp, size_t b, size_t i0,
+                            size_t nq, size_t j0, size_t nk)
+{
+    T *d = (T *)bp->dbias.data + BOFF_(bp->dbias, b)
+           + (ptrdiff_t)i0 * bp->dbias.s0 + (ptrdiff_t)j0 * bp->dbias.s1;
+    for (size_t r = 0; r < nq; r++)
+        for (size_t j = 0; j < nk; j++)
+            d[(ptrdiff_t)r * bp->dbias.s0 + (ptrdiff_t)j * bp->dbias.s1] = 0;
+}
+
 /* ---------------------------------------------------------------------- */
-/* pass B: item (b, query block qb) owns dQ and dbias rows i0 .. i0+nq-1   */
+/* fused item (bwd.c chooses it from the shape when B is large enough):   */
+/* all of batch item b, key blocks outer, dQ accumulated across them in a  */
+/* fixed order: 5 block products per pair, queries packed once.            */
+/* split items: pass A (b, key block) owns dK, dV; pass B (b, query block) */
+/* owns dQ and dbias, recomputing P (7 products per pair, parallel inside  */
+/* one b).                                                                */
 /* ---------------------------------------------------------------------- */
+TF void SFX(bwd_item_a)(const attn_bwd_plan *bpl, void *scratch, size_t b,
+                        size_t kb)
+{
+    const attn_bwd_problem *bp = bpl->bp;
+    const attn_problem *p = &bp->f;
+    const size_t BQ = bpl->fp.BQ, BKA = bpl->BKA, L = p->L;
+    char *sb = (char *)scratch;
+    if (!bpl->fused) {
+        const size_t j0 = kb * BKA;
+        SFX(bwd_keys)(bpl, sb, b, j0, MINZ_(BKA, p->S - j0), NULL);
+        return;
+    }
+    T *dq = (T *)(sb + bpl->off_dqall);
+    for (size_t qb = 0; qb < bpl->fp.nqb; qb++)
+        SFX(bwd_pack_q)(bpl, sb, b, qb * BQ, MINZ_(BQ, L - qb * BQ), 1);
+    for (size_t x = 0; x < bpl->fp.nqb * BQ * bpl->EP; x++)
+        dq[x] = 0;
+    if (bp->dbias.data) /* blocks no key loop visits stay 0 */
+        SFX(bwd_dbias_zero)(bp, b, 0, L, 0, p->S);
+    for (size_t j0 = 0; j0 < p->S; j0 += BKA)
+        SFX(bwd_keys)(bpl, sb, b, j0, MINZ_(BKA, p->S - j0), dq);
+    for (size_t qb = 0; qb < bpl->fp.nqb; qb++)
+        SFX(bwd_dq_store)(bpl, sb, b, qb * BQ, MINZ_(BQ, L - qb * BQ),
+                          dq + qb * BQ * bpl->EP);
+}
+
 TF void SFX(bwd_item_b)(const attn_bwd_plan *bpl, void *scratch, size_t b,
                         size_t qb)
 {
@@ -332,55 +417,32 @@ TF void SFX(bwd_item_b)(const attn_bwd_plan *bpl, void *scratch, size_t b,
     char *sb = (char *)scratch;
     T *dq = (T *)(sb + bpl->off_acc1);
     const T *dsm = (const T *)(sb + bpl->off_dp);
-    T *db_b = bp->dbias.data ? (T *)bp->dbias.data + BOFF_(bp->dbias, b)
-                                   + (ptrdiff_t)i0 * bp->dbias.s0 : NULL;
     for (size_t x = 0; x < nq * EP; x++)
         dq[x] = 0;
-    const int lsenan = SFX(bwd_pack_q)(bpl, sb, b, i0, nq, 0);
+    SFX(bwd_pack_q)(bpl, sb, b, i0, nq, 0);
     for (size_t j0 = 0; j0 < S; j0 += BK) {
         const size_t nk = MINZ_(BK, S - j0);
         int cdiag;
-        const int all = SFX(classify)(pl, NULL, i0, nq, j0, nk, &cdiag)
-                        == BLK_ALL_;
-        if (!all) {
-            ptrdiff_t vs;
-            const T *vblk = SFX(bwd_kv)(bpl, sb, b, j0, nk, &vs);
-            SFX(bwd_block)(bpl, sb, b, i0, nq, j0, nk,
-                           (const T *)(sb + bpl->off_kr), vblk, vs, cdiag,
-                           lsenan);
-            /* dQ += dS K */
-            SFX(mm_block)(dq, EP, nq, EP / W, dsm, 1, (ptrdiff_t)BQP,
-                          (const T *)(sb + bpl->off_kr), EP, nk,
-                          bpl->guarded);
+        if (SFX(classify)(pl, NULL, i0, nq, j0, nk, &cdiag) == BLK_ALL_) {
+            if (bp->dbias.data)
+                SFX(bwd_dbias_zero)(bp, b, i0, nq, j0, nk);
+            continue;
         }
-        if (db_b) { /* dbias = dS (0 where a whole block is masked) */
-            T *dst = db_b + (ptrdiff_t)j0 * bp->dbias.s1;
-            if (all)
-                for (size_t r = 0; r < nq; r++)
-                    for (size_t j = 0; j < nk; j++)
-                        dst[(ptrdiff_t)r * bp->dbias.s0
-                            + (ptrdiff_t)j * bp->dbias.s1] = 0;
-            else
-                SFX(store_tile_t)(dst, bp->dbias.s0, bp->dbias.s1, dsm, BQP,
-                                  nq, nk, NULL, NULL, NULL, 0);
-        }
+        ptrdiff_t vs;
+        const T *vblk = SFX(bwd_kv)(bpl, sb, b, j0, nk, &vs);
+        SFX(bwd_block)(bpl, sb, b, i0, nq, j0, nk,
+                       (const T *)(sb + bpl->off_kr), vblk, vs, cdiag);
+        /* dQ += dS K; dbias = dS */
+        SFX(mm_block)(dq, EP, nq, EP / W, dsm, 1, (ptrdiff_t)BQP,
+                      (const T *)(sb + bpl->off_kr), EP, nk, bpl->guarded);
+        if (bp->dbias.data)
+            SFX(store_tile_t)((T *)bp->dbias.data + BOFF_(bp->dbias, b)
+                                  + (ptrdiff_t)i0 * bp->dbias.s0
+                                  + (ptrdiff_t)j0 * bp->dbias.s1,
+                              bp->dbias.s0, bp->dbias.s1, dsm, BQP, nq, nk,
+                              NULL, NULL, NULL, 0);
     }
-    /* NaN policy: fully masked rows get NaN (their weights were NaN) */
-    unsigned char *nanrow = (unsigned char *)(sb + bpl->off_nan);
-    const T *lse_b = (const T *)p->lse.data + BOFF_(p->lse, b);
-    int anynan = 0;
-    for (size_t r = 0; r < nq; r++) {
-        nanrow[r] = p->fully_masked == ATTN_FM_NAN
-                    && lse_b[(ptrdiff_t)(i0 + r) * p->lse.s0] == (T)-INFINITY;
-        anynan |= nanrow[r];
-    }
-    if (anynan && db_b)
-        for (size_t r = 0; r < nq; r++)
-            for (size_t j = 0; nanrow[r] && j < S; j++)
-                db_b[(ptrdiff_t)r * bp->dbias.s0
-                     + (ptrdiff_t)j * bp->dbias.s1] = (T)NAN;
-    SFX(bwd_store)(&bp->dq, b, i0, nq, p->E, dq, EP, (T)p->scale,
-                   anynan ? nanrow : NULL, 0);
+    SFX(bwd_dq_store)(bpl, sb, b, i0, nq, dq);
 }
 
 #undef TI

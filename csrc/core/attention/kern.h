@@ -116,9 +116,16 @@ typedef struct {
     const void *uvec; /* uniform policy: sum of dout / S over the fully
                          masked rows of b, [b * EvP + c], dtype             */
     const unsigned char *bnan; /* [b]: NaN policy and a fully masked row  */
-    /* scratch layout (see bwd_tile.h): byte offsets, 64-byte aligned      */
-    size_t off_qt, off_dot, off_qr, off_dor, off_st, off_dp, off_kr, off_vp;
-    size_t off_acc1, off_acc2, off_row, off_nan, off_lnan;
+    int fused;        /* one item per b (5 products per block pair), not
+                         the split passes A and B (7, parallel inside b)   */
+    size_t BKA;       /* keys per block of bwd_keys (pass A / fused)        */
+    /* scratch layout (see bwd_tile.h): byte offsets, 64-byte aligned.
+     * A query block's packed data (qt, dot, qr, dor, row, lnan) lives in a
+     * slot of qstride bytes: one slot (split), or one per query block at
+     * sb + qb * qstride (fused); the other offsets count from sb.         */
+    size_t off_qt, off_dot, off_qr, off_dor, off_row, off_lnan, qstride;
+    size_t off_st, off_dp, off_kr, off_vp, off_acc1, off_acc2, off_nan;
+    size_t off_dqall; /* fused: dQ accumulator of all of b, nqb*BQ x EP    */
     size_t scratch_bytes;
 } attn_bwd_plan;
 
