@@ -23,6 +23,7 @@ from ._api import (add_positional_encoding, attention, causal_mask,
                    padding_mask, positional_encoding,
                    scaled_dot_product_attention, set_num_threads, softmax,
                    split_heads)
+from ._grad import attention_backward
 from ._mha import MultiHeadAttention
 from ._trace import AttentionTrace, explain, show
 
@@ -30,7 +31,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "softmax", "scaled_dot_product_attention", "attention",
-    "create_causal_mask", "causal_mask", "padding_mask",
+    "attention_backward", "create_causal_mask", "causal_mask", "padding_mask",
     "positional_encoding", "add_positional_encoding", "split_heads",
     "combine_heads", "MultiHeadAttention", "set_num_threads",
     "get_num_threads", "explain", "AttentionTrace", "show", "reference",
