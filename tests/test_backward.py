@@ -239,3 +239,21 @@ def test_errors():
     with pytest.raises(ValueError, match="fully_masked"):
         attnpy.attention_backward(dout, Q, K, V, out, lse,
                                   fully_masked="bogus")
+
+
+def test_return_lse_builds_no_weights():
+    """return_lse adds an (..., L) array, never the L x S weights."""
+    import tracemalloc
+    rng = np.random.default_rng(1)
+    Q, K, V = (rng.standard_normal((1, 2, 2048, 16)).astype(np.float32)
+               for _ in range(3))
+    attnpy.attention(Q, K, V, return_lse=True)         # warm up
+    tracemalloc.start()
+    try:
+        out, lse = attnpy.attention(Q, K, V, return_lse=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert lse.shape == (1, 2, 2048)
+    assert peak < 2 * 2048 * 2048 * 4 / 4      # a quarter of the weights
+    np.testing.assert_array_equal(out, attnpy.attention(Q, K, V))

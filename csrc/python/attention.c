@@ -251,7 +251,7 @@ static int sdpa_results(sdpa_call *c, PyObject *const *args)
     else if (!(c->arr[OP_OUT] = new_result(nd, odims, c->typenum, c->fname,
                                            "the output")))
         return -1;
-    if (c->want >= 1) {
+    if (c->want == 1 || c->want == 2) {
         ins[5] = c->arr[OP_OUT];
         if (args[9] != Py_None) {
             if (!(c->user_w = check_out(args[9], c->fname, "weights_out", nd,
@@ -311,7 +311,7 @@ static int sdpa_problem(sdpa_call *c, PyObject *const *args)
     /* work exists only if some result has elements (an empty output with
      * S == 0 rows still has nothing to write) */
     c->busy = c->B > 0 && (c->bwd || (c->L > 0 &&
-              (c->Ev > 0 || (c->want >= 1 && c->S > 0) || c->want == 3 ||
+              (c->Ev > 0 || (c->want && c->S > 0) || c->want == 3 ||
                c->p.fully_masked == ATTN_FM_RAISE)));
     const ptrdiff_t *boff[N_OPS] = {NULL};
     if (c->busy && c->B > 1) {
