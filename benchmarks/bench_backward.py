@@ -110,7 +110,8 @@ import numpy as np, attnpy
 attnpy.set_num_threads(int(sys.argv[2]))
 shape = (1, 1, 65536, 64)
 rng = np.random.default_rng(0)
-Q, K, V, dout = (rng.standard_normal(shape).astype(np.float32) for _ in range(4))
+Q, K, V, dout = (rng.standard_normal(shape, dtype=np.float32)
+                 for _ in range(4))
 out, lse = attnpy.attention(Q, K, V, causal=True, return_lse=True)
 def rss():
     with open("/proc/self/statm") as f:
