@@ -136,7 +136,8 @@ def memory_65536(threads):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def main(argv=None):
+def _setup(argv):
+    """Arguments; the same thread count for attnpy and torch."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=attnpy.get_num_threads())
     ap.add_argument("--budget", type=float, default=8.0,
@@ -147,12 +148,16 @@ def main(argv=None):
     attnpy.set_num_threads(args.threads)
     try:
         import torch
-        torch.set_num_threads(args.threads)
-        with_torch = True
     except ImportError:
-        with_torch = False
-    cfg = {"budget": 2.0 if args.quick else args.budget, "min_samples": 5,
-           "max_samples": 41, "min_sample_s": 0.05, "settle_s": 0.12}
+        return args, False
+    torch.set_num_threads(args.threads)
+    return args, True
+
+
+def main(argv=None):
+    args, with_torch = _setup(argv)
+    cfg = dict(budget=2.0 if args.quick else args.budget, min_samples=5,
+               max_samples=41, min_sample_s=0.05, settle_s=0.12)
     print(f"attention forward + backward, {args.threads} threads, medians of "
           f"interleaved samples (ms); ratios side by side")
     print(f"{'shape, dtype':<32}{'attnpy':>9}{'torch':>9}{'numpy':>9}"

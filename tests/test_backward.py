@@ -17,19 +17,14 @@ import pytest
 import attnpy
 from attnpy import _core
 from attnpy import reference as ref
+import test_fastpath as fastpath
 from test_fastpath import ISAS, assert_same
 
 TOL = {np.float32: 2e-5, np.float64: 1e-12}
 
-# (Q, K, V, mask or None, bias or None)
-CASES = [
-    ((2, 3, 40, 16), (2, 3, 70, 16), (2, 3, 70, 24), None, None),
-    ((1, 4, 129, 64), (1, 1, 129, 64), (1, 1, 129, 64), (129, 129), None),
-    ((3, 65, 8), (3, 200, 8), (3, 200, 5), (3, 1, 200), (65, 200)),
-    ((2, 1, 33, 32), (2, 5, 100, 32), (2, 5, 100, 32), None, (5, 33, 100)),
+# the forward pass's cases, and grouped heads with an (S,) bias
+CASES = fastpath.CASES + [
     ((5, 4, 70, 16), (5, 1, 90, 16), (5, 1, 90, 16), None, (90,)),
-    ((17, 3), (1, 3), (1, 2), None, None),
-    ((5, 0, 8), (5, 9, 8), (5, 9, 8), None, None),
 ]
 
 

@@ -238,20 +238,6 @@ static attn_status bwd_pass(const attn_bwd_plan *bpl, attn_bwd_fn fn,
 /* ------------------------------------------------------------------------ */
 /* entry point                                                              */
 /* ------------------------------------------------------------------------ */
-static int bwd_threads(const attn_problem *p, const attn_exec *ex)
-{
-    int nt = ex && ex->nthreads > 1 ? ex->nthreads : 1;
-    double flops = 7.0 * (double)p->B * (double)p->L * (double)p->S
-                   * (double)(p->E + p->Ev);
-    if (p->causal != ATTN_CAUSAL_NONE)
-        flops *= 0.5;
-    if ((double)nt * attn__min_flops_per_thread > flops) {
-        double f = flops / attn__min_flops_per_thread;
-        nt = f < 1 ? 1 : (int)f;
-    }
-    return nt;
-}
-
 static int bwd_guarded(const attn_bwd_problem *bp)
 {
     const attn_problem *p = &bp->f;
@@ -291,7 +277,7 @@ attn_status attn_sdpa_backward(attn_bwd_problem *bp, const attn_exec *ex)
     bpl.uvec = uvec;
     bpl.bnan = bnan;
     bpl.guarded = bwd_guarded(bp);
-    const int nt = bwd_threads(p, ex);
+    const int nt = attn__threads_for(p, ex, 3.5);
     st = bwd_pass(&bpl, NULL, 1, 0, bad, ex, nt);
     for (size_t b = 0; st == ATTN_OK && b < p->B; b++)
         if (bad[b] != SIZE_MAX && p->fully_masked == ATTN_FM_RAISE) {

@@ -266,6 +266,18 @@ TI void SFX(bwd_store)(const attn_mat *g, size_t b, size_t r0, size_t n,
     }
 }
 
+/* dbias rows i0 .. i0+nq-1, keys j0 .. j0+nk-1 = dS (the key-major tile) */
+TI void SFX(bwd_dbias_tile)(const attn_bwd_problem *bp, size_t b, size_t i0,
+                            size_t nq, size_t j0, size_t nk, const T *ds,
+                            size_t ldds)
+{
+    SFX(store_tile_t)((T *)bp->dbias.data + BOFF_(bp->dbias, b)
+                          + (ptrdiff_t)i0 * bp->dbias.s0
+                          + (ptrdiff_t)j0 * bp->dbias.s1,
+                      bp->dbias.s0, bp->dbias.s1, ds, ldds, nq, nk, NULL,
+                      NULL, NULL, 0);
+}
+
 /* ---------------------------------------------------------------------- */
 /* keys j0 .. j0+nk-1 of b against every query block that sees them:       */
 /* dK, dV of the keys (acc1, acc2), and with dq (fused item: the queries   */
@@ -319,11 +331,7 @@ TF void SFX(bwd_keys)(const attn_bwd_plan *bpl, char *sb, size_t b, size_t j0,
         SFX(mm_block)(dq + i0 * EP, EP, nq, EP / W, dsm, 1, (ptrdiff_t)BQP,
                       kr, EP, nk, bpl->guarded);
         if (bp->dbias.data)
-            SFX(store_tile_t)((T *)bp->dbias.data + BOFF_(bp->dbias, b)
-                                  + (ptrdiff_t)i0 * bp->dbias.s0
-                                  + (ptrdiff_t)j0 * bp->dbias.s1,
-                              bp->dbias.s0, bp->dbias.s1, dsm, BQP, nq, nk,
-                              NULL, NULL, NULL, 0);
+            SFX(bwd_dbias_tile)(bp, b, i0, nq, j0, nk, dsm, BQP);
     }
     if (p->fully_masked == ATTN_FM_UNIFORM) {
         const T *u = (const T *)bpl->uvec + b * EvP;
@@ -436,11 +444,7 @@ TF void SFX(bwd_item_b)(const attn_bwd_plan *bpl, void *scratch, size_t b,
         SFX(mm_block)(dq, EP, nq, EP / W, dsm, 1, (ptrdiff_t)BQP,
                       (const T *)(sb + bpl->off_kr), EP, nk, bpl->guarded);
         if (bp->dbias.data)
-            SFX(store_tile_t)((T *)bp->dbias.data + BOFF_(bp->dbias, b)
-                                  + (ptrdiff_t)i0 * bp->dbias.s0
-                                  + (ptrdiff_t)j0 * bp->dbias.s1,
-                              bp->dbias.s0, bp->dbias.s1, dsm, BQP, nq, nk,
-                              NULL, NULL, NULL, 0);
+            SFX(bwd_dbias_tile)(bp, b, i0, nq, j0, nk, dsm, BQP);
     }
     SFX(bwd_dq_store)(bpl, sb, b, i0, nq, dq);
 }

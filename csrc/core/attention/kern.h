@@ -158,6 +158,11 @@ const attn_isa_desc *attn__isa_current(void);
  * flops each thread must have before a call uses more than one thread.   */
 extern long long attn__poll_interval_ns;
 long long attn__now_ns(void); /* CLOCK_MONOTONIC, for the poll */
+/* threads for a call of `products` (L x S x (E + Ev)) multiply-adds per
+ * batch item (halved when causal): exec->nthreads, but at most one per
+ * attn__min_flops_per_thread flops                                        */
+int attn__threads_for(const attn_problem *p, const attn_exec *ex,
+                      double products);
 extern double attn__min_flops_per_thread;
 
 #endif /* ATTNPY_ATTN_KERN_H */

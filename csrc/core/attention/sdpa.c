@@ -276,6 +276,21 @@ static void run_task(void *arg, int tid)
 /* a call uses at most one thread per this many flops */
 double attn__min_flops_per_thread = 2.0e6;
 
+int attn__threads_for(const attn_problem *p, const attn_exec *ex,
+                      double products)
+{
+    int nt = ex && ex->nthreads > 1 ? ex->nthreads : 1;
+    double flops = products * (double)p->B * (double)p->L * (double)p->S
+                   * (double)(p->E + p->Ev);
+    if (p->causal != ATTN_CAUSAL_NONE)
+        flops *= 0.5;
+    if ((double)nt * attn__min_flops_per_thread > flops) {
+        double f = flops / attn__min_flops_per_thread;
+        nt = f < 1 ? 1 : (int)f;
+    }
+    return nt;
+}
+
 attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
 {
     if (!p || (p->dtype != ATTN_F32 && p->dtype != ATTN_F64))
@@ -311,15 +326,7 @@ attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
     if (ex && ex->poll)
         c.t_last = attn__now_ns();
 
-    int nt = ex && ex->nthreads > 1 ? ex->nthreads : 1;
-    double flops = 2.0 * (double)p->B * (double)p->L * (double)p->S
-                   * (double)(p->E + p->Ev);
-    if (p->causal != ATTN_CAUSAL_NONE)
-        flops *= 0.5;
-    if ((double)nt * attn__min_flops_per_thread > flops) {
-        double f = flops / attn__min_flops_per_thread;
-        nt = f < 1 ? 1 : (int)f;
-    }
+    int nt = attn__threads_for(p, ex, 2.0);
     if ((size_t)nt > nitems)
         nt = (int)nitems;
     /* which value blocks hold inf/NaN, found out once per call (without
