@@ -23,8 +23,9 @@ from ._api import (add_positional_encoding, attention, causal_mask,
                    padding_mask, positional_encoding,
                    scaled_dot_product_attention, set_num_threads, softmax,
                    split_heads)
-from ._softmax_grad import softmax_backward, softmax_jacobian
 from ._decode import KVCache, merge_attention, rotary_embedding
+from ._grad import attention_backward
+from ._softmax_grad import softmax_backward, softmax_jacobian
 from ._mha import MultiHeadAttention
 from .teach import AttentionTrace, explain, show
 
@@ -32,7 +33,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "softmax", "softmax_backward", "softmax_jacobian",
-    "scaled_dot_product_attention", "attention",
+    "scaled_dot_product_attention", "attention", "attention_backward",
     "create_causal_mask", "causal_mask", "padding_mask",
     "positional_encoding", "add_positional_encoding", "split_heads",
     "combine_heads", "MultiHeadAttention", "set_num_threads",

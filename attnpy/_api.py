@@ -180,7 +180,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
 
 
 def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
-              fully_masked="zero", out=None):
+              fully_masked="zero", out=None, return_lse=False):
     """Fused attention: the output of scaled dot-product attention only.
 
     Same arguments and semantics as :func:`scaled_dot_product_attention`,
@@ -189,9 +189,16 @@ def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
     is spread over :func:`get_num_threads` threads. The output is bit for
     bit the one :func:`scaled_dot_product_attention` returns.
 
+    With ``return_lse=True`` the log-sum-exp of every row's scores comes
+    too: ``lse[..., i] = log(sum_j exp(s_ij))`` over the keys row i may see
+    (s = the scaled scores plus bias), ``-inf`` for a row that sees no key
+    whatever ``fully_masked`` says. It is what
+    :func:`attention_backward` needs, and what merges partial results.
+
     Returns
     -------
     output : ndarray, shape (..., L, Ev)
+    lse : ndarray, shape (..., L), output's dtype (only if return_lse)
 
     Examples
     --------
@@ -204,9 +211,12 @@ def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
     >>> ref = attnpy.reference.attention(Q, K, V, causal=True)
     >>> bool(np.allclose(out, ref, rtol=1e-12, atol=1e-14))
     True
+    >>> out, lse = attnpy.attention(Q, K, V, return_lse=True)
+    >>> lse.shape
+    (2, 4, 16)
     """
     return _core.sdpa(Q, K, V, mask, bias, causal, scale, fully_masked, out,
-                      None, 0)
+                      None, 3 if return_lse else 0)
 
 
 def create_causal_mask(seq_len):

@@ -19,6 +19,21 @@ def sdpa(Q: ArrayLike, K: ArrayLike, V: ArrayLike, mask: ArrayLike | None,
          fully_masked: _Policy, out: NDArray[Any] | None,
          weights_out: NDArray[Any] | None, want: Literal[1, 2],
          fname: str = ...) -> tuple[NDArray[np.floating[Any]], ...]: ...
+@overload
+def sdpa(Q: ArrayLike, K: ArrayLike, V: ArrayLike, mask: ArrayLike | None,
+         bias: ArrayLike | None, causal: _Causal, scale: float | None,
+         fully_masked: _Policy, out: NDArray[Any] | None,
+         weights_out: None, want: Literal[3],
+         fname: str = ...) -> tuple[NDArray[np.floating[Any]],
+                                    NDArray[np.floating[Any]]]: ...
+def sdpa_bwd(Q: ArrayLike, K: ArrayLike, V: ArrayLike,
+             mask: ArrayLike | None, bias: ArrayLike | None,
+             causal: _Causal, scale: float | None, fully_masked: _Policy,
+             dout: ArrayLike, out: ArrayLike, lse: ArrayLike,
+             bias_grad: bool, fname: str
+             ) -> tuple[NDArray[np.floating[Any]], NDArray[np.floating[Any]],
+                        NDArray[np.floating[Any]],
+                        NDArray[np.floating[Any]] | None]: ...
 def softmax(x: ArrayLike, axis: int, out: NDArray[Any] | None,
             fname: str) -> NDArray[np.floating[Any]]: ...
 def softmax_backward(dy: ArrayLike, y: ArrayLike, axis: int,

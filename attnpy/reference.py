@@ -44,7 +44,7 @@ import numpy as np
 
 __all__ = [
     "softmax", "softmax_backward", "softmax_jacobian",
-    "scaled_dot_product_attention", "attention",
+    "scaled_dot_product_attention", "attention", "attention_backward",
     "create_causal_mask", "causal_mask", "padding_mask",
     "positional_encoding", "add_positional_encoding",
     "rotary_embedding", "merge_attention",
@@ -326,19 +326,48 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
 
 
 def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
-              fully_masked="zero", out=None):
+              fully_masked="zero", out=None, return_lse=False):
     """The output of scaled_dot_product_attention, without the weights.
 
     (attnpy's version is fused and never builds the L x S matrix; the
-    numbers are the same.)
+    numbers are the same.) With return_lse, also (..., L) log-sum-exp of
+    each row's scores: log(sum_j exp(s_ij)), -inf for a fully masked row
+    whatever the policy.
     """
     output, _ = _attention(Q, K, V, mask, bias, causal, scale, fully_masked,
                            "attention")
-    return _store(output, out, "attention", "out")
+    output = _store(output, out, "attention", "out")
+    if not return_lse:
+        return output
+    _, _, _, s, fully, _, _ = _scores(Q, K, V, mask, bias, causal, scale,
+                                      "zero", "attention")
+    with _quiet():
+        m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)
+        m = np.where(fully[..., None], 0, m)
+        lse = (m + np.log(np.sum(np.exp(s - m), axis=-1, keepdims=True)))
+    return output, lse[..., 0].astype(output.dtype, copy=False)
 
 
 def _attention(Q, K, V, mask, bias, causal, scale, fully_masked, func):
     """The work of both entry points; `func` names the caller in errors."""
+    Q, K, V, s, fully, batch, _ = _scores(Q, K, V, mask, bias, causal, scale,
+                                          fully_masked, func)
+    dtype, S, Ev = s.dtype, s.shape[-1], V.shape[-1]
+
+    # 5. softmax of each row; fully masked rows come out NaN here and are
+    #    replaced in step 6.
+    V_b = np.broadcast_to(V, batch + (S, Ev))
+    with _quiet():
+        m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)
+        e = np.exp(s - m)
+        weights = e / np.sum(e, axis=-1, keepdims=True)
+        output = _weighted_sum(weights, V_b)
+    return _policy(output, weights, fully, fully_masked, V_b, S, dtype)
+
+
+def _scores(Q, K, V, mask, bias, causal, scale, fully_masked, func):
+    """Steps 1-4 of attention: (Q, K, V in the compute dtype, the masked
+    scores s (batch + (L, S)), the fully masked rows, batch, scale)."""
     if fully_masked not in FULLY_MASKED_POLICIES:
         raise ValueError(f"{func}: fully_masked must be one of "
                          f"{FULLY_MASKED_POLICIES}, not {fully_masked!r}")
@@ -392,17 +421,11 @@ def _attention(Q, K, V, mask, bias, causal, scale, fully_masked, func):
             else ""
         raise ValueError(f"{func}: query row {i}{where} may attend to no key "
                          "(fully_masked='raise')")
+    return Q, K, V, s, fully, batch, scale
 
-    # 5. softmax of each row; fully masked rows come out NaN here and are
-    #    replaced in step 6.
-    V_b = np.broadcast_to(V, batch + (S, Ev))
-    with _quiet():
-        m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)
-        e = np.exp(s - m)
-        weights = e / np.sum(e, axis=-1, keepdims=True)
-        output = _weighted_sum(weights, V_b)
 
-    # 6. the fully_masked policy.
+def _policy(output, weights, fully, fully_masked, V_b, S, dtype):
+    """6. the fully_masked policy on the rows that saw no key."""
     if fully.any():
         row = fully[..., None]                             # (..., L, 1)
         if fully_masked == "zero":
@@ -423,6 +446,70 @@ def _attention(Q, K, V, mask, bias, causal, scale, fully_masked, func):
         output = output.astype(dtype, copy=False)
 
     return np.ascontiguousarray(output), np.ascontiguousarray(weights)
+
+
+def _sum_to(g, shape):
+    """g summed over the dims broadcasting added to reach it from shape."""
+    extra = g.ndim - len(shape)
+    g = g.sum(axis=tuple(range(extra))) if extra > 0 else g
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    return (g.sum(axis=axes, keepdims=True) if axes else g).reshape(shape)
+
+
+def attention_backward(dout, Q, K, V, out, lse, *, mask=None, bias=None,
+                       causal=False, scale=None, fully_masked="zero",
+                       bias_grad=False, dq=None, dk=None, dv=None):
+    """Gradients of attention() with respect to Q, K, V (and bias).
+
+    With s the masked scores and out, lse from the forward pass:
+
+        P  = exp(s - lse)            (0 where s = -inf)       (..., L, S)
+        dV = P^T dout
+        dS = P * (dout V^T - D),     D = rowsum(dout * out)   (0 where P = 0)
+        dQ = scale dS K,   dK = scale dS^T Q,   dbias = dS
+
+    Rows with lse = -inf saw no key: "zero" adds nothing, "uniform" adds
+    dout / S to every dV row, "nan" makes dQ's and dbias's row and all of
+    dK and dV of that batch item NaN. Broadcast inputs get their gradients
+    summed over the broadcast dims.
+    """
+    func = "attention_backward"
+    Q0, K0, V0, bias0 = Q, K, V, bias
+    Q, K, V, s, _, batch, scale = _scores(Q, K, V, mask, bias, causal,
+                                          scale, "zero", func)
+    dtype, S = s.dtype, s.shape[-1]
+    dout, out, lse = (_as_compute(a, dtype) for a in (dout, out, lse))
+    fully = lse == -np.inf                                 # (..., L)
+    if fully_masked == "raise" and fully.any():
+        *index, i = np.argwhere(fully)[0]
+        raise ValueError(f"{func}: query row {i} of batch index "
+                         f"{tuple(int(n) for n in index)} may attend to no "
+                         "key (fully_masked='raise')")
+    V_b = np.broadcast_to(V, batch + V.shape[-2:])
+    with _quiet():
+        P = np.where(s == -np.inf, 0, np.exp(s - np.where(
+            fully, 0, lse)[..., None])).astype(dtype)
+        D = np.sum(dout.astype(np.float64) * out, axis=-1).astype(dtype)
+        dP = np.matmul(dout, np.swapaxes(V_b, -1, -2))
+        dS = np.where(P == 0, 0, P * (dP - D[..., None])).astype(dtype)
+        dV = _weighted_sum(np.swapaxes(P, -1, -2), dout)
+        if fully_masked == "uniform" and S > 0:
+            dV = dV + np.sum(np.where(fully[..., None], dout, 0), axis=-2,
+                             keepdims=True) / S
+        dQ = scale * _weighted_sum(dS, np.broadcast_to(K, batch + K.shape[-2:]))
+        dK = scale * _weighted_sum(np.swapaxes(dS, -1, -2),
+                                   np.broadcast_to(Q, batch + Q.shape[-2:]))
+    if fully_masked == "nan" and fully.any():
+        nan_b = fully.any(axis=-1)[..., None, None]         # (..., 1, 1)
+        dQ = np.where(fully[..., None], np.nan, dQ)
+        dS = np.where(fully[..., None], np.nan, dS)
+        dK, dV = np.where(nan_b, np.nan, dK), np.where(nan_b, np.nan, dV)
+    grads = [_store(_sum_to(g.astype(dtype), np.shape(x)), d, func, n)
+             for g, x, d, n in ((dQ, Q0, dq, "dq"), (dK, K0, dk, "dk"),
+                                (dV, V0, dv, "dv"))]
+    if bias_grad:
+        grads.append(_sum_to(dS, np.shape(bias0)))
+    return tuple(grads)
 
 
 # ---------------------------------------------------------------------------

@@ -79,7 +79,7 @@ def test_memory_threads_and_tutorial_skip(tmp_path):
     path = tmp_path / "bench.json"
     big = 80
     p = _run_cli(["--lengths", str(big), "--dtypes", "float32", "--skip",
-                  "torch,matmul,tiny,mha", "--repeat", "1", "--memory-length", "1024",
+                  "torch,matmul,tiny,mha,backward", "--repeat", "1", "--memory-length", "1024",
                   "--threads-length", "32",
                   "--tutorial-max-length", "64", "--json", str(path)])
     assert p.returncode == 0, p.stdout + p.stderr
@@ -236,3 +236,41 @@ def test_only_runs_the_named_parts(capsys):
     assert "tiny: Q, K, V" in out and "attention, (B,H,L,E)" not in out
     assert "machine matmul" not in out
     assert bench.main(["--only", "nonsense"]) == 2
+
+
+def test_backward_part_on_small_shapes(capsys):
+    """Forward + backward rows: attnpy, torch autograd and the NumPy
+    backward timed side by side, gradients compared with torch's."""
+    import numpy as np
+    from attnpy.bench import backward
+    args, cfg = bench.cli._parse(["--quick", "--repeat", "1"])
+    env = bench.env.Env(args)
+    try:
+        res = backward.bench_backward(env, cfg, 1, shapes=[
+            ((1, 2, 64, 16), np.float32, False), ((1, 2, 64, 16), np.float64, True)],
+            memory=False)
+    finally:
+        env.close()
+    out = capsys.readouterr().out
+    assert "attention forward + backward" in out
+    assert len(res["shapes"]) == 2
+    for r in res["shapes"]:
+        assert {"attnpy", "fwd", "bwd", "torch"} <= set(r["results"])
+        assert r["max_rel_err_vs_torch"] < 1e-4 and r["bwd_vs_fwd"] > 0
+    assert "numpy" in res["shapes"][0]["results"]
+
+
+def test_dask_part_on_a_small_cluster(capsys):
+    """Two worker processes, a short sequence: the wall times, the workers'
+    peak memory and the merge's share of the task time are reported."""
+    from attnpy.bench import dask_cluster
+    args, cfg = bench.cli._parse(["--quick"])
+    env = bench.env.Env(args)
+    try:
+        r = dask_cluster.bench_dask(env, S=20_000, L=256, nq=4, nk=8)
+    finally:
+        env.close()
+    assert "dask: (1, 256, 64) queries over S = 20000 keys" in capsys.readouterr().out
+    assert r["max_rel_err"] < 1e-5
+    assert len(r["worker_peak_rss"]) == 2 and min(r["worker_peak_rss"]) > 0
+    assert r["partial_task_s"] > 0 and r["merge_task_s"] >= 0

@@ -68,5 +68,17 @@ def part_mha(env, args, cfg, R):
     R["mha"] = bench_mha(env, cfg, args.repeat)
 
 
+def part_backward(env, args, cfg, R):
+    from .backward import bench_backward
+    R["backward"] = bench_backward(env, cfg, args.repeat)
+
+
+def part_dask(env, args, cfg, R):
+    from .dask_cluster import bench_dask
+    R["dask"] = bench_dask(env)
+
+
+# in the order they run; config.MODES says which parts each mode includes
+# ("dask" is in none: it starts a local cluster, run it with --only dask)
 PARTS = {"tiny": part_tiny, "memory": part_memory, "threads": part_threads,
-         "mha": part_mha}
+         "mha": part_mha, "backward": part_backward, "dask": part_dask}

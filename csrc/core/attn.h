@@ -105,12 +105,56 @@ typedef struct {
     attn_mat weights;  /* (B, L, S) optional: written when data != NULL      */
     attn_mat scores;   /* (B, L, S) optional: raw dot(Q_i, K_j), unscaled,
                           unmasked (for attnpy.explain)                      */
+    attn_mat lse;      /* (B, L) optional, written when data != NULL: row i
+                          at data + boff[b] + i * s0 (s1 unused):
+                          lse = m_i + log(sum_j exp(s(i, j) - m_i)), the
+                          log-sum-exp of the row's scores; -inf for a fully
+                          masked row WHATEVER the policy (also "uniform":
+                          its 1/S weights are a fill, not a softmax; the
+                          backward pass reads -inf as "fully masked")     */
     double scale;
     attn_causal causal;
     attn_fm fully_masked;
     /* out: set when the call returns ATTN_EFULLYMASKED */
     size_t bad_b, bad_row;
 } attn_problem;
+
+/*
+ * The gradient of one attention problem (attn_sdpa_backward).
+ *
+ * f is the forward problem exactly as it was computed (q, k, v, mask, bias,
+ * scale, causal, fully_masked), with f.out = the forward's output and
+ * f.lse = its lse (both READ here; f.weights, f.scores unused). With
+ *
+ *     P(i, j)  = exp(s(i, j) - lse_i)    (0 where s = -inf)
+ *     D_i      = sum_c dout(i, c) out(i, c)              (in double)
+ *     dS(i, j) = P(i, j) * (dot(dout_i, V_j) - D_i)      (0 where P == 0:
+ *                never 0 * inf)
+ *
+ * the kernels write
+ *
+ *     dv[b, j, :] = sum_i P(i, j) dout[b, i, :]
+ *     dq[b, i, :] = scale sum_j dS(i, j) K[b, j, :]
+ *     dk[b, j, :] = scale sum_i dS(i, j) Q[b, i, :]
+ *     dbias[b, i, j] = dS(i, j)                          (if dbias.data)
+ *
+ * Rows with lse_i == -inf are fully masked; by f.fully_masked: ZERO: they
+ * add nothing; UNIFORM: their weights 1/S are constants, so every dv row
+ * gets sum_i dout_i / S and nothing else changes; NAN: their weights are
+ * NaN: dq row i and dbias row i are NaN, and so is every row of dk and dv
+ * of that b; RAISE: ATTN_EFULLYMASKED with f.bad_b / f.bad_row the first
+ * such row in (b, row) order.
+ *
+ * dout (B, L, Ev) is read; dq (B, L, E), dk (B, S, E), dv (B, S, Ev) and
+ * the optional dbias (B, L, S) are written, dtype f.dtype. The regions
+ * written for different b must not overlap: where K, V or the bias were
+ * broadcast over b, the caller gives each b its own gradient and sums.
+ */
+typedef struct {
+    attn_problem f;
+    attn_mat dout;
+    attn_mat dq, dk, dv, dbias;
+} attn_bwd_problem;
 
 /*
  * How a call may run: thread count and a cancellation poll.
@@ -133,6 +177,15 @@ typedef struct {
  * single-threaded, kept as the C tests' oracle.                            */
 attn_status attn_sdpa(attn_problem *p, const attn_exec *ex);
 attn_status attn_sdpa_naive(attn_problem *p);
+
+/* attn_sdpa_backward: the fused backward pass (FlashAttention-2's
+ * recompute scheme: P rebuilt per block from lse, never an L x S array;
+ * memory O((L + S)(E + Ev)) per thread). Parallel over (b, key block) for
+ * dk/dv and (b, query block) for dq/dbias; the same bits for any
+ * exec->nthreads. attn_sdpa_backward_naive: row by row in double, single
+ * threaded, the C tests' oracle.                                          */
+attn_status attn_sdpa_backward(attn_bwd_problem *bp, const attn_exec *ex);
+attn_status attn_sdpa_backward_naive(attn_bwd_problem *bp);
 
 /* ---- instruction-set dispatch -------------------------------------------
  * attn_isa_name(): "avx512", "avx2" or "portable" -- the path attn_sdpa

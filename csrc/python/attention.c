@@ -22,16 +22,25 @@
 #include <string.h>
 
 /* Operands of one sdpa call, in the order of the offset tables. */
-enum { OP_Q, OP_K, OP_V, OP_MASK, OP_BIAS, OP_OUT, OP_W, OP_SC, N_OPS };
-static const char *const op_names[N_OPS] = {"Q", "K", "V", "mask", "bias",
-                                            "out", "weights_out", "scores"};
+enum { OP_Q, OP_K, OP_V, OP_MASK, OP_BIAS, OP_OUT, OP_W, OP_SC, OP_LSE,
+       OP_DOUT, OP_DQ, OP_DK, OP_DV, OP_DB, N_OPS };
+static const char *const op_names[N_OPS] = {
+    "Q",   "K",    "V",  "mask", "bias", "out", "weights_out",
+    "scores", "lse", "dout", "dQ", "dK", "dV", "dbias"};
+/* sdpa: OP_OUT .. OP_LSE are results; sdpa_bwd: OP_OUT, OP_LSE, OP_DOUT
+ * are inputs (the forward's out and lse, the output's gradient) and
+ * OP_DQ .. OP_DB the results, one per batch item (summed by the caller
+ * over broadcast dims)                                                  */
 
 typedef struct {
     const char *fname;
-    long want;                     /* 0 out, 1 + weights, 2 + scores      */
+    long want;                     /* 0 out, 1 + weights, 2 + scores,
+                                      3 out + lse                         */
+    int bwd;                       /* sdpa_bwd                            */
     int typenum;                   /* NPY_FLOAT or NPY_DOUBLE             */
     PyArrayObject *arr[N_OPS];     /* converted operands (owned)          */
     PyArrayObject *raw[5];         /* inputs in their own dtype (owned)   */
+    PyArrayObject *raw_bwd[3];     /* sdpa_bwd: out, lse, dout as given   */
     PyArrayObject *user_out, *user_w;
     int tmp_out, tmp_w;
     npy_intp L, S, E, Ev;
@@ -41,12 +50,13 @@ typedef struct {
     int busy;                      /* some result has elements to compute */
     ptrdiff_t *offs;
     attn_problem p;
+    attn_mat dmat[5];              /* sdpa_bwd: dout, dq, dk, dv, dbias   */
 } sdpa_call;
 
 static int sdpa_header(sdpa_call *c, PyObject *const *args, Py_ssize_t nargs)
 {
-    static const char *const default_names[3] = {
-        "attention", "scaled_dot_product_attention", "explain"};
+    static const char *const default_names[4] = {
+        "attention", "scaled_dot_product_attention", "explain", "attention"};
     if (nargs != 11 && nargs != 12) {
         PyErr_SetString(PyExc_TypeError, "sdpa() takes 11 or 12 arguments");
         return -1;
@@ -54,8 +64,8 @@ static int sdpa_header(sdpa_call *c, PyObject *const *args, Py_ssize_t nargs)
     c->want = PyLong_AsLong(args[10]);
     if (c->want == -1 && PyErr_Occurred())
         return -1;
-    if (c->want < 0 || c->want > 2) {
-        PyErr_SetString(PyExc_ValueError, "sdpa(): want must be 0, 1 or 2");
+    if (c->want < 0 || c->want > 3) {
+        PyErr_SetString(PyExc_ValueError, "sdpa(): want must be 0 .. 3");
         return -1;
     }
     c->fname = default_names[c->want];
@@ -241,7 +251,7 @@ static int sdpa_results(sdpa_call *c, PyObject *const *args)
     else if (!(c->arr[OP_OUT] = new_result(nd, odims, c->typenum, c->fname,
                                            "the output")))
         return -1;
-    if (c->want >= 1) {
+    if (c->want == 1 || c->want == 2) {
         ins[5] = c->arr[OP_OUT];
         if (args[9] != Py_None) {
             if (!(c->user_w = check_out(args[9], c->fname, "weights_out", nd,
@@ -255,6 +265,10 @@ static int sdpa_results(sdpa_call *c, PyObject *const *args)
     }
     if (c->want == 2 && !(c->arr[OP_SC] = new_result(nd, wdims, c->typenum,
                                                      c->fname, "the scores")))
+        return -1;
+    if (c->want == 3 && !(c->arr[OP_LSE] = new_result(nd - 1, odims,
+                                                      c->typenum, c->fname,
+                                                      "the lse")))
         return -1;
     return check_out_w_disjoint(c);
 }
@@ -287,7 +301,7 @@ static int sdpa_problem(sdpa_call *c, PyObject *const *args)
             continue;
         if (ensure_elem_strides(&c->arr[op], st[op]) < 0)
             return -1;
-        int lead = PyArray_NDIM(c->arr[op]) - 2;
+        int lead = PyArray_NDIM(c->arr[op]) - (op == OP_LSE ? 1 : 2);
         for (int d = 0; d < c->bnd; d++) {
             int k = d - (c->bnd - lead);
             bst[op][d] = (k >= 0 && PyArray_DIM(c->arr[op], k) != 1)
@@ -296,9 +310,9 @@ static int sdpa_problem(sdpa_call *c, PyObject *const *args)
     }
     /* work exists only if some result has elements (an empty output with
      * S == 0 rows still has nothing to write) */
-    c->busy = c->B > 0 && c->L > 0 &&
-              (c->Ev > 0 || (c->want >= 1 && c->S > 0) ||
-               c->p.fully_masked == ATTN_FM_RAISE);
+    c->busy = c->B > 0 && (c->bwd || (c->L > 0 &&
+              (c->Ev > 0 || (c->want && c->S > 0) || c->want == 3 ||
+               c->p.fully_masked == ATTN_FM_RAISE)));
     const ptrdiff_t *boff[N_OPS] = {NULL};
     if (c->busy && c->B > 1) {
         if (!(c->offs = alloc_offsets(N_OPS, c->B)))
@@ -313,12 +327,17 @@ static int sdpa_problem(sdpa_call *c, PyObject *const *args)
     p->S = (size_t)c->S;
     p->E = (size_t)c->E;
     p->Ev = (size_t)c->Ev;
-    attn_mat *mats[N_OPS] = {&p->q, &p->k, &p->v, &p->mask,
-                             &p->bias, &p->out, &p->weights, &p->scores};
+    attn_mat *mats[N_OPS] = {&p->q,       &p->k,       &p->v,
+                             &p->mask,    &p->bias,    &p->out,
+                             &p->weights, &p->scores,  &p->lse,
+                             &c->dmat[0], &c->dmat[1], &c->dmat[2],
+                             &c->dmat[3], &c->dmat[4]};
     for (int op = 0; op < N_OPS; op++) {
         PyArrayObject *a = c->arr[op];
-        *mats[op] = mat_of(a, boff[op], a ? st[op] : NULL,
-                           a ? PyArray_NDIM(a) : 2);
+        ptrdiff_t lst[2] = {a ? st[op][PyArray_NDIM(a) - 1] : 0, 0};
+        *mats[op] = op == OP_LSE ? mat_of(a, boff[op], lst, 2)
+                                 : mat_of(a, boff[op], a ? st[op] : NULL,
+                                          a ? PyArray_NDIM(a) : 2);
     }
     return sdpa_scale(c, args[6]);
 }
@@ -376,6 +395,8 @@ static PyObject *sdpa_deliver(sdpa_call *c)
     }
     if (c->want == 1)
         return PyTuple_Pack(2, o, w);
+    if (c->want == 3)
+        return PyTuple_Pack(2, o, (PyObject *)c->arr[OP_LSE]);
     return PyTuple_Pack(3, o, w, (PyObject *)c->arr[OP_SC]);
 }
 
@@ -386,6 +407,9 @@ static void sdpa_release(sdpa_call *c)
         Py_XDECREF(c->arr[op]);
     for (int i = 0; i < 5; i++)
         Py_XDECREF(c->raw[i]);
+    Py_XDECREF(c->raw_bwd[0]);
+    Py_XDECREF(c->raw_bwd[1]);
+    Py_XDECREF(c->raw_bwd[2]);
     Py_XDECREF(c->user_out);
     Py_XDECREF(c->user_w);
 }
@@ -405,9 +429,146 @@ static PyObject *core_sdpa(PyObject *Py_UNUSED(mod), PyObject *const *args,
     return result;
 }
 
+/* ------------------------------------------------------------------------ */
+/* sdpa_bwd(Q, K, V, mask, bias, causal, scale, fully_masked, dout, out,    */
+/*          lse, bias_grad, fname) -> (dQ, dK, dV, dbias or None)           */
+/* Steps 2-5 and 7 are sdpa's; the gradients have the broadcast batch       */
+/* shape (the wrapper sums them to the inputs' shapes).                     */
+/* ------------------------------------------------------------------------ */
+static int bwd_header(sdpa_call *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "sdpa_bwd() takes 13 arguments");
+        return -1;
+    }
+    c->bwd = 1;
+    if (!(c->fname = PyUnicode_AsUTF8(args[12])))
+        return -1;
+    if (parse_causal(args[5], c->fname, &c->p.causal) < 0 ||
+        parse_fully_masked(args[7], c->fname, &c->p.fully_masked) < 0)
+        return -1;
+    return 0;
+}
+
+/* out, lse and dout: the compute type, exactly the forward's shapes */
+static int bwd_inputs(sdpa_call *c, PyObject *const *args)
+{
+    static const int ops[3] = {OP_OUT, OP_LSE, OP_DOUT};
+    static const int argi[3] = {9, 10, 8};
+    npy_intp dims[NPY_MAXDIMS];
+    for (int d = 0; d < c->bnd; d++)
+        dims[d] = c->bshape[d];
+    dims[c->bnd] = c->L;
+    dims[c->bnd + 1] = c->Ev;
+    for (int i = 0; i < 3; i++) {
+        const int op = ops[i], nd = c->bnd + (op == OP_LSE ? 1 : 2);
+        PyArrayObject *a = as_real_array(args[argi[i]], c->fname,
+                                         op_names[op]);
+        c->raw_bwd[i] = a;
+        if (!a)
+            return -1;
+        int same = PyArray_NDIM(a) == nd;
+        for (int d = 0; same && d < nd; d++)
+            same = PyArray_DIM(a, d) == dims[d];
+        if (!same) {
+            PyObject *want = tuple_of(nd, dims), *got = shape_of(a);
+            PyObject *qs = shape_of(c->arr[OP_Q]), *vs = shape_of(c->arr[OP_V]);
+            if (want && got && qs && vs)
+                PyErr_Format(PyExc_ValueError,
+                             "%s: %s must have shape %R (the forward pass's "
+                             "%s for Q.shape=%R, V.shape=%R), got %s.shape=%R",
+                             c->fname, op_names[op], want,
+                             op == OP_LSE ? "lse" : "output", qs, vs,
+                             op_names[op], got);
+            Py_XDECREF(want);
+            Py_XDECREF(got);
+            Py_XDECREF(qs);
+            Py_XDECREF(vs);
+            return -1;
+        }
+        if (!(c->arr[op] = as_type(a, c->typenum, c->fname, op_names[op])))
+            return -1;
+    }
+    return 0;
+}
+
+static int bwd_results(sdpa_call *c, PyObject *bias_grad)
+{
+    const int nd = c->bnd + 2;
+    const npy_intp rows[4] = {c->L, c->S, c->S, c->L};
+    const npy_intp cols[4] = {c->E, c->E, c->Ev, c->S};
+    static const char *const what[4] = {"dQ", "dK", "dV", "dbias"};
+    int want_db = PyObject_IsTrue(bias_grad);
+    if (want_db < 0)
+        return -1;
+    npy_intp dims[NPY_MAXDIMS];
+    for (int d = 0; d < c->bnd; d++)
+        dims[d] = c->bshape[d];
+    for (int i = 0; i < 4; i++) {
+        if (i == 3 && (!want_db || !c->arr[OP_BIAS]))
+            break;
+        dims[c->bnd] = rows[i];
+        dims[c->bnd + 1] = cols[i];
+        if (!(c->arr[OP_DQ + i] = new_result(nd, dims, c->typenum, c->fname,
+                                             what[i])))
+            return -1;
+    }
+    return 0;
+}
+
+static int bwd_compute(sdpa_call *c)
+{
+    if (!c->busy)
+        return 0;
+    attn_bwd_problem bp;
+    memset(&bp, 0, sizeof bp);
+    bp.f = c->p;
+    bp.dout = c->dmat[0];
+    bp.dq = c->dmat[1];
+    bp.dk = c->dmat[2];
+    bp.dv = c->dmat[3];
+    bp.dbias = c->dmat[4];
+    ap_nogil g;
+    ap_nogil_begin(&g);
+    attn_status status = attn_sdpa_backward(&bp, &g.ex);
+    ap_nogil_end(&g);
+    if (status == ATTN_EFULLYMASKED) {
+        c->p.bad_b = bp.f.bad_b;
+        c->p.bad_row = bp.f.bad_row;
+        raise_fully_masked(c);
+        return -1;
+    }
+    return raise_status(status, c->fname);
+}
+
+static PyObject *core_sdpa_bwd(PyObject *Py_UNUSED(mod),
+                               PyObject *const *args, Py_ssize_t nargs)
+{
+    sdpa_call c;
+    memset(&c, 0, sizeof c);
+    PyObject *result = NULL;
+    if (bwd_header(&c, args, nargs) == 0 && sdpa_inputs(&c, args) == 0 &&
+        sdpa_core_dims(&c) == 0 && sdpa_mask_bias(&c, args) == 0 &&
+        sdpa_batch(&c) == 0 && bwd_inputs(&c, args) == 0 &&
+        bwd_results(&c, args[11]) == 0 && sdpa_problem(&c, args) == 0 &&
+        bwd_compute(&c) == 0)
+        result = PyTuple_Pack(4, (PyObject *)c.arr[OP_DQ],
+                              (PyObject *)c.arr[OP_DK],
+                              (PyObject *)c.arr[OP_DV],
+                              c.arr[OP_DB] ? (PyObject *)c.arr[OP_DB]
+                                           : Py_None);
+    sdpa_release(&c);
+    return result;
+}
+
 PyMethodDef ap_attention_methods[] = {
+    {"sdpa_bwd", AP_FASTCALL(core_sdpa_bwd), METH_FASTCALL,
+     "sdpa_bwd(Q, K, V, mask, bias, causal, scale, fully_masked, dout, out, "
+     "lse, bias_grad, fname)\n\nThe gradients of sdpa in C: (dQ, dK, dV, "
+     "dbias or None), each with the broadcast batch shape."},
     {"sdpa", AP_FASTCALL(core_sdpa), METH_FASTCALL,
      "sdpa(Q, K, V, mask, bias, causal, scale, fully_masked, out, "
      "weights_out, want[, fname])\n\nScaled dot-product attention in C. "
-     "want=0 -> out; 1 -> (out, weights); 2 -> (out, weights, raw scores)."},
+     "want=0 -> out; 1 -> (out, weights); 2 -> (out, weights, raw scores); "
+     "3 -> (out, lse)."},
     {NULL, NULL, 0, NULL}};

@@ -254,6 +254,16 @@ static void dec_masked_row_##SFX(const attn_problem *p, dec_merge_buf *mb,      
 DEFINE_DEC_MERGE(float, f32)
 DEFINE_DEC_MERGE(double, f64)
 
+/* the caller's lse(b, r) (attn_problem.lse), in its element type        */
+static void dec_put_lse(const attn_problem *p, size_t b, size_t r, double m)
+{
+    const ptrdiff_t at = OFF(p->lse, b) + (ptrdiff_t)r * p->lse.s0;
+    if (p->dtype == ATTN_F64)
+        ((double *)p->lse.data)[at] = m;
+    else
+        ((float *)p->lse.data)[at] = (float)m;
+}
+
 /* merge batch items b0 .. b0+nb-1; lse[(b - b0) * L + r] = merged lse    */
 static attn_status dec_merge(attn_problem *p, const attn_dplan *dp,
                              dec_merge_buf *mb, size_t nb, double *lse)
@@ -265,6 +275,8 @@ static attn_status dec_merge(attn_problem *p, const attn_dplan *dp,
             double m = f64 ? dec_merge_row_f64(dp, mb, b, r)
                            : dec_merge_row_f32(dp, mb, b, r);
             lse[(b - dp->b0) * p->L + r] = m;
+            if (p->lse.data)
+                dec_put_lse(p, b, r, m);
             if (m != -INFINITY)
                 continue;
             if (p->fully_masked == ATTN_FM_RAISE) {

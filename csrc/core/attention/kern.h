@@ -32,6 +32,33 @@
 #define ATTN_HAVE_X86 0
 #endif
 
+/* plan arithmetic shared by the drivers (sdpa.c, bwd.c) */
+/* m is a power of two (vector widths, 64-byte alignment) */
+static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) & ~(m - 1); }
+
+static inline int mul_ok(size_t a, size_t b, size_t *r)
+{
+#if defined(__GNUC__)
+    return !__builtin_mul_overflow(a, b, r);
+#else
+    if (a && b > SIZE_MAX / a)
+        return 0;
+    *r = a * b;
+    return 1;
+#endif
+}
+
+/* a += n * esz bytes, 64-byte aligned; 0 on overflow */
+static inline int take(size_t *a, size_t n, size_t esz, size_t *off)
+{
+    size_t bytes;
+    if (!mul_ok(n, esz, &bytes) || bytes > SIZE_MAX - 64 - *a)
+        return 0;
+    *off = *a;
+    *a = round_up(*a + bytes, 64);
+    return 1;
+}
+
 /* Everything a work item needs, computed once per call by the driver. */
 typedef struct {
     const attn_problem *p;
@@ -77,6 +104,35 @@ typedef struct {
 typedef attn_status (*attn_item_fn)(const attn_plan *pl, void *scratch,
                                     size_t b, size_t qb, size_t *bad_row);
 
+/* The backward pass (bwd.c, bwd_tile.h). fp holds the forward-style
+ * plan the shared pieces of tile.h read (p = &bp->f, BQ, BK, BQP, EvP,
+ * nqb, nkb, coff, pack_v); the rest is the backward's own.               */
+typedef struct {
+    attn_plan fp;
+    const attn_bwd_problem *bp;
+    size_t EP;        /* E rounded up to the vector width                   */
+    int guarded;      /* Q, K or dout hold inf/NaN: products skip zeros     */
+    const void *dvec; /* D_i = rowsum(dout * out), [b * L + i], dtype       */
+    const void *uvec; /* uniform policy: sum of dout / S over the fully
+                         masked rows of b, [b * EvP + c], dtype             */
+    const unsigned char *bnan; /* [b]: NaN policy and a fully masked row  */
+    int fused;        /* one item per b (5 products per block pair), not
+                         the split passes A and B (7, parallel inside b)   */
+    size_t BKA;       /* keys per block of bwd_keys (pass A / fused)        */
+    /* scratch layout (see bwd_tile.h): byte offsets, 64-byte aligned.
+     * A query block's packed data (qt, dot, qr, dor, row, lnan) lives in a
+     * slot of qstride bytes: one slot (split), or one per query block at
+     * sb + qb * qstride (fused); the other offsets count from sb.         */
+    size_t off_qt, off_dot, off_qr, off_dor, off_row, off_lnan, qstride;
+    size_t off_st, off_dp, off_kr, off_vp, off_acc1, off_acc2, off_nan;
+    size_t off_dqall; /* fused: dQ accumulator of all of b, nqb*BQ x EP    */
+    size_t scratch_bytes;
+} attn_bwd_plan;
+
+/* pass A item (b, key block) or pass B item (b, query block)              */
+typedef void (*attn_bwd_fn)(const attn_bwd_plan *bpl, void *scratch,
+                            size_t b, size_t blk);
+
 typedef struct {
     const char *name;
     size_t W[2];             /* vector width in elements: [ATTN_F32/F64]   */
@@ -85,6 +141,7 @@ typedef struct {
     /* vectorised exp for x <= 0 (tests): y[i] = exp(x[i])                 */
     void (*exp_f32)(float *y, const float *x, size_t n);
     void (*exp_f64)(double *y, const double *x, size_t n);
+    attn_bwd_fn bwd_a[2], bwd_b[2]; /* backward passes A and B, per type */
 } attn_isa_desc;
 
 extern const attn_isa_desc attn__isa_portable;
@@ -100,6 +157,12 @@ const attn_isa_desc *attn__isa_current(void);
  * call runs): how often the calling thread polls (default 100 ms), and the
  * flops each thread must have before a call uses more than one thread.   */
 extern long long attn__poll_interval_ns;
+long long attn__now_ns(void); /* CLOCK_MONOTONIC, for the poll */
+/* threads for a call of `products` (L x S x (E + Ev)) multiply-adds per
+ * batch item (halved when causal): exec->nthreads, but at most one per
+ * attn__min_flops_per_thread flops                                        */
+int attn__threads_for(const attn_problem *p, const attn_exec *ex,
+                      double products);
 extern double attn__min_flops_per_thread;
 
 #endif /* ATTNPY_ATTN_KERN_H */

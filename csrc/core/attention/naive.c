@@ -131,6 +131,9 @@ static attn_status sdpa_naive_##SFX(attn_problem *p)                            
                 s_row[j] = fill ? fill_w : EXP(s_row[j] - m);                   \
                 sum += s_row[j];                                                \
             }                                                                   \
+            if (p->lse.data)                                                    \
+                ((T *)p->lse.data + OFF(p->lse, b))[(ptrdiff_t)i * p->lse.s0] = \
+                    fill ? ninf : (T)((double)m + log((double)sum));           \
             /* pass 3: normalise, weights, out = w @ V */                       \
             for (size_t e = 0; e < Ev; e++)                                     \
                 acc[e] = (fill && p->fully_masked == ATTN_FM_NAN) ? (T)NAN : 0; \

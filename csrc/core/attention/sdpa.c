@@ -115,33 +115,6 @@ int attn_set_isa(const char *name)
 
 #define SCRATCH_TARGET ((size_t)256 * 1024) /* st + K/V blocks, per thread */
 
-/* m is a power of two (vector widths, 64-byte alignment) */
-static size_t round_up(size_t x, size_t m) { return (x + m - 1) & ~(m - 1); }
-
-static int mul_ok(size_t a, size_t b, size_t *r)
-{
-#if defined(__GNUC__)
-    return !__builtin_mul_overflow(a, b, r);
-#else
-    if (a && b > SIZE_MAX / a)
-        return 0;
-    *r = a * b;
-    return 1;
-#endif
-}
-
-/* a += n * esz bytes, 64-byte aligned; 0 on overflow */
-static int take(size_t *a, size_t n, size_t esz, size_t *off)
-{
-    size_t bytes;
-    if (!mul_ok(n, esz, &bytes) || bytes > SIZE_MAX - 64 - *a)
-        return 0;
-    *off = *a;
-    *a = round_up(*a + bytes, 64);
-    return 1;
-}
-
-
 static attn_status make_plan(attn_plan *pl, const attn_problem *p,
                              const attn_isa_desc *d)
 {
@@ -233,7 +206,7 @@ typedef struct {
     long long t_last;           /* caller only */
 } run_ctx;
 
-static long long now_ns(void)
+long long attn__now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -287,7 +260,7 @@ static void run_task(void *arg, int tid)
                 ;
         }
         if (tid == 0 && c->ex && c->ex->poll) {
-            long long t = now_ns();
+            long long t = attn__now_ns();
             if (t - c->t_last >= attn__poll_interval_ns) {
                 c->t_last = t;
                 if (c->ex->poll(c->ex->poll_ctx)) {
@@ -302,6 +275,21 @@ static void run_task(void *arg, int tid)
 
 /* a call uses at most one thread per this many flops */
 double attn__min_flops_per_thread = 2.0e6;
+
+int attn__threads_for(const attn_problem *p, const attn_exec *ex,
+                      double products)
+{
+    int nt = ex && ex->nthreads > 1 ? ex->nthreads : 1;
+    double flops = products * (double)p->B * (double)p->L * (double)p->S
+                   * (double)(p->E + p->Ev);
+    if (p->causal != ATTN_CAUSAL_NONE)
+        flops *= 0.5;
+    if ((double)nt * attn__min_flops_per_thread > flops) {
+        double f = flops / attn__min_flops_per_thread;
+        nt = f < 1 ? 1 : (int)f;
+    }
+    return nt;
+}
 
 attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
 {
@@ -336,17 +324,9 @@ attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
     atomic_init(&c.err, ATTN_OK);
     atomic_init(&c.bad, SIZE_MAX);
     if (ex && ex->poll)
-        c.t_last = now_ns();
+        c.t_last = attn__now_ns();
 
-    int nt = ex && ex->nthreads > 1 ? ex->nthreads : 1;
-    double flops = 2.0 * (double)p->B * (double)p->L * (double)p->S
-                   * (double)(p->E + p->Ev);
-    if (p->causal != ATTN_CAUSAL_NONE)
-        flops *= 0.5;
-    if ((double)nt * attn__min_flops_per_thread > flops) {
-        double f = flops / attn__min_flops_per_thread;
-        nt = f < 1 ? 1 : (int)f;
-    }
+    int nt = attn__threads_for(p, ex, 2.0);
     if ((size_t)nt > nitems)
         nt = (int)nitems;
     /* which value blocks hold inf/NaN, found out once per call (without

@@ -21,10 +21,16 @@
 #define ATTN_VEC_F64 0
 #include "attention/vec_avx2.h"
 #include "attention/tile.h"
+#define ATTN_VEC_F64 0
+#include "attention/vec_avx2.h"
+#include "attention/bwd_tile.h"
 
 #define ATTN_VEC_F64 1
 #include "attention/vec_avx2.h"
 #include "attention/tile.h"
+#define ATTN_VEC_F64 1
+#include "attention/vec_avx2.h"
+#include "attention/bwd_tile.h"
 
 const attn_isa_desc attn__isa_avx2 = {
     "avx2",
@@ -34,6 +40,8 @@ const attn_isa_desc attn__isa_avx2 = {
     {item_avx2_f32, item_avx2_f64},
     exp_array_avx2_f32,
     exp_array_avx2_f64,
+    {bwd_item_a_avx2_f32, bwd_item_a_avx2_f64},
+    {bwd_item_b_avx2_f32, bwd_item_b_avx2_f64},
 };
 
 #endif /* ATTN_HAVE_X86 */

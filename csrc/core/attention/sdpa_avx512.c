@@ -20,10 +20,16 @@
 #define ATTN_VEC_F64 0
 #include "attention/vec_avx512.h"
 #include "attention/tile.h"
+#define ATTN_VEC_F64 0
+#include "attention/vec_avx512.h"
+#include "attention/bwd_tile.h"
 
 #define ATTN_VEC_F64 1
 #include "attention/vec_avx512.h"
 #include "attention/tile.h"
+#define ATTN_VEC_F64 1
+#include "attention/vec_avx512.h"
+#include "attention/bwd_tile.h"
 
 const attn_isa_desc attn__isa_avx512 = {
     "avx512",
@@ -33,6 +39,8 @@ const attn_isa_desc attn__isa_avx512 = {
     {item_avx512_f32, item_avx512_f64},
     exp_array_avx512_f32,
     exp_array_avx512_f64,
+    {bwd_item_a_avx512_f32, bwd_item_a_avx512_f64},
+    {bwd_item_b_avx512_f32, bwd_item_b_avx512_f64},
 };
 
 #endif /* ATTN_HAVE_X86 */

@@ -17,10 +17,16 @@
 #define ATTN_VEC_F64 0
 #include "attention/vec_portable.h"
 #include "attention/tile.h"
+#define ATTN_VEC_F64 0
+#include "attention/vec_portable.h"
+#include "attention/bwd_tile.h"
 
 #define ATTN_VEC_F64 1
 #include "attention/vec_portable.h"
 #include "attention/tile.h"
+#define ATTN_VEC_F64 1
+#include "attention/vec_portable.h"
+#include "attention/bwd_tile.h"
 
 const attn_isa_desc attn__isa_portable = {
     "portable",
@@ -30,4 +36,6 @@ const attn_isa_desc attn__isa_portable = {
     {item_portable_f32, item_portable_f64},
     exp_array_portable_f32,
     exp_array_portable_f64,
+    {bwd_item_a_portable_f32, bwd_item_a_portable_f64},
+    {bwd_item_b_portable_f32, bwd_item_b_portable_f64},
 };

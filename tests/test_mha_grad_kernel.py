@@ -1,9 +1,6 @@
-"""The tests of tests/test_mha_grad.py over attnpy's own fused kernels.
-
-NOT collected yet (the file name does not start with test_): it needs
-attnpy.attention(..., return_lse=True) and attnpy.attention_backward on
-main. Enable it at merge by renaming it to tests/test_mha_grad_kernel.py.
-"""
+"""The tests of tests/test_mha_grad.py over attnpy's own fused kernels
+(test_mha_grad.py runs them over a private NumPy attention backward, so a
+bug in the kernel and one in the layer's chain rule are told apart)."""
 import pytest
 
 from test_mha_grad import *  # noqa: F401,F403  (the same tests)
@@ -17,13 +14,11 @@ def attn_grad():
 
 
 def test_backward_docstring_example_runs():
-    """MultiHeadAttention.backward's Example is marked +SKIP until the
-    kernels land (remove the two directives at merge); here it runs."""
+    """MultiHeadAttention.backward's Example runs on the kernels."""
     import doctest
 
     import attnpy
-    doc = attnpy.MultiHeadAttention.backward.__doc__.replace(
-        "# doctest: +SKIP", "")
+    doc = attnpy.MultiHeadAttention.backward.__doc__
     test = doctest.DocTestParser().get_doctest(doc, {}, "backward", None, 0)
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
     runner.run(test)

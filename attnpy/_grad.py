@@ -1,0 +1,117 @@
+"""Gradients: the fused backward pass of :func:`attnpy.attention`.
+
+The C core computes one gradient per broadcast batch item (FlashAttention-2's
+recompute scheme: P rebuilt from the forward pass's lse, never an L x S
+array); this wrapper sums them back to the shapes the caller passed, in
+NumPy's fixed order, and casts them to the inputs' dtypes.
+"""
+import numpy as np
+
+from . import _core
+
+__all__ = ["attention_backward"]
+
+
+def _sum_to(g, shape):
+    """g summed over the dims that were broadcast to reach it from shape."""
+    extra = g.ndim - len(shape)
+    if extra > 0:
+        g = g.sum(axis=tuple(range(extra)))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    if axes:
+        g = g.sum(axis=axes, keepdims=True)
+    return g.reshape(shape)
+
+
+def _like(g, x):
+    """g in the dtype of input x when that is a float type (else as is)."""
+    dt = np.asarray(x).dtype
+    if np.issubdtype(dt, np.floating) and g.dtype != dt:
+        return g.astype(dt)
+    return g
+
+
+def _deliver(g, dest, name):
+    if dest is None:
+        return g
+    if not isinstance(dest, np.ndarray):
+        raise TypeError(f"attention_backward: {name} must be a numpy array")
+    if dest.shape != g.shape or dest.dtype != g.dtype:
+        raise ValueError(f"attention_backward: {name} must have shape "
+                         f"{g.shape} and dtype {g.dtype}, got "
+                         f"{name}.shape={dest.shape}, dtype {dest.dtype}")
+    np.copyto(dest, g)
+    return dest
+
+
+def attention_backward(dout, Q, K, V, out, lse, *, mask=None, bias=None,
+                       causal=False, scale=None, fully_masked="zero",
+                       bias_grad=False, dq=None, dk=None, dv=None):
+    """Gradients of :func:`attention` with respect to Q, K, V (and bias).
+
+    Given ``out, lse = attention(Q, K, V, ..., return_lse=True)`` and the
+    gradient ``dout`` of a loss with respect to ``out``, returns the
+    gradients of that loss with respect to Q, K and V, computed in C with
+    FlashAttention-2's recompute scheme: the weights are rebuilt block by
+    block from ``lse`` (``P = exp(s - lse)``), ``D = rowsum(dout * out)``,
+    ``dS = P * (dout V^T - D)``, ``dQ = scale dS K``, ``dK = scale dS^T Q``,
+    ``dV = P^T dout``; memory stays linear in the sequence lengths.
+
+    Parameters
+    ----------
+    dout : array_like, shape (..., L, Ev)
+        Gradient of the loss with respect to the forward output.
+    Q, K, V, out, lse : array_like
+        The forward pass's inputs and its results (``return_lse=True``).
+    mask, bias, causal, scale, fully_masked
+        Exactly those of the forward call: the gradient is of the function
+        that call computed. Masked positions contribute exactly 0.
+        ``fully_masked``: "zero" rows give nothing to any gradient;
+        "uniform" rows are differentiated as the constant 1/S weights they
+        produced (dQ row 0, every key's dV gets dout/S); "nan" gives NaN
+        (that row of dQ and dbias, and all of dK, dV of its batch item);
+        "raise" raises ValueError as the forward pass does.
+    bias_grad : bool
+        Also return the gradient of ``bias`` (which must be given).
+    dq, dk, dv : ndarray, optional
+        Arrays of exactly the gradients' shapes and dtypes to fill.
+
+    Returns
+    -------
+    dQ, dK, dV : ndarray
+        Each with its input's shape and dtype as passed: where K or V were
+        broadcast (one K/V head for many query heads), the gradient is
+        summed over the broadcast dims.
+    dbias : ndarray
+        Only with ``bias_grad=True``: ``dS`` summed to the bias's shape.
+
+    Examples
+    --------
+    >>> import numpy as np, attnpy
+    >>> rng = np.random.default_rng(0)
+    >>> Q = rng.standard_normal((2, 4, 16, 8))      # (B, H, L, E)
+    >>> K, V = rng.standard_normal((2, 2, 1, 16, 8))  # one K/V head
+    >>> out, lse = attnpy.attention(Q, K, V, causal=True, return_lse=True)
+    >>> dout = np.ones_like(out)                    # loss = out.sum()
+    >>> dQ, dK, dV = attnpy.attention_backward(dout, Q, K, V, out, lse,
+    ...                                        causal=True)
+    >>> dQ.shape, dK.shape, dV.shape
+    ((2, 4, 16, 8), (2, 1, 16, 8), (2, 1, 16, 8))
+    >>> ref = attnpy.reference.attention_backward(dout, Q, K, V, out, lse,
+    ...                                           causal=True)
+    >>> all(np.allclose(a, b, rtol=1e-12, atol=1e-12)
+    ...     for a, b in zip((dQ, dK, dV), ref))
+    True
+    """
+    if bias_grad and bias is None:
+        raise ValueError("attention_backward: bias_grad=True needs a bias")
+    gq, gk, gv, gb = _core.sdpa_bwd(Q, K, V, mask, bias, causal, scale,
+                                    fully_masked, dout, out, lse,
+                                    bool(bias_grad), "attention_backward")
+    res = [_like(_sum_to(g, np.shape(x)), x)
+           for g, x in ((gq, Q), (gk, K), (gv, V))]
+    res = [_deliver(g, d, n)
+           for g, d, n in zip(res, (dq, dk, dv), ("dq", "dk", "dv"))]
+    if bias_grad:
+        res.append(_like(_sum_to(gb, np.shape(bias)), bias))
+    return tuple(res)

@@ -1,0 +1,329 @@
+"""attnpy.dask: attention over Dask arrays, block by block, lazily.
+
+``import attnpy`` never imports this module (nor dask); ``import
+attnpy.dask`` needs the optional extra: ``pip install "attnpy[dask]"``.
+
+How the work is cut:
+
+- leading (batch/head) chunks map block to block;
+- query chunks (along L) are independent;
+- key/value chunks (along S) are computed as partial attention with its
+  log-sum-exp (``attnpy.attention(..., return_lse=True)``) and combined
+  by :func:`attnpy.merge_attention` in a tree, in a fixed order, so the
+  keys and values of one sequence never have to fit in one worker;
+- with ``causal``, (query chunk, key chunk) pairs entirely in the future
+  are never computed, and the others get the causal limit at their
+  offsets, inside the kernel (no mask array is built).
+
+The same code runs on the threaded scheduler, on ``dask.distributed``
+with worker processes, and on any cluster ``dask.distributed`` reaches.
+"""
+import math
+
+import numpy as np
+
+try:
+    import dask.array as da
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+except ImportError as exc:  # pragma: no cover - depends on the install
+    raise ImportError("attnpy.dask needs dask: pip install 'attnpy[dask]'"
+                      ) from exc
+
+import attnpy
+
+__all__ = ["attention"]
+
+_FM = ("zero", "uniform", "nan", "raise")
+
+
+def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
+              fully_masked="zero", return_lse=False, split_every=8):
+    """:func:`attnpy.attention` on Dask arrays, lazily.
+
+    Parameters
+    ----------
+    Q, K, V : dask.array.Array or array_like
+        (..., L, E), (..., S, E), (..., S, Ev); leading dims broadcast as in
+        :func:`attnpy.attention`. NumPy inputs are wrapped as one chunk.
+        The chunks of Q set the batch and query blocks, those of K the key
+        blocks (V, mask and bias are rechunked to match; E and Ev are
+        single chunks).
+    mask, bias, causal, scale, fully_masked :
+        As in :func:`attnpy.attention`; mask and bias may be Dask or NumPy
+        arrays broadcastable to (..., L, S).
+    return_lse : bool
+        Also return the log-sum-exp (..., L) as a second Dask array.
+    split_every : int
+        Fan-in of the tree that merges key blocks (>= 2).
+
+    Returns
+    -------
+    dask.array.Array, shape (..., L, Ev) (and the lse if asked)
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da, attnpy, attnpy.dask
+    >>> rng = np.random.default_rng(0)
+    >>> Q, K, V = (rng.standard_normal((2, 64, 16)) for _ in range(3))
+    >>> Kd, Vd = da.from_array(K, chunks=(1, 16, 16)), da.from_array(V, chunks=(1, 16, 16))
+    >>> out = attnpy.dask.attention(da.from_array(Q, chunks=(1, 32, 16)), Kd, Vd,
+    ...                             causal=True)
+    >>> out.chunks
+    ((1, 1), (32, 32), (16,))
+    >>> bool(np.allclose(out.compute(), attnpy.attention(Q, K, V, causal=True)))
+    True
+    """
+    fname = "attnpy.dask.attention"
+    if fully_masked not in _FM:
+        raise ValueError(f"{fname}: fully_masked must be 'zero', 'uniform', "
+                         f"'nan' or 'raise', got {fully_masked!r}")
+    if int(split_every) < 2:
+        raise ValueError(f"{fname}: split_every must be >= 2, got {split_every}")
+    plan = _Plan(fname, Q, K, V, mask, bias, causal, scale)
+    out, lse = plan.build(fully_masked, int(split_every))
+    return (out, lse) if return_lse else out
+
+
+def _as_dask(x, name, fname):
+    if x is None or isinstance(x, da.Array):
+        return x
+    a = np.asarray(x)
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{fname}: {name} must be an array of real numbers, "
+                        f"got dtype {a.dtype}")
+    return da.from_array(a, chunks=a.shape or ())
+
+
+class _Plan:
+    """Shapes, chunks and the graph of one call."""
+
+    def __init__(self, fname, Q, K, V, mask, bias, causal, scale):
+        self.fname = fname
+        Q, K, V = (_as_dask(x, n, fname) for x, n in ((Q, "Q"), (K, "K"), (V, "V")))
+        mask, bias = _as_dask(mask, "mask", fname), _as_dask(bias, "bias", fname)
+        for x, n in ((Q, "Q"), (K, "K"), (V, "V")):
+            if x.ndim < 2:
+                raise ValueError(f"{fname}: {n} must have at least 2 dimensions, "
+                                 f"got shape {x.shape}")
+        L, E = Q.shape[-2:]
+        S, Ev = K.shape[-2], V.shape[-1]
+        if K.shape[-1] != E:
+            raise ValueError(f"{fname}: K has {K.shape[-1]} features but Q has {E} "
+                             f"(Q.shape={Q.shape}, K.shape={K.shape})")
+        if V.shape[-2] != S:
+            raise ValueError(f"{fname}: V has {V.shape[-2]} positions but K has {S} "
+                             f"(K.shape={K.shape}, V.shape={V.shape})")
+        extra = [m.shape[:-2] for m in (mask, bias) if m is not None and m.ndim >= 2]
+        try:
+            batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2], *extra)
+        except ValueError:
+            raise ValueError(f"{fname}: the leading (batch) dimensions of Q, K, V, "
+                             f"mask and bias do not broadcast (Q.shape={Q.shape}, "
+                             f"K.shape={K.shape}, V.shape={V.shape})") from None
+        self.dtype = np.result_type(Q.dtype, K.dtype, V.dtype)
+        if self.dtype not in (np.float32, np.float64):
+            self.dtype = np.dtype(np.float32 if self.dtype == np.float16 else np.float64)
+        self.L, self.S, self.E, self.Ev, self.batch = L, S, E, Ev, batch
+        nb = len(batch)
+        Q = da.broadcast_to(Q, batch + (L, E))
+        bchunks = Q.chunks[:nb]
+        self.qchunks = Q.chunks[nb]
+        self.Q = Q.rechunk(bchunks + (self.qchunks, E))
+        K = da.broadcast_to(K, batch + (S, E))
+        self.kchunks = K.chunks[nb]
+        self.K = K.rechunk(bchunks + (self.kchunks, E))
+        self.V = da.broadcast_to(V, batch + (S, Ev)).rechunk(bchunks + (self.kchunks, Ev))
+        self.bchunks = bchunks
+        self.mask = self._score_operand(mask, "mask")
+        self.bias = self._score_operand(bias, "bias")
+        self.causal = causal
+        if causal in (False, None):
+            self.coff = None
+        elif causal is True or causal == "top_left":
+            self.coff = 0
+        elif causal == "bottom_right":
+            self.coff = S - L
+        else:
+            raise ValueError(f"{fname}: causal must be False, True, 'top_left' or "
+                             f"'bottom_right', got {causal!r}")
+        self.scale = (1.0 / math.sqrt(E) if E else 1.0) if scale is None else float(scale)
+
+    def _score_operand(self, m, name):
+        """mask/bias as (batch..., L or 1, S or 1), chunked like the scores."""
+        if m is None:
+            return None
+        if m.ndim < 2:
+            m = m.reshape((1,) * (2 - m.ndim) + m.shape)
+        ml, ms = m.shape[-2:]
+        if ml not in (1, self.L) or ms not in (1, self.S):
+            raise ValueError(f"{self.fname}: {name} of shape {m.shape} does not "
+                             f"broadcast to the scores' (..., L, S) = "
+                             f"(..., {self.L}, {self.S})")
+        nb = len(self.batch)
+        m = da.broadcast_to(m, self.batch + (ml, ms))
+        return m.rechunk(self.bchunks + (self.qchunks if ml > 1 else (1,),
+                                         self.kchunks if ms > 1 else (1,)))
+
+    # -- the graph --------------------------------------------------------
+    def build(self, fully_masked, split_every):
+        name = "attnpy-attention-" + tokenize(
+            self.Q, self.K, self.V, self.mask, self.bias, self.causal,
+            self.scale, fully_masked, split_every)
+        # the "uniform" policy's output: the mean of the value rows, by
+        # dask's own tree reduction (never all of V in one task)
+        vmean = (self.V.mean(axis=-2, dtype=np.float64)
+                 if fully_masked == "uniform" and self.S else None)
+        deps = [a for a in (self.Q, self.K, self.V, self.mask, self.bias, vmean)
+                if a is not None]
+        qoff = np.concatenate([[0], np.cumsum(self.qchunks)])
+        koff = np.concatenate([[0], np.cumsum(self.kchunks)])
+        dsk = {}
+        for bi in np.ndindex(*[len(c) for c in self.bchunks]):
+            for qi in range(len(self.qchunks)):
+                parts = []
+                for ki in range(len(self.kchunks)):
+                    spec = _block_spec(int(qoff[qi]), self.qchunks[qi],
+                                       int(koff[ki]), self.kchunks[ki], self.coff)
+                    if spec is None:      # every key of the block is in the future
+                        continue
+                    key = (name + "-part",) + bi + (qi, ki)
+                    dsk[key] = (_partial, (self.Q.name,) + bi + (qi, 0),
+                                (self.K.name,) + bi + (ki, 0),
+                                (self.V.name,) + bi + (ki, 0),
+                                self._block_key(self.mask, bi, qi, ki),
+                                self._block_key(self.bias, bi, qi, ki),
+                                self.scale, spec, self.Ev, str(self.dtype))
+                    parts.append(key)
+                top = _tree(dsk, name + "-merge", bi + (qi,), parts, split_every)
+                if top is None:   # bottom_right with L > S: rows before any key
+                    top = (name + "-none",) + bi + (qi,)
+                    dsk[top] = (_no_key, (self.Q.name,) + bi + (qi, 0), self.Ev,
+                                str(self.dtype))
+                dsk[(name + "-res",) + bi + (qi,)] = (
+                    _finish, top, fully_masked,
+                    None if vmean is None else (vmean.name,) + bi + (0,),
+                    int(qoff[qi]), str(self.dtype))
+                dsk[(name,) + bi + (qi, 0)] = (_item, (name + "-res",) + bi + (qi,), 0)
+                dsk[(name + "-lse",) + bi + (qi,)] = (
+                    _item, (name + "-res",) + bi + (qi,), 1)
+        graph = HighLevelGraph.from_collections(name, dsk, dependencies=deps)
+        out = da.Array(graph, name, self.bchunks + (self.qchunks, (self.Ev,)),
+                       dtype=self.dtype)
+        lse_graph = HighLevelGraph.from_collections(
+            name + "-lse", {k: v for k, v in dsk.items()
+                            if k[0] == name + "-lse"}, dependencies=[out])
+        lse = da.Array(lse_graph, name + "-lse", self.bchunks + (self.qchunks,),
+                       dtype=self.dtype)
+        return out, lse
+
+    def _block_key(self, m, bi, qi, ki):
+        if m is None:
+            return None
+        return (m.name,) + bi + (qi if m.shape[-2] > 1 else 0,
+                                 ki if m.shape[-1] > 1 else 0)
+
+
+def _block_spec(q0, nq, k0, nk, coff):
+    """What the causal limit leaves of a (query block, key block) pair.
+
+    Query i (global) sees key j iff j <= i + coff. Within the block, row r
+    sees key c iff c <= r + delta, delta = q0 + coff - k0. Returns None
+    (nothing visible: skip), ("all",) (no limit inside), or ("split", r)
+    with r rows on top that see part of the keys (their limit is
+    bottom_right on the first r + delta keys) and the rows below seeing
+    every key of the block.
+    """
+    if coff is None:
+        return ("all",)
+    delta = q0 + coff - k0
+    if delta + nq - 1 < 0:
+        return None
+    if delta >= nk - 1:
+        return ("all",)
+    return ("split", min(nq, nk - 1 - delta), delta)
+
+
+def _sub(m, rows, cols):
+    if m is None:
+        return None
+    return m[..., rows if m.shape[-2] > 1 else slice(None),
+             cols if m.shape[-1] > 1 else slice(None)]
+
+
+def _partial(q, k, v, mask, bias, scale, spec, Ev, dtype):
+    """(out, lse) of one query block over one key block."""
+    def run(rows, cols, causal):
+        return attnpy.attention(q[..., rows, :], k[..., cols, :], v[..., cols, :],
+                                mask=_sub(mask, rows, cols), bias=_sub(bias, rows, cols),
+                                causal=causal, scale=scale, return_lse=True)
+    if spec[0] == "all":
+        return run(slice(None), slice(None), False)
+    _, r, delta = spec
+    nk = k.shape[-2]
+    n = r + delta                      # keys the top r rows may see at all
+    if n > 0:
+        top = run(slice(0, r), slice(0, n), "bottom_right")
+    else:                              # those rows see no key of this block
+        top = (np.zeros(q.shape[:-2] + (r, Ev), dtype=dtype),
+               np.full(q.shape[:-2] + (r,), -np.inf, dtype=dtype))
+    if r == q.shape[-2]:
+        return top
+    rest = run(slice(r, None), slice(0, nk), False)
+    return (np.concatenate([top[0], rest[0]], axis=-2),
+            np.concatenate([top[1], rest[1]], axis=-1))
+
+
+def _merge(*parts):
+    out, lse = attnpy.merge_attention([p[0] for p in parts], [p[1] for p in parts])
+    return out, lse
+
+
+def _tree(dsk, name, idx, keys, split_every):
+    """Merge `keys` (partials in key order) in a tree of fan-in split_every;
+    returns the key of the root (or None when there are no partials)."""
+    level = 0
+    while len(keys) > 1:
+        nxt = []
+        for g in range(0, len(keys), split_every):
+            group = keys[g:g + split_every]
+            if len(group) == 1:
+                nxt.append(group[0])
+                continue
+            key = (name,) + idx + (level, g // split_every)
+            dsk[key] = (_merge,) + tuple(group)
+            nxt.append(key)
+        keys, level = nxt, level + 1
+    return keys[0] if keys else None
+
+
+def _no_key(q, Ev, dtype):
+    """The partial of rows that see no key at all: out 0, lse -inf."""
+    return (np.zeros(q.shape[:-1] + (Ev,), dtype=dtype),
+            np.full(q.shape[:-1], -np.inf, dtype=dtype))
+
+
+def _finish(part, fully_masked, vmean, q0, dtype):
+    """The merged (out, lse) of one query block, with the policy applied to
+    the rows that saw no key."""
+    out, lse = part
+    dead = np.isneginf(lse)
+    if fully_masked == "zero" or not dead.any():
+        return out.astype(dtype, copy=False), lse.astype(dtype, copy=False)
+    if fully_masked == "raise":
+        row = int(np.argwhere(dead)[0][-1])
+        raise ValueError(f"attnpy.dask.attention: query row {q0 + row} may "
+                         f"attend to no key (fully_masked='raise')")
+    out = np.array(out, dtype=dtype)
+    if fully_masked == "nan":
+        out[dead] = np.nan
+    elif vmean is None:                # S == 0: the core's uniform is 0
+        out[dead] = 0
+    else:
+        fill = np.broadcast_to(vmean[..., None, :], out.shape)
+        out[dead] = fill[dead]
+    return out, lse.astype(dtype, copy=False)
+
+
+def _item(pair, i):
+    return pair[i]

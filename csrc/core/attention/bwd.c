@@ -1,0 +1,303 @@
+/*
+ * attention/bwd.c -- the fused backward pass: plan, the three passes, work
+ * items over the thread pool. The block kernels are bwd_tile.h,
+ * instantiated per instruction set next to the forward tile.
+ *
+ *   pass 0  item b:                 D_i = rowsum(dout * out) in double, the
+ *                                   fully masked rows (lse == -inf)
+ *   pass A  item (b, key block):    owns dK, dV rows; loops over the query
+ *                                   blocks that see the keys
+ *   pass B  item (b, query block):  owns dQ and dbias rows; loops over the
+ *                                   key blocks the queries see
+ *
+ * P is rebuilt from lse in both A and B (7 block products per block pair
+ * instead of 5): no item ever adds into rows another item owns, so no
+ * atomics and no per-thread partial sums, and every row is computed by one
+ * item in a fixed order: the same bits for any number of threads.
+ * Memory: one scratch of O((BQ + BK)(E + Ev)) per thread, plus D (B x L)
+ * and small per-b tables; never an L x S array.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn.h"
+#include "attention/kern.h"
+#include "util.h"
+
+#define BWD_BK 64   /* keys per block of pass B                          */
+#define BWD_BKA 128 /* keys per block of pass A and of the fused items   */
+#define BWD_FUSED_B 4 /* fused items from this many batch items on       */
+#define BWD_FUSED_BYTES ((size_t)16 << 20) /* packed queries of one b   */
+
+/* ------------------------------------------------------------------------ */
+/* pass 0 (per b) and the input scan                                        */
+/* ------------------------------------------------------------------------ */
+#define DEFINE_BWD_ROWS(T, SFX)                                                 \
+static void bwd_rows_##SFX(const attn_bwd_plan *bpl, size_t b, size_t *bad)     \
+{                                                                               \
+    const attn_bwd_problem *bp = bpl->bp;                                       \
+    const attn_problem *p = &bp->f;                                             \
+    const size_t L = p->L, S = p->S, Ev = p->Ev, EvP = bpl->fp.EvP;             \
+    T *d_b = (T *)bpl->dvec + b * L;                                            \
+    T *u_b = (T *)bpl->uvec + b * EvP;                                          \
+    const T *lse_b = (const T *)p->lse.data + OFF(p->lse, b);                   \
+    const T *g_b = (const T *)bp->dout.data + OFF(bp->dout, b);                 \
+    const T *o_b = (const T *)p->out.data + OFF(p->out, b);                     \
+    size_t nfm = 0;                                                             \
+    *bad = SIZE_MAX;                                                            \
+    for (size_t i = 0; i < L; i++) {                                            \
+        const T *g_i = g_b + (ptrdiff_t)i * bp->dout.s0;                        \
+        const T *o_i = o_b + (ptrdiff_t)i * p->out.s0;                          \
+        double D = 0;                                                           \
+        for (size_t c = 0; c < Ev; c++)                                         \
+            D += (double)g_i[(ptrdiff_t)c * bp->dout.s1]                        \
+                 * (double)o_i[(ptrdiff_t)c * p->out.s1];                       \
+        d_b[i] = (T)D;                                                          \
+        if (lse_b[(ptrdiff_t)i * p->lse.s0] == (T)-INFINITY && !nfm++)          \
+            *bad = i;                                                           \
+    }                                                                           \
+    ((unsigned char *)bpl->bnan)[b] = nfm && p->fully_masked == ATTN_FM_NAN;    \
+    for (size_t c = 0; c < EvP; c++) {                                          \
+        double acc = 0;                                                         \
+        for (size_t i = 0; nfm && c < Ev && i < L; i++)                         \
+            if (lse_b[(ptrdiff_t)i * p->lse.s0] == (T)-INFINITY)                \
+                acc += (double)g_b[(ptrdiff_t)i * bp->dout.s0                   \
+                                   + (ptrdiff_t)c * bp->dout.s1];               \
+        u_b[c] = (T)(S ? acc / (double)S : 0.0);                                \
+    }                                                                           \
+}                                                                               \
+                                                                                \
+/* every element of m (B x rows x cols) finite?                          */    \
+static int bwd_finite_##SFX(attn_mat m, size_t B, size_t rows, size_t cols)     \
+{                                                                               \
+    for (size_t b = 0; b < B; b++)                                              \
+        for (size_t r = 0; r < rows; r++) {                                     \
+            const T *row = (const T *)m.data + OFF(m, b)                        \
+                           + (ptrdiff_t)r * m.s0;                               \
+            T acc = 0;                                                          \
+            for (size_t c = 0; c < cols; c++)                                   \
+                acc *= row[(ptrdiff_t)c * m.s1];                                \
+            if (acc != acc)                                                     \
+                return 0;                                                       \
+        }                                                                       \
+    return 1;                                                                   \
+}
+
+DEFINE_BWD_ROWS(float, f32)
+DEFINE_BWD_ROWS(double, f64)
+
+/* ------------------------------------------------------------------------ */
+/* plan                                                                     */
+/* ------------------------------------------------------------------------ */
+static attn_status bwd_plan(attn_bwd_plan *bpl, const attn_bwd_problem *bp,
+                            const attn_isa_desc *d)
+{
+    const attn_problem *p = &bp->f;
+    const int t = p->dtype == ATTN_F64;
+    const size_t esz = t ? sizeof(double) : sizeof(float), W = d->W[t];
+    attn_plan *pl = &bpl->fp;
+    memset(bpl, 0, sizeof *bpl);
+    bpl->bp = bp;
+    pl->p = p;
+    size_t BQ = d->BQ[t];
+    if (BQ > round_up(p->L, W))
+        BQ = round_up(p->L, W);
+    if (BQ == 0)
+        BQ = W;
+    pl->BQ = pl->BQP = BQ;
+    pl->BK = p->S < BWD_BK ? (p->S ? p->S : 1) : BWD_BK;
+    pl->EvP = round_up(p->Ev, W);
+    bpl->EP = round_up(p->E, W);
+    pl->nqb = (p->L + BQ - 1) / BQ;
+    pl->nkb = (p->S + pl->BK - 1) / pl->BK;
+    pl->coff = p->causal == ATTN_CAUSAL_BOTTOM_RIGHT
+                   ? (ptrdiff_t)p->S - (ptrdiff_t)p->L : 0;
+    pl->pack_v = p->Ev > 1 && p->v.s1 != 1;
+    const size_t BK = pl->BK, EP = bpl->EP, EvP = pl->EvP;
+    bpl->BKA = p->S < BWD_BKA ? (p->S ? p->S : 1) : BWD_BKA;
+    const size_t BKA = bpl->BKA, BKM = BKA > BK ? BKA : BK;
+    size_t n, a = 0;
+    int ok = 1;
+    /* one query block's slot */
+    ok = ok && mul_ok(p->E, BQ, &n) && take(&a, n, esz, &bpl->off_qt);
+    ok = ok && mul_ok(p->Ev, BQ, &n) && take(&a, n, esz, &bpl->off_dot);
+    ok = ok && mul_ok(BQ, EP, &n) && take(&a, n, esz, &bpl->off_qr);
+    ok = ok && mul_ok(BQ, EvP, &n) && take(&a, n, esz, &bpl->off_dor);
+    ok = ok && take(&a, 2 * BQ, esz, &bpl->off_row);
+    ok = ok && take(&a, BQ, 1, &bpl->off_lnan);
+    bpl->qstride = a;
+    /* fused: B large enough to keep the threads busy with one item per b,
+     * and the packed queries of b small enough (shape only: the choice,
+     * hence the bits, never depend on the thread count)                  */
+    size_t all = SIZE_MAX;
+    if (ok && mul_ok(pl->nqb, a + BQ * EP * esz, &all) && p->B >= BWD_FUSED_B
+        && all <= BWD_FUSED_BYTES) {
+        bpl->fused = 1;
+        a = all - pl->nqb * BQ * EP * esz;
+        ok = ok && take(&a, pl->nqb * BQ * EP, esz, &bpl->off_dqall);
+    }
+    ok = ok && mul_ok(BKM, BQ, &n) && take(&a, n, esz, &bpl->off_st);
+    ok = ok && mul_ok(BKM, BQ, &n) && take(&a, n, esz, &bpl->off_dp);
+    ok = ok && mul_ok(BKM, EP, &n) && take(&a, n, esz, &bpl->off_kr);
+    ok = ok && mul_ok(BKM, pl->pack_v ? EvP : 0, &n)
+         && take(&a, n, esz, &bpl->off_vp);
+    ok = ok && mul_ok(BKM > BQ ? BKM : BQ, EP, &n)
+         && take(&a, n, esz, &bpl->off_acc1);
+    ok = ok && mul_ok(BKM, EvP, &n) && take(&a, n, esz, &bpl->off_acc2);
+    ok = ok && take(&a, BQ, 1, &bpl->off_nan);
+    bpl->scratch_bytes = a;
+    return ok ? ATTN_OK : ATTN_ENOMEM;
+}
+
+/* ------------------------------------------------------------------------ */
+/* running one pass                                                         */
+/* ------------------------------------------------------------------------ */
+typedef struct {
+    const attn_bwd_plan *bpl;
+    attn_bwd_fn fn;          /* NULL: pass 0 */
+    const attn_exec *ex;
+    size_t nitems, nblk;
+    int blk_outer;           /* item k -> (b = k % B, blk from the end)   */
+    size_t *bad;             /* pass 0: first fully masked row per b      */
+    atomic_size_t next;
+    atomic_int stop;         /* ATTN_OK, or ATTN_ENOMEM / ATTN_EINTERRUPTED */
+    long long t_last;
+} bwd_run;
+
+static void bwd_task(void *arg, int tid)
+{
+    bwd_run *c = arg;
+    const attn_bwd_plan *bpl = c->bpl;
+    const size_t B = bpl->bp->f.B;
+    void *raw = NULL, *scratch = NULL;
+    if (c->fn) {
+        raw = malloc(bpl->scratch_bytes + 64);
+        if (!raw) {
+            atomic_store(&c->stop, ATTN_ENOMEM);
+            return;
+        }
+        scratch = (void *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    }
+    while (atomic_load_explicit(&c->stop, memory_order_relaxed) == ATTN_OK) {
+        size_t k = atomic_fetch_add_explicit(&c->next, 1,
+                                             memory_order_relaxed);
+        if (k >= c->nitems)
+            break;
+        size_t b = k / c->nblk, blk = k % c->nblk;
+        if (c->blk_outer) {
+            b = k % B;
+            blk = c->nblk - 1 - k / B;
+        }
+        if (!c->fn && bpl->bp->f.dtype == ATTN_F64)
+            bwd_rows_f64(bpl, b, &c->bad[b]);
+        else if (!c->fn)
+            bwd_rows_f32(bpl, b, &c->bad[b]);
+        else
+            c->fn(bpl, scratch, b, blk);
+        if (tid == 0 && c->ex && c->ex->poll) {
+            long long now = attn__now_ns();
+            if (now - c->t_last >= attn__poll_interval_ns) {
+                c->t_last = now;
+                if (c->ex->poll(c->ex->poll_ctx))
+                    atomic_store(&c->stop, ATTN_EINTERRUPTED);
+            }
+        }
+    }
+    free(raw);
+}
+
+static attn_status bwd_pass(const attn_bwd_plan *bpl, attn_bwd_fn fn,
+                            size_t nblk, int blk_outer, size_t *bad,
+                            const attn_exec *ex, int nt)
+{
+    bwd_run c;
+    memset(&c, 0, sizeof c);
+    c.bpl = bpl;
+    c.fn = fn;
+    c.ex = ex;
+    c.nblk = nblk ? nblk : 1;
+    c.nitems = nblk ? bpl->bp->f.B * nblk : 0; /* B * nblk checked below */
+    c.blk_outer = blk_outer;
+    c.bad = bad;
+    atomic_init(&c.next, 0);
+    atomic_init(&c.stop, ATTN_OK);
+    if (ex && ex->poll)
+        c.t_last = attn__now_ns();
+    if (c.nitems == 0)
+        return ATTN_OK;
+    if ((size_t)nt > c.nitems)
+        nt = (int)c.nitems;
+    attn_pool_run(bwd_task, &c, nt);
+    return (attn_status)atomic_load(&c.stop);
+}
+
+/* ------------------------------------------------------------------------ */
+/* entry point                                                              */
+/* ------------------------------------------------------------------------ */
+static int bwd_guarded(const attn_bwd_problem *bp)
+{
+    const attn_problem *p = &bp->f;
+    if (p->dtype == ATTN_F64)
+        return !bwd_finite_f64(p->q, p->B, p->L, p->E)
+               || !bwd_finite_f64(p->k, p->B, p->S, p->E)
+               || !bwd_finite_f64(bp->dout, p->B, p->L, p->Ev);
+    return !bwd_finite_f32(p->q, p->B, p->L, p->E)
+           || !bwd_finite_f32(p->k, p->B, p->S, p->E)
+           || !bwd_finite_f32(bp->dout, p->B, p->L, p->Ev);
+}
+
+attn_status attn_sdpa_backward(attn_bwd_problem *bp, const attn_exec *ex)
+{
+    if (!bp || (bp->f.dtype != ATTN_F32 && bp->f.dtype != ATTN_F64)
+        || !bp->f.lse.data || !bp->f.out.data || !bp->dout.data
+        || !bp->dq.data || !bp->dk.data || !bp->dv.data)
+        return ATTN_EINVAL;
+    const attn_problem *p = &bp->f;
+    const attn_isa_desc *d = attn__isa_current();
+    const int t = p->dtype == ATTN_F64;
+    attn_bwd_plan bpl;
+    attn_status st = bwd_plan(&bpl, bp, d);
+    size_t nd, nu, n1, n2, esz = t ? sizeof(double) : sizeof(float);
+    if (st != ATTN_OK || !mul_ok(p->B, p->L, &nd) || !mul_ok(nd, esz, &nd)
+        || !mul_ok(p->B, bpl.fp.EvP, &nu) || !mul_ok(nu, esz, &nu)
+        || !mul_ok(p->B, bpl.fp.nkb, &n1) || !mul_ok(p->B, bpl.fp.nqb, &n2)
+        || !mul_ok(p->B, sizeof(size_t) + 1, &n1))
+        return ATTN_ENOMEM;
+    void *dvec = malloc(nd + 1), *uvec = malloc(nu + 1);
+    size_t *bad = malloc(p->B * sizeof(size_t) + 1);
+    unsigned char *bnan = malloc(p->B + 1);
+    st = ATTN_ENOMEM;
+    if (!dvec || !uvec || !bad || !bnan)
+        goto done;
+    bpl.dvec = dvec;
+    bpl.uvec = uvec;
+    bpl.bnan = bnan;
+    bpl.guarded = bwd_guarded(bp);
+    const int nt = attn__threads_for(p, ex, 3.5);
+    st = bwd_pass(&bpl, NULL, 1, 0, bad, ex, nt);
+    for (size_t b = 0; st == ATTN_OK && b < p->B; b++)
+        if (bad[b] != SIZE_MAX && p->fully_masked == ATTN_FM_RAISE) {
+            bp->f.bad_b = b;
+            bp->f.bad_row = bad[b];
+            st = ATTN_EFULLYMASKED;
+        }
+    /* causal: the first key blocks and the last query blocks are the
+     * largest items: hand them out first */
+    const int causal = p->causal != ATTN_CAUSAL_NONE;
+    const size_t nka = (p->S + bpl.BKA - 1) / bpl.BKA;
+    if (st == ATTN_OK)
+        st = bwd_pass(&bpl, d->bwd_a[t], bpl.fused ? 1 : nka, 0, NULL, ex,
+                      nt);
+    if (st == ATTN_OK && !bpl.fused)
+        st = bwd_pass(&bpl, d->bwd_b[t], bpl.fp.nqb, causal, NULL, ex, nt);
+done:
+    free(dvec);
+    free(uvec);
+    free(bad);
+    free(bnan);
+    return st;
+}

@@ -1,0 +1,461 @@
+/*
+ * attention/bwd_tile.h -- the tiled backward kernel, written once.
+ *
+ * NOT a normal header: a template included by sdpa_portable.c,
+ * sdpa_avx2.c and sdpa_avx512.c right after tile.h for the same element
+ * type, with the vector primitives defined again (tile.h #undefs them):
+ *
+ *     #define ATTN_VEC_F64 0
+ *     #include "attention/vec_avx2.h"
+ *     #include "attention/tile.h"
+ *     #define ATTN_VEC_F64 0
+ *     #include "attention/vec_avx2.h"
+ *     #include "attention/bwd_tile.h"
+ *
+ * It reuses tile.h's S^T = K Q^T micro-kernel (qk_block: also dP^T =
+ * V dO^T, the same shape), masks (classify, apply_masks), K/V block access
+ * and the transposing store, and adds one generic micro-kernel for
+ * O += A B with A read through (row, reduction) strides (mm_block):
+ * dV += P^T dO, dK += dS^T Q (pass A), dQ += dS K (pass B).
+ *
+ * Layout (bwd.c's plan): every tile over query rows is KEY-major with the
+ * queries along the vector lanes, as in the forward kernel, so lse_i and
+ * D_i are vector loads and no reduction is horizontal:
+ *   qt  [E][BQP]   Q^T of a query block (zero padded)
+ *   dot [Ev][BQP]  dO^T of a query block
+ *   qr  [BQ][EP]   Q rows, dor [BQ][EvP] dO rows (pass A's B operands)
+ *   st  [BK][BQP]  S^T, then P^T;  dp [BK][BQP]  dP^T, then dS^T
+ *   kr  [BK][EP]   K rows of the key block (zero padded)
+ *   acc1, acc2     dK [BK][EP] and dV [BK][EvP] (pass A), dQ [BQ][EP] (B)
+ *   row            lse (VSAFE'd; +inf in the padding lanes), D: BQP each
+ */
+
+#define TI static inline __attribute__((always_inline)) ATTR
+#define TF static ATTR
+#define BOFF_(m, b) ((m).boff ? (m).boff[(b)] : (ptrdiff_t)0)
+#define MINZ_(a, b) ((a) < (b) ? (a) : (b))
+#define BLK_ALL_ 0  /* tile.h's block classes (it #undefs its names) */
+#define BLK_NONE_ 1
+#define BLK_MIXED_ 2
+
+/* ---------------------------------------------------------------------- */
+/* O (nr x ncv*W, ld ldo) += A (nr x n: a[r*ars + x*axs]) B (n x .., ldb)  */
+/* Each call's block sum starts from 0 and is added to O at the end.       */
+/* ---------------------------------------------------------------------- */
+TI void SFX(mm_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
+                     const T *a, ptrdiff_t ars, ptrdiff_t axs,
+                     const T *restrict bm, size_t ldb, size_t n)
+{
+    VT acc[PV_MR][PV_NR];
+    for (int r = 0; r < MR; r++)
+        for (int c = 0; c < NR; c++)
+            acc[r][c] = VZERO();
+    for (size_t x = 0; x < n; x++) {
+        VT y[PV_NR];
+        for (int c = 0; c < NR; c++)
+            y[c] = VLOADU(bm + x * ldb + (size_t)c * W);
+        const T *a_x = a + (ptrdiff_t)x * axs;
+        for (int r = 0; r < MR; r++) {
+            VT ab = VSET1(a_x[(ptrdiff_t)r * ars]);
+            for (int c = 0; c < NR; c++)
+                acc[r][c] = VFMA(ab, y[c], acc[r][c]);
+        }
+    }
+    for (int r = 0; r < MR; r++)
+        for (int c = 0; c < NR; c++) {
+            T *o_rc = o + (size_t)r * ldo + (size_t)c * W;
+            VSTOREU(o_rc, VADD(VLOADU(o_rc), acc[r][c]));
+        }
+}
+
+TI void SFX(mm_rows)(const int MR, T *o, size_t ldo, size_t ncv, const T *a,
+                     ptrdiff_t ars, ptrdiff_t axs, const T *bm, size_t ldb,
+                     size_t n)
+{
+    size_t c = 0;
+    for (; c + PV_NR <= ncv; c += PV_NR)
+        SFX(mm_kern)(MR, PV_NR, o + c * W, ldo, a, ars, axs, bm + c * W, ldb,
+                     n);
+    for (; c < ncv; c++)
+        SFX(mm_kern)(MR, 1, o + c * W, ldo, a, ars, axs, bm + c * W, ldb, n);
+}
+
+/* guarded: some B entry may be inf/NaN: a zero A entry is skipped, never
+ * multiplied (0 * inf), as the contract of attn.h wants                 */
+TF void SFX(mm_block)(T *o, size_t ldo, size_t nr, size_t ncv, const T *a,
+                      ptrdiff_t ars, ptrdiff_t axs, const T *bm, size_t ldb,
+                      size_t n, int guarded)
+{
+    if (guarded) {
+        for (size_t r = 0; r < nr; r++)
+            for (size_t x = 0; x < n; x++) {
+                const T a_rx = a[(ptrdiff_t)r * ars + (ptrdiff_t)x * axs];
+                if (a_rx == 0)
+                    continue;
+                for (size_t c = 0; c < ncv * W; c++)
+                    o[r * ldo + c] += a_rx * bm[x * ldb + c];
+            }
+        return;
+    }
+    size_t r = 0;
+    for (; r + PV_MR <= nr; r += PV_MR)
+        SFX(mm_rows)(PV_MR, o + r * ldo, ldo, ncv, a + (ptrdiff_t)r * ars, ars,
+                     axs, bm, ldb, n);
+    T *o_r = o + r * ldo;
+    const T *a_r = a + (ptrdiff_t)r * ars;
+#define MM_TAIL_(k)                                                            \
+    case k:                                                                    \
+        SFX(mm_rows)(MINZ_(k, PV_MR), o_r, ldo, ncv, a_r, ars, axs, bm, ldb,   \
+                     n);                                                       \
+        break;
+    switch (nr - r) {
+        MM_TAIL_(1) MM_TAIL_(2) MM_TAIL_(3) MM_TAIL_(4) MM_TAIL_(5)
+        MM_TAIL_(6) MM_TAIL_(7)
+    default:
+        break;
+    }
+#undef MM_TAIL_
+}
+
+/* ---------------------------------------------------------------------- */
+/* packing                                                                 */
+/* ---------------------------------------------------------------------- */
+/* dst[c][r] = src(r0 + r, c), c < ncols, r < nrv (rows >= nr: 0)         */
+TI void SFX(bwd_pack_t)(T *dst, size_t ldd, const T *src, ptrdiff_t s0,
+                        ptrdiff_t s1, size_t r0, size_t nr, size_t nrv,
+                        size_t ncols)
+{
+    for (size_t r = 0; r < nr; r++) {
+        const T *row = src + (ptrdiff_t)(r0 + r) * s0;
+        for (size_t c = 0; c < ncols; c++)
+            dst[c * ldd + r] = row[(ptrdiff_t)c * s1];
+    }
+    for (size_t c = 0; c < ncols; c++)
+        for (size_t r = nr; r < nrv; r++)
+            dst[c * ldd + r] = 0;
+}
+
+/* dst[r][c] = src(r0 + r, c), c < ncols (columns up to ldd: 0)          */
+TI void SFX(bwd_pack_r)(T *dst, size_t ldd, const T *src, ptrdiff_t s0,
+                        ptrdiff_t s1, size_t r0, size_t nr, size_t ncols)
+{
+    for (size_t r = 0; r < nr; r++) {
+        const T *row = src + (ptrdiff_t)(r0 + r) * s0;
+        T *d = dst + r * ldd;
+        if (s1 == 1)
+            for (size_t c = 0; c < ncols; c++)
+                d[c] = row[c];
+        else
+            for (size_t c = 0; c < ncols; c++)
+                d[c] = row[(ptrdiff_t)c * s1];
+        for (size_t c = ncols; c < ldd; c++)
+            d[c] = 0;
+    }
+}
+
+/* Q^T, dO^T, lse and D of query rows i0 .. i0+nq-1 (pass A: also rows)
+ * into the block's slot; rows whose lse is NaN: lnan[r] = 1, lse 0      */
+TF void SFX(bwd_pack_q)(const attn_bwd_plan *bpl, char *sb, size_t b,
+                        size_t i0, size_t nq, int rows)
+{
+    sb += (bpl->fused ? i0 / bpl->fp.BQ : 0) * bpl->qstride; /* the slot */
+    const attn_bwd_problem *bp = bpl->bp;
+    const attn_problem *p = &bp->f;
+    const size_t BQP = bpl->fp.BQP, nrv = (nq + W - 1) / W * W;
+    const T *q_b = (const T *)p->q.data + BOFF_(p->q, b);
+    const T *g_b = (const T *)bp->dout.data + BOFF_(bp->dout, b);
+    SFX(bwd_pack_t)((T *)(sb + bpl->off_qt), BQP, q_b, p->q.s0, p->q.s1, i0,
+                    nq, nrv, p->E);
+    SFX(bwd_pack_t)((T *)(sb + bpl->off_dot), BQP, g_b, bp->dout.s0,
+                    bp->dout.s1, i0, nq, nrv, p->Ev);
+    if (rows) {
+        SFX(bwd_pack_r)((T *)(sb + bpl->off_qr), bpl->EP, q_b, p->q.s0,
+                        p->q.s1, i0, nq, p->E);
+        SFX(bwd_pack_r)((T *)(sb + bpl->off_dor), bpl->fp.EvP, g_b,
+                        bp->dout.s0, bp->dout.s1, i0, nq, p->Ev);
+    }
+    T *rlse = (T *)(sb + bpl->off_row), *rd = rlse + BQP;
+    unsigned char *lnan = (unsigned char *)(sb + bpl->off_lnan);
+    const T *lse_b = (const T *)p->lse.data + BOFF_(p->lse, b);
+    const T *d_b = (const T *)bpl->dvec + b * p->L;
+    for (size_t r = 0; r < nrv; r++) {
+        if (r < nq) {
+            const T x = lse_b[(ptrdiff_t)(i0 + r) * p->lse.s0];
+            lnan[r] = x != x;
+            rlse[r] = (x == (T)-INFINITY || x != x) ? (T)0 : x;
+            rd[r] = d_b[i0 + r];
+        } else {
+            rlse[r] = (T)INFINITY; /* exp(s - inf) = 0 in the padding */
+            rd[r] = 0;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* one block pair: st = P^T, dp = dS^T (keys j0.., queries of qt/dot)      */
+/* ---------------------------------------------------------------------- */
+TF void SFX(bwd_block)(const attn_bwd_plan *bpl, char *sb, size_t b,
+                       size_t i0, size_t nq, size_t j0, size_t nk,
+                       const T *kr, const T *vblk, ptrdiff_t vs, int cdiag)
+{
+    const attn_plan *pl = &bpl->fp;
+    const attn_problem *p = pl->p;
+    const size_t BQP = pl->BQP, nqv = (nq + W - 1) / W, nw = nqv * W;
+    T *st = (T *)(sb + bpl->off_st), *dp = (T *)(sb + bpl->off_dp);
+    const char *qs = sb + (bpl->fused ? i0 / pl->BQ : 0) * bpl->qstride;
+    const T *rlse = (const T *)(qs + bpl->off_row), *rd = rlse + BQP;
+    const uint8_t *mask_b = p->mask.data
+        ? (const uint8_t *)p->mask.data + BOFF_(p->mask, b) : NULL;
+    /* S^T = scale K Q^T (+ bias, masks): the forward's bits */
+    SFX(qk_block)(st, BQP, (const T *)(qs + bpl->off_qt), BQP, nqv, kr,
+                  (ptrdiff_t)bpl->EP, p->E, nk, (T)p->scale, 1);
+    if (p->bias.data || mask_b || cdiag)
+        SFX(apply_masks)(pl, st, BQP, b, i0, nq, nqv, j0, nk, mask_b,
+                         mask_b ? BLK_MIXED_ : BLK_NONE_, cdiag);
+    /* rows whose lse is NaN: P is NaN where allowed, 0 where masked */
+    const unsigned char *lnan = (const unsigned char *)(qs + bpl->off_lnan);
+    int lsenan = 0;
+    for (size_t r = 0; r < nq; r++)
+        lsenan |= lnan[r];
+    for (size_t j = 0; lsenan && j < nk; j++)
+        for (size_t r = 0; r < nq; r++)
+            if (lnan[r] && st[j * BQP + r] != (T)-INFINITY)
+                st[j * BQP + r] = (T)NAN;
+    /* P^T = exp(S^T - lse) */
+    for (size_t j = 0; j < nk; j++)
+        for (size_t v = 0; v < nqv; v++) {
+            T *s = st + j * BQP + v * W;
+            VSTOREU(s, VEXP(VSUB(VLOADU(s), VLOADU(rlse + v * W))));
+        }
+    /* dP^T = V dO^T, then dS^T = P^T (dP^T - D), 0 where P == 0 */
+    SFX(qk_block)(dp, BQP, (const T *)(qs + bpl->off_dot), BQP, nqv, vblk, vs,
+                  p->Ev, nk, (T)1, 0);
+    for (size_t j = 0; j < nk; j++) {
+        const T *p_j = st + j * BQP;
+        T *d_j = dp + j * BQP;
+        for (size_t i = 0; i < nw; i++) {
+            const T pv = p_j[i], ds = pv * (d_j[i] - rd[i]);
+            d_j[i] = pv != 0 ? ds : (T)0;
+        }
+    }
+}
+
+/* K rows j0 .. j0+nk-1 into kr (nk x EP, zero padded); V block access   */
+TI const T *SFX(bwd_kv)(const attn_bwd_plan *bpl, char *sb, size_t b,
+                        size_t j0, size_t nk, ptrdiff_t *vs)
+{
+    const attn_problem *p = &bpl->bp->f;
+    const T *k_b = (const T *)p->k.data + BOFF_(p->k, b);
+    const T *v_b = (const T *)p->v.data + BOFF_(p->v, b);
+    SFX(bwd_pack_r)((T *)(sb + bpl->off_kr), bpl->EP, k_b, p->k.s0, p->k.s1,
+                    j0, nk, p->E);
+    return SFX(v_block)(&bpl->fp, v_b, j0, nk, (T *)(sb + bpl->off_vp), vs);
+}
+
+/* rows r0 .. r0+n-1 of a (B, rows, cols) gradient = scale * acc (or NaN) */
+TI void SFX(bwd_store)(const attn_mat *g, size_t b, size_t r0, size_t n,
+                       size_t cols, const T *acc, size_t lda, T scale,
+                       const unsigned char *nanrow, int allnan)
+{
+    T *g_b = (T *)g->data + BOFF_(*g, b);
+    for (size_t r = 0; r < n; r++) {
+        T *row = g_b + (ptrdiff_t)(r0 + r) * g->s0;
+        const int nan = allnan || (nanrow && nanrow[r]);
+        for (size_t c = 0; c < cols; c++)
+            row[(ptrdiff_t)c * g->s1] = nan ? (T)NAN : acc[r * lda + c] * scale;
+    }
+}
+
+/* dbias rows i0 .. i0+nq-1, keys j0 .. j0+nk-1 = dS (the key-major tile) */
+TI void SFX(bwd_dbias_tile)(const attn_bwd_problem *bp, size_t b, size_t i0,
+                            size_t nq, size_t j0, size_t nk, const T *ds,
+                            size_t ldds)
+{
+    SFX(store_tile_t)((T *)bp->dbias.data + BOFF_(bp->dbias, b)
+                          + (ptrdiff_t)i0 * bp->dbias.s0
+                          + (ptrdiff_t)j0 * bp->dbias.s1,
+                      bp->dbias.s0, bp->dbias.s1, ds, ldds, nq, nk, NULL,
+                      NULL, NULL, 0);
+}
+
+/* ---------------------------------------------------------------------- */
+/* keys j0 .. j0+nk-1 of b against every query block that sees them:       */
+/* dK, dV of the keys (acc1, acc2), and with dq (fused item: the queries   */
+/* were packed beforehand) dQ += dS K and the dbias tiles.                 */
+/* ---------------------------------------------------------------------- */
+TF void SFX(bwd_keys)(const attn_bwd_plan *bpl, char *sb, size_t b, size_t j0,
+                      size_t nk, T *dq)
+{
+    const attn_plan *pl = &bpl->fp;
+    const attn_bwd_problem *bp = bpl->bp;
+    const attn_problem *p = pl->p;
+    const size_t L = p->L, BQ = pl->BQ, BQP = pl->BQP, EP = bpl->EP;
+    const size_t EvP = pl->EvP;
+    T *dk = (T *)(sb + bpl->off_acc1), *dv = (T *)(sb + bpl->off_acc2);
+    const int nan_b = bpl->bnan[b];
+    for (size_t x = 0; x < nk * EP; x++)
+        dk[x] = 0;
+    for (size_t x = 0; x < nk * EvP; x++)
+        dv[x] = 0;
+    size_t qb0 = 0; /* causal: the first query row that sees key j0 */
+    if (p->causal != ATTN_CAUSAL_NONE) {
+        ptrdiff_t first = (ptrdiff_t)j0 - pl->coff;
+        qb0 = first <= 0 ? 0 : (size_t)first / BQ;
+        if (qb0 > pl->nqb)
+            qb0 = pl->nqb;
+    }
+    /* NaN policy: dK, dV of b are NaN; only a fused item's dQ needs P */
+    const int skip = nan_b && !dq;
+    ptrdiff_t vs = 0;
+    const T *vblk = skip ? NULL : SFX(bwd_kv)(bpl, sb, b, j0, nk, &vs);
+    const T *kr = (const T *)(sb + bpl->off_kr);
+    const T *st = (const T *)(sb + bpl->off_st);
+    const T *dsm = (const T *)(sb + bpl->off_dp);
+    for (size_t qb = skip ? pl->nqb : qb0; qb < pl->nqb; qb++) {
+        const size_t i0 = qb * BQ, nq = MINZ_(BQ, L - i0);
+        const char *qs = sb + (bpl->fused ? qb : 0) * bpl->qstride;
+        int cdiag;
+        if (SFX(classify)(pl, NULL, i0, nq, j0, nk, &cdiag) == BLK_ALL_)
+            continue;
+        if (!bpl->fused)
+            SFX(bwd_pack_q)(bpl, sb, b, i0, nq, 1);
+        SFX(bwd_block)(bpl, sb, b, i0, nq, j0, nk, kr, vblk, vs, cdiag);
+        /* dV += P^T dO,  dK += dS^T Q */
+        SFX(mm_block)(dv, EvP, nk, EvP / W, st, (ptrdiff_t)BQP, 1,
+                      (const T *)(qs + bpl->off_dor), EvP, nq, bpl->guarded);
+        SFX(mm_block)(dk, EP, nk, EP / W, dsm, (ptrdiff_t)BQP, 1,
+                      (const T *)(qs + bpl->off_qr), EP, nq, bpl->guarded);
+        if (!dq)
+            continue;
+        /* dQ += dS K; dbias = dS */
+        SFX(mm_block)(dq + i0 * EP, EP, nq, EP / W, dsm, 1, (ptrdiff_t)BQP,
+                      kr, EP, nk, bpl->guarded);
+        if (bp->dbias.data)
+            SFX(bwd_dbias_tile)(bp, b, i0, nq, j0, nk, dsm, BQP);
+    }
+    if (p->fully_masked == ATTN_FM_UNIFORM) {
+        const T *u = (const T *)bpl->uvec + b * EvP;
+        for (size_t j = 0; j < nk; j++)
+            for (size_t c = 0; c < EvP; c++)
+                dv[j * EvP + c] += u[c];
+    }
+    SFX(bwd_store)(&bp->dk, b, j0, nk, p->E, dk, EP, (T)p->scale, NULL, nan_b);
+    SFX(bwd_store)(&bp->dv, b, j0, nk, p->Ev, dv, EvP, (T)1, NULL, nan_b);
+}
+
+/* rows i0 .. i0+nq-1 of dq = scale * acc; the NaN policy's fully masked
+ * rows get NaN in dq and dbias (their weights were NaN)                  */
+TF void SFX(bwd_dq_store)(const attn_bwd_plan *bpl, char *sb, size_t b,
+                          size_t i0, size_t nq, const T *dq)
+{
+    const attn_bwd_problem *bp = bpl->bp;
+    const attn_problem *p = &bp->f;
+    unsigned char *nanrow = (unsigned char *)(sb + bpl->off_nan);
+    const T *lse_b = (const T *)p->lse.data + BOFF_(p->lse, b);
+    int anynan = 0;
+    for (size_t r = 0; r < nq; r++) {
+        nanrow[r] = p->fully_masked == ATTN_FM_NAN
+                    && lse_b[(ptrdiff_t)(i0 + r) * p->lse.s0] == (T)-INFINITY;
+        anynan |= nanrow[r];
+    }
+    T *db_b = bp->dbias.data ? (T *)bp->dbias.data + BOFF_(bp->dbias, b)
+                                   + (ptrdiff_t)i0 * bp->dbias.s0 : NULL;
+    if (anynan && db_b)
+        for (size_t r = 0; r < nq; r++)
+            for (size_t j = 0; nanrow[r] && j < p->S; j++)
+                db_b[(ptrdiff_t)r * bp->dbias.s0
+                     + (ptrdiff_t)j * bp->dbias.s1] = (T)NAN;
+    SFX(bwd_store)(&bp->dq, b, i0, nq, p->E, dq, bpl->EP, (T)p->scale,
+                   anynan ? nanrow : NULL, 0);
+}
+
+/* dbias rows i0 .. i0+nq-1, keys j0 .. j0+nk-1 = 0 (a skipped block)     */
+TI void SFX(bwd_dbias_zero)(const attn_bwd_problem *bp, size_t b, size_t i0,
+                            size_t nq, size_t j0, size_t nk)
+{
+    T *d = (T *)bp->dbias.data + BOFF_(bp->dbias, b)
+           + (ptrdiff_t)i0 * bp->dbias.s0 + (ptrdiff_t)j0 * bp->dbias.s1;
+    for (size_t r = 0; r < nq; r++)
+        for (size_t j = 0; j < nk; j++)
+            d[(ptrdiff_t)r * bp->dbias.s0 + (ptrdiff_t)j * bp->dbias.s1] = 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* fused item (bwd.c chooses it from the shape when B is large enough):   */
+/* all of batch item b, key blocks outer, dQ accumulated across them in a  */
+/* fixed order: 5 block products per pair, queries packed once.            */
+/* split items: pass A (b, key block) owns dK, dV; pass B (b, query block) */
+/* owns dQ and dbias, recomputing P (7 products per pair, parallel inside  */
+/* one b).                                                                */
+/* ---------------------------------------------------------------------- */
+TF void SFX(bwd_item_a)(const attn_bwd_plan *bpl, void *scratch, size_t b,
+                        size_t kb)
+{
+    const attn_bwd_problem *bp = bpl->bp;
+    const attn_problem *p = &bp->f;
+    const size_t BQ = bpl->fp.BQ, BKA = bpl->BKA, L = p->L;
+    char *sb = (char *)scratch;
+    if (!bpl->fused) {
+        const size_t j0 = kb * BKA;
+        SFX(bwd_keys)(bpl, sb, b, j0, MINZ_(BKA, p->S - j0), NULL);
+        return;
+    }
+    T *dq = (T *)(sb + bpl->off_dqall);
+    for (size_t qb = 0; qb < bpl->fp.nqb; qb++)
+        SFX(bwd_pack_q)(bpl, sb, b, qb * BQ, MINZ_(BQ, L - qb * BQ), 1);
+    for (size_t x = 0; x < bpl->fp.nqb * BQ * bpl->EP; x++)
+        dq[x] = 0;
+    if (bp->dbias.data) /* blocks no key loop visits stay 0 */
+        SFX(bwd_dbias_zero)(bp, b, 0, L, 0, p->S);
+    for (size_t j0 = 0; j0 < p->S; j0 += BKA)
+        SFX(bwd_keys)(bpl, sb, b, j0, MINZ_(BKA, p->S - j0), dq);
+    for (size_t qb = 0; qb < bpl->fp.nqb; qb++)
+        SFX(bwd_dq_store)(bpl, sb, b, qb * BQ, MINZ_(BQ, L - qb * BQ),
+                          dq + qb * BQ * bpl->EP);
+}
+
+TF void SFX(bwd_item_b)(const attn_bwd_plan *bpl, void *scratch, size_t b,
+                        size_t qb)
+{
+    const attn_plan *pl = &bpl->fp;
+    const attn_bwd_problem *bp = bpl->bp;
+    const attn_problem *p = pl->p;
+    const size_t S = p->S, BK = pl->BK, BQP = pl->BQP, EP = bpl->EP;
+    const size_t i0 = qb * pl->BQ, nq = MINZ_(pl->BQ, p->L - i0);
+    char *sb = (char *)scratch;
+    T *dq = (T *)(sb + bpl->off_acc1);
+    const T *dsm = (const T *)(sb + bpl->off_dp);
+    for (size_t x = 0; x < nq * EP; x++)
+        dq[x] = 0;
+    SFX(bwd_pack_q)(bpl, sb, b, i0, nq, 0);
+    for (size_t j0 = 0; j0 < S; j0 += BK) {
+        const size_t nk = MINZ_(BK, S - j0);
+        int cdiag;
+        if (SFX(classify)(pl, NULL, i0, nq, j0, nk, &cdiag) == BLK_ALL_) {
+            if (bp->dbias.data)
+                SFX(bwd_dbias_zero)(bp, b, i0, nq, j0, nk);
+            continue;
+        }
+        ptrdiff_t vs;
+        const T *vblk = SFX(bwd_kv)(bpl, sb, b, j0, nk, &vs);
+        SFX(bwd_block)(bpl, sb, b, i0, nq, j0, nk,
+                       (const T *)(sb + bpl->off_kr), vblk, vs, cdiag);
+        /* dQ += dS K; dbias = dS */
+        SFX(mm_block)(dq, EP, nq, EP / W, dsm, 1, (ptrdiff_t)BQP,
+                      (const T *)(sb + bpl->off_kr), EP, nk, bpl->guarded);
+        if (bp->dbias.data)
+            SFX(bwd_dbias_tile)(bp, b, i0, nq, j0, nk, dsm, BQP);
+    }
+    SFX(bwd_dq_store)(bpl, sb, b, i0, nq, dq);
+}
+
+#undef TI
+#undef TF
+#undef BOFF_
+#undef MINZ_
+#undef BLK_ALL_
+#undef BLK_NONE_
+#undef BLK_MIXED_
+
+/* the template's parameters, defined by the including file */
+#include "attention/vec_undef.h"

@@ -1,0 +1,134 @@
+/*
+ * attention/naive_bwd.c -- the naive backward oracle: the formulas of
+ * attn_bwd_problem (attn.h) row by row, everything accumulated in double.
+ * Single-threaded; the C tests' reference for the fused backward (bwd.c).
+ *
+ * Written once as a macro body instantiated for float and double.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "attn.h"
+#include "util.h"
+
+static int causal_ok(attn_causal c, size_t i, size_t j, size_t L, size_t S)
+{
+    if (c == ATTN_CAUSAL_TOP_LEFT)
+        return j <= i;
+    if (c == ATTN_CAUSAL_BOTTOM_RIGHT)
+        return j + L <= i + S;
+    return 1;
+}
+
+/* element (b, i, j) of a batched view, as a pointer of type T */
+#define AT(T, m, b, i, j)                                                      \
+    ((T *)(m).data + OFF(m, b) + (ptrdiff_t)(i) * (m).s0                       \
+     + (ptrdiff_t)(j) * (m).s1)
+
+/* Per batch item b (shapes as in attn.h):
+ *   1. per row i: D_i; fully masked rows (lse -inf) by policy
+ *   2. per row i, key j: s, P = exp(s - lse), dP = dout_i . V_j,
+ *      dS = P (dP - D); dq_i += dS K_j, dk_j += dS Q_i, dv_j += P dout_i
+ *   3. write dk, dv (NaN policy: NaN when a row was fully masked)       */
+#define DEFINE_NAIVE_BWD(T, SFX)                                                \
+static attn_status bwd_naive_##SFX(attn_bwd_problem *bp, double *buf)           \
+{                                                                               \
+    const attn_problem *f = &bp->f;                                             \
+    const size_t L = f->L, S = f->S, E = f->E, Ev = f->Ev;                      \
+    double *dk = buf, *dv = dk + S * E, *dq = dv + S * Ev;                      \
+    for (size_t b = 0; b < f->B; b++) {                                         \
+        int nan_b = 0;                                                          \
+        for (size_t x = 0; x < S * (E + Ev); x++)                               \
+            dk[x] = 0;                                                          \
+        for (size_t i = 0; i < L; i++) {                                        \
+            const double lse = (double)*AT(T, f->lse, b, i, 0);                 \
+            double D = 0;                                                       \
+            for (size_t c = 0; c < Ev; c++)                                     \
+                D += (double)*AT(T, bp->dout, b, i, c)                          \
+                     * (double)*AT(T, f->out, b, i, c);                         \
+            for (size_t e = 0; e < E; e++)                                      \
+                dq[e] = 0;                                                      \
+            const int fm = lse == -INFINITY;                                    \
+            if (fm && f->fully_masked == ATTN_FM_RAISE) {                       \
+                bp->f.bad_b = b;                                                \
+                bp->f.bad_row = i;                                              \
+                return ATTN_EFULLYMASKED;                                       \
+            }                                                                   \
+            if (fm && f->fully_masked == ATTN_FM_NAN) {                         \
+                nan_b = 1;                                                      \
+                for (size_t e = 0; e < E; e++)                                  \
+                    dq[e] = NAN;                                                \
+            }                                                                   \
+            for (size_t j = 0; j < S; j++) {                                    \
+                double ds = 0;                                                  \
+                if (fm && f->fully_masked == ATTN_FM_UNIFORM)                   \
+                    for (size_t c = 0; c < Ev; c++)                             \
+                        dv[j * Ev + c] += (double)*AT(T, bp->dout, b, i, c)     \
+                                          / (double)S;                          \
+                int allowed = !fm && causal_ok(f->causal, i, j, L, S);          \
+                if (allowed && f->mask.data)                                    \
+                    allowed = *AT(const uint8_t, f->mask, b, i, j) != 0;        \
+                if (fm && f->fully_masked == ATTN_FM_NAN)                       \
+                    ds = NAN;                                                   \
+                if (allowed) {                                                  \
+                    double s = 0, dp = 0;                                       \
+                    for (size_t e = 0; e < E; e++)                              \
+                        s += (double)*AT(T, f->q, b, i, e)                      \
+                             * (double)*AT(T, f->k, b, j, e);                   \
+                    s *= f->scale;                                              \
+                    if (f->bias.data)                                           \
+                        s += (double)*AT(T, f->bias, b, i, j);                  \
+                    const double P = s == -INFINITY ? 0 : exp(s - lse);         \
+                    if (P != 0) {                                               \
+                        for (size_t c = 0; c < Ev; c++) {                       \
+                            const double g = *AT(T, bp->dout, b, i, c);         \
+                            dp += g * (double)*AT(T, f->v, b, j, c);            \
+                            dv[j * Ev + c] += P * g;                            \
+                        }                                                       \
+                        ds = P * (dp - D);                                      \
+                        for (size_t e = 0; e < E; e++) {                        \
+                            dq[e] += ds * (double)*AT(T, f->k, b, j, e);        \
+                            dk[j * E + e] += ds * (double)*AT(T, f->q, b, i, e);\
+                        }                                                       \
+                    }                                                           \
+                }                                                               \
+                if (bp->dbias.data)                                             \
+                    *AT(T, bp->dbias, b, i, j) = (T)ds;                         \
+            }                                                                   \
+            for (size_t e = 0; e < E; e++)                                      \
+                *AT(T, bp->dq, b, i, e) = (T)(dq[e] * f->scale);                \
+        }                                                                       \
+        for (size_t j = 0; j < S; j++) {                                        \
+            for (size_t e = 0; e < E; e++)                                      \
+                *AT(T, bp->dk, b, j, e) =                                       \
+                    nan_b ? (T)NAN : (T)(dk[j * E + e] * f->scale);             \
+            for (size_t c = 0; c < Ev; c++)                                     \
+                *AT(T, bp->dv, b, j, c) = nan_b ? (T)NAN : (T)dv[j * Ev + c];   \
+        }                                                                       \
+    }                                                                           \
+    return ATTN_OK;                                                             \
+}
+
+DEFINE_NAIVE_BWD(float, f32)
+DEFINE_NAIVE_BWD(double, f64)
+
+attn_status attn_sdpa_backward_naive(attn_bwd_problem *bp)
+{
+    const attn_problem *f = &bp->f;
+    size_t n;
+    if (f->dtype != ATTN_F32 && f->dtype != ATTN_F64)
+        return ATTN_EINVAL;
+    /* S (E + Ev) + E doubles */
+    if (f->E + f->Ev < f->E || (f->S && (f->E + f->Ev) > SIZE_MAX / f->S)
+        || f->S * (f->E + f->Ev) > SIZE_MAX / sizeof(double) - f->E - 1)
+        return ATTN_ENOMEM;
+    n = f->S * (f->E + f->Ev) + f->E + 1;
+    double *buf = malloc(n * sizeof(double));
+    if (!buf)
+        return ATTN_ENOMEM;
+    attn_status st = f->dtype == ATTN_F32 ? bwd_naive_f32(bp, buf)
+                                          : bwd_naive_f64(bp, buf);
+    free(buf);
+    return st;
+}
