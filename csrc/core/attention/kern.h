@@ -9,8 +9,9 @@
  *   sdpa_portable.c      instantiates it in plain C (any CPU)
  *   sdpa_avx2.c          ... for AVX2+FMA   (__attribute__((target)))
  *   sdpa_avx512.c        ... for AVX-512F   (__attribute__((target)))
+ *   sdpa_neon.c          ... for AArch64 Advanced SIMD (NEON)
  *   naive.c              the row-by-row oracle
- *   ../runtime/pool.c    the private pthread pool
+ *   ../runtime/pool.c    the private thread pool
  *
  * A work item is (b, query block qb): rows i0 = qb*BQ .. i0+nq-1 of batch
  * item b. Every row is computed by exactly one item, in a fixed order, so
@@ -24,13 +25,12 @@
 #include <stdint.h>
 
 #include "attn.h"
+#include "runtime/platform.h"
 #include "runtime/pool.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-#define ATTN_HAVE_X86 1
-#else
-#define ATTN_HAVE_X86 0
-#endif
+/* which SIMD paths are compiled in (runtime/platform.h) */
+#define ATTN_HAVE_X86 ATTN_ARCH_X86
+#define ATTN_HAVE_NEON ATTN_ARCH_NEON
 
 /* Everything a work item needs, computed once per call by the driver. */
 typedef struct {
@@ -91,6 +91,9 @@ extern const attn_isa_desc attn__isa_portable;
 #if ATTN_HAVE_X86
 extern const attn_isa_desc attn__isa_avx2;
 extern const attn_isa_desc attn__isa_avx512;
+#endif
+#if ATTN_HAVE_NEON
+extern const attn_isa_desc attn__isa_neon;
 #endif
 
 /* The descriptor attn_sdpa uses now (tests). */

@@ -3,7 +3,7 @@
  * (block sizes, scratch layout), and work items spread over threads.
  *
  * The kernel itself is tile.h, instantiated per instruction set in
- * sdpa_portable.c / sdpa_avx2.c / sdpa_avx512.c.
+ * sdpa_portable.c / sdpa_avx2.c / sdpa_avx512.c / sdpa_neon.c.
  *
  * Work item = (b, query block). Items are claimed from an atomic counter
  * (dynamic balance: causal items are uneven, so those are handed out
@@ -12,24 +12,30 @@
  * calling thread polls exec->poll about every 100 ms between items; a
  * nonzero answer sets a flag every thread checks between items.
  */
-#define _POSIX_C_SOURCE 200809L
-#include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "attn.h"
 #include "attention/decode.h"
 #include "attention/kern.h"
+#include "runtime/platform.h"
 
 /* ------------------------------------------------------------------------ */
 /* instruction-set dispatch                                                 */
 /* ------------------------------------------------------------------------ */
 
-enum { ISA_PORTABLE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2, ISA_UNSET = -1 };
+enum {
+    ISA_PORTABLE = 0,
+    ISA_AVX2 = 1,
+    ISA_AVX512 = 2,
+    ISA_NEON = 3,
+    ISA_COUNT = 4,
+    ISA_UNSET = -1
+};
+static const char *const isa_names[ISA_COUNT] = {"portable", "avx2",
+                                                 "avx512", "neon"};
 
 static atomic_int g_isa = ISA_UNSET;
 
@@ -41,32 +47,41 @@ static const attn_isa_desc *isa_desc(int isa)
     if (isa == ISA_AVX2)
         return &attn__isa_avx2;
 #endif
+#if ATTN_HAVE_NEON
+    if (isa == ISA_NEON)
+        return &attn__isa_neon;
+#endif
     (void)isa;
     return &attn__isa_portable;
 }
 
+/* compiled in, and usable on this CPU and OS (runtime/cpuid.c) */
 static int isa_supported(int isa)
 {
-    if (isa == ISA_PORTABLE)
+    switch (isa) {
+    case ISA_PORTABLE:
         return 1;
 #if ATTN_HAVE_X86
-    __builtin_cpu_init();
-    if (isa == ISA_AVX2)
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (isa == ISA_AVX512)
-        return __builtin_cpu_supports("avx512f")
-               && __builtin_cpu_supports("avx2")
-               && __builtin_cpu_supports("fma");
+    case ISA_AVX2:
+        return (attn__x86_features() & ATTN_X86_AVX2_FMA) != 0;
+    case ISA_AVX512:
+        return (attn__x86_features() & ATTN_X86_AVX512F) != 0;
 #endif
-    return 0;
+#if ATTN_HAVE_NEON
+    case ISA_NEON: /* part of the AArch64 base ISA */
+        return 1;
+#endif
+    default:
+        return 0;
+    }
 }
 
 static int isa_best(void)
 {
-    if (isa_supported(ISA_AVX512))
-        return ISA_AVX512;
-    if (isa_supported(ISA_AVX2))
-        return ISA_AVX2;
+    static const int order[] = {ISA_AVX512, ISA_AVX2, ISA_NEON};
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+        if (isa_supported(order[i]))
+            return order[i];
     return ISA_PORTABLE;
 }
 
@@ -90,20 +105,15 @@ const attn_isa_desc *attn__isa_current(void) { return isa_desc(isa_get()); }
 
 int attn_set_isa(const char *name)
 {
-    int isa;
     if (!name)
         return -1;
+    int isa = -1;
     if (strcmp(name, "auto") == 0)
         isa = isa_best();
-    else if (strcmp(name, "portable") == 0)
-        isa = ISA_PORTABLE;
-    else if (strcmp(name, "avx2") == 0)
-        isa = ISA_AVX2;
-    else if (strcmp(name, "avx512") == 0)
-        isa = ISA_AVX512;
-    else
-        return -1;
-    if (!isa_supported(isa))
+    for (int i = 0; i < ISA_COUNT; i++)
+        if (strcmp(name, isa_names[i]) == 0)
+            isa = i;
+    if (isa < 0 || !isa_supported(isa))
         return -1;
     atomic_store_explicit(&g_isa, isa, memory_order_release);
     return 0;
@@ -233,13 +243,6 @@ typedef struct {
     long long t_last;           /* caller only */
 } run_ctx;
 
-static long long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static void run_task(void *arg, int tid)
 {
     run_ctx *c = arg;
@@ -287,7 +290,7 @@ static void run_task(void *arg, int tid)
                 ;
         }
         if (tid == 0 && c->ex && c->ex->poll) {
-            long long t = now_ns();
+            long long t = attn__now_ns();
             if (t - c->t_last >= attn__poll_interval_ns) {
                 c->t_last = t;
                 if (c->ex->poll(c->ex->poll_ctx)) {
@@ -336,7 +339,7 @@ attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
     atomic_init(&c.err, ATTN_OK);
     atomic_init(&c.bad, SIZE_MAX);
     if (ex && ex->poll)
-        c.t_last = now_ns();
+        c.t_last = attn__now_ns();
 
     int nt = ex && ex->nthreads > 1 ? ex->nthreads : 1;
     double flops = 2.0 * (double)p->B * (double)p->L * (double)p->S
