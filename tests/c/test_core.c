@@ -25,10 +25,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#ifndef _WIN32 /* Windows has no fork() */
+#include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+#define HAVE_FORK 1
+#endif
 
 #include "attn.h"
 #include "attention/kern.h"
@@ -896,6 +900,7 @@ static void test_poll(void)
     prob_free(&t);
 }
 
+#ifdef HAVE_FORK
 static void test_fork(void)
 {
     prob t;
@@ -946,6 +951,7 @@ static void test_fork(void)
     free(ref);
     prob_free(&t);
 }
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* small kernels                                                            */
@@ -1043,8 +1049,8 @@ int main(int argc, char **argv)
     clock_t t0 = clock();
     attn__min_flops_per_thread = 0; /* use threads even on tiny problems */
     test_small_kernels();
-    static const char *isas[] = {"portable", "avx2", "avx512"};
-    for (int i = 0; i < 3; i++) {
+    static const char *isas[] = {"portable", "avx2", "avx512", "neon"};
+    for (int i = 0; i < 4; i++) {
         if (attn_set_isa(isas[i]) != 0) {
             printf("isa %s: not supported by this CPU, not tested\n", isas[i]);
             continue;
@@ -1066,7 +1072,11 @@ int main(int argc, char **argv)
     CHECK(attn_set_isa("auto") == 0, "set_isa(auto)");
     CHECK(attn_set_isa("nonsense") == -1, "set_isa(nonsense) accepted");
     test_poll();
+#ifdef HAVE_FORK
     test_fork();
+#else
+    printf("fork: not on this system, not tested\n");
+#endif
     printf("%d passed, %d failed (%.1f s cpu)\n", n_pass, n_fail,
            (double)(clock() - t0) / CLOCKS_PER_SEC);
     return n_fail ? 1 : 0;

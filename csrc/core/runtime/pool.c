@@ -9,10 +9,16 @@
  * its work on its own thread instead. Pool threads block every signal, so
  * SIGINT reaches the interpreter's thread. After fork() the child starts
  * from a fresh, empty pool (the parent's threads do not exist there).
+ * Workers run each job in the caller's floating-point environment
+ * (rounding mode, flush-to-zero, x87 precision on mingw-w64, whose
+ * libm's log() uses the x87 unit and whose new threads start at 53-bit
+ * precision while the main thread has 64): results never depend on
+ * which thread computed them.
  */
 #ifndef _WIN32
 #define _POSIX_C_SOURCE 200809L
 #endif
+#include <fenv.h>
 #include <stdlib.h>
 
 #include "runtime/pool.h"
@@ -29,6 +35,7 @@ typedef struct {
     unsigned long gen;    /* job generation, bumped per job           */
     attn_task_fn fn;
     void *arg;
+    fenv_t fenv;          /* the caller's floating-point environment  */
     int want;             /* worker slots of the current job          */
     int taken;            /* slots taken                              */
     int running;          /* workers inside fn                        */
@@ -79,8 +86,10 @@ static ATTN_THREAD_FN(worker_main, a)
             int t = ++pl->taken;
             attn_task_fn fn = pl->fn;
             void *arg = pl->arg;
+            fenv_t env = pl->fenv;
             pl->running++;
             attn_mutex_unlock(&pl->mu);
+            fesetenv(&env);
             fn(arg, t);
             attn_mutex_lock(&pl->mu);
             if (--pl->running == 0)
@@ -145,6 +154,7 @@ void attn_pool_run(attn_task_fn fn, void *arg, int n)
     grow(pl, n - 1);
     pl->fn = fn;
     pl->arg = arg;
+    fegetenv(&pl->fenv);
     pl->want = n - 1 < pl->nthreads ? n - 1 : pl->nthreads;
     pl->taken = 0;
     pl->gen++;
