@@ -13,7 +13,8 @@
  * (rounding mode, flush-to-zero, x87 precision on mingw-w64, whose
  * libm's log() uses the x87 unit and whose new threads start at 53-bit
  * precision while the main thread has 64): results never depend on
- * which thread computed them.
+ * which thread computed them. On x86-64 the SSE control register (MXCSR)
+ * is copied explicitly as well: mingw-w64's fesetenv does not restore it.
  */
 #ifndef _WIN32
 #define _POSIX_C_SOURCE 200809L
@@ -23,6 +24,35 @@
 
 #include "runtime/pool.h"
 #include "runtime/thread.h"
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <xmmintrin.h>
+#define HAVE_MXCSR 1
+#endif
+
+/* the caller's floating-point environment, and setting it on a worker */
+typedef struct {
+    fenv_t env;
+#ifdef HAVE_MXCSR
+    unsigned int mxcsr;
+#endif
+} fp_state;
+
+static void fp_get(fp_state *s)
+{
+    fegetenv(&s->env);
+#ifdef HAVE_MXCSR
+    s->mxcsr = _mm_getcsr();
+#endif
+}
+
+static void fp_set(const fp_state *s)
+{
+    fesetenv(&s->env);
+#ifdef HAVE_MXCSR
+    _mm_setcsr(s->mxcsr);
+#endif
+}
 
 #define POOL_MAX_THREADS 255
 
@@ -35,7 +65,7 @@ typedef struct {
     unsigned long gen;    /* job generation, bumped per job           */
     attn_task_fn fn;
     void *arg;
-    fenv_t fenv;          /* the caller's floating-point environment  */
+    fp_state fp;          /* the caller's floating-point environment  */
     int want;             /* worker slots of the current job          */
     int taken;            /* slots taken                              */
     int running;          /* workers inside fn                        */
@@ -86,10 +116,10 @@ static ATTN_THREAD_FN(worker_main, a)
             int t = ++pl->taken;
             attn_task_fn fn = pl->fn;
             void *arg = pl->arg;
-            fenv_t env = pl->fenv;
+            fp_state fp = pl->fp;
             pl->running++;
             attn_mutex_unlock(&pl->mu);
-            fesetenv(&env);
+            fp_set(&fp);
             fn(arg, t);
             attn_mutex_lock(&pl->mu);
             if (--pl->running == 0)
@@ -154,7 +184,7 @@ void attn_pool_run(attn_task_fn fn, void *arg, int n)
     grow(pl, n - 1);
     pl->fn = fn;
     pl->arg = arg;
-    fegetenv(&pl->fenv);
+    fp_get(&pl->fp);
     pl->want = n - 1 < pl->nthreads ? n - 1 : pl->nthreads;
     pl->taken = 0;
     pl->gen++;
