@@ -912,13 +912,23 @@ static void test_fork(void)
     attn_status st = attn_sdpa(&t.p, &ex); /* starts the pool */
     CHECK(st == ATTN_OK, "threaded call before fork: %d", (int)st);
     unsigned char *ref = dup_buf(&t.out);
+    /* qemu-user (7.2) aborts with its own assertion in cpu_exec when a
+     * forked child of a threaded process creates a thread (a 12-line
+     * program without attnpy does the same): under qemu
+     * (tools/cross_aarch64.sh sets ATTNPY_TEST_QEMU_USER) the child's
+     * calls use one thread, and only the new pool is left untested. */
+    const int qemu = getenv("ATTNPY_TEST_QEMU_USER") != NULL;
+    attn_exec ex_child = {qemu ? 1 : 2, NULL, NULL};
+    if (qemu)
+        printf("fork: under qemu-user, the child's threaded call is not "
+               "tested (qemu's own bug)\n");
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
         int ok = 1;
         for (int r = 0; r < 3; r++) {
             op_fill_sentinel(&t.out, -12345.0);
-            ok &= attn_sdpa(&t.p, &ex) == ATTN_OK;
+            ok &= attn_sdpa(&t.p, &ex_child) == ATTN_OK;
             ok &= memcmp(ref, t.out.buf, t.out.nbytes) == 0;
         }
         free(ref);
