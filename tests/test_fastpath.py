@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _available_isas():
     before = _core.isa()
     names = []
-    for name in ("portable", "avx2", "avx512", "neon"):
+    for name in ("baseline", "portable", "avx2", "avx512", "neon"):
         try:
             _core.set_isa(name)
         except ValueError:

@@ -369,8 +369,9 @@ int main(int argc, char **argv)
     attn__min_flops_per_thread = 0; /* use threads even on tiny problems */
     test_rope();
     test_merge();
-    static const char *isas[] = {"portable", "avx2", "avx512", "neon"};
-    for (int i = 0; i < 4; i++) {
+    static const char *isas[] = {"portable", "avx2", "avx512", "neon",
+                                 "baseline"};
+    for (int i = 0; i < 5; i++) {
         if (attn_set_isa(isas[i]) != 0) {
             printf("isa %s: not supported by this CPU, not tested\n", isas[i]);
             continue;

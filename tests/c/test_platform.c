@@ -10,6 +10,9 @@
  *     attn_sdpa gives the same bits with 1 and 3 threads on every
  *     instruction set, rounding upward and then to nearest (different
  *     bits between the modes: the mode did reach the kernels)
+ *   the portable kernel's variants ("portable": on x86 compiled for AVX2
+ *     with 8 lanes; "baseline": for SSE2 with 4) give the same bits on the
+ *     tiled path (a multiply then an add per lane, in the same order)
  *   attn__now_ns is monotonic and advances; attn_available_cpus >= 1
  *
  * It reuses test_core.c's operands by including it (its main renamed).
@@ -166,6 +169,46 @@ static void test_fenv_sdpa(const char *isa)
 }
 
 /* ------------------------------------------------------------------------ */
+/* portable == baseline, bitwise (the tiled path: L > ATTN_DECODE_MAX_L)    */
+/* ------------------------------------------------------------------------ */
+static void test_portable_variants(void)
+{
+    for (int it = 0; it < 6; it++) {
+        prob t;
+        /* the last two: rows wide enough to shrink the key block */
+        const size_t E = it < 4 ? 8 + 9 * (size_t)it : 150 * (size_t)it;
+        prob_simple(&t, it % 2 ? ATTN_F64 : ATTN_F32, 2, 60 + 37 * it,
+                    50 + 61 * it, E, 5 + 13 * it);
+        t.p.causal = (attn_causal)(it % 3);
+        prob_outputs(&t, 1, 0);
+        prob_target(&t, 0);
+        unsigned char *o[2], *w[2];
+        static const char *names[2] = {"portable", "baseline"};
+        int ok = 1;
+        for (int v = 0; v < 2; v++) {
+            ok &= attn_set_isa(names[v]) == 0;
+            attn_exec ex = {2, NULL, NULL};
+            op_fill_sentinel(&t.out, -12345.0);
+            op_fill_sentinel(&t.w, -12345.0);
+            ok &= attn_sdpa(&t.p, &ex) == ATTN_OK;
+            o[v] = dup_buf(&t.out);
+            w[v] = dup_buf(&t.w);
+        }
+        char d[400];
+        describe(&t, d, sizeof d);
+        CHECK(ok && memcmp(o[0], o[1], t.out.nbytes) == 0
+                  && memcmp(w[0], w[1], t.w.nbytes) == 0,
+              "portable and baseline differ: %s", d);
+        for (int v = 0; v < 2; v++) {
+            free(o[v]);
+            free(w[v]);
+        }
+        prob_free(&t);
+    }
+    CHECK(attn_set_isa("auto") == 0, "set_isa(auto)");
+}
+
+/* ------------------------------------------------------------------------ */
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -179,8 +222,10 @@ int main(int argc, char **argv)
     CHECK(attn_available_cpus() >= 1, "available cpus");
     test_features();
     test_fenv_pool();
-    static const char *isas[] = {"portable", "avx2", "avx512", "neon"};
-    for (int i = 0; i < 4; i++) {
+    test_portable_variants();
+    static const char *isas[] = {"portable", "avx2", "avx512", "neon",
+                                 "baseline"};
+    for (int i = 0; i < 5; i++) {
         if (attn_set_isa(isas[i]) != 0)
             continue;
         test_fenv_sdpa(isas[i]);

@@ -46,6 +46,10 @@ static const attn_decode_desc *dec_desc(const attn_isa_desc *d)
     if (d == &attn__isa_neon)
         return &attn__dec_neon;
 #endif
+#if ATTN_HAVE_PORT_WIDE
+    if (d == &attn__isa_portable_wide)
+        return &attn__dec_portable_wide;
+#endif
     (void)d;
     return &attn__dec_portable;
 }

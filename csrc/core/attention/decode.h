@@ -68,6 +68,9 @@ typedef struct {
 } attn_decode_desc;
 
 extern const attn_decode_desc attn__dec_portable;
+#if ATTN_HAVE_PORT_WIDE
+extern const attn_decode_desc attn__dec_portable_wide;
+#endif
 #if ATTN_HAVE_X86
 extern const attn_decode_desc attn__dec_avx2;
 extern const attn_decode_desc attn__dec_avx512;

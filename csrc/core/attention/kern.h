@@ -31,6 +31,12 @@
 /* which SIMD paths are compiled in (runtime/platform.h) */
 #define ATTN_HAVE_X86 ATTN_ARCH_X86
 #define ATTN_HAVE_NEON ATTN_ARCH_NEON
+/* the portable kernel also compiled for AVX2 (vec_portable.h)           */
+#if ATTN_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
+#define ATTN_HAVE_PORT_WIDE 1
+#else
+#define ATTN_HAVE_PORT_WIDE 0
+#endif
 
 /* Everything a work item needs, computed once per call by the driver. */
 typedef struct {
@@ -77,7 +83,7 @@ typedef struct {
 typedef attn_status (*attn_item_fn)(const attn_plan *pl, void *scratch,
                                     size_t b, size_t qb, size_t *bad_row);
 
-typedef struct {
+typedef struct attn_isa_desc_ {
     const char *name;
     size_t W[2];             /* vector width in elements: [ATTN_F32/F64]   */
     size_t BQ[2], BK[2];     /* block sizes                                */
@@ -85,9 +91,14 @@ typedef struct {
     /* vectorised exp for x <= 0 (tests): y[i] = exp(x[i])                 */
     void (*exp_f32)(float *y, const float *x, size_t n);
     void (*exp_f64)(double *y, const double *x, size_t n);
+    /* NULL, or the desc whose key blocks this one uses (same bits)       */
+    const struct attn_isa_desc_ *plan_as;
 } attn_isa_desc;
 
 extern const attn_isa_desc attn__isa_portable;
+#if ATTN_HAVE_PORT_WIDE
+extern const attn_isa_desc attn__isa_portable_wide;
+#endif
 #if ATTN_HAVE_X86
 extern const attn_isa_desc attn__isa_avx2;
 extern const attn_isa_desc attn__isa_avx512;

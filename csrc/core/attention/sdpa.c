@@ -31,11 +31,16 @@ enum {
     ISA_AVX2 = 1,
     ISA_AVX512 = 2,
     ISA_NEON = 3,
-    ISA_COUNT = 4,
+    ISA_BASELINE = 4,
+    ISA_COUNT = 5,
     ISA_UNSET = -1
 };
-static const char *const isa_names[ISA_COUNT] = {"portable", "avx2",
-                                                 "avx512", "neon"};
+/* "portable": the plain C kernel, compiled for the widest target this
+ * build has it for and the CPU runs (x86: AVX2 when present);
+ * "baseline": the same code compiled for the architecture's baseline
+ * (x86-64: SSE2) -- what "portable" is on CPUs without AVX2 */
+static const char *const isa_names[ISA_COUNT] = {
+    "portable", "avx2", "avx512", "neon", "baseline"};
 
 static atomic_int g_isa = ISA_UNSET;
 
@@ -51,7 +56,10 @@ static const attn_isa_desc *isa_desc(int isa)
     if (isa == ISA_NEON)
         return &attn__isa_neon;
 #endif
-    (void)isa;
+#if ATTN_HAVE_PORT_WIDE
+    if (isa == ISA_PORTABLE && (attn__x86_features() & ATTN_X86_AVX2_FMA))
+        return &attn__isa_portable_wide;
+#endif
     return &attn__isa_portable;
 }
 
@@ -60,6 +68,7 @@ static int isa_supported(int isa)
 {
     switch (isa) {
     case ISA_PORTABLE:
+    case ISA_BASELINE:
         return 1;
 #if ATTN_HAVE_X86
     case ISA_AVX2:
@@ -99,7 +108,7 @@ static int isa_get(void)
     return atomic_load_explicit(&g_isa, memory_order_acquire);
 }
 
-const char *attn_isa_name(void) { return isa_desc(isa_get())->name; }
+const char *attn_isa_name(void) { return isa_names[isa_get()]; }
 
 const attn_isa_desc *attn__isa_current(void) { return isa_desc(isa_get()); }
 
@@ -152,16 +161,12 @@ static int take(size_t *a, size_t n, size_t esz, size_t *off)
 }
 
 
-static attn_status make_plan(attn_plan *pl, const attn_problem *p,
-                             const attn_isa_desc *d)
+/* query block of desc d: the ISA's choice, smaller for short L or huge E */
+static size_t query_block(const attn_problem *p, const attn_isa_desc *d)
 {
     const int t = p->dtype == ATTN_F64;
     const size_t esz = t ? sizeof(double) : sizeof(float);
     const size_t W = d->W[t];
-    memset(pl, 0, sizeof *pl);
-    pl->p = p;
-
-    /* query block: the ISA's choice, smaller for short L or huge E */
     size_t BQ = d->BQ[t];
 #ifdef ATTN_TUNE_ENV /* tests/c/bench_core: try other block sizes */
     if (getenv("TUNE_BQ"))
@@ -171,23 +176,44 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
         BQ = round_up(p->L, W);
     while (BQ > W && BQ * p->E * esz > SCRATCH_TARGET)
         BQ -= W;
-    if (BQ == 0)
-        BQ = W;
-    pl->BQ = BQ;
-    pl->BQP = BQ;
-    pl->EvP = round_up(p->Ev, W);
+    return BQ ? BQ : W;
+}
 
-    /* key block: the ISA's choice, smaller for short S or wide rows */
+/* key block of desc d: the ISA's choice, smaller for short S or wide rows.
+ * It sets the online softmax's blocking, hence the rounding: a desc with
+ * plan_as takes that desc's key block (same bits, "portable").         */
+static size_t key_block(const attn_problem *p, const attn_isa_desc *d)
+{
+    if (d->plan_as)
+        d = d->plan_as;
+    const int t = p->dtype == ATTN_F64;
+    const size_t esz = t ? sizeof(double) : sizeof(float);
     size_t BK = d->BK[t];
 #ifdef ATTN_TUNE_ENV
     if (getenv("TUNE_BK"))
         BK = (size_t)atoi(getenv("TUNE_BK"));
 #endif
-    size_t row = (pl->BQP + p->E + pl->EvP) * esz;
+    const size_t row = (query_block(p, d) + p->E + round_up(p->Ev, d->W[t]))
+                       * esz;
     while (BK > 8 && BK * row > SCRATCH_TARGET)
         BK /= 2;
     if (BK > p->S)
         BK = p->S ? p->S : 1;
+    return BK;
+}
+
+static attn_status make_plan(attn_plan *pl, const attn_problem *p,
+                             const attn_isa_desc *d)
+{
+    const int t = p->dtype == ATTN_F64;
+    const size_t esz = t ? sizeof(double) : sizeof(float);
+    const size_t W = d->W[t];
+    memset(pl, 0, sizeof *pl);
+    pl->p = p;
+    const size_t BQ = query_block(p, d), BK = key_block(p, d);
+    pl->BQ = BQ;
+    pl->BQP = BQ;
+    pl->EvP = round_up(p->Ev, W);
     pl->BK = BK;
 
     pl->nqb = (p->L + BQ - 1) / BQ;

@@ -34,6 +34,7 @@ const attn_isa_desc attn__isa_avx2 = {
     {item_avx2_f32, item_avx2_f64},
     exp_array_avx2_f32,
     exp_array_avx2_f64,
+    NULL,
 };
 
 #endif /* ATTN_HAVE_X86 */

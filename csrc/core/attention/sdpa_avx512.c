@@ -33,6 +33,7 @@ const attn_isa_desc attn__isa_avx512 = {
     {item_avx512_f32, item_avx512_f64},
     exp_array_avx512_f32,
     exp_array_avx512_f64,
+    NULL,
 };
 
 #endif /* ATTN_HAVE_X86 */

@@ -36,6 +36,7 @@ const attn_isa_desc attn__isa_neon = {
     {item_neon_f32, item_neon_f64},
     exp_array_neon_f32,
     exp_array_neon_f64,
+    NULL,
 };
 
 #endif /* ATTN_HAVE_NEON */

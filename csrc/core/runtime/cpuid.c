@@ -10,6 +10,8 @@
  * bits), except on macOS, whose kernel enables the AVX-512 state on a
  * thread's first use of it (XCR0 does not show it before).
  */
+#include <stdatomic.h>
+
 #include "runtime/platform.h"
 
 #if ATTN_ARCH_X86
@@ -38,7 +40,7 @@ static unsigned long long xcr0(void)
 }
 #endif
 
-int attn__x86_features(void)
+static int detect(void)
 {
     unsigned r[4]; /* eax, ebx, ecx, edx */
     cpuid(0, 0, r);
@@ -65,6 +67,19 @@ int attn__x86_features(void)
 #endif
     if (avx512f && zmm_state)
         f |= ATTN_X86_AVX512F;
+    return f;
+}
+
+/* cpuid is slow in a virtual machine (it traps): asked once */
+static atomic_int g_features = -1;
+
+int attn__x86_features(void)
+{
+    int f = atomic_load_explicit(&g_features, memory_order_relaxed);
+    if (f < 0) {
+        f = detect();
+        atomic_store_explicit(&g_features, f, memory_order_relaxed);
+    }
     return f;
 }
 
