@@ -4,6 +4,8 @@
 #
 #   tools/test_pythons.sh [VERSION ...] [-- PYTEST_ARGS ...]
 #
+#   PYTEST_ARGS replace the default selection, the whole suite
+#   (tests README.md --pyargs attnpy), e.g. `-- -x tests/test_api_basic.py`.
 #   VERSION: 3.10 3.11 ... (default: every 3.10 - 3.13 found under
 #   $PYENV_ROOT/versions, ~/.pyenv/versions by default, or on PATH as
 #   python3.X). For each:
@@ -21,6 +23,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 versions=()
 while [ $# -gt 0 ] && [ "$1" != -- ]; do versions+=("$1"); shift; done
 [ "${1:-}" = -- ] && shift
+[ $# -gt 0 ] || set -- tests README.md --pyargs attnpy
 [ ${#versions[@]} -gt 0 ] || versions=(3.10 3.11 3.12 3.13)
 
 find_python() { # newest pyenv build of version $1, else python$1 on PATH
@@ -42,7 +45,7 @@ trap cleanup EXIT
 py0=$(find_python "${versions[0]}")
 [ -n "$py0" ] || py0=python3
 "$py0" -m venv "$WORK/buildenv"
-"$WORK/buildenv/bin/python" -m pip install -q $PIP_ARGS --upgrade pip build
+"$WORK/buildenv/bin/python" -m pip install -q ${PIP_ARGS:-} --upgrade pip build
 (cd "$WORK" && "$WORK/buildenv/bin/python" -m build --sdist -o "$WORK/dist" \
     "$ROOT" >"$WORK/sdist.log" 2>&1) || { cat "$WORK/sdist.log" >&2; exit 1; }
 sdist=$(ls "$WORK"/dist/*.tar.gz)
@@ -68,7 +71,7 @@ for v in "${versions[@]}"; do
     env=$WORK/venv-$v
     echo "=== Python $v ($("$py" -c 'import sys; print(sys.version.split()[0])'))"
     "$py" -m venv "$env"
-    if ! "$env/bin/python" -m pip install -q $PIP_ARGS "$sdist[test]" \
+    if ! "$env/bin/python" -m pip install -q ${PIP_ARGS:-} "$sdist[test]" \
             >"$WORK/pip-$v.log" 2>&1; then
         tail -30 "$WORK/pip-$v.log" >&2
         summary+=("$v: INSTALL FAILED")
@@ -76,7 +79,7 @@ for v in "${versions[@]}"; do
         continue
     fi
     if (cd "$src" && "$env/bin/python" -m pytest -q -p no:cacheprovider \
-            tests README.md --pyargs attnpy "$@" \
+            "$@" \
             >"$WORK/pytest-$v.log" 2>&1); then
         summary+=("$v: $(tail -1 "$WORK/pytest-$v.log")")
     else
