@@ -23,8 +23,9 @@ from ._api import (add_positional_encoding, attention, causal_mask,
                    padding_mask, positional_encoding,
                    scaled_dot_product_attention, set_num_threads, softmax,
                    split_heads)
+from ._decode import KVCache, merge_attention, rotary_embedding
 from ._mha import MultiHeadAttention
-from ._trace import AttentionTrace, explain, show
+from .teach import AttentionTrace, explain, show
 
 __version__ = "0.1.0"
 
@@ -33,6 +34,7 @@ __all__ = [
     "create_causal_mask", "causal_mask", "padding_mask",
     "positional_encoding", "add_positional_encoding", "split_heads",
     "combine_heads", "MultiHeadAttention", "set_num_threads",
+    "rotary_embedding", "merge_attention", "KVCache",
     "get_num_threads", "explain", "AttentionTrace", "show", "reference",
     "__version__",
 ]

@@ -5,7 +5,7 @@
 
 Times ``attnpy.attention`` with each instruction set this CPU runs
 (``attnpy._core.set_isa``: portable, avx2, avx512, neon) and the tutorial's
-``scaled_dot_product_attention`` (attnpy._bench.tutorial_sdpa), interleaved
+``scaled_dot_product_attention`` (attnpy.bench.tutorial.tutorial_sdpa), interleaved
 (one call of each per round, so that load on the machine hits them alike),
 and prints each one's median time, GFLOP/s (4 B H L S E flops; half for
 causal) and its speed relative to the widest path and to the tutorial.
@@ -19,7 +19,7 @@ import numpy as np
 
 import attnpy
 from attnpy import _core
-from attnpy._bench import tutorial_causal_mask, tutorial_sdpa
+from attnpy.bench.tutorial import tutorial_causal_mask, tutorial_sdpa
 
 ISAS = ("baseline", "portable", "avx2", "avx512", "neon")
 

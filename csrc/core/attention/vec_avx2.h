@@ -116,7 +116,6 @@ static ATTN_INLINE ATTR double hsum4_f64(__m256d v)
 #endif /* ATTNPY_VEC_AVX2_H */
 
 /* ---- the template parameters of one element type ---- */
-#undef VRSUM /* not in tile.h's #undef list */
 #if ATTN_VEC_F64
 #define T double
 #define VT __m256d

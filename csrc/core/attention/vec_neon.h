@@ -108,7 +108,6 @@ static ATTN_INLINE float64x2_t safe2_f64(float64x2_t m)
 #endif /* ATTNPY_VEC_NEON_H */
 
 /* ---- the template parameters of one element type ---- */
-#undef VRSUM /* not in tile.h's #undef list */
 #if ATTN_VEC_F64
 #define T double
 #define VT float64x2_t

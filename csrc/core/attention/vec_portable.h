@@ -304,7 +304,6 @@ PV_SOPS(pd2_, 2, double, pexp_d)
 #endif /* ATTNPY_VEC_PORTABLE_H */
 
 /* ---- the template parameters of one (variant, element type) ---- */
-#undef VRSUM /* not in tile.h's #undef list */
 #undef ATTR
 #undef PV_P_
 #ifndef ATTN_PORT_WIDE

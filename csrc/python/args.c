@@ -1,0 +1,553 @@
+/*
+ * python/args.c -- the argument plumbing shared by every binding file
+ * (declared and documented in args.h).
+ */
+#include "args.h" /* first: Python.h before any system header */
+#include <string.h>
+
+/* shape of an array as a Python tuple (new reference), for messages */
+PyObject *shape_of(PyArrayObject *a)
+{
+    int nd = PyArray_NDIM(a);
+    PyObject *t = PyTuple_New(nd);
+    if (!t)
+        return NULL;
+    for (int d = 0; d < nd; d++) {
+        PyObject *v = PyLong_FromSsize_t(PyArray_DIM(a, d));
+        if (!v) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, d, v);
+    }
+    return t;
+}
+
+PyObject *tuple_of(int nd, const npy_intp *dims)
+{
+    PyObject *t = PyTuple_New(nd);
+    if (!t)
+        return NULL;
+    for (int d = 0; d < nd; d++) {
+        PyObject *v = PyLong_FromSsize_t(dims[d]);
+        if (!v) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, d, v);
+    }
+    return t;
+}
+
+/* Raise exc with "fmt % (a.shape, b.shape)" appended style messages. */
+void err_shapes2(PyObject *exc, const char *msg, const char *na,
+                        PyArrayObject *a, const char *nb, PyArrayObject *b)
+{
+    PyObject *sa = shape_of(a), *sb = b ? shape_of(b) : NULL;
+    if (sa && (sb || !b)) {
+        if (b)
+            PyErr_Format(exc, "%s (%s.shape=%R, %s.shape=%R)", msg, na, sa, nb,
+                         sb);
+        else
+            PyErr_Format(exc, "%s (%s.shape=%R)", msg, na, sa);
+    }
+    Py_XDECREF(sa);
+    Py_XDECREF(sb);
+}
+
+/* The compute type for a dtype: NPY_FLOAT, NPY_DOUBLE, or -1 (unsupported).
+ * float16 -> float32; bool/int -> float64; longdouble -> float64. */
+int compute_type_of(PyArray_Descr *d)
+{
+    switch (d->kind) {
+    case 'b':
+    case 'i':
+    case 'u':
+        return NPY_DOUBLE;
+    case 'f':
+        return PyDataType_ELSIZE(d) <= 4 ? NPY_FLOAT : NPY_DOUBLE;
+    default:
+        return -1;
+    }
+}
+
+static const char *describe_dtype_problem(PyArray_Descr *d)
+{
+    switch (d->kind) {
+    case 'c':
+        return "complex numbers are not supported";
+    case 'O':
+        return "object arrays are not supported";
+    case 'U':
+    case 'S':
+        return "string arrays are not supported";
+    case 'M':
+    case 'm':
+        return "datetime/timedelta arrays are not supported";
+    default:
+        return "expected real numbers";
+    }
+}
+
+/* Any array-like -> ndarray in its own dtype (new reference), with a
+ * message naming the function and argument on failure. Real dtypes only. */
+PyArrayObject *as_real_array(PyObject *obj, const char *fname,
+                                    const char *arg)
+{
+    if (obj == Py_None) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: %s must be an array of real numbers, got None", fname,
+                     arg);
+        return NULL;
+    }
+    PyArrayObject *a = (PyArrayObject *)PyArray_FromAny(obj, NULL, 0, 0, 0,
+                                                        NULL);
+    if (!a) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        PyErr_Format(PyExc_TypeError,
+                     "%s: %s could not be converted to an array (%S)", fname,
+                     arg, value ? value : Py_None);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        return NULL;
+    }
+    if (compute_type_of(PyArray_DESCR(a)) < 0) {
+        if (PyArray_Check(obj))
+            PyErr_Format(PyExc_TypeError,
+                         "%s: %s has dtype %S: %s", fname, arg,
+                         (PyObject *)PyArray_DESCR(a),
+                         describe_dtype_problem(PyArray_DESCR(a)));
+        else
+            PyErr_Format(PyExc_TypeError,
+                         "%s: %s must be an array of real numbers, got %s "
+                         "(dtype %S)", fname, arg, Py_TYPE(obj)->tp_name,
+                         (PyObject *)PyArray_DESCR(a));
+        Py_DECREF(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* ndarray -> aligned, native-order array of typenum (new reference).
+ * Steals nothing; returns `a` itself (incref'd) when nothing is needed. */
+PyArrayObject *as_type(PyArrayObject *a, int typenum,
+                              const char *fname, const char *arg)
+{
+    PyArray_Descr *descr = PyArray_DescrFromType(typenum);
+    if (!descr)
+        return NULL;
+    /* PyArray_FromAny steals descr */
+    PyArrayObject *r = (PyArrayObject *)PyArray_FromAny(
+        (PyObject *)a, descr, 0, 0,
+        NPY_ARRAY_ALIGNED | NPY_ARRAY_NOTSWAPPED | NPY_ARRAY_FORCECAST, NULL);
+    if (r)
+        return r;
+    /* a converted copy too large: say whose */
+    int is_mem = PyErr_ExceptionMatches(PyExc_MemoryError);
+    if (is_mem || PyErr_ExceptionMatches(PyExc_ValueError)) {
+        PyErr_Clear();
+        PyObject *shape = shape_of(a);
+        if (shape) {
+            PyErr_Format(is_mem ? PyExc_MemoryError : PyExc_ValueError,
+                         "%s: %s of shape %R is too large to convert to %s",
+                         fname, arg, shape,
+                         typenum == NPY_FLOAT ? "float32"
+                         : typenum == NPY_DOUBLE ? "float64" : "bool");
+            Py_DECREF(shape);
+        }
+    }
+    return NULL;
+}
+
+/* Strides of `a` in elements (0 for dims of extent <= 1). -1 if a byte stride
+ * is not a multiple of the item size (possible only for odd views). */
+int elem_strides(PyArrayObject *a, ptrdiff_t *st)
+{
+    npy_intp isz = PyArray_ITEMSIZE(a);
+    for (int d = 0; d < PyArray_NDIM(a); d++) {
+        npy_intp s = PyArray_STRIDE(a, d);
+        if (PyArray_DIM(a, d) <= 1) {
+            st[d] = 0;
+            continue;
+        }
+        if (s % isz != 0)
+            return -1;
+        st[d] = (ptrdiff_t)(s / isz);
+    }
+    return 0;
+}
+
+/* Make sure elem_strides works on *pa (replaces it by a contiguous copy if
+ * not). Returns 0 or -1 with an exception. */
+int ensure_elem_strides(PyArrayObject **pa, ptrdiff_t *st)
+{
+    if (elem_strides(*pa, st) == 0)
+        return 0;
+    PyArrayObject *c = (PyArrayObject *)PyArray_NewCopy(*pa, NPY_CORDER);
+    if (!c)
+        return -1;
+    Py_DECREF(*pa);
+    *pa = c;
+    return elem_strides(c, st) == 0 ? 0 : -1;
+}
+
+/* Conservative test: may the memory of a and b overlap? */
+static void mem_bounds(PyArrayObject *a, char **lo, char **hi)
+{
+    char *l = PyArray_BYTES(a), *h = PyArray_BYTES(a);
+    for (int d = 0; d < PyArray_NDIM(a); d++) {
+        npy_intp n = PyArray_DIM(a, d);
+        if (n == 0) {
+            *lo = *hi = NULL;
+            return;
+        }
+        npy_intp ext = (n - 1) * PyArray_STRIDE(a, d);
+        if (ext < 0)
+            l += ext;
+        else
+            h += ext;
+    }
+    *lo = l;
+    *hi = h + PyArray_ITEMSIZE(a);
+}
+
+int may_overlap(PyArrayObject *a, PyArrayObject *b)
+{
+    if (!a || !b)
+        return 0;
+    char *la, *ha, *lb, *hb;
+    mem_bounds(a, &la, &ha);
+    mem_bounds(b, &lb, &hb);
+    if (!la || !lb)
+        return 0;
+    return la < hb && lb < ha;
+}
+
+/*
+ * Check a user's out= array: exactly `nd`/`dims`/`typenum`, writeable.
+ * Returns a new reference to the array itself or NULL with an exception.
+ */
+PyArrayObject *check_out(PyObject *obj, const char *fname,
+                                const char *arg, int nd, const npy_intp *dims,
+                                int typenum)
+{
+    if (!PyArray_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s: %s must be a NumPy array, got %s",
+                     fname, arg, Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    PyArrayObject *o = (PyArrayObject *)obj;
+    int same = PyArray_NDIM(o) == nd;
+    for (int d = 0; same && d < nd; d++)
+        same = PyArray_DIM(o, d) == dims[d];
+    if (!same) {
+        PyObject *want = tuple_of(nd, dims), *got = shape_of(o);
+        if (want && got)
+            PyErr_Format(PyExc_ValueError,
+                         "%s: %s has shape %R but the result has shape %R",
+                         fname, arg, got, want);
+        Py_XDECREF(want);
+        Py_XDECREF(got);
+        return NULL;
+    }
+    PyArray_Descr *want_d = PyArray_DescrFromType(typenum);
+    if (!want_d)
+        return NULL;
+    int eq = PyArray_EquivTypes(PyArray_DESCR(o), want_d);
+    if (!eq) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: %s has dtype %S but the result has dtype %S", fname,
+                     arg, (PyObject *)PyArray_DESCR(o), (PyObject *)want_d);
+        Py_DECREF(want_d);
+        return NULL;
+    }
+    Py_DECREF(want_d);
+    if (!PyArray_ISWRITEABLE(o)) {
+        PyErr_Format(PyExc_ValueError, "%s: %s is read-only", fname, arg);
+        return NULL;
+    }
+    Py_INCREF(o);
+    return o;
+}
+
+/*
+ * Where the core writes a result: the user's array itself when it is
+ * aligned, native, element-strided and shares no memory with the inputs;
+ * otherwise a fresh C-ordered temporary that is copied into it afterwards.
+ * Returns a new reference; *is_tmp tells which.
+ */
+PyArrayObject *dest_for(PyArrayObject *user, PyArrayObject *const *ins,
+                               int nins, int *is_tmp)
+{
+    ptrdiff_t st[NPY_MAXDIMS];
+    int direct = PyArray_ISALIGNED(user) && PyArray_ISNOTSWAPPED(user) &&
+                 elem_strides(user, st) == 0;
+    for (int i = 0; direct && i < nins; i++)
+        direct = !may_overlap(user, ins[i]);
+    *is_tmp = !direct;
+    if (direct) {
+        Py_INCREF(user);
+        return user;
+    }
+    PyArray_Descr *d = PyArray_DescrFromType(PyArray_TYPE(user));
+    if (!d)
+        return NULL;
+    return (PyArrayObject *)PyArray_Empty(PyArray_NDIM(user),
+                                          PyArray_DIMS(user), d, 0);
+}
+
+/* The result a function returns (new reference): the user's out= array,
+ * filled from the temporary when dest_for chose one, or the fresh result. */
+PyObject *deliver(PyArrayObject *user, PyArrayObject *dst, int is_tmp)
+{
+    if (is_tmp && PyArray_CopyInto(user, dst) < 0)
+        return NULL;
+    PyObject *r = user ? (PyObject *)user : (PyObject *)dst;
+    Py_INCREF(r);
+    return r;
+}
+
+/*
+ * Offset tables for a batched loop over `nd` dims of extent `shape`:
+ * for every operand op and flat batch index b (C order),
+ *   offs[op * B + b] = sum_d idx_d(b) * strides[op][d]   (nops <= AP_MAX_OPS)
+ */
+void fill_offsets(int nd, const npy_intp *shape, int nops,
+                         ptrdiff_t (*strides)[NPY_MAXDIMS], ptrdiff_t *offs,
+                         size_t B)
+{
+    npy_intp idx[NPY_MAXDIMS] = {0};
+    ptrdiff_t cur[AP_MAX_OPS] = {0};
+    for (size_t b = 0; b < B; b++) {
+        for (int op = 0; op < nops; op++)
+            offs[(size_t)op * B + b] = cur[op];
+        for (int d = nd - 1; d >= 0; d--) {
+            idx[d]++;
+            for (int op = 0; op < nops; op++)
+                cur[op] += strides[op][d];
+            if (idx[d] < shape[d])
+                break;
+            for (int op = 0; op < nops; op++)
+                cur[op] -= strides[op][d] * (ptrdiff_t)shape[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/* A new result array; on failure the message names the function, the
+ * result and its shape (NumPy's own "array is too big" / MemoryError). */
+PyArrayObject *new_result(int nd, const npy_intp *dims, int typenum,
+                                 const char *fname, const char *what)
+{
+    PyArrayObject *a = (PyArrayObject *)PyArray_SimpleNew(nd, (npy_intp *)dims,
+                                                          typenum);
+    if (a)
+        return a;
+    int is_mem = PyErr_ExceptionMatches(PyExc_MemoryError);
+    if (!is_mem && !PyErr_ExceptionMatches(PyExc_ValueError))
+        return NULL;
+    PyErr_Clear();
+    PyObject *shape = tuple_of(nd, dims);
+    if (shape) {
+        PyErr_Format(is_mem ? PyExc_MemoryError : PyExc_ValueError,
+                     "%s: %s of shape %R is too large to allocate", fname,
+                     what, shape);
+        Py_DECREF(shape);
+    }
+    return NULL;
+}
+
+/* Allocate nops*B offsets, overflow-checked. */
+ptrdiff_t *alloc_offsets(size_t nops, size_t B)
+{
+    if (B != 0 && nops > SIZE_MAX / sizeof(ptrdiff_t) / B) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    ptrdiff_t *p = PyMem_RawMalloc(nops * B * sizeof(ptrdiff_t) + 1);
+    if (!p)
+        PyErr_NoMemory();
+    return p;
+}
+
+/* Cancellation poll for the core: take the GIL back briefly and let Python
+ * run its signal handlers (Ctrl-C raises KeyboardInterrupt). */
+static int poll_signals(void *ctx)
+{
+    ap_nogil *g = ctx;
+    PyEval_RestoreThread(g->ts);
+    int r = PyErr_CheckSignals();
+    g->ts = PyEval_SaveThread();
+    return r < 0;
+}
+
+void ap_nogil_begin(ap_nogil *g)
+{
+    g->ex.nthreads = ap_num_threads();
+    g->ex.poll = poll_signals;
+    g->ex.poll_ctx = g;
+    g->ts = PyEval_SaveThread();
+}
+
+void ap_nogil_end(ap_nogil *g) { PyEval_RestoreThread(g->ts); }
+
+/* Map a core status to an exception. Returns 0 for ATTN_OK. */
+int raise_status(attn_status st, const char *fname)
+{
+    switch (st) {
+    case ATTN_OK:
+        return 0;
+    case ATTN_ENOMEM:
+        PyErr_Format(PyExc_MemoryError,
+                     "%s: not enough memory for the kernel's work buffers",
+                     fname);
+        return -1;
+    case ATTN_EINTERRUPTED:
+        if (!PyErr_Occurred())
+            PyErr_SetNone(PyExc_KeyboardInterrupt);
+        return -1;
+    default:
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s: internal error in the attention core (status %d)",
+                     fname, (int)st);
+        return -1;
+    }
+}
+
+attn_mat mat_of(PyArrayObject *a, const ptrdiff_t *boff,
+                       const ptrdiff_t *st, int nd)
+{
+    attn_mat m;
+    m.data = a ? PyArray_DATA(a) : NULL;
+    m.boff = boff;
+    m.s0 = a ? st[nd - 2] : 0;
+    m.s1 = a ? st[nd - 1] : 0;
+    return m;
+}
+
+
+int parse_choice(PyObject *o, const char *fname, const char *arg,
+                 const char *expect, const char *const *names, int n,
+                 int *idx)
+{
+    if (!PyUnicode_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s: %s must be %s, got %s", fname, arg,
+                     expect, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (PyUnicode_CompareWithASCIIString(o, names[i]) == 0) {
+            *idx = i;
+            return 0;
+        }
+    PyErr_Format(PyExc_ValueError, "%s: %s must be %s, got %R", fname, arg,
+                 expect, o);
+    return -1;
+}
+
+int parse_causal(PyObject *o, const char *fname, attn_causal *c)
+{
+    static const char *const names[] = {"top_left", "bottom_right"};
+    if (o == Py_False || o == Py_None || o == Py_True ||
+        PyArray_IsScalar(o, Bool)) {
+        *c = PyObject_IsTrue(o) ? ATTN_CAUSAL_TOP_LEFT : ATTN_CAUSAL_NONE;
+        return 0;
+    }
+    int i;
+    if (parse_choice(o, fname, "causal",
+                     "False, True, 'top_left' or 'bottom_right'", names, 2,
+                     &i) < 0)
+        return -1;
+    *c = i == 0 ? ATTN_CAUSAL_TOP_LEFT : ATTN_CAUSAL_BOTTOM_RIGHT;
+    return 0;
+}
+
+int parse_fully_masked(PyObject *o, const char *fname, attn_fm *fm)
+{
+    /* in the order of attn_fm */
+    static const char *const names[] = {"zero", "uniform", "nan", "raise"};
+    int i;
+    if (parse_choice(o, fname, "fully_masked",
+                     "'zero', 'uniform', 'nan' or 'raise'", names, 4, &i) < 0)
+        return -1;
+    *fm = (attn_fm)i;
+    return 0;
+}
+
+int broadcast_batch(PyArrayObject **arr, const int *nb, int nops,
+                    const char *const *names, const char *fname, int *bnd,
+                    npy_intp *bshape)
+{
+    int nd = 0;
+    for (int op = 0; op < nops; op++)
+        if (arr[op] && nb[op] > nd)
+            nd = nb[op];
+    if (nd > NPY_MAXDIMS - 2) {
+        PyErr_Format(PyExc_ValueError, "%s: too many dimensions", fname);
+        return -1;
+    }
+    int first_op[NPY_MAXDIMS];
+    for (int d = 0; d < nd; d++) {
+        bshape[d] = 1;
+        first_op[d] = -1;
+    }
+    for (int op = 0; op < nops; op++) {
+        if (!arr[op])
+            continue;
+        for (int k = 0; k < nb[op]; k++) {
+            int d = nd - nb[op] + k;
+            npy_intp n = PyArray_DIM(arr[op], k);
+            if (n == 1)
+                continue;
+            if (bshape[d] == 1 && first_op[d] < 0) {
+                bshape[d] = n;
+                first_op[d] = op;
+            }
+            else if (bshape[d] != n) {
+                int o1 = first_op[d];
+                char msg[200];
+                PyOS_snprintf(msg, sizeof msg,
+                              "%s: the leading (batch) dimensions of %s and %s "
+                              "do not broadcast",
+                              fname, names[o1], names[op]);
+                err_shapes2(PyExc_ValueError, msg, names[o1], arr[o1],
+                            names[op], arr[op]);
+                return -1;
+            }
+        }
+    }
+    *bnd = nd;
+    return 0;
+}
+
+int ap_unary_dest(ap_unary *u, PyObject *out, const char *fname, int nd,
+                  const npy_intp *dims, int inplace_ok)
+{
+    if (out == Py_None)
+        return (u->dst = new_result(nd, dims, u->typenum, fname,
+                                    "the result")) ? 0 : -1;
+    if (!(u->user = check_out(out, fname, "out", nd, dims, u->typenum)))
+        return -1;
+    /* exactly in place (out is x) is fine where allowed; other overlaps
+     * go through a temporary */
+    int same = inplace_ok && PyArray_DATA(u->user) == PyArray_DATA(u->x) &&
+               PyArray_NDIM(u->user) == PyArray_NDIM(u->x);
+    for (int d = 0; same && d < nd; d++)
+        same = PyArray_STRIDE(u->user, d) == PyArray_STRIDE(u->x, d);
+    PyArrayObject *ins[1] = {same ? NULL : u->x};
+    return (u->dst = dest_for(u->user, ins, 1, &u->is_tmp)) ? 0 : -1;
+}
+
+PyObject *ap_unary_finish(ap_unary *u, int ok)
+{
+    PyObject *result = ok ? deliver(u->user, u->dst, u->is_tmp) : NULL;
+    PyMem_RawFree(u->offs);
+    Py_XDECREF(u->raw);
+    Py_XDECREF(u->x);
+    Py_XDECREF(u->user);
+    Py_XDECREF(u->dst);
+    return result;
+}

@@ -1,0 +1,121 @@
+/*
+ * python/runtime.c -- bindings of the runtime: thread count, instruction
+ * set, CPU count, and as_real (the binding's array conversion, for the
+ * Python wrappers' own checks).
+ */
+#include "args.h" /* first: Python.h before any system header */
+#include <stdatomic.h>
+#include <stdlib.h>
+
+static atomic_int g_num_threads = 1;
+
+int ap_num_threads(void) { return atomic_load(&g_num_threads); }
+
+/* ATTNPY_NUM_THREADS if set to 1..1024, else the CPUs we may run on */
+void ap_init_threads(void)
+{
+    const char *env = getenv("ATTNPY_NUM_THREADS");
+    if (env && *env) {
+        char *end;
+        long n = strtol(env, &end, 10);
+        if (*end == '\0' && n >= 1 && n <= 1024) {
+            atomic_store(&g_num_threads, (int)n);
+            return;
+        }
+    }
+    atomic_store(&g_num_threads, attn_available_cpus());
+}
+
+/* ------------------------------------------------------------------------ */
+/* threads and instruction-set selection                                     */
+/* ------------------------------------------------------------------------ */
+static PyObject *core_set_num_threads(PyObject *Py_UNUSED(mod), PyObject *arg)
+{
+    PyObject *idx = NULL;
+    if (PyBool_Check(arg) || PyArray_IsScalar(arg, Bool) ||
+        !(idx = PyNumber_Index(arg))) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError,
+                     "set_num_threads: n must be an int, got %s",
+                     Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    int overflow = 0;
+    long n = PyLong_AsLongAndOverflow(idx, &overflow);
+    Py_DECREF(idx);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    if (overflow || n < 1 || n > 1024) {
+        PyErr_Format(PyExc_ValueError,
+                     "set_num_threads: n must be between 1 and 1024, got %S",
+                     arg);
+        return NULL;
+    }
+    int old = atomic_exchange(&g_num_threads, (int)n);
+    return PyLong_FromLong(old);
+}
+
+static PyObject *core_get_num_threads(PyObject *Py_UNUSED(mod),
+                                      PyObject *Py_UNUSED(arg))
+{
+    return PyLong_FromLong(atomic_load(&g_num_threads));
+}
+
+static PyObject *core_isa(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(arg))
+{
+    return PyUnicode_FromString(attn_isa_name());
+}
+
+static PyObject *core_set_isa(PyObject *Py_UNUSED(mod), PyObject *arg)
+{
+    const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    if (!name) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "set_isa: name must be a str, got %s",
+                         Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    if (attn_set_isa(name) != 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "set_isa: %R is unknown or not supported by this CPU",
+                     arg);
+        return NULL;
+    }
+    return PyUnicode_FromString(attn_isa_name());
+}
+
+static PyObject *core_available_cpus(PyObject *Py_UNUSED(mod),
+                                     PyObject *Py_UNUSED(arg))
+{
+    return PyLong_FromLong(attn_available_cpus());
+}
+
+/* as_real(obj, fname, arg): ndarray of real numbers in its own dtype */
+static PyObject *core_as_real(PyObject *Py_UNUSED(mod), PyObject *const *args,
+                              Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "as_real() takes 3 arguments");
+        return NULL;
+    }
+    const char *fname = PyUnicode_AsUTF8(args[1]);
+    const char *arg = fname ? PyUnicode_AsUTF8(args[2]) : NULL;
+    if (!arg)
+        return NULL;
+    return (PyObject *)as_real_array(args[0], fname, arg);
+}
+
+PyMethodDef ap_runtime_methods[] = {
+    {"as_real", AP_FASTCALL(core_as_real), METH_FASTCALL,
+     "as_real(obj, fname, arg): obj as an ndarray of real numbers, or a "
+     "TypeError naming the function and argument"},
+    {"set_num_threads", core_set_num_threads, METH_O,
+     "set_num_threads(n) -> previous count"},
+    {"get_num_threads", core_get_num_threads, METH_NOARGS,
+     "get_num_threads() -> int"},
+    {"isa", core_isa, METH_NOARGS, "isa() -> name of the kernel path in use"},
+    {"set_isa", core_set_isa, METH_O,
+     "set_isa(name) -> name; 'auto', 'portable' or a SIMD path"},
+    {"available_cpus", core_available_cpus, METH_NOARGS,
+     "available_cpus() -> CPUs this process may run on"},
+    {NULL, NULL, 0, NULL}};
