@@ -2,9 +2,13 @@
 
 Every C file under csrc/ (the pure C core in csrc/core/, the binding in
 csrc/python/) is compiled into one extension module. No -march=native
-and no fast-math flags: the AVX2 kernels are selected at run time
-(``__attribute__((target("avx2,fma")))``), so the build runs on any x86-64,
-and IEEE semantics (-inf masks, NaN checks) are kept.
+and no fast-math flags: the AVX2 / AVX-512 kernels are selected at run
+time (``__attribute__((target("avx2,fma")))`` with gcc and clang; MSVC
+emits their intrinsics without a flag), so the build runs on any x86-64;
+AArch64 builds always have the NEON kernels. IEEE semantics (-inf masks,
+NaN checks) are kept, and a*b+c is never contracted into an FMA behind
+the kernels' back (-ffp-contract=off: clang contracts by default, and
+gcc does on AArch64), so every platform rounds the same operations.
 """
 import glob
 import os
@@ -15,15 +19,33 @@ from setuptools import Extension, setup
 
 sources = sorted(glob.glob(os.path.join("csrc", "**", "*.c"), recursive=True))
 
-compile_args = ["-std=c11", "-O3", "-Wall", "-Wextra", "-fno-strict-aliasing",
-                "-fvisibility=hidden", "-pthread"]
-link_args = ["-pthread"]
-if os.environ.get("ATTNPY_SANITIZE"):
-    san = "-fsanitize=" + os.environ["ATTNPY_SANITIZE"]
-    compile_args += [san, "-fno-omit-frame-pointer", "-g", "-O1"]
-    link_args += [san]
-if sys.platform == "win32":  # MSVC understands none of the above
-    compile_args, link_args = [], []
+
+
+def msvc():
+    """True when setuptools will compile with MSVC (or clang-cl)."""
+    if sys.platform != "win32":
+        return False
+    from setuptools._distutils.ccompiler import get_default_compiler
+    return get_default_compiler() == "msvc"
+
+
+if msvc():
+    # C11 with its atomics (Visual Studio 2022 17.5+); Win32 threads
+    # (csrc/core/runtime/thread.h); /fp:precise is the default.
+    compile_args = ["/std:c11", "/experimental:c11atomics", "/O2", "/W3"]
+    link_args = []
+else:
+    compile_args = ["-std=c11", "-O3", "-Wall", "-Wextra",
+                    "-fno-strict-aliasing", "-ffp-contract=off",
+                    "-fvisibility=hidden"]
+    link_args = []
+    if sys.platform != "win32":  # mingw-w64 builds use Win32 threads
+        compile_args.append("-pthread")
+        link_args.append("-pthread")
+    if os.environ.get("ATTNPY_SANITIZE"):
+        san = "-fsanitize=" + os.environ["ATTNPY_SANITIZE"]
+        compile_args += [san, "-fno-omit-frame-pointer", "-g", "-O1"]
+        link_args += [san]
 
 ext = Extension(
     "attnpy._core",

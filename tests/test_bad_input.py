@@ -27,6 +27,7 @@ raise ValueError.
 """
 import os
 import re
+import sys
 import traceback
 
 import numpy as np
@@ -572,6 +573,8 @@ print("still works")
 """
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="the address-space "
+                    "limit (RLIMIT_AS, /proc/self/statm) is Linux's")
 def test_request_too_large_for_the_machine_fails_cleanly(tmp_path):
     """~1 TiB (and 16 GiB) requests under an address-space limit: a
     MemoryError (or ValueError), then normal calls still work. Run in a

@@ -546,7 +546,8 @@ static void check_threads(void)
 
 int main(void)
 {
-    static const char *const isas[] = {"portable", "avx2", "avx512", "auto"};
+    static const char *const isas[] = {"portable", "avx2", "avx512", "neon",
+                                       "baseline", "auto"};
     CHECK(attn_set_isa("no-such-isa") == -1, "unknown ISA accepted");
     CHECK(attn_available_cpus() >= 1, "available_cpus");
     for (size_t n = 0; n < sizeof isas / sizeof *isas; n++) {

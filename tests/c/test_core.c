@@ -25,10 +25,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#ifndef _WIN32 /* Windows has no fork() */
+#include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+#define HAVE_FORK 1
+#endif
 
 #include "attn.h"
 #include "attention/kern.h"
@@ -896,6 +900,7 @@ static void test_poll(void)
     prob_free(&t);
 }
 
+#ifdef HAVE_FORK
 static void test_fork(void)
 {
     prob t;
@@ -907,13 +912,23 @@ static void test_fork(void)
     attn_status st = attn_sdpa(&t.p, &ex); /* starts the pool */
     CHECK(st == ATTN_OK, "threaded call before fork: %d", (int)st);
     unsigned char *ref = dup_buf(&t.out);
+    /* qemu-user (7.2) aborts with its own assertion in cpu_exec when a
+     * forked child of a threaded process creates a thread (a 12-line
+     * program without attnpy does the same): under qemu
+     * (tools/cross_aarch64.sh sets ATTNPY_TEST_QEMU_USER) the child's
+     * calls use one thread, and only the new pool is left untested. */
+    const int qemu = getenv("ATTNPY_TEST_QEMU_USER") != NULL;
+    attn_exec ex_child = {qemu ? 1 : 2, NULL, NULL};
+    if (qemu)
+        printf("fork: under qemu-user, the child's threaded call is not "
+               "tested (qemu's own bug)\n");
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
         int ok = 1;
         for (int r = 0; r < 3; r++) {
             op_fill_sentinel(&t.out, -12345.0);
-            ok &= attn_sdpa(&t.p, &ex) == ATTN_OK;
+            ok &= attn_sdpa(&t.p, &ex_child) == ATTN_OK;
             ok &= memcmp(ref, t.out.buf, t.out.nbytes) == 0;
         }
         free(ref);
@@ -946,6 +961,7 @@ static void test_fork(void)
     free(ref);
     prob_free(&t);
 }
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* small kernels                                                            */
@@ -1043,8 +1059,9 @@ int main(int argc, char **argv)
     clock_t t0 = clock();
     attn__min_flops_per_thread = 0; /* use threads even on tiny problems */
     test_small_kernels();
-    static const char *isas[] = {"portable", "avx2", "avx512"};
-    for (int i = 0; i < 3; i++) {
+    static const char *isas[] = {"portable", "avx2", "avx512", "neon",
+                                 "baseline"};
+    for (int i = 0; i < 5; i++) {
         if (attn_set_isa(isas[i]) != 0) {
             printf("isa %s: not supported by this CPU, not tested\n", isas[i]);
             continue;
@@ -1066,7 +1083,11 @@ int main(int argc, char **argv)
     CHECK(attn_set_isa("auto") == 0, "set_isa(auto)");
     CHECK(attn_set_isa("nonsense") == -1, "set_isa(nonsense) accepted");
     test_poll();
+#ifdef HAVE_FORK
     test_fork();
+#else
+    printf("fork: not on this system, not tested\n");
+#endif
     printf("%d passed, %d failed (%.1f s cpu)\n", n_pass, n_fail,
            (double)(clock() - t0) / CLOCKS_PER_SEC);
     return n_fail ? 1 : 0;

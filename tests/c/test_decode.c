@@ -397,8 +397,9 @@ int main(int argc, char **argv)
     test_rope();
     test_merge();
     test_decode_poll();
-    static const char *isas[] = {"portable", "avx2", "avx512"};
-    for (int i = 0; i < 3; i++) {
+    static const char *isas[] = {"portable", "avx2", "avx512", "neon",
+                                 "baseline"};
+    for (int i = 0; i < 5; i++) {
         if (attn_set_isa(isas[i]) != 0) {
             printf("isa %s: not supported by this CPU, not tested\n", isas[i]);
             continue;

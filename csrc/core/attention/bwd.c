@@ -258,6 +258,9 @@ attn_status attn_sdpa_backward(attn_bwd_problem *bp, const attn_exec *ex)
         return ATTN_EINVAL;
     const attn_problem *p = &bp->f;
     const attn_isa_desc *d = attn__isa_current();
+    if (!d->bwd_a[0]) /* a path without a backward instantiation (NEON,
+                         the wide portable build): the portable one's */
+        d = &attn__isa_portable;
     const int t = p->dtype == ATTN_F64;
     attn_bwd_plan bpl;
     attn_status st = bwd_plan(&bpl, bp, d);

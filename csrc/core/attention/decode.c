@@ -14,16 +14,15 @@
  * Batch items go in rounds whose partials take at most ROUND_BYTES, so a
  * huge B never needs a huge buffer.
  */
-#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "attn.h"
 #include "attention/decode.h"
+#include "runtime/platform.h"
 #include "util.h"
 
 #define CHUNK_BYTES ((size_t)256 * 1024) /* K + V bytes of one chunk     */
@@ -42,6 +41,14 @@ static const attn_decode_desc *dec_desc(const attn_isa_desc *d)
         return &attn__dec_avx512;
     if (d == &attn__isa_avx2)
         return &attn__dec_avx2;
+#endif
+#if ATTN_HAVE_NEON
+    if (d == &attn__isa_neon)
+        return &attn__dec_neon;
+#endif
+#if ATTN_HAVE_PORT_WIDE
+    if (d == &attn__isa_portable_wide)
+        return &attn__dec_portable_wide;
 #endif
     (void)d;
     return &attn__dec_portable;
@@ -131,19 +138,12 @@ typedef struct {
     long long t_last;
 } dec_run;
 
-static long long clock_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* the calling thread asks exec->poll about every attn__poll_interval_ns  */
 static void dec_poll(dec_run *c)
 {
     if (!c->ex || !c->ex->poll)
         return;
-    long long t = clock_ns();
+    long long t = attn__now_ns();
     if (t - c->t_last < attn__poll_interval_ns)
         return;
     c->t_last = t;
@@ -364,7 +364,7 @@ attn_status attn__sdpa_decode(attn_problem *p, const attn_exec *ex,
     if (!buf)
         return ATTN_ENOMEM;
     const int nt = dec_threads(p, ex);
-    long long t_last = ex && ex->poll ? clock_ns() : 0;
+    long long t_last = ex && ex->poll ? attn__now_ns() : 0;
     for (size_t b0 = 0; b0 < p->B && st == ATTN_OK; b0 += nbr) {
         const size_t nb = p->B - b0 < nbr ? p->B - b0 : nbr;
         dp.b0 = b0;

@@ -9,6 +9,7 @@
  *   decode_portable.c    instantiates it in plain C (any CPU)
  *   decode_avx2.c        ... for AVX2+FMA
  *   decode_avx512.c      ... for AVX-512F
+ *   decode_neon.c        ... for AArch64 NEON
  *   merge.c              the log-sum-exp merge (also attn_merge)
  *
  * Why a second kernel: with one query row (L = 1, decoding) the tile of
@@ -70,9 +71,15 @@ typedef struct {
 } attn_decode_desc;
 
 extern const attn_decode_desc attn__dec_portable;
+#if ATTN_HAVE_PORT_WIDE
+extern const attn_decode_desc attn__dec_portable_wide;
+#endif
 #if ATTN_HAVE_X86
 extern const attn_decode_desc attn__dec_avx2;
 extern const attn_decode_desc attn__dec_avx512;
+#endif
+#if ATTN_HAVE_NEON
+extern const attn_decode_desc attn__dec_neon;
 #endif
 
 /* decode.c: does attn_sdpa take the decode path for this problem? And the

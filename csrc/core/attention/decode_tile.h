@@ -29,7 +29,7 @@
  * scores) sees exactly the scores of the forward pass.
  */
 
-#define TI static inline __attribute__((always_inline)) ATTR
+#define TI static ATTN_INLINE ATTR
 #define TF static ATTR
 
 #define DBOFF_(m, b) ((m).boff ? (m).boff[(b)] : (ptrdiff_t)0)

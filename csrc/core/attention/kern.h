@@ -9,8 +9,9 @@
  *   sdpa_portable.c      instantiates it in plain C (any CPU)
  *   sdpa_avx2.c          ... for AVX2+FMA   (__attribute__((target)))
  *   sdpa_avx512.c        ... for AVX-512F   (__attribute__((target)))
+ *   sdpa_neon.c          ... for AArch64 Advanced SIMD (NEON)
  *   naive.c              the row-by-row oracle
- *   ../runtime/pool.c    the private pthread pool
+ *   ../runtime/pool.c    the private thread pool
  *
  * A work item is (b, query block qb): rows i0 = qb*BQ .. i0+nq-1 of batch
  * item b. Every row is computed by exactly one item, in a fixed order, so
@@ -24,12 +25,17 @@
 #include <stdint.h>
 
 #include "attn.h"
+#include "runtime/platform.h"
 #include "runtime/pool.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-#define ATTN_HAVE_X86 1
+/* which SIMD paths are compiled in (runtime/platform.h) */
+#define ATTN_HAVE_X86 ATTN_ARCH_X86
+#define ATTN_HAVE_NEON ATTN_ARCH_NEON
+/* the portable kernel also compiled for AVX2 (vec_portable.h)           */
+#if ATTN_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
+#define ATTN_HAVE_PORT_WIDE 1
 #else
-#define ATTN_HAVE_X86 0
+#define ATTN_HAVE_PORT_WIDE 0
 #endif
 
 /* plan arithmetic shared by the drivers (sdpa.c, bwd.c) */
@@ -133,7 +139,7 @@ typedef struct {
 typedef void (*attn_bwd_fn)(const attn_bwd_plan *bpl, void *scratch,
                             size_t b, size_t blk);
 
-typedef struct {
+typedef struct attn_isa_desc_ {
     const char *name;
     size_t W[2];             /* vector width in elements: [ATTN_F32/F64]   */
     size_t BQ[2], BK[2];     /* block sizes                                */
@@ -142,12 +148,20 @@ typedef struct {
     void (*exp_f32)(float *y, const float *x, size_t n);
     void (*exp_f64)(double *y, const double *x, size_t n);
     attn_bwd_fn bwd_a[2], bwd_b[2]; /* backward passes A and B, per type */
+    /* NULL, or the desc whose key blocks this one uses (same bits)       */
+    const struct attn_isa_desc_ *plan_as;
 } attn_isa_desc;
 
 extern const attn_isa_desc attn__isa_portable;
+#if ATTN_HAVE_PORT_WIDE
+extern const attn_isa_desc attn__isa_portable_wide;
+#endif
 #if ATTN_HAVE_X86
 extern const attn_isa_desc attn__isa_avx2;
 extern const attn_isa_desc attn__isa_avx512;
+#endif
+#if ATTN_HAVE_NEON
+extern const attn_isa_desc attn__isa_neon;
 #endif
 
 /* The descriptor attn_sdpa uses now (tests). */

@@ -3,7 +3,7 @@
  * (block sizes, scratch layout), and work items spread over threads.
  *
  * The kernel itself is tile.h, instantiated per instruction set in
- * sdpa_portable.c / sdpa_avx2.c / sdpa_avx512.c.
+ * sdpa_portable.c / sdpa_avx2.c / sdpa_avx512.c / sdpa_neon.c.
  *
  * Work item = (b, query block). Items are claimed from an atomic counter
  * (dynamic balance: causal items are uneven, so those are handed out
@@ -12,24 +12,35 @@
  * calling thread polls exec->poll about every 100 ms between items; a
  * nonzero answer sets a flag every thread checks between items.
  */
-#define _POSIX_C_SOURCE 200809L
-#include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "attn.h"
 #include "attention/decode.h"
 #include "attention/kern.h"
+#include "runtime/platform.h"
 
 /* ------------------------------------------------------------------------ */
 /* instruction-set dispatch                                                 */
 /* ------------------------------------------------------------------------ */
 
-enum { ISA_PORTABLE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2, ISA_UNSET = -1 };
+enum {
+    ISA_PORTABLE = 0,
+    ISA_AVX2 = 1,
+    ISA_AVX512 = 2,
+    ISA_NEON = 3,
+    ISA_BASELINE = 4,
+    ISA_COUNT = 5,
+    ISA_UNSET = -1
+};
+/* "portable": the plain C kernel, compiled for the widest target this
+ * build has it for and the CPU runs (x86: AVX2 when present);
+ * "baseline": the same code compiled for the architecture's baseline
+ * (x86-64: SSE2) -- what "portable" is on CPUs without AVX2 */
+static const char *const isa_names[ISA_COUNT] = {
+    "portable", "avx2", "avx512", "neon", "baseline"};
 
 static atomic_int g_isa = ISA_UNSET;
 
@@ -41,32 +52,45 @@ static const attn_isa_desc *isa_desc(int isa)
     if (isa == ISA_AVX2)
         return &attn__isa_avx2;
 #endif
-    (void)isa;
+#if ATTN_HAVE_NEON
+    if (isa == ISA_NEON)
+        return &attn__isa_neon;
+#endif
+#if ATTN_HAVE_PORT_WIDE
+    if (isa == ISA_PORTABLE && (attn__x86_features() & ATTN_X86_AVX2_FMA))
+        return &attn__isa_portable_wide;
+#endif
     return &attn__isa_portable;
 }
 
+/* compiled in, and usable on this CPU and OS (runtime/cpuid.c) */
 static int isa_supported(int isa)
 {
-    if (isa == ISA_PORTABLE)
+    switch (isa) {
+    case ISA_PORTABLE:
+    case ISA_BASELINE:
         return 1;
 #if ATTN_HAVE_X86
-    __builtin_cpu_init();
-    if (isa == ISA_AVX2)
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (isa == ISA_AVX512)
-        return __builtin_cpu_supports("avx512f")
-               && __builtin_cpu_supports("avx2")
-               && __builtin_cpu_supports("fma");
+    case ISA_AVX2:
+        return (attn__x86_features() & ATTN_X86_AVX2_FMA) != 0;
+    case ISA_AVX512:
+        return (attn__x86_features() & ATTN_X86_AVX512F) != 0;
 #endif
-    return 0;
+#if ATTN_HAVE_NEON
+    case ISA_NEON: /* part of the AArch64 base ISA */
+        return 1;
+#endif
+    default:
+        return 0;
+    }
 }
 
 static int isa_best(void)
 {
-    if (isa_supported(ISA_AVX512))
-        return ISA_AVX512;
-    if (isa_supported(ISA_AVX2))
-        return ISA_AVX2;
+    static const int order[] = {ISA_AVX512, ISA_AVX2, ISA_NEON};
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+        if (isa_supported(order[i]))
+            return order[i];
     return ISA_PORTABLE;
 }
 
@@ -84,26 +108,21 @@ static int isa_get(void)
     return atomic_load_explicit(&g_isa, memory_order_acquire);
 }
 
-const char *attn_isa_name(void) { return isa_desc(isa_get())->name; }
+const char *attn_isa_name(void) { return isa_names[isa_get()]; }
 
 const attn_isa_desc *attn__isa_current(void) { return isa_desc(isa_get()); }
 
 int attn_set_isa(const char *name)
 {
-    int isa;
     if (!name)
         return -1;
+    int isa = -1;
     if (strcmp(name, "auto") == 0)
         isa = isa_best();
-    else if (strcmp(name, "portable") == 0)
-        isa = ISA_PORTABLE;
-    else if (strcmp(name, "avx2") == 0)
-        isa = ISA_AVX2;
-    else if (strcmp(name, "avx512") == 0)
-        isa = ISA_AVX512;
-    else
-        return -1;
-    if (!isa_supported(isa))
+    for (int i = 0; i < ISA_COUNT; i++)
+        if (strcmp(name, isa_names[i]) == 0)
+            isa = i;
+    if (isa < 0 || !isa_supported(isa))
         return -1;
     atomic_store_explicit(&g_isa, isa, memory_order_release);
     return 0;
@@ -115,16 +134,12 @@ int attn_set_isa(const char *name)
 
 #define SCRATCH_TARGET ((size_t)256 * 1024) /* st + K/V blocks, per thread */
 
-static attn_status make_plan(attn_plan *pl, const attn_problem *p,
-                             const attn_isa_desc *d)
+/* query block of desc d: the ISA's choice, smaller for short L or huge E */
+static size_t query_block(const attn_problem *p, const attn_isa_desc *d)
 {
     const int t = p->dtype == ATTN_F64;
     const size_t esz = t ? sizeof(double) : sizeof(float);
     const size_t W = d->W[t];
-    memset(pl, 0, sizeof *pl);
-    pl->p = p;
-
-    /* query block: the ISA's choice, smaller for short L or huge E */
     size_t BQ = d->BQ[t];
 #ifdef ATTN_TUNE_ENV /* tests/c/bench_core: try other block sizes */
     if (getenv("TUNE_BQ"))
@@ -134,23 +149,44 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
         BQ = round_up(p->L, W);
     while (BQ > W && BQ * p->E * esz > SCRATCH_TARGET)
         BQ -= W;
-    if (BQ == 0)
-        BQ = W;
-    pl->BQ = BQ;
-    pl->BQP = BQ;
-    pl->EvP = round_up(p->Ev, W);
+    return BQ ? BQ : W;
+}
 
-    /* key block: the ISA's choice, smaller for short S or wide rows */
+/* key block of desc d: the ISA's choice, smaller for short S or wide rows.
+ * It sets the online softmax's blocking, hence the rounding: a desc with
+ * plan_as takes that desc's key block (same bits, "portable").         */
+static size_t key_block(const attn_problem *p, const attn_isa_desc *d)
+{
+    if (d->plan_as)
+        d = d->plan_as;
+    const int t = p->dtype == ATTN_F64;
+    const size_t esz = t ? sizeof(double) : sizeof(float);
     size_t BK = d->BK[t];
 #ifdef ATTN_TUNE_ENV
     if (getenv("TUNE_BK"))
         BK = (size_t)atoi(getenv("TUNE_BK"));
 #endif
-    size_t row = (pl->BQP + p->E + pl->EvP) * esz;
+    const size_t row = (query_block(p, d) + p->E + round_up(p->Ev, d->W[t]))
+                       * esz;
     while (BK > 8 && BK * row > SCRATCH_TARGET)
         BK /= 2;
     if (BK > p->S)
         BK = p->S ? p->S : 1;
+    return BK;
+}
+
+static attn_status make_plan(attn_plan *pl, const attn_problem *p,
+                             const attn_isa_desc *d)
+{
+    const int t = p->dtype == ATTN_F64;
+    const size_t esz = t ? sizeof(double) : sizeof(float);
+    const size_t W = d->W[t];
+    memset(pl, 0, sizeof *pl);
+    pl->p = p;
+    const size_t BQ = query_block(p, d), BK = key_block(p, d);
+    pl->BQ = BQ;
+    pl->BQP = BQ;
+    pl->EvP = round_up(p->Ev, W);
     pl->BK = BK;
 
     pl->nqb = (p->L + BQ - 1) / BQ;
@@ -205,13 +241,6 @@ typedef struct {
     atomic_size_t bad;
     long long t_last;           /* caller only */
 } run_ctx;
-
-long long attn__now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void run_task(void *arg, int tid)
 {

@@ -42,6 +42,7 @@ const attn_isa_desc attn__isa_avx2 = {
     exp_array_avx2_f64,
     {bwd_item_a_avx2_f32, bwd_item_a_avx2_f64},
     {bwd_item_b_avx2_f32, bwd_item_b_avx2_f64},
+    NULL,
 };
 
 #endif /* ATTN_HAVE_X86 */

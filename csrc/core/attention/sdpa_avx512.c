@@ -41,6 +41,7 @@ const attn_isa_desc attn__isa_avx512 = {
     exp_array_avx512_f64,
     {bwd_item_a_avx512_f32, bwd_item_a_avx512_f64},
     {bwd_item_b_avx512_f32, bwd_item_b_avx512_f64},
+    NULL,
 };
 
 #endif /* ATTN_HAVE_X86 */

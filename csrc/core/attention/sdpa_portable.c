@@ -1,16 +1,19 @@
 /*
  * attention/sdpa_portable.c -- the tiled kernel in plain C (any CPU).
  *
- * "Vectors" are small structs of W lanes operated on by loops the compiler
- * may vectorise with whatever the baseline target offers (SSE2 on x86-64).
- * Same algorithm, block structure and exp as the SIMD paths; only the
- * rounding of a*b+c (no FMA) differs.
+ * No intrinsics: vectors of 4 floats / 2 doubles on which the compiler
+ * emits the target's SIMD (attention/vec_portable.h). On x86 built with
+ * gcc or clang the same code is also compiled for AVX2 with 8 floats /
+ * 4 doubles ("portable" runs that one when the CPU has AVX2; "baseline"
+ * always the first). Same algorithm, block structure and exp as the SIMD
+ * paths; a*b+c is a multiply and an add (never fused), so both variants
+ * give the same bits, and differ from the FMA paths in rounding only.
  */
 #include "attention/kern.h"
 
-#define QK_MR 4
+#define QK_MR 6
 #define QK_NR 2
-#define PV_MR 4
+#define PV_MR 6
 #define PV_NR 2
 #define SM_G 4
 
@@ -30,7 +33,7 @@
 
 const attn_isa_desc attn__isa_portable = {
     "portable",
-    {PW_F, PW_D},
+    {4, 2},
     {32, 32},
     {128, 128},
     {item_portable_f32, item_portable_f64},
@@ -38,4 +41,43 @@ const attn_isa_desc attn__isa_portable = {
     exp_array_portable_f64,
     {bwd_item_a_portable_f32, bwd_item_a_portable_f64},
     {bwd_item_b_portable_f32, bwd_item_b_portable_f64},
+    NULL,
 };
+
+#if ATTN_HAVE_PORT_WIDE
+
+#undef QK_MR
+#undef QK_NR
+#undef PV_MR
+#undef PV_NR
+#undef SM_G
+#define QK_MR 6
+#define QK_NR 2
+#define PV_MR 6
+#define PV_NR 2
+#define SM_G 2
+
+#define ATTN_PORT_WIDE 1
+#define ATTN_VEC_F64 0
+#include "attention/vec_portable.h"
+#include "attention/tile.h"
+
+#define ATTN_PORT_WIDE 1
+#define ATTN_VEC_F64 1
+#include "attention/vec_portable.h"
+#include "attention/tile.h"
+
+const attn_isa_desc attn__isa_portable_wide = {
+    "portable",
+    {8, 4},
+    {64, 32},
+    {128, 128},
+    {item_portable8_f32, item_portable8_f64},
+    exp_array_portable8_f32,
+    exp_array_portable8_f64,
+    {NULL, NULL}, /* backward: the 4-lane build's (bwd.c) */
+    {NULL, NULL},
+    &attn__isa_portable, /* its key blocks: the same bits */
+};
+
+#endif

@@ -43,7 +43,7 @@
  * and the forward pass is the same code whether or not weights are wanted.
  */
 
-#define TI static inline __attribute__((always_inline)) ATTR
+#define TI static ATTN_INLINE ATTR
 #define TF static ATTR
 
 #define BOFF_(m, b) ((m).boff ? (m).boff[(b)] : (ptrdiff_t)0)

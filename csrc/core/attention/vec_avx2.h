@@ -22,11 +22,12 @@
 #include <string.h>
 
 #include "attention/exp.h"
+#include "runtime/platform.h"
 
-#define ATTR __attribute__((target("avx2,fma")))
+#define ATTR ATTN_TARGET("avx2,fma")
 
 /* exp(x), x <= 0 (or NaN / -inf): 8 floats */
-static inline __attribute__((always_inline)) ATTR __m256 exp8_f32(__m256 x)
+static ATTN_INLINE ATTR __m256 exp8_f32(__m256 x)
 {
     const __m256 magic = _mm256_set1_ps(AX_MAGIC_F);
     /* max(c, x) returns x when x is NaN: NaN propagates */
@@ -53,7 +54,7 @@ static inline __attribute__((always_inline)) ATTR __m256 exp8_f32(__m256 x)
 }
 
 /* exp(x), x <= 0: 4 doubles */
-static inline __attribute__((always_inline)) ATTR __m256d exp4_f64(__m256d x)
+static ATTN_INLINE ATTR __m256d exp4_f64(__m256d x)
 {
     const __m256d magic = _mm256_set1_pd(AX_MAGIC_D);
     __m256d xc = _mm256_max_pd(_mm256_set1_pd(AX_CLAMP_D), x);
@@ -82,20 +83,20 @@ static inline __attribute__((always_inline)) ATTR __m256d exp4_f64(__m256d x)
     return _mm256_andnot_pd(under, y);
 }
 
-static inline __attribute__((always_inline)) ATTR __m256 safe8_f32(__m256 m)
+static ATTN_INLINE ATTR __m256 safe8_f32(__m256 m)
 {
     __m256 isninf = _mm256_cmp_ps(m, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ);
     return _mm256_andnot_ps(isninf, m);
 }
 
-static inline __attribute__((always_inline)) ATTR __m256d safe4_f64(__m256d m)
+static ATTN_INLINE ATTR __m256d safe4_f64(__m256d m)
 {
     __m256d isninf = _mm256_cmp_pd(m, _mm256_set1_pd(-INFINITY), _CMP_EQ_OQ);
     return _mm256_andnot_pd(isninf, m);
 }
 
 /* the sum of the lanes, in a fixed order */
-static inline __attribute__((always_inline)) ATTR float hsum8_f32(__m256 v)
+static ATTN_INLINE ATTR float hsum8_f32(__m256 v)
 {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v),
                           _mm256_extractf128_ps(v, 1));
@@ -104,7 +105,7 @@ static inline __attribute__((always_inline)) ATTR float hsum8_f32(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
-static inline __attribute__((always_inline)) ATTR double hsum4_f64(__m256d v)
+static ATTN_INLINE ATTR double hsum4_f64(__m256d v)
 {
     __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v),
                            _mm256_extractf128_pd(v, 1));

@@ -22,10 +22,11 @@
 #include <string.h>
 
 #include "attention/exp.h"
+#include "runtime/platform.h"
 
-#define ATTR __attribute__((target("avx512f,avx2,fma")))
+#define ATTR ATTN_TARGET("avx512f,avx2,fma")
 
-static inline __attribute__((always_inline)) ATTR __m512 exp16_f32(__m512 x)
+static ATTN_INLINE ATTR __m512 exp16_f32(__m512 x)
 {
     const __m512 magic = _mm512_set1_ps(AX_MAGIC_F);
     /* max(c, x) returns x when x is NaN: NaN propagates. Results below
@@ -49,7 +50,7 @@ static inline __attribute__((always_inline)) ATTR __m512 exp16_f32(__m512 x)
     return _mm512_maskz_scalef_ps(keep, y, n);
 }
 
-static inline __attribute__((always_inline)) ATTR __m512d exp8_f64(__m512d x)
+static ATTN_INLINE ATTR __m512d exp8_f64(__m512d x)
 {
     const __m512d magic = _mm512_set1_pd(AX_MAGIC_D);
     __m512d xc = _mm512_max_pd(_mm512_set1_pd(AX_MINX_D), x);
@@ -75,14 +76,14 @@ static inline __attribute__((always_inline)) ATTR __m512d exp8_f64(__m512d x)
     return _mm512_maskz_scalef_pd(keep, y, n);
 }
 
-static inline __attribute__((always_inline)) ATTR __m512 safe16_f32(__m512 m)
+static ATTN_INLINE ATTR __m512 safe16_f32(__m512 m)
 {
     __mmask16 k = _mm512_cmp_ps_mask(m, _mm512_set1_ps(-INFINITY),
                                      _CMP_EQ_OQ);
     return _mm512_mask_mov_ps(m, k, _mm512_setzero_ps());
 }
 
-static inline __attribute__((always_inline)) ATTR __m512d safe8_f64(__m512d m)
+static ATTN_INLINE ATTR __m512d safe8_f64(__m512d m)
 {
     __mmask8 k = _mm512_cmp_pd_mask(m, _mm512_set1_pd(-INFINITY),
                                     _CMP_EQ_OQ);

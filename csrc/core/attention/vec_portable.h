@@ -1,19 +1,36 @@
 /*
- * attention/vec_portable.h -- plain C (any CPU).
+ * attention/vec_portable.h -- plain C, no intrinsics (any CPU).
  *
  * The vector primitives of the attention templates (tile.h, decode_tile.h)
- * as small structs of W lanes operated on by loops the compiler may
- * vectorise with whatever the baseline target offers (SSE2 on x86-64), and
- * their template parameters for one element type. Same exp as the SIMD
- * paths; only the rounding of a*b+c (no FMA) differs. Use (the selector is
- * consumed, the parameters are #undef'd by the template):
+ * as vectors of W lanes on which the compiler generates whatever SIMD the
+ * target has, and their template parameters for one element type. Use
+ * (the selectors are consumed, the parameters are #undef'd by the
+ * template):
  *
  *     #define ATTN_VEC_F64 0            (0: float, 1: double)
+ *     #define ATTN_PORT_WIDE 0          (optional, 0 by default)
  *     #include "attention/vec_portable.h"
  *     #include "attention/tile.h"
  *
+ * ATTN_PORT_WIDE 0: 4 floats / 2 doubles, compiled for the build's target
+ *     (x86-64: SSE2; AArch64: NEON; any other: what the compiler does),
+ *     names *_portable_*.
+ * ATTN_PORT_WIDE 1 (x86 with gcc or clang only): 8 floats / 4 doubles,
+ *     the same code compiled for AVX2 (target("avx2"), no FMA: a*b+c is
+ *     never fused), names *_portable8_*; sdpa.c runs it for "portable"
+ *     when the CPU has AVX2.
+ * With gcc and clang the vectors are generic vectors (vector_size: the
+ * compiler maps + - * and compares onto the target's SIMD, or splits them
+ * when it has none); with other compilers (MSVC) small structs of W lanes
+ * and loops. Every lane operation is the same IEEE operation in the same
+ * order either way, and a*b+c is a multiply then an add (never
+ * contracted: setup.py passes -ffp-contract=off, and clang is told
+ * below), so the tile kernel's results are the same bits for every
+ * variant and target. The exp is the SIMD paths' algorithm (exp.h) with
+ * unfused steps.
+ *
  * Besides the parameters tile.h lists, VRSUM(v) is the sum of the lanes of
- * v, in a fixed order.
+ * v, in a fixed order (lane 0 + lane 1 + ...).
  */
 #ifndef ATTNPY_VEC_PORTABLE_H
 #define ATTNPY_VEC_PORTABLE_H
@@ -23,23 +40,149 @@
 #include <string.h>
 
 #include "attention/exp.h"
+#include "runtime/platform.h"
 
-#define ATTR
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
 
-#define PW_F 4
-#define PW_D 2
+#if defined(__GNUC__) || defined(__clang__)
+#define ATTN_PORT_VEXT 1 /* generic vectors */
+#else
+#define ATTN_PORT_VEXT 0
+#endif
 
-typedef struct { float v[PW_F]; } pvf;
-typedef struct { double v[PW_D]; } pvd;
+#if ATTN_PORT_VEXT
+/* PV_TYPES(prefix, lanes of T, T, unsigned int of T's size): the vector
+ * types VT (T), VU (bits) and VS (signed: what a compare returns)       */
+#define PV_TYPES(P, W_, T_, U_, S_)                                            \
+    typedef T_ P##vt __attribute__((vector_size((W_) * sizeof(T_))));         \
+    typedef U_ P##vu __attribute__((vector_size((W_) * sizeof(T_))));         \
+    typedef S_ P##vs __attribute__((vector_size((W_) * sizeof(T_))));
 
-/* exp(x) for x <= 0: -inf and underflow -> 0, NaN -> NaN */
+/* PV_OPS(prefix, lanes, T, attributes): the primitives on generic vectors */
+#define PV_OPS(P, W_, T_, A_)                                                  \
+    static ATTN_INLINE A_ P##vt P##set1(T_ x)                                 \
+    {                                                                          \
+        /* -0 + x is x for every x (+0 + x is not, for x = -0): the     \
+         * compiler folds the add away and is left with a broadcast */       \
+        P##vt m0 = {0};                                                        \
+        return -m0 + x;                                                        \
+    }                                                                          \
+    static ATTN_INLINE A_ P##vt P##load(const T_ *p)                          \
+    {                                                                          \
+        P##vt r;                                                               \
+        memcpy(&r, p, sizeof r);                                               \
+        return r;                                                              \
+    }                                                                          \
+    static ATTN_INLINE A_ void P##store(T_ *p, P##vt a)                       \
+    {                                                                          \
+        memcpy(p, &a, sizeof a);                                               \
+    }                                                                          \
+    /* m ? a : b, m a compare's result (all bits 1 or 0 per lane)  */        \
+    static ATTN_INLINE A_ P##vt P##sel(P##vs m, P##vt a, P##vt b)             \
+    {                                                                          \
+        return (P##vt)(((P##vu)m & (P##vu)a) | (~(P##vu)m & (P##vu)b));       \
+    }                                                                          \
+    static ATTN_INLINE A_ P##vt P##max(P##vt a, P##vt b)                      \
+    {                                                                          \
+        return P##sel(b > a, b, a);                                            \
+    }                                                                          \
+    static ATTN_INLINE A_ P##vt P##safe(P##vt a)                              \
+    {                                                                          \
+        return P##sel(a == P##set1((T_)-INFINITY), P##set1(0), a);             \
+    }                                                                          \
+    static ATTN_INLINE A_ T_ P##rsum(P##vt a)                                 \
+    {                                                                          \
+        T_ s = a[0];                                                           \
+        for (int i = 1; i < (W_); i++)                                         \
+            s += a[i];                                                         \
+        return s;                                                              \
+    }
+
+/* exp(x) for x <= 0: -inf and underflow -> 0, NaN -> NaN (exp.h) */
+#define PV_EXP_F(P, A_)                                                        \
+    static ATTN_INLINE A_ P##vt P##exp(P##vt x)                               \
+    {                                                                          \
+        const P##vt c = P##set1(AX_CLAMP_F);                                   \
+        P##vt xc = P##sel(x < c, c, x); /* NaN stays NaN */                    \
+        P##vt t = xc * AX_LOG2E_F + AX_MAGIC_F;                                \
+        P##vt n = t - AX_MAGIC_F;                                              \
+        P##vt r = xc - n * AX_LN2HI_F;                                         \
+        r = r - n * AX_LN2LO_F;                                                \
+        P##vt q = P##set1(AX_Q6_F);                                            \
+        q = q * r + AX_Q5_F;                                                   \
+        q = q * r + AX_Q4_F;                                                   \
+        q = q * r + AX_Q3_F;                                                   \
+        q = q * r + AX_Q2_F;                                                   \
+        q = q * r + 1.0f;                                                      \
+        P##vt y = q * r + 1.0f;                                                \
+        /* 2^n from the low bits of t (t = MAGIC + n) */                       \
+        P##vu e = ((P##vu)t + 127u) << 23;                                     \
+        y = y * (P##vt)e;                                                      \
+        return P##sel(x < AX_MINX_F, P##set1(0), y);                           \
+    }
+
+#define PV_EXP_D(P, A_)                                                        \
+    static ATTN_INLINE A_ P##vt P##exp(P##vt x)                               \
+    {                                                                          \
+        const P##vt c = P##set1(AX_CLAMP_D);                                   \
+        P##vt xc = P##sel(x < c, c, x);                                        \
+        P##vt t = xc * AX_LOG2E_D + AX_MAGIC_D;                                \
+        P##vt n = t - AX_MAGIC_D;                                              \
+        P##vt r = xc - n * AX_LN2HI_D;                                         \
+        r = r - n * AX_LN2LO_D;                                                \
+        P##vt q = P##set1(AX_Q11_D);                                           \
+        q = q * r + AX_Q10_D;                                                  \
+        q = q * r + AX_Q9_D;                                                   \
+        q = q * r + AX_Q8_D;                                                   \
+        q = q * r + AX_Q7_D;                                                   \
+        q = q * r + AX_Q6_D;                                                   \
+        q = q * r + AX_Q5_D;                                                   \
+        q = q * r + AX_Q4_D;                                                   \
+        q = q * r + AX_Q3_D;                                                   \
+        q = q * r + AX_Q2_D;                                                   \
+        q = q * r + 1.0;                                                       \
+        P##vt y = q * r + 1.0;                                                 \
+        P##vu e = ((P##vu)t + 1023u) << 52;                                    \
+        y = y * (P##vt)e;                                                      \
+        return P##sel(x < AX_MINX_D, P##set1(0), y);                           \
+    }
+
+PV_TYPES(pf4_, 4, float, uint32_t, int32_t)
+PV_TYPES(pd2_, 2, double, uint64_t, int64_t)
+PV_OPS(pf4_, 4, float, )
+PV_OPS(pd2_, 2, double, )
+PV_EXP_F(pf4_, )
+PV_EXP_D(pd2_, )
+
+#if ATTN_ARCH_X86
+/* the wide variant: AVX2 registers, unfused multiply and add */
+#define ATTN_PORT_WIDE_ATTR ATTN_TARGET("avx2")
+PV_TYPES(pf8_, 8, float, uint32_t, int32_t)
+PV_TYPES(pd4_, 4, double, uint64_t, int64_t)
+PV_OPS(pf8_, 8, float, ATTN_PORT_WIDE_ATTR)
+PV_OPS(pd4_, 4, double, ATTN_PORT_WIDE_ATTR)
+PV_EXP_F(pf8_, ATTN_PORT_WIDE_ATTR)
+PV_EXP_D(pd4_, ATTN_PORT_WIDE_ATTR)
+#define ATTN_PORT_HAVE_WIDE 1
+#endif
+
+/* the operations every variant spells the same way */
+#define PV_FMA(a, b, c) ((c) + (a) * (b)) /* unfused */
+#define PV_MUL(a, b) ((a) * (b))
+#define PV_ADD(a, b) ((a) + (b))
+#define PV_SUB(a, b) ((a) - (b))
+
+#else /* !ATTN_PORT_VEXT: structs of W lanes and loops */
+
+/* exp(x) for x <= 0, one lane: the same steps as PV_EXP_F / PV_EXP_D */
 static inline float pexp_f(float x)
 {
-    if (!(x >= AX_MINX_F))
-        return x != x ? x : 0.0f;
-    float t = x * AX_LOG2E_F + AX_MAGIC_F;
+    float xc = x < AX_CLAMP_F ? AX_CLAMP_F : x;
+    float t = xc * AX_LOG2E_F + AX_MAGIC_F;
     float n = t - AX_MAGIC_F;
-    float r = x - n * AX_LN2HI_F;
+    float r = xc - n * AX_LN2HI_F;
     r = r - n * AX_LN2LO_F;
     float q = AX_Q6_F;
     q = q * r + AX_Q5_F;
@@ -48,19 +191,21 @@ static inline float pexp_f(float x)
     q = q * r + AX_Q2_F;
     q = q * r + 1.0f;
     float y = q * r + 1.0f;
-    uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
+    uint32_t bits;
+    memcpy(&bits, &t, sizeof bits);
+    bits = (bits + 127u) << 23;
     float s;
     memcpy(&s, &bits, sizeof s);
-    return y * s;
+    y = y * s;
+    return x < AX_MINX_F ? 0.0f : y;
 }
 
 static inline double pexp_d(double x)
 {
-    if (!(x >= AX_MINX_D))
-        return x != x ? x : 0.0;
-    double t = x * AX_LOG2E_D + AX_MAGIC_D;
+    double xc = x < AX_CLAMP_D ? AX_CLAMP_D : x;
+    double t = xc * AX_LOG2E_D + AX_MAGIC_D;
     double n = t - AX_MAGIC_D;
-    double r = x - n * AX_LN2HI_D;
+    double r = xc - n * AX_LN2HI_D;
     r = r - n * AX_LN2LO_D;
     double q = AX_Q11_D;
     q = q * r + AX_Q10_D;
@@ -74,131 +219,146 @@ static inline double pexp_d(double x)
     q = q * r + AX_Q2_D;
     q = q * r + 1.0;
     double y = q * r + 1.0;
-    uint64_t bits = (uint64_t)((int64_t)n + 1023) << 52;
+    uint64_t bits;
+    memcpy(&bits, &t, sizeof bits);
+    bits = (bits + 1023u) << 52;
     double s;
     memcpy(&s, &bits, sizeof s);
-    return y * s;
+    y = y * s;
+    return x < AX_MINX_D ? 0.0 : y;
 }
 
-#define PV_OPS(VT_, T_, W_, P)                                                 \
-    static inline VT_ P##zero(void)                                           \
+#define PV_SOPS(P, W_, T_, EXP1)                                               \
+    typedef struct { T_ v[W_]; } P##vt;                                        \
+    static inline P##vt P##set1(T_ x)                                          \
     {                                                                          \
-        VT_ r;                                                                 \
-        for (int i = 0; i < W_; i++)                                           \
-            r.v[i] = 0;                                                        \
-        return r;                                                              \
-    }                                                                          \
-    static inline VT_ P##set1(T_ x)                                           \
-    {                                                                          \
-        VT_ r;                                                                 \
+        P##vt r;                                                               \
         for (int i = 0; i < W_; i++)                                           \
             r.v[i] = x;                                                        \
         return r;                                                              \
     }                                                                          \
-    static inline VT_ P##load(const T_ *p)                                    \
+    static inline P##vt P##load(const T_ *p)                                   \
     {                                                                          \
-        VT_ r;                                                                 \
+        P##vt r;                                                               \
         memcpy(r.v, p, sizeof r.v);                                            \
         return r;                                                              \
     }                                                                          \
-    static inline void P##store(T_ *p, VT_ a) { memcpy(p, a.v, sizeof a.v); } \
-    static inline VT_ P##fma(VT_ a, VT_ b, VT_ c)                             \
+    static inline void P##store(T_ *p, P##vt a)                                \
+    {                                                                          \
+        memcpy(p, a.v, sizeof a.v);                                            \
+    }                                                                          \
+    static inline P##vt P##fma(P##vt a, P##vt b, P##vt c)                      \
     {                                                                          \
         for (int i = 0; i < W_; i++)                                           \
             c.v[i] += a.v[i] * b.v[i];                                         \
         return c;                                                              \
     }                                                                          \
-    static inline VT_ P##mul(VT_ a, VT_ b)                                    \
+    static inline P##vt P##mul(P##vt a, P##vt b)                               \
     {                                                                          \
         for (int i = 0; i < W_; i++)                                           \
             a.v[i] *= b.v[i];                                                  \
         return a;                                                              \
     }                                                                          \
-    static inline VT_ P##add(VT_ a, VT_ b)                                    \
+    static inline P##vt P##add(P##vt a, P##vt b)                               \
     {                                                                          \
         for (int i = 0; i < W_; i++)                                           \
             a.v[i] += b.v[i];                                                  \
         return a;                                                              \
     }                                                                          \
-    static inline VT_ P##sub(VT_ a, VT_ b)                                    \
+    static inline P##vt P##sub(P##vt a, P##vt b)                               \
     {                                                                          \
         for (int i = 0; i < W_; i++)                                           \
             a.v[i] -= b.v[i];                                                  \
         return a;                                                              \
     }                                                                          \
-    static inline VT_ P##max(VT_ a, VT_ b)                                    \
+    static inline P##vt P##max(P##vt a, P##vt b)                               \
     {                                                                          \
         for (int i = 0; i < W_; i++)                                           \
             a.v[i] = b.v[i] > a.v[i] ? b.v[i] : a.v[i];                        \
         return a;                                                              \
     }                                                                          \
-    static inline VT_ P##safe(VT_ a)                                          \
+    static inline P##vt P##safe(P##vt a)                                       \
     {                                                                          \
         for (int i = 0; i < W_; i++)                                           \
             a.v[i] = a.v[i] == (T_)-INFINITY ? (T_)0 : a.v[i];                 \
         return a;                                                              \
     }                                                                          \
-    static inline T_ P##rsum(VT_ a)                                           \
+    static inline T_ P##rsum(P##vt a)                                          \
     {                                                                          \
         T_ s = a.v[0];                                                         \
         for (int i = 1; i < W_; i++)                                           \
             s += a.v[i];                                                       \
         return s;                                                              \
+    }                                                                          \
+    static inline P##vt P##exp(P##vt a)                                        \
+    {                                                                          \
+        for (int i = 0; i < W_; i++)                                           \
+            a.v[i] = EXP1(a.v[i]);                                             \
+        return a;                                                              \
     }
 
-PV_OPS(pvf, float, PW_F, pf_)
-PV_OPS(pvd, double, PW_D, pd_)
-
-static inline pvf pf_exp(pvf a)
-{
-    for (int i = 0; i < PW_F; i++)
-        a.v[i] = pexp_f(a.v[i]);
-    return a;
-}
-
-static inline pvd pd_exp(pvd a)
-{
-    for (int i = 0; i < PW_D; i++)
-        a.v[i] = pexp_d(a.v[i]);
-    return a;
-}
+PV_SOPS(pf4_, 4, float, pexp_f)
+PV_SOPS(pd2_, 2, double, pexp_d)
+#endif /* ATTN_PORT_VEXT */
 
 #endif /* ATTNPY_VEC_PORTABLE_H */
 
-/* ---- the template parameters of one element type ---- */
-#if ATTN_VEC_F64
-#define T double
-#define VT pvd
-#define W PW_D
-#define SFX(name) name##_portable_f64
-#define VZERO() pd_zero()
-#define VSET1(x) pd_set1(x)
-#define VLOADU(p) pd_load(p)
-#define VSTOREU(p, v) pd_store(p, v)
-#define VFMA(a, b, c) pd_fma(a, b, c)
-#define VMUL(a, b) pd_mul(a, b)
-#define VADD(a, b) pd_add(a, b)
-#define VSUB(a, b) pd_sub(a, b)
-#define VMAX(a, b) pd_max(a, b)
-#define VEXP(a) pd_exp(a)
-#define VSAFE(a) pd_safe(a)
-#define VRSUM(a) pd_rsum(a)
-#else
-#define T float
-#define VT pvf
-#define W PW_F
-#define SFX(name) name##_portable_f32
-#define VZERO() pf_zero()
-#define VSET1(x) pf_set1(x)
-#define VLOADU(p) pf_load(p)
-#define VSTOREU(p, v) pf_store(p, v)
-#define VFMA(a, b, c) pf_fma(a, b, c)
-#define VMUL(a, b) pf_mul(a, b)
-#define VADD(a, b) pf_add(a, b)
-#define VSUB(a, b) pf_sub(a, b)
-#define VMAX(a, b) pf_max(a, b)
-#define VEXP(a) pf_exp(a)
-#define VSAFE(a) pf_safe(a)
-#define VRSUM(a) pf_rsum(a)
+/* ---- the template parameters of one (variant, element type) ---- */
+#undef ATTR
+#undef PV_P_
+#ifndef ATTN_PORT_WIDE
+#define ATTN_PORT_WIDE 0
 #endif
+#if ATTN_PORT_WIDE && !defined(ATTN_PORT_HAVE_WIDE)
+#error "vec_portable.h: the wide variant needs x86 and gcc or clang"
+#endif
+#if ATTN_PORT_WIDE
+#define ATTR ATTN_PORT_WIDE_ATTR
+#if ATTN_VEC_F64
+#define PV_P_(op) pd4_##op
+#define W 4
+#define SFX(name) name##_portable8_f64
+#else
+#define PV_P_(op) pf8_##op
+#define W 8
+#define SFX(name) name##_portable8_f32
+#endif
+#else
+#define ATTR
+#if ATTN_VEC_F64
+#define PV_P_(op) pd2_##op
+#define W 2
+#define SFX(name) name##_portable_f64
+#else
+#define PV_P_(op) pf4_##op
+#define W 4
+#define SFX(name) name##_portable_f32
+#endif
+#endif
+#define T double
+#if !ATTN_VEC_F64
+#undef T
+#define T float
+#endif
+#define VT PV_P_(vt)
+#define VZERO() PV_P_(set1)(0)
+#define VSET1(x) PV_P_(set1)(x)
+#define VLOADU(p) PV_P_(load)(p)
+#define VSTOREU(p, v) PV_P_(store)(p, v)
+#if ATTN_PORT_VEXT
+#define VFMA(a, b, c) PV_FMA(a, b, c)
+#define VMUL(a, b) PV_MUL(a, b)
+#define VADD(a, b) PV_ADD(a, b)
+#define VSUB(a, b) PV_SUB(a, b)
+#else
+#define VFMA(a, b, c) PV_P_(fma)(a, b, c)
+#define VMUL(a, b) PV_P_(mul)(a, b)
+#define VADD(a, b) PV_P_(add)(a, b)
+#define VSUB(a, b) PV_P_(sub)(a, b)
+#endif
+#define VMAX(a, b) PV_P_(max)(a, b)
+#define VEXP(a) PV_P_(exp)(a)
+#define VSAFE(a) PV_P_(safe)(a)
+#define VRSUM(a) PV_P_(rsum)(a)
 #undef ATTN_VEC_F64
+#undef ATTN_PORT_WIDE

@@ -1,0 +1,90 @@
+/*
+ * runtime/cpuid.c -- which x86 vector extensions this process may use.
+ *
+ * One implementation for every compiler (gcc, clang and mingw-w64 through
+ * <cpuid.h> and the xgetbv instruction, MSVC through __cpuidex and
+ * _xgetbv), so the bit logic that runs on Windows is the one tested on
+ * Linux (tests/c/test_platform.c compares it with gcc's
+ * __builtin_cpu_supports). An extension counts only if the CPU has it AND
+ * the operating system saves its registers on a context switch (the XCR0
+ * bits), except on macOS, whose kernel enables the AVX-512 state on a
+ * thread's first use of it (XCR0 does not show it before).
+ */
+#include <stdatomic.h>
+
+#include "runtime/platform.h"
+
+#if ATTN_ARCH_X86
+
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+static void cpuid(unsigned leaf, unsigned sub, unsigned r[4])
+{
+    int x[4];
+    __cpuidex(x, (int)leaf, (int)sub);
+    for (int i = 0; i < 4; i++)
+        r[i] = (unsigned)x[i];
+}
+static unsigned long long xcr0(void) { return _xgetbv(0); }
+#else
+#include <cpuid.h>
+static void cpuid(unsigned leaf, unsigned sub, unsigned r[4])
+{
+    __cpuid_count(leaf, sub, r[0], r[1], r[2], r[3]);
+}
+static unsigned long long xcr0(void)
+{
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((unsigned long long)hi << 32) | lo;
+}
+#endif
+
+static int detect(void)
+{
+    unsigned r[4]; /* eax, ebx, ecx, edx */
+    cpuid(0, 0, r);
+    const unsigned max_leaf = r[0];
+    if (max_leaf < 7)
+        return 0;
+    cpuid(1, 0, r);
+    const int fma = (r[2] >> 12) & 1, osxsave = (r[2] >> 27) & 1,
+              avx = (r[2] >> 28) & 1;
+    if (!osxsave || !avx || !fma)
+        return 0;
+    const unsigned long long x = xcr0();
+    if ((x & 0x6) != 0x6) /* SSE and AVX (ymm) state */
+        return 0;
+    cpuid(7, 0, r);
+    const int avx2 = (r[1] >> 5) & 1, avx512f = (r[1] >> 16) & 1;
+    if (!avx2)
+        return 0;
+    int f = ATTN_X86_AVX2_FMA;
+#if defined(__APPLE__)
+    const int zmm_state = 1; /* enabled on first use */
+#else
+    const int zmm_state = (x & 0xe0) == 0xe0; /* opmask, zmm0-15, zmm16-31 */
+#endif
+    if (avx512f && zmm_state)
+        f |= ATTN_X86_AVX512F;
+    return f;
+}
+
+/* cpuid is slow in a virtual machine (it traps): asked once */
+static atomic_int g_features = -1;
+
+int attn__x86_features(void)
+{
+    int f = atomic_load_explicit(&g_features, memory_order_relaxed);
+    if (f < 0) {
+        f = detect();
+        atomic_store_explicit(&g_features, f, memory_order_relaxed);
+    }
+    return f;
+}
+
+#else
+
+int attn__x86_features(void) { return 0; }
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * runtime/platform.h -- what differs between compilers and systems, in one
+ * place (gcc / clang on Linux and macOS, mingw-w64 gcc, MSVC / clang-cl).
+ *
+ *   ATTN_INLINE      force inlining (always_inline / __forceinline)
+ *   ATTN_TARGET(s)   compile one function for an instruction set: gcc's
+ *                    and clang's target("..."); nothing for MSVC, which
+ *                    emits any intrinsic without a flag
+ *   ATTN_ARCH_X86    x86 / x86-64 with a compiler that has the AVX2 and
+ *                    AVX-512 intrinsics and a way to target them per
+ *                    function (gcc, clang, clang-cl, MSVC)
+ *   ATTN_ARCH_NEON   AArch64 (Advanced SIMD is part of the base ISA, so
+ *                    the NEON path needs no run-time check there)
+ *
+ * and the few system services the core needs (runtime/clock.c,
+ * runtime/cpuid.c): a monotonic clock and the x86 feature bits.
+ */
+#ifndef ATTNPY_PLATFORM_H
+#define ATTNPY_PLATFORM_H
+
+#if defined(__GNUC__) || defined(__clang__)
+#define ATTN_INLINE inline __attribute__((always_inline))
+#define ATTN_TARGET(s) __attribute__((target(s)))
+#elif defined(_MSC_VER)
+#define ATTN_INLINE __forceinline
+#define ATTN_TARGET(s)
+#else
+#define ATTN_INLINE inline
+#define ATTN_TARGET(s)
+#endif
+
+#if (defined(__x86_64__) || defined(__i386__) || defined(_M_X64)             \
+     || defined(_M_IX86))                                                     \
+    && (defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER))
+#define ATTN_ARCH_X86 1
+#else
+#define ATTN_ARCH_X86 0
+#endif
+
+#if defined(__aarch64__) || defined(_M_ARM64)
+#define ATTN_ARCH_NEON 1
+#else
+#define ATTN_ARCH_NEON 0
+#endif
+
+/* monotonic time in nanoseconds (runtime/clock.c)                         */
+long long attn__now_ns(void);
+
+/* x86 features usable by this process: the CPU has them AND the operating
+ * system saves their registers (XCR0). 0 on other architectures.
+ * (runtime/cpuid.c)                                                       */
+enum {
+    ATTN_X86_AVX2_FMA = 1, /* AVX2 + FMA3 (ymm state enabled)              */
+    ATTN_X86_AVX512F = 2   /* AVX-512F (zmm and opmask state enabled)      */
+};
+int attn__x86_features(void);
+
+#endif /* ATTNPY_PLATFORM_H */

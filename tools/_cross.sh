@@ -1,0 +1,74 @@
+# tools/_cross.sh -- sourced by the cross_*.sh scripts.
+#
+# need_tools PACKAGES -- COMMANDS...
+#   Installs the Debian PACKAGES (apt-get, --no-install-recommends) when
+#   one of COMMANDS is missing; fails when they are still missing.
+# compile_core_clean OUT CC FLAGS...
+#   Compiles every csrc/core/*/*.c file to OUT/obj/*.o (-c -o) with
+#   -Werror; fails if any compiler output at all (a warning) appears.
+# run_c_tests OUT RUNNER...
+#   Builds tools/c_smoke.c and every tests/c program (tools/_c_programs.sh,
+#   with $CC and $CROSS_FLAGS) and runs each with RUNNER (wine, qemu) and
+#   the program's short default arguments; fails on any failure.
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+. "$ROOT/tools/_c_programs.sh"
+
+need_tools() {
+    local pkgs=() cmds=() seen=0 a missing=0
+    for a in "$@"; do
+        if [ "$a" = -- ]; then seen=1; elif [ $seen = 0 ]; then pkgs+=("$a")
+        else cmds+=("$a"); fi
+    done
+    for a in "${cmds[@]}"; do command -v "$a" >/dev/null || missing=1; done
+    if [ $missing = 1 ]; then
+        echo "installing ${pkgs[*]}" >&2
+        apt-get update -qq >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends "${pkgs[@]}" >&2
+    fi
+    for a in "${cmds[@]}"; do
+        command -v "$a" >/dev/null || { echo "missing: $a" >&2; return 1; }
+    done
+}
+
+compile_core_clean() {
+    local out=$1 cc=$2
+    shift 2
+    mkdir -p "$out/obj"
+    local c log=$out/compile.log fail=0
+    : >"$log"
+    for c in "$ROOT"/csrc/core/*/*.c; do
+        "$cc" "$@" -Werror -I"$ROOT/csrc/core" -c "$c" \
+            -o "$out/obj/$(basename "${c%.c}").o" >>"$log" 2>&1 || fail=1
+    done
+    if [ $fail = 1 ] || [ -s "$log" ]; then
+        cat "$log" >&2
+        echo "compile_core_clean: $cc: errors or warnings" >&2
+        return 1
+    fi
+    echo "$cc $*: $(ls "$ROOT"/csrc/core/*/*.c | wc -l) core files, no warnings"
+}
+
+run_c_tests() {
+    local out=$1
+    shift
+    local progs p fail=0
+    mapfile -t progs < <(build_c_programs "$ROOT" "$out/bin" $CROSS_FLAGS) \
+        || return 1
+    [ ${#progs[@]} -ge 2 ] || { echo "run_c_tests: nothing built" >&2; return 1; }
+    for p in "${progs[@]}"; do
+        [ -e "$p.exe" ] && p=$p.exe
+        echo "--- $(basename "$p")"
+        local log=$out/$(basename "$p").log
+        if ! "$@" "$p" >"$log" 2>&1; then
+            fail=1
+        fi
+        grep -E 'FAIL|passed|OK|not tested|skipped|isa ' "$log" | grep -v '^  ' || true
+        if ! tail -1 "$log" | grep -Eq '(^| )0 failed|: OK'; then
+            fail=1
+            tail -30 "$log" >&2
+        fi
+    done
+    return $fail
+}
