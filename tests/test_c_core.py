@@ -5,7 +5,9 @@ has, 1 and 2 threads) against the naive C oracle over many random problems,
 the vector exp's ulp error, concurrent callers, fork() after a threaded
 call, the poll / cancel protocol and the small kernels; test_decode.c the
 split-K decode path (bitwise over 1, 2, 3 and 5 threads), attn_merge and
-attn_rope. All without the Python binding.
+attn_rope; test_layer.c the layer family (layer norm, bias + activation,
+forward and backward, against long double oracles and finite differences;
+bitwise over 1, 2, 3 and 5 threads). All without the Python binding.
 """
 import glob
 import os
@@ -26,7 +28,7 @@ def core_sources():
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="gcc/pthreads build")
-@pytest.mark.parametrize("program", ["test_core", "test_decode"])
+@pytest.mark.parametrize("program", ["test_core", "test_decode", "test_layer"])
 def test_c_core(tmp_path, program):
     if shutil.which(CC) is None:
         pytest.fail(f"C compiler {CC!r} not found (needed to build the C tests)")
