@@ -564,9 +564,10 @@ def layer_norm(x, eps=1e-6, *, weight=None, bias=None, eps_in_sqrt=False,
     """
     dtype = compute_dtype(*(a for a in (x, weight, bias) if a is not None))
     x64 = np.asarray(x, dtype=np.float64)
-    mean = x64.mean(axis=-1, keepdims=True)
-    var = ((x64 - mean) ** 2).mean(axis=-1, keepdims=True)
-    with _quiet():
+    n = x64.shape[-1]
+    with _quiet():                     # NaN/inf rows; n == 0: empty anyway
+        mean = x64.sum(axis=-1, keepdims=True) / n
+        var = ((x64 - mean) ** 2).sum(axis=-1, keepdims=True) / n
         if eps_in_sqrt:
             y = (x64 - mean) / np.sqrt(var + eps)
         else:
@@ -590,23 +591,23 @@ def layer_norm_backward(dy, x, eps=1e-6, *, weight=None, eps_in_sqrt=False):
     x64 = np.asarray(x, dtype=np.float64)
     dy64 = np.asarray(dy, dtype=np.float64)
     n = x64.shape[-1]
-    c = x64 - x64.mean(axis=-1, keepdims=True)
-    var = (c * c).mean(axis=-1, keepdims=True)
-    std = np.sqrt(var)
-    r = 1.0 / np.sqrt(var + eps) if eps_in_sqrt else 1.0 / (std + eps)
-    xhat = c * r
     w = 1.0 if weight is None else np.asarray(weight, dtype=np.float64)
-    dxhat = dy64 * w
-    dc = dxhat * r                                 # through xhat = c * r
-    dr = (dxhat * c).sum(axis=-1, keepdims=True)   # ... and through r
-    with _quiet():
+    with _quiet():                     # NaN/inf rows; n == 0: empty anyway
+        c = x64 - x64.sum(axis=-1, keepdims=True) / n
+        var = (c * c).sum(axis=-1, keepdims=True) / n
+        std = np.sqrt(var)
+        r = 1.0 / np.sqrt(var + eps) if eps_in_sqrt else 1.0 / (std + eps)
+        xhat = c * r
+        dxhat = dy64 * w
+        dc = dxhat * r                                 # through xhat = c * r
+        dr = (dxhat * c).sum(axis=-1, keepdims=True)   # ... and through r
         if eps_in_sqrt:                            # r = (var + eps)^-1/2
             dvar = dr * -0.5 * r ** 3
         else:                                      # r = 1 / (std + eps)
             dstd = dr * -(r * r)
             dvar = np.where(std > 0, dstd / (2 * std), 0.0)
-    dc = dc + dvar * 2 * c / n                     # var = mean(c^2)
-    dx = dc - dc.mean(axis=-1, keepdims=True)      # c = x - mean(x)
+        dc = dc + dvar * 2 * c / n                     # var = mean(c^2)
+        dx = dc - dc.sum(axis=-1, keepdims=True) / n   # c = x - mean(x)
     lead = tuple(range(x64.ndim - 1))
     dweight = (dy64 * xhat).sum(axis=lead)
     dbias = dy64.sum(axis=lead)
@@ -645,7 +646,8 @@ def gelu(x, *, approximate="none", out=None):
     """
     _check_approximate(approximate, "gelu")
     dtype = compute_dtype(x)
-    y = _gelu64(np.asarray(x, dtype=np.float64), approximate)
+    with _quiet():                     # gelu(-inf) = -inf * 0 = NaN
+        y = _gelu64(np.asarray(x, dtype=np.float64), approximate)
     return _store(y.astype(dtype), out, "gelu", "out")
 
 
@@ -653,8 +655,9 @@ def gelu_backward(dy, x, *, approximate="none"):
     """d gelu(x) / dx times dy."""
     _check_approximate(approximate, "gelu_backward")
     dtype = compute_dtype(dy, x)
-    d = _dgelu64(np.asarray(x, dtype=np.float64), approximate)
-    return (np.asarray(dy, dtype=np.float64) * d).astype(dtype)
+    with _quiet():
+        d = _dgelu64(np.asarray(x, dtype=np.float64), approximate)
+        return (np.asarray(dy, dtype=np.float64) * d).astype(dtype)
 
 
 def _act64(h, activation):
