@@ -7,6 +7,10 @@ from ._api import (_empty, _float_dtype, _size, combine_heads,
 
 __all__ = ["MultiHeadAttention"]
 
+# self-attention with at least this many rows makes one packed
+# (d_model, 3*d_model) projection instead of three (benchmarks/bench_mha.py)
+_PACKED_MIN = 256
+
 
 class MultiHeadAttention:
     """Multi-head attention layer, a drop-in for the tutorial's class.
@@ -122,11 +126,12 @@ class MultiHeadAttention:
                              f"d_model={self.d_model}), got {x.shape}")
         return x
 
-    def _attend(self, query, key, value, mask, causal, fname,
+    def _attend(self, query, key, value, mask, causal, fname, need_weights,
                 names=("query", "key", "value")):
         q = self._check(query, names[0], fname)
-        k = self._check(key, names[1], fname)
-        v = self._check(value, names[2], fname)
+        self_attn = key is query and value is query
+        k = q if self_attn else self._check(key, names[1], fname)
+        v = q if self_attn else self._check(value, names[2], fname)
         if v.shape[-2] != k.shape[-2]:
             raise ValueError(f"{fname}: {names[2]} has {v.shape[-2]} "
                              f"positions but {names[1]} has {k.shape[-2]} "
@@ -140,26 +145,81 @@ class MultiHeadAttention:
                 f"{names[1]} and {names[2]} do not broadcast "
                 f"({names[0]}.shape={q.shape}, {names[1]}.shape={k.shape}, "
                 f"{names[2]}.shape={v.shape})") from None
-        Q = self.split_heads(np.matmul(q, self.W_q))
-        K = self.split_heads(np.matmul(k, self.W_k))
-        V = self.split_heads(np.matmul(v, self.W_v))
-        out, w = _core.sdpa(Q, K, V, mask, None, causal, None, "zero", None,
-                            None, 1, fname)
-        return np.matmul(self.combine_heads(out), self.W_o), w
+        Q, K, V = self._project(q, k, v, self_attn)
+        if need_weights:
+            out, w = _core.sdpa(Q, K, V, mask, None, causal, None, "zero",
+                                None, None, 1, fname)
+            return np.matmul(self.combine_heads(out), self.W_o), w
+        # the fused kernel, never the (..., heads, L, S) weights; it writes
+        # each head's rows straight into the (..., L, heads, d_k) layout
+        # that the output projection reads as (..., L, d_model): no
+        # combine_heads copy
+        heads = self._heads_out(Q, K, V, mask)
+        if heads is None:  # shapes that sdpa itself will reject or resolve
+            out = _core.sdpa(Q, K, V, mask, None, causal, None, "zero", None,
+                             None, 0, fname)
+            return np.matmul(self.combine_heads(out), self.W_o), None
+        _core.sdpa(Q, K, V, mask, None, causal, None, "zero",
+                   np.swapaxes(heads, -3, -2), None, 0, fname)
+        combined = heads.reshape(heads.shape[:-2] + (self.d_model,))
+        return np.matmul(combined, self.W_o), None
+
+    def _project(self, q, k, v, self_attn):
+        """Q, K, V (..., heads, seq, d_k) as views of the projections.
+        Self-attention makes one (d_model, 3*d_model) product, built from
+        the current W_q, W_k, W_v on every call (so assigning them, or
+        changing them in place, is always seen); its three column blocks
+        are read by the kernel through strides."""
+        d = self.d_model
+        if self_attn and q.size >= _PACKED_MIN * d:
+            dt = np.result_type(q.dtype, self.dtype)
+            w_qkv = np.empty((d, 3 * d), dtype=dt)
+            for i, w in enumerate((self._W_q, self._W_k, self._W_v)):
+                w_qkv[:, i * d:(i + 1) * d] = w
+            qkv = np.matmul(q, w_qkv)
+            return (self.split_heads(qkv[..., :d]),
+                    self.split_heads(qkv[..., d:2 * d]),
+                    self.split_heads(qkv[..., 2 * d:]))
+        return (self.split_heads(np.matmul(q, self.W_q)),
+                self.split_heads(np.matmul(k, self.W_k)),
+                self.split_heads(np.matmul(v, self.W_v)))
+
+    def _heads_out(self, Q, K, V, mask):
+        """An empty (..., L, heads, d_k) array for the kernel's output, or
+        None when the batch shapes do not broadcast (sdpa then raises)."""
+        try:
+            lead = [Q.shape[:-2], K.shape[:-2], V.shape[:-2]]
+            if mask is not None:
+                lead.append(np.shape(mask)[:-2])
+            batch = np.broadcast_shapes(*lead)
+        except ValueError:
+            return None
+        if batch[-1:] != (self.num_heads,):
+            return None
+        dt = np.result_type(Q.dtype, K.dtype, V.dtype)
+        if dt not in (np.float32, np.float64):
+            return None
+        return np.empty(batch[:-1] + (Q.shape[-2], self.num_heads,
+                                      self.d_k), dtype=dt)
 
     def forward(self, X, mask=None, *, causal=False):
         """Self-attention: returns (output (..., seq, d_model), weights
         (..., heads, seq, seq)), as the tutorial's ``forward``."""
         return self._attend(X, X, X, mask, causal,
-                            "MultiHeadAttention.forward", ("X", "X", "X"))
+                            "MultiHeadAttention.forward", True,
+                            ("X", "X", "X"))
 
     def __call__(self, query, key=None, value=None, *, mask=None,
                  causal=False, need_weights=False):
         """Attention of `query` over `key`/`value` (default: `query`, i.e.
         self-attention; `value` defaults to `key`). Returns the output, or
-        (output, weights) when `need_weights`."""
+        (output, weights) when `need_weights`.
+
+        Without `need_weights` the heads run through the fused kernel of
+        :func:`attnpy.attention`: memory beyond the projections is O(L),
+        never the (..., heads, L, S) weights."""
         key = query if key is None else key
         value = key if value is None else value
         out, w = self._attend(query, key, value, mask, causal,
-                              "MultiHeadAttention")
+                              "MultiHeadAttention", need_weights)
         return (out, w) if need_weights else out
