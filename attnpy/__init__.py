@@ -23,6 +23,7 @@ from ._api import (add_positional_encoding, attention, causal_mask,
                    padding_mask, positional_encoding,
                    scaled_dot_product_attention, set_num_threads, softmax,
                    split_heads)
+from ._encoder import TransformerEncoderLayer
 from ._layer import (feed_forward, feed_forward_backward, gelu,
                      gelu_backward, layer_norm, layer_norm_backward)
 from ._mha import MultiHeadAttention
@@ -34,8 +35,9 @@ __all__ = [
     "softmax", "scaled_dot_product_attention", "attention",
     "create_causal_mask", "causal_mask", "padding_mask",
     "positional_encoding", "add_positional_encoding", "split_heads",
-    "combine_heads", "MultiHeadAttention", "set_num_threads",
-    "get_num_threads", "layer_norm", "layer_norm_backward", "gelu",
-    "gelu_backward", "feed_forward", "feed_forward_backward", "explain", "AttentionTrace", "show", "reference",
+    "combine_heads", "MultiHeadAttention", "TransformerEncoderLayer",
+    "layer_norm", "layer_norm_backward", "gelu", "gelu_backward",
+    "feed_forward", "feed_forward_backward", "set_num_threads",
+    "get_num_threads", "explain", "AttentionTrace", "show", "reference",
     "__version__",
 ]
