@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "layer/rows.h"
 
@@ -22,85 +23,140 @@ typedef struct {
     attn_mat dx, dy;           /* backward (y unused)                      */
 } act_ctx;
 
-/* act(h) and act'(h) in the precision of T (ERF, TANH, EXP: its libm)    */
-#define DEFINE_ACT(T, SFX, ERF, TANH, EXP)                                      \
-static inline T act_##SFX(attn_act act, T h)                                    \
-{                                                                               \
-    switch (act) {                                                              \
-    case ATTN_ACT_RELU:                                                         \
-        return h < 0 ? (T)0 : h;                                                \
-    case ATTN_ACT_GELU:                                                         \
-        return (T)0.5 * h * ((T)1 + ERF(h * (T)GELU_SQRT1_2));                  \
-    case ATTN_ACT_GELU_TANH: {                                                  \
-        T inner = (T)GELU_BETA * (h + (T)GELU_KAPPA * (h * h * h));             \
-        return (T)0.5 * h * ((T)1 + TANH(inner));                               \
-    }                                                                           \
-    default:                                                                    \
-        return h;                                                               \
-    }                                                                           \
-}                                                                               \
-static inline T dact_##SFX(attn_act act, T h)                                   \
-{                                                                               \
-    switch (act) {                                                              \
-    case ATTN_ACT_RELU:                                                         \
-        return h > 0 ? (T)1 : (T)0;                                             \
-    case ATTN_ACT_GELU: {                                                       \
-        T cdf = (T)0.5 * ((T)1 + ERF(h * (T)GELU_SQRT1_2));                     \
-        T pdf = EXP((T)-0.5 * h * h) * (T)GELU_INV_SQRT_2PI;                    \
-        return cdf + h * pdf;                                                   \
-    }                                                                           \
-    case ATTN_ACT_GELU_TANH: {                                                  \
-        T h2 = h * h;                                                           \
-        T t = TANH((T)GELU_BETA * (h + (T)GELU_KAPPA * (h2 * h)));              \
-        T dinner = (T)GELU_BETA * ((T)1 + (T)(3 * GELU_KAPPA) * h2);            \
+#if defined(__GNUC__)
+#define ACT_INLINE __attribute__((always_inline))
+#else
+#define ACT_INLINE
+#endif
+
+/* CALL with ACT, UNIT replaced by constants: the activation c->act and
+ * whether every stride is 1 (`unit`), so each combination is its own loop */
+#define ACT_CASE(CALL, A)                                                      \
+    case A:                                                                    \
+        if (unit) {                                                            \
+            enum { ACT = A, UNIT = 1 };                                        \
+            CALL;                                                              \
+        } else {                                                               \
+            enum { ACT = A, UNIT = 0 };                                        \
+            CALL;                                                              \
+        }                                                                      \
+        break;
+#define ACT_DISPATCH(CALL)                                                     \
+    switch (c->act) {                                                          \
+        ACT_CASE(CALL, ATTN_ACT_NONE)                                          \
+        ACT_CASE(CALL, ATTN_ACT_RELU)                                          \
+        ACT_CASE(CALL, ATTN_ACT_GELU)                                          \
+        ACT_CASE(CALL, ATTN_ACT_GELU_TANH)                                     \
+    }
+
+/* act(h) and act'(h) in the precision of T (ERF, TANH, EXP: its libm);   */
+/* keep(v, k): v where k, else +0, without a branch (relu's choice on real */
+/* activations would be mispredicted half the time); NaN is kept          */
+#define DEFINE_ACT(T, U, SFX, ERF, TANH, EXP)                                  \
+static inline ACT_INLINE T keep_##SFX(T v, int k)                              \
+{                                                                              \
+    U bits;                                                                    \
+    memcpy(&bits, &v, sizeof bits);                                            \
+    bits &= (U)0 - (U)(k != 0);                                                \
+    memcpy(&v, &bits, sizeof v);                                               \
+    return v;                                                                  \
+}                                                                              \
+static inline ACT_INLINE T act_##SFX(attn_act act, T h)                        \
+{                                                                              \
+    switch (act) {                                                             \
+    case ATTN_ACT_RELU:                                                        \
+        return keep_##SFX(h, !(h < 0));                                     \
+    case ATTN_ACT_GELU:                                                        \
+        return (T)0.5 * h * ((T)1 + ERF(h * (T)GELU_SQRT1_2));                 \
+    case ATTN_ACT_GELU_TANH: {                                                 \
+        T inner = (T)GELU_BETA * (h + (T)GELU_KAPPA * (h * h * h));            \
+        return (T)0.5 * h * ((T)1 + TANH(inner));                              \
+    }                                                                          \
+    default:                                                                   \
+        return h;                                                              \
+    }                                                                          \
+}                                                                              \
+static inline ACT_INLINE T dact_##SFX(attn_act act, T h)                       \
+{                                                                              \
+    switch (act) {                                                             \
+    case ATTN_ACT_RELU:                                                        \
+        return h > 0 ? (T)1 : (T)0;                                            \
+    case ATTN_ACT_GELU: {                                                      \
+        T cdf = (T)0.5 * ((T)1 + ERF(h * (T)GELU_SQRT1_2));                    \
+        T pdf = EXP((T)-0.5 * h * h) * (T)GELU_INV_SQRT_2PI;                   \
+        return cdf + h * pdf;                                                  \
+    }                                                                          \
+    case ATTN_ACT_GELU_TANH: {                                                 \
+        T h2 = h * h;                                                          \
+        T t = TANH((T)GELU_BETA * (h + (T)GELU_KAPPA * (h2 * h)));             \
+        T dinner = (T)GELU_BETA * ((T)1 + (T)(3 * GELU_KAPPA) * h2);           \
         return (T)0.5 * ((T)1 + t) + (T)0.5 * h * ((T)1 - t * t) * dinner;     \
-    }                                                                           \
-    default:                                                                    \
-        return (T)1;                                                            \
-    }                                                                           \
-}                                                                               \
+    }                                                                          \
+    default:                                                                   \
+        return (T)1;                                                           \
+    }                                                                          \
+}                                                                              \
+/* one row, activation A fixed (a constant after inlining: one loop per  */ \
+/* activation, branch-free relu), unit: every column stride 1            */ \
+static inline ACT_INLINE void fwd_row_##SFX(const act_ctx *c, size_t r,       \
+                                            attn_act A, int unit)             \
+{                                                                              \
+    const T *b = c->bias.data;                                                 \
+    const T *x = (const T *)c->x.data + ROW(c->x, r);                          \
+    T *y = (T *)c->y.data + ROW(c->y, r);                                      \
+    const ptrdiff_t sx = unit ? 1 : c->x.s1, sy = unit ? 1 : c->y.s1,          \
+                    sb = unit ? 1 : c->bias.s1;                                \
+    for (size_t j = 0; j < c->n; j++) {                                        \
+        T h = x[(ptrdiff_t)j * sx];                                            \
+        if (b)                                                                 \
+            h += b[(ptrdiff_t)j * sb];                                         \
+        y[(ptrdiff_t)j * sy] = act_##SFX(A, h);                                \
+    }                                                                          \
+}                                                                              \
+static inline ACT_INLINE void bwd_row_##SFX(const act_ctx *c, size_t r,       \
+                                            double *acc, attn_act A,          \
+                                            int unit)                         \
+{                                                                              \
+    const T *b = c->bias.data;                                                 \
+    const T *x = (const T *)c->x.data + ROW(c->x, r);                          \
+    const T *dy = (const T *)c->dy.data + ROW(c->dy, r);                       \
+    T *dx = (T *)c->dx.data + ROW(c->dx, r);                                   \
+    const ptrdiff_t sx = unit ? 1 : c->x.s1, sdy = unit ? 1 : c->dy.s1,        \
+                    sdx = unit ? 1 : c->dx.s1, sb = unit ? 1 : c->bias.s1;     \
+    for (size_t j = 0; j < c->n; j++) {                                        \
+        T h = x[(ptrdiff_t)j * sx];                                            \
+        if (b)                                                                 \
+            h += b[(ptrdiff_t)j * sb];                                         \
+        T d = dy[(ptrdiff_t)j * sdy];                                          \
+        T g = A == ATTN_ACT_RELU ? keep_##SFX(d, h > 0)                        \
+                                 : d * dact_##SFX(A, h);                       \
+        dx[(ptrdiff_t)j * sdx] = g;                                            \
+        if (acc)                                                               \
+            acc[j] += (double)g;                                               \
+    }                                                                          \
+}                                                                              \
 /* rows [r0, r1): y = act(x + bias)                                         */ \
-static void fwd_##SFX(void *ctx, size_t r0, size_t r1, double *acc)             \
-{                                                                               \
-    (void)acc;                                                                  \
-    const act_ctx *c = ctx;                                                     \
-    const T *b = c->bias.data;                                                  \
-    for (size_t r = r0; r < r1; r++) {                                          \
-        const T *x = (const T *)c->x.data + ROW(c->x, r);                       \
-        T *y = (T *)c->y.data + ROW(c->y, r);                                   \
-        for (size_t j = 0; j < c->n; j++) {                                     \
-            T h = x[(ptrdiff_t)j * c->x.s1];                                    \
-            if (b)                                                              \
-                h += b[(ptrdiff_t)j * c->bias.s1];                              \
-            y[(ptrdiff_t)j * c->y.s1] = act_##SFX(c->act, h);                   \
-        }                                                                       \
-    }                                                                           \
-}                                                                               \
+static void fwd_##SFX(void *ctx, size_t r0, size_t r1, double *acc)            \
+{                                                                              \
+    (void)acc;                                                                 \
+    const act_ctx *c = ctx;                                                    \
+    int unit = c->x.s1 == 1 && c->y.s1 == 1                                    \
+               && (!c->bias.data || c->bias.s1 == 1);                          \
+    for (size_t r = r0; r < r1; r++)                                           \
+        ACT_DISPATCH(fwd_row_##SFX(c, r, (attn_act)ACT, UNIT));                \
+}                                                                              \
 /* rows [r0, r1): dx = dy * act'(x + bias); acc (dbias) += dx               */ \
-static void bwd_##SFX(void *ctx, size_t r0, size_t r1, double *acc)             \
-{                                                                               \
-    const act_ctx *c = ctx;                                                     \
-    const T *b = c->bias.data;                                                  \
-    for (size_t r = r0; r < r1; r++) {                                          \
-        const T *x = (const T *)c->x.data + ROW(c->x, r);                       \
-        const T *dy = (const T *)c->dy.data + ROW(c->dy, r);                    \
-        T *dx = (T *)c->dx.data + ROW(c->dx, r);                                \
-        for (size_t j = 0; j < c->n; j++) {                                     \
-            T h = x[(ptrdiff_t)j * c->x.s1];                                    \
-            if (b)                                                              \
-                h += b[(ptrdiff_t)j * c->bias.s1];                              \
-            T d = dy[(ptrdiff_t)j * c->dy.s1];                                  \
-            T g = c->act == ATTN_ACT_RELU ? (h > 0 ? d : (T)0)                  \
-                                          : d * dact_##SFX(c->act, h);          \
-            dx[(ptrdiff_t)j * c->dx.s1] = g;                                    \
-            if (acc)                                                            \
-                acc[j] += (double)g;                                            \
-        }                                                                       \
-    }                                                                           \
+static void bwd_##SFX(void *ctx, size_t r0, size_t r1, double *acc)            \
+{                                                                              \
+    const act_ctx *c = ctx;                                                    \
+    int unit = c->x.s1 == 1 && c->dy.s1 == 1 && c->dx.s1 == 1                  \
+               && (!c->bias.data || c->bias.s1 == 1);                          \
+    for (size_t r = r0; r < r1; r++)                                           \
+        ACT_DISPATCH(bwd_row_##SFX(c, r, acc, (attn_act)ACT, UNIT));           \
 }
 
-DEFINE_ACT(float, f32, erff, tanhf, expf)
-DEFINE_ACT(double, f64, erf, tanh, exp)
+DEFINE_ACT(float, uint32_t, f32, erff, tanhf, expf)
+DEFINE_ACT(double, uint64_t, f64, erf, tanh, exp)
 
 /* cost of one element, for the thread count */
 static double act_work(attn_act act)
