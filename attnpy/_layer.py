@@ -8,6 +8,8 @@ added on the way), bias + activation. Row sums of the backward passes
 (dweight, dbias) are reduced in a fixed order: the same bits for any
 number of threads.
 """
+import math
+
 import numpy as np
 
 from . import _core
@@ -234,7 +236,8 @@ def _ffn_operands(fname, x, W1, b1, W2, b2, dy=None):
 
 def _rows(a):
     """(..., n) -> (rows, n): one matrix for one GEMM (a view if it can)."""
-    return a.reshape(-1, a.shape[-1]) if a.ndim != 2 else a
+    return a if a.ndim == 2 else a.reshape(math.prod(a.shape[:-1]),
+                                           a.shape[-1])
 
 
 def _ffn_hidden(x2, W1, b1, act, fname, keep):
