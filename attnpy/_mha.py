@@ -100,51 +100,33 @@ class MultiHeadAttention:
         for name in ("_b_q", "_b_k", "_b_v", "_b_o"):
             setattr(self, name, np.zeros(d, dt) if bias else None)
 
-    def _weight(name):
+    def _param(name, vector):
         attr = "_" + name
 
         def get(self):
             return getattr(self, attr)
 
         def set(self, value):
-            w = _core.as_real(value, "MultiHeadAttention", name)
-            if w.shape != (self.d_model, self.d_model):
-                raise ValueError(f"MultiHeadAttention: {name} must have shape"
-                                 f" {(self.d_model, self.d_model)}, got "
-                                 f"{w.shape}")
+            fname = "MultiHeadAttention"
+            if vector and not self.bias:
+                raise ValueError(f"{fname}: {name} cannot be set on a layer "
+                                 f"made with bias=False")
+            w = _core.as_real(value, fname, name)
+            shape = (self.d_model,) * (1 if vector else 2)
+            if w.shape != shape:
+                raise ValueError(f"{fname}: {name} must have shape {shape}, "
+                                 f"got {w.shape}")
             setattr(self, attr, np.array(w, dtype=self.dtype))
 
-        return property(get, set, doc=f"{name}, shape (d_model, d_model)")
+        doc = ("shape (d_model,), or None" if vector
+               else "shape (d_model, d_model)")
+        return property(get, set, doc=f"{name}, {doc}")
 
-    W_q = _weight("W_q")
-    W_k = _weight("W_k")
-    W_v = _weight("W_v")
-    W_o = _weight("W_o")
-    del _weight
-
-    def _bias(name):
-        attr = "_" + name
-
-        def get(self):
-            return getattr(self, attr)
-
-        def set(self, value):
-            if not self.bias:
-                raise ValueError(f"MultiHeadAttention: {name} cannot be set "
-                                 f"on a layer made with bias=False")
-            b = _core.as_real(value, "MultiHeadAttention", name)
-            if b.shape != (self.d_model,):
-                raise ValueError(f"MultiHeadAttention: {name} must have shape"
-                                 f" {(self.d_model,)}, got {b.shape}")
-            setattr(self, attr, np.array(b, dtype=self.dtype))
-
-        return property(get, set, doc=f"{name}, shape (d_model,), or None")
-
-    b_q = _bias("b_q")
-    b_k = _bias("b_k")
-    b_v = _bias("b_v")
-    b_o = _bias("b_o")
-    del _bias
+    W_q, W_k = _param("W_q", False), _param("W_k", False)
+    W_v, W_o = _param("W_v", False), _param("W_o", False)
+    b_q, b_k = _param("b_q", True), _param("b_k", True)
+    b_v, b_o = _param("b_v", True), _param("b_o", True)
+    del _param
 
     def _linear(self, x, W, b):
         """x @ W (+ b, added in place on the product). x (..., d) is seen

@@ -188,6 +188,20 @@ static PyObject *lc_result(lcall *c, int op)
     return deliver(c->user[op], c->arr[op], c->is_tmp[op]);
 }
 
+/* the outputs first .. first + n - 1 as a tuple (new reference)         */
+static PyObject *lc_results(lcall *c, int first, int n)
+{
+    PyObject *t = PyTuple_New(n);
+    for (int k = 0; t && k < n; k++) {
+        PyObject *r = lc_result(c, first + k);
+        if (!r)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, k, r);
+    }
+    return t;
+}
+
 static const char *fname_of(PyObject *const *args, Py_ssize_t nargs,
                             Py_ssize_t want, const char *who)
 {
@@ -246,15 +260,7 @@ static PyObject *core_layer_norm(PyObject *Py_UNUSED(mod),
     ap_nogil_end(&g);
     if (raise_status(st, c.fname) < 0)
         goto fail;
-    PyObject *y = lc_result(&c, LN_Y);
-    if (!y || !want_sum) {
-        result = y;
-        goto fail;
-    }
-    PyObject *s = lc_result(&c, LN_SUM);
-    result = s ? PyTuple_Pack(2, y, s) : NULL;
-    Py_DECREF(y);
-    Py_XDECREF(s);
+    result = want_sum ? lc_results(&c, LN_Y, 2) : lc_result(&c, LN_Y);
 fail:
     lc_free(&c);
     return result;
@@ -297,13 +303,7 @@ static PyObject *core_layer_norm_backward(PyObject *Py_UNUSED(mod),
     ap_nogil_end(&g);
     if (raise_status(st, c.fname) < 0)
         goto fail;
-    PyObject *dx = lc_result(&c, LB_DX), *dw = lc_result(&c, LB_DW),
-             *db = lc_result(&c, LB_DB);
-    if (dx && dw && db)
-        result = PyTuple_Pack(3, dx, dw, db);
-    Py_XDECREF(dx);
-    Py_XDECREF(dw);
-    Py_XDECREF(db);
+    result = lc_results(&c, LB_DX, 3);
 fail:
     lc_free(&c);
     return result;
@@ -369,11 +369,7 @@ static PyObject *core_bias_act_backward(PyObject *Py_UNUSED(mod),
     ap_nogil_end(&g);
     if (raise_status(st, c.fname) < 0)
         goto fail;
-    PyObject *dx = lc_result(&c, 3), *db = lc_result(&c, 4);
-    if (dx && db)
-        result = PyTuple_Pack(2, dx, db);
-    Py_XDECREF(dx);
-    Py_XDECREF(db);
+    result = lc_results(&c, 3, 2);
 fail:
     lc_free(&c);
     return result;
