@@ -23,11 +23,12 @@ from ._api import (add_positional_encoding, attention, causal_mask,
                    padding_mask, positional_encoding,
                    scaled_dot_product_attention, set_num_threads, softmax,
                    split_heads)
+from ._decode import KVCache, merge_attention, rotary_embedding
 from ._encoder import TransformerEncoderLayer
 from ._layer import (feed_forward, feed_forward_backward, gelu,
                      gelu_backward, layer_norm, layer_norm_backward)
 from ._mha import MultiHeadAttention
-from ._trace import AttentionTrace, explain, show
+from .teach import AttentionTrace, explain, show
 
 __version__ = "0.1.0"
 
@@ -38,6 +39,7 @@ __all__ = [
     "combine_heads", "MultiHeadAttention", "TransformerEncoderLayer",
     "layer_norm", "layer_norm_backward", "gelu", "gelu_backward",
     "feed_forward", "feed_forward_backward", "set_num_threads",
+    "rotary_embedding", "merge_attention", "KVCache",
     "get_num_threads", "explain", "AttentionTrace", "show", "reference",
     "__version__",
 ]

@@ -10,10 +10,10 @@ import sys
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "explain":
-        from ._trace import cli
+        from .teach.cli import cli
         return cli(argv[1:])
     if argv and argv[0] == "bench":
-        from ._bench import main as bench_main
+        from .bench import main as bench_main
         return bench_main(argv[1:])
     from ._demo import main as demo_main
     return demo_main(argv)

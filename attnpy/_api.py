@@ -44,6 +44,15 @@ def _real(value, fname, arg):
                         f"{type(value).__name__}") from None
 
 
+def _offset_base(offset, base, fname):
+    """The offset (int >= 0) and base (real > 0) of position encodings."""
+    offset = _size(offset, fname, "offset")
+    base = _real(base, fname, "base")
+    if not base > 0:
+        raise ValueError(f"{fname}: base must be > 0, got {base}")
+    return offset, base
+
+
 def softmax(x, axis=-1, *, out=None):
     """Numerically stable softmax along one axis.
 
@@ -352,10 +361,7 @@ def add_positional_encoding(x, *, offset=0, base=10000.0):
     True
     """
     fname = "add_positional_encoding"
-    offset = _size(offset, fname, "offset")
-    base = _real(base, fname, "base")
-    if not base > 0:
-        raise ValueError(f"{fname}: base must be > 0, got {base}")
+    offset, base = _offset_base(offset, base, fname)
     return _core.posenc(x, float(offset), base, True, fname, "x")
 
 

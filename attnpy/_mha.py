@@ -10,7 +10,7 @@ from ._api import (_empty, _float_dtype, _size, combine_heads,
 __all__ = ["MultiHeadAttention"]
 
 # self-attention with at least this many rows makes one packed
-# (d_model, 3*d_model) projection instead of three (benchmarks/bench_mha.py)
+# (d_model, 3*d_model) projection instead of three (python -m attnpy bench --only mha)
 _PACKED_MIN = 256
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "softmax", "scaled_dot_product_attention", "attention",
     "create_causal_mask", "causal_mask", "padding_mask",
     "positional_encoding", "add_positional_encoding",
+    "rotary_embedding", "merge_attention",
     "split_heads", "combine_heads", "MultiHeadAttention",
     "compute_dtype",
     "layer_norm", "layer_norm_backward", "gelu", "gelu_backward",
@@ -435,6 +436,91 @@ def add_positional_encoding(x, *, offset=0, base=10000.0):
     pe = _pe_table(offset + np.arange(T), D, base)
     x[...] = x.astype(np.float64) + pe
     return x
+
+
+# ---------------------------------------------------------------------------
+# decoding: rotary positions, merging partial attention
+# ---------------------------------------------------------------------------
+
+def rotary_embedding(x, *, offset=0, base=10000.0, interleaved=False,
+                     out=None):
+    """Rotary position embedding (RoPE) of x, shape (..., T, E), E even.
+
+    Feature pair i of position t is turned by the angle
+    ``theta = (offset + t) * base**(-2i/E)``::
+
+        (a, b) -> (a cos(theta) - b sin(theta), b cos(theta) + a sin(theta))
+
+    The pairs are (x[..., i], x[..., i + E/2]) ("rotate half": GPT-NeoX,
+    Llama) or, with ``interleaved=True``, (x[..., 2i], x[..., 2i+1])
+    (GPT-J). Computed in float64 and rounded once to the compute dtype.
+
+    >>> rotary_embedding(np.array([[1.0, 0.0], [1.0, 0.0]])).round(4)
+    array([[1.    , 0.    ],
+           [0.5403, 0.8415]])
+    """
+    x = np.asarray(x)
+    dtype = compute_dtype(x)
+    if x.ndim < 2:
+        raise ValueError(f"rotary_embedding: x must be (..., T, E), got "
+                         f"shape {x.shape}")
+    T, E = x.shape[-2:]
+    if E % 2:
+        raise ValueError(f"rotary_embedding: x has {E} features (an odd "
+                         f"number); RoPE turns pairs (x.shape={x.shape})")
+    half = E // 2
+    freq = float(base) ** (-np.arange(0, E, 2, dtype=np.float64) / E)
+    theta = (offset + np.arange(T, dtype=np.float64))[:, None] * freq
+    cos, sin = np.cos(theta), np.sin(theta)               # (T, E/2)
+    x64 = x.astype(np.float64)
+    pairs = (np.s_[..., 0::2], np.s_[..., 1::2]) if interleaved else \
+        (np.s_[..., :half], np.s_[..., half:])
+    a, b = x64[pairs[0]], x64[pairs[1]]
+    y = np.empty(x.shape, np.float64)
+    with _quiet():
+        y[pairs[0]] = a * cos - b * sin
+        y[pairs[1]] = b * cos + a * sin
+    return _store(y.astype(dtype), out, "rotary_embedding", "out")
+
+
+def merge_attention(outs, lses):
+    """Merge partial attention results computed over disjoint key sets.
+
+    ``outs[k]`` (..., L, Ev) is attention over the k-th set of keys and
+    ``lses[k]`` (..., L) the log-sum-exp of the scores it saw (-inf where a
+    row saw no key). Then, in float64, rounded to the compute dtype::
+
+        lse = log(sum_k exp(lses[k]))
+        out = sum_k exp(lses[k] - lse) * outs[k]
+
+    is attention over all the keys. A partial of weight 0 contributes
+    nothing (not even a NaN); a row whose every lse is -inf gets out 0 and
+    lse -inf (fully_masked="zero"). Returns (out, lse).
+
+    >>> out, lse = merge_attention([np.ones((1, 2)), np.zeros((1, 2))],
+    ...                            [np.zeros(1), np.zeros(1)])
+    >>> out, lse.round(4)
+    (array([[0.5, 0.5]]), array([0.6931]))
+    """
+    outs = [np.asarray(o) for o in outs]
+    lses = [np.asarray(x) for x in lses]
+    if len(outs) != len(lses) or not outs:
+        raise ValueError(f"merge_attention: need as many lses as outs, at "
+                         f"least one (got {len(outs)} outs, {len(lses)} lses)")
+    dtype = compute_dtype(*outs, *lses)
+    o = np.stack(np.broadcast_arrays(*(a.astype(np.float64) for a in outs)))
+    l = np.stack(np.broadcast_arrays(*(a.astype(np.float64) for a in lses)))
+    with _quiet():                                        # l: (K, ..., L)
+        M = np.max(l, axis=0)                             # NaN propagates
+        Msafe = np.where(M == -np.inf, 0.0, M)
+        e = np.exp(l - Msafe)
+        total = np.sum(e, axis=0)
+        lse = Msafe + np.log(total)                       # -inf: no key
+        w = (e / total)[..., None]                        # (K, ..., L, 1)
+        out = np.sum(np.where(w != 0, w * o, 0.0), axis=0)
+    out = np.where((M == -np.inf)[..., None], 0.0, out)
+    lse = np.broadcast_to(lse, out.shape[:-1])
+    return out.astype(dtype), lse.astype(dtype)
 
 
 # ---------------------------------------------------------------------------

@@ -9,7 +9,8 @@ import sys
 import numpy as np
 
 import attnpy
-from attnpy import _bench
+from attnpy import bench
+from attnpy.bench import config, mha, targets, tutorial
 
 ROOT = os.path.dirname(os.path.abspath(list(attnpy.__path__)[0]))
 TARGET_COUNT = 10      # issue 3: 3 speed targets, 4 torch cases, tiny, memory, threads
@@ -78,7 +79,7 @@ def test_memory_threads_and_tutorial_skip(tmp_path):
     path = tmp_path / "bench.json"
     big = 80
     p = _run_cli(["--lengths", str(big), "--dtypes", "float32", "--skip",
-                  "torch,matmul,tiny", "--repeat", "1", "--memory-length", "1024",
+                  "torch,matmul,tiny,mha", "--repeat", "1", "--memory-length", "1024",
                   "--threads-length", "32",
                   "--tutorial-max-length", "64", "--json", str(path)])
     assert p.returncode == 0, p.stdout + p.stderr
@@ -113,12 +114,12 @@ def test_memory_threads_and_tutorial_skip(tmp_path):
 
 def test_wrong_kernel_is_caught_and_not_timed(monkeypatch, tmp_path, capsys):
     def wrong(Q, K, V, *, causal=False, **kw):      # the opposite causality
-        mask = _bench.tutorial_causal_mask(Q.shape[-2]) if not causal else None
-        return _bench.tutorial_sdpa(Q, K, V, mask)[0]
+        mask = tutorial.tutorial_causal_mask(Q.shape[-2]) if not causal else None
+        return tutorial.tutorial_sdpa(Q, K, V, mask)[0]
 
-    monkeypatch.setattr(_bench, "_attention_override", wrong)
+    monkeypatch.setattr(config, "_attention_override", wrong)
     path = tmp_path / "bench.json"
-    rc = _bench.main(["--quick", "--lengths", "8", "--dtypes", "float64",
+    rc = bench.main(["--quick", "--lengths", "8", "--dtypes", "float64",
                       "--skip", "torch,matmul", "--json", str(path)])
     out = capsys.readouterr().out
     assert rc == 1
@@ -134,9 +135,9 @@ def test_wrong_kernel_is_caught_and_not_timed(monkeypatch, tmp_path, capsys):
 def test_tutorial_code_is_the_tutorials_formula():
     rng = np.random.default_rng(0)
     Q, K, V = (rng.standard_normal((2, 5, 3)) for _ in range(3))
-    mask = _bench.tutorial_causal_mask(5)
+    mask = tutorial.tutorial_causal_mask(5)
     assert np.array_equal(mask, np.tril(np.ones((5, 5))))
-    out, w = _bench.tutorial_sdpa(Q, K, V, mask)
+    out, w = tutorial.tutorial_sdpa(Q, K, V, mask)
     s = Q @ K.transpose(0, 2, 1) / np.sqrt(3)
     s = np.where(mask == 0, -1e9, s)
     e = np.exp(s - s.max(-1, keepdims=True))
@@ -145,27 +146,27 @@ def test_tutorial_code_is_the_tutorials_formula():
     np.testing.assert_allclose(out, w_ref @ V, rtol=1e-14, atol=1e-15)
     assert np.all(np.triu(w[0], 1) == 0)
     # the guard's sampled rows are exactly those rows of the full tutorial call
-    rows = _bench._guard_rows(5)
-    assert np.array_equal(_bench._tutorial_rows(Q, K, V, True, rows[1:3]), out[:, rows[1:3]])
-    assert np.array_equal(_bench._tutorial_rows(Q, K, V, False, rows),
-                          _bench.tutorial_sdpa(Q, K, V)[0][:, rows])
+    rows = tutorial._guard_rows(5)
+    assert np.array_equal(tutorial._tutorial_rows(Q, K, V, True, rows[1:3]), out[:, rows[1:3]])
+    assert np.array_equal(tutorial._tutorial_rows(Q, K, V, False, rows),
+                          tutorial.tutorial_sdpa(Q, K, V)[0][:, rows])
 
 
 def test_usage_errors_and_help(capsys):
-    assert _bench.main(["--help"]) == 0
+    assert bench.main(["--help"]) == 0
     assert "--quick" in capsys.readouterr().out
-    assert _bench.main(["--skip", "nonsense"]) == 2
-    assert _bench.main(["--quick", "--full"]) == 2
-    assert _bench.main(["--dtypes", "float16"]) == 2
+    assert bench.main(["--skip", "nonsense"]) == 2
+    assert bench.main(["--quick", "--full"]) == 2
+    assert bench.main(["--dtypes", "float16"]) == 2
     assert "--dtypes" in capsys.readouterr().err
 
 
 def test_matmul_sampled_with_the_target_rows(monkeypatch, tmp_path, capsys):
     """At the shapes of the '% of matmul' targets, np.matmul is sampled
     interleaved with the contenders and that rate is what %mm divides by."""
-    monkeypatch.setattr(_bench, "MM_TARGET_CASES", {("float64", False, 16)})
+    monkeypatch.setattr(config, "MM_TARGET_CASES", {("float64", False, 16)})
     path = tmp_path / "bench.json"
-    rc = _bench.main(["--quick", "--lengths", "16", "--dtypes", "float64", "--skip",
+    rc = bench.main(["--quick", "--lengths", "16", "--dtypes", "float64", "--skip",
                       "torch,tiny", "--repeat", "2", "--matmul-size", "300", "--json", str(path)])
     out = capsys.readouterr().out
     assert rc == 0, out
@@ -174,8 +175,8 @@ def test_matmul_sampled_with_the_target_rows(monkeypatch, tmp_path, capsys):
     mm = plain["matmul_interleaved"]
     assert mm["samples"] == 2 and mm["gflops"] > 0
     assert "matmul_interleaved" not in causal
-    assert _bench._mm_rate(plain, R["matmul"]) == mm["gflops"]
-    assert _bench._mm_rate(causal, R["matmul"]) == R["matmul"]["float64"]["gflops"]
+    assert targets._mm_rate(plain, R["matmul"]) == mm["gflops"]
+    assert targets._mm_rate(causal, R["matmul"]) == R["matmul"]["float64"]["gflops"]
     row = [ln for ln in out.splitlines() if ln.startswith("float64  none ")][0]
     assert row.rstrip().endswith("*  ok")
     assert "*: %mm against np.matmul 300x300 sampled interleaved" in out
@@ -194,7 +195,7 @@ def _synthetic_run(matmul_size, attnpy_gf, mm_gf, x_tutorial, guard_ok=True):
 def test_targets_judge_the_measured_figures():
     name = "float64 (1,12,1024,64) non-causal"          # >= 2.5x and >= 55 % of matmul
     def status(*a, **k):
-        return {t["target"]: t for t in _bench.evaluate_targets(_synthetic_run(*a, **k))}[name]
+        return {t["target"]: t for t in targets.evaluate_targets(_synthetic_run(*a, **k))}[name]
     assert status(2048, 56.0, 100.0, 2.6)["status"] == "PASS"
     assert "56% of matmul (56.0 / 100.0 GF/s)" in status(2048, 56.0, 100.0, 2.6)["measured"]
     assert status(2048, 54.0, 100.0, 2.6)["status"] == "FAIL"     # too far from matmul
@@ -203,6 +204,35 @@ def test_targets_judge_the_measured_figures():
     # a matmul yardstick of another size than the target's is not judged
     assert status(300, 56.0, 100.0, 2.6)["status"] == "SKIP"
     # torch missing: N/A; shapes not in the run: SKIP
-    by = {t["target"]: t["status"] for t in _bench.evaluate_targets(_synthetic_run(2048, 1, 1, 1))}
+    by = {t["target"]: t["status"] for t in targets.evaluate_targets(_synthetic_run(2048, 1, 1, 1))}
     assert by["ahead of torch SDPA: float32 (1,12,1024,64) causal"] == "SKIP"
     assert len(by) == TARGET_COUNT
+
+
+def test_mha_part_on_small_shapes(capsys):
+    """The MultiHeadAttention part: class, by hand and (here) torch timed
+    side by side, their outputs compared, memory measured in a child."""
+    args, cfg = bench.cli._parse(["--quick", "--repeat", "1"])
+    env = bench.env.Env(args)
+    try:
+        res = mha.bench_mha(env, cfg, 1, shapes=[(64, 16, 2, False),
+                                                     (64, 16, 2, True)], long_L=128)
+    finally:
+        env.close()
+    out = capsys.readouterr().out
+    assert "MultiHeadAttention, float32 self-attention" in out
+    assert len(res["shapes"]) == 2
+    for r in res["shapes"]:
+        assert set(r["results"]) >= {"class", "by hand"}
+        assert r["max_rel_err"] < 1e-5
+        assert r["mem_class"]["peak_bytes"] > 0 and r["mem_by_hand"]["peak_bytes"] > 0
+    assert res["long"]["mem_class"]["peak_bytes"] > 0
+
+
+def test_only_runs_the_named_parts(capsys):
+    rc = bench.main(["--quick", "--only", "tiny", "--skip", "torch", "--repeat", "1"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "tiny: Q, K, V" in out and "attention, (B,H,L,E)" not in out
+    assert "machine matmul" not in out
+    assert bench.main(["--only", "nonsense"]) == 2

@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 import attnpy
-from attnpy import _trace
-from attnpy._trace import explain, show
+from attnpy import teach
+from attnpy.teach import explain, show
+from attnpy.teach.cli import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -174,7 +175,7 @@ def test_trace_keeps_its_own_copy_and_errors_name_explain():
 
 def test_explain_is_attnpy_explain():
     assert attnpy.explain is explain
-    assert attnpy.AttentionTrace is _trace.AttentionTrace
+    assert attnpy.AttentionTrace is teach.AttentionTrace
     assert attnpy.show is show
 
 
@@ -590,7 +591,7 @@ def test_docs_heatmap_regenerates(agg, tmp_path):
 # ---------------------------------------------------------------------------
 
 def test_cli_walkthrough(capsys):
-    assert _trace.cli(["--tokens", "the cat sat"]) == 0
+    assert cli(["--tokens", "the cat sat"]) == 0
     text = capsys.readouterr().out
     assert table_after(text, "Step 1.")["cat"] == T000_SCORES[1]
     assert table_after(text, "Step 2.")["sat"] == T000_SCALED[2]
@@ -598,7 +599,7 @@ def test_cli_walkthrough(capsys):
 
 
 def test_cli_causal_decimals_focus(capsys):
-    assert _trace.cli(["--tokens", "the cat sat", "--causal", "--decimals",
+    assert cli(["--tokens", "the cat sat", "--causal", "--decimals",
                        "2", "--focus", "cat"]) == 0
     text = capsys.readouterr().out
     w = np.round(np_softmax(np.array([0.235, 0.425])), 2).tolist()
@@ -609,19 +610,19 @@ def test_cli_causal_decimals_focus(capsys):
 
 
 def test_cli_other_inputs_and_errors(capsys):
-    assert _trace.cli(["--example", "causal-table"]) == 0
+    assert cli(["--example", "causal-table"]) == 0
     text = capsys.readouterr().out
     assert table_after(text, "Step 4.")["cat"] == T003_WEIGHTS[1]
-    assert _trace.cli(["--x", "1 0; 0 1", "--tokens", "yes no"]) == 0
+    assert cli(["--x", "1 0; 0 1", "--tokens", "yes no"]) == 0
     assert "yes" in capsys.readouterr().out
-    assert _trace.cli(["--tokens", "a b c d e", "--seed", "1"]) == 0
+    assert cli(["--tokens", "a b c d e", "--seed", "1"]) == 0
     assert "L = 5 queries" in capsys.readouterr().out
-    assert _trace.cli(["--bogus"]) == 2
-    assert _trace.cli(["--decimals", "99"]) == 2
-    assert _trace.cli(["--x", "1 2; 3"]) == 2
-    assert _trace.cli(["--focus", "dog"]) == 2
+    assert cli(["--bogus"]) == 2
+    assert cli(["--decimals", "99"]) == 2
+    assert cli(["--x", "1 2; 3"]) == 2
+    assert cli(["--focus", "dog"]) == 2
     assert "no query token" in capsys.readouterr().err
-    assert _trace.cli(["--help"]) == 0
+    assert cli(["--help"]) == 0
 
 
 def test_cli_subprocess():

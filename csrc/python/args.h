@@ -140,6 +140,7 @@ void ap_init_threads(void);
 
 /* ---- the families' method tables, added to the module by module.c -------- */
 extern PyMethodDef ap_attention_methods[];
+extern PyMethodDef ap_decode_methods[];
 extern PyMethodDef ap_elementwise_methods[];
 extern PyMethodDef ap_heads_methods[];
 extern PyMethodDef ap_layer_methods[];

@@ -2,13 +2,14 @@
  * test_decode.c -- C tests of the decoding parts of the core, without
  * Python:
  *
- *   the split-K decode path of attn_sdpa (1 <= L <= 8; L = 9 for the
- *     boundary) on every instruction set this CPU has, against the naive
+ *   the split-K decode path of attn_sdpa (1 <= L <= 4; L = 5 and 8 for
+ *     the boundary) on every instruction set this CPU has, against the naive
  *     oracle, over random problems whose keys span many chunks: every
  *     layout, mask (also padding masks that leave whole chunks empty),
  *     bias, causal alignment, fully_masked policy, weights and raw scores;
  *     bitwise the same for 1, 2, 3 and 5 threads, and out the same bits
- *     with and without weights; a long single-head sequence (S = 65553)
+ *     with and without weights; a long single-head sequence (S = 65553);
+ *     the poll / cancel protocol
  *   attn_merge: attention over key ranges merged by lse equals attention
  *     over all keys; all -inf rows give 0 and -inf; NaN propagates
  *   attn_rope: both conventions against the formula, in place, strided
@@ -34,7 +35,7 @@
 /* a random decode problem: few rows, keys spanning many chunks            */
 static void prob_decode(prob *t, size_t max_s)
 {
-    static const size_t Ls[] = {1, 1, 1, 2, 3, 4, 7, 8, 9};
+    static const size_t Ls[] = {1, 1, 1, 2, 3, 4, 4, 5, 8};
     static const size_t Ss[] = {0,   1,   15,  16,   17,   100, 255,
                                 256, 257, 700, 1500, 3000, 5000};
     static const size_t Es[] = {0, 1, 3, 8, 16, 17, 64, 128};
@@ -121,6 +122,32 @@ static void test_decode_long(const char *isa)
         check_threads(&t, isa);
         prob_free(&t);
     }
+}
+
+/* the calling thread polls between items; a nonzero answer stops the call */
+static void test_decode_poll(void)
+{
+    prob t;
+    prob_simple(&t, ATTN_F32, 8, 1, 20000, 16, 16); /* 8 x 20 key chunks */
+    prob_outputs(&t, 1, 0); /* with weights: their pass polls too       */
+    run_naive(&t);
+    prob_target(&t, 0);
+    long long saved = attn__poll_interval_ns;
+    attn__poll_interval_ns = 0; /* poll after every work item */
+    attn_exec ex = {1, poll_fn, NULL};
+    poll_count = 0;
+    poll_stop_after = 1000000;
+    CHECK(attn_sdpa(&t.p, &ex) == ATTN_OK && poll_count >= 320,
+          "decode: poll after every item of both passes (%d polls)",
+          poll_count);
+    poll_count = 0;
+    poll_stop_after = 3;
+    attn_status st = attn_sdpa(&t.p, &ex);
+    CHECK(st == ATTN_EINTERRUPTED && poll_count == 4,
+          "decode: a nonzero poll stops the call (status %d, %d polls)",
+          (int)st, poll_count);
+    attn__poll_interval_ns = saved;
+    prob_free(&t);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -369,6 +396,7 @@ int main(int argc, char **argv)
     attn__min_flops_per_thread = 0; /* use threads even on tiny problems */
     test_rope();
     test_merge();
+    test_decode_poll();
     static const char *isas[] = {"portable", "avx2", "avx512"};
     for (int i = 0; i < 3; i++) {
         if (attn_set_isa(isas[i]) != 0) {

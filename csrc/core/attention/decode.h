@@ -31,8 +31,11 @@
 #include "attention/kern.h"
 
 /* attn_sdpa takes the decode path when 1 <= L <= this (from the shape
- * alone: the choice never depends on threads, strides or outputs)       */
-#define ATTN_DECODE_MAX_L 8
+ * alone: the choice never depends on threads, strides or outputs). Each
+ * row costs the decoder a pass over the chunk (from L2); measured here
+ * (Zen 5, 2 threads), at L = 4 it still beats the tile on every shape
+ * tried but one in cache, at L = 8 the tile wins whenever K/V fit in L3. */
+#define ATTN_DECODE_MAX_L 4
 
 typedef struct {
     const attn_problem *p;

@@ -141,6 +141,8 @@ TI void SFX(dk_pv_group)(const int NV, T *o, const T *pr, const T *v,
         VSTOREU(o + (size_t)c * W, VMUL(acc[c], vinv));
 }
 
+/* value columns in groups of DK_NV vectors, then one group of the rest
+ * (one pass over the keys each); every column sums its keys in order    */
 TF void SFX(dk_pv)(T *o, const T *pr, const T *v, ptrdiff_t vs, size_t n,
                    size_t Ev, T inv)
 {
@@ -148,8 +150,19 @@ TF void SFX(dk_pv)(T *o, const T *pr, const T *v, ptrdiff_t vs, size_t n,
     size_t c = 0;
     for (; c + DK_NV * W <= Ev; c += DK_NV * W)
         SFX(dk_pv_group)(DK_NV, o + c, pr, v + c, vs, n, vinv);
-    for (; c + W <= Ev; c += W)
-        SFX(dk_pv_group)(1, o + c, pr, v + c, vs, n, vinv);
+    switch ((Ev - c) / W) {
+#define PV_REST_(nv)                                                           \
+    case nv:                                                                   \
+        SFX(dk_pv_group)((nv) < DK_NV ? (nv) : 1, o + c, pr, v + c, vs, n,     \
+                         vinv);                                                \
+        break;
+        PV_REST_(1) PV_REST_(2) PV_REST_(3) PV_REST_(4) PV_REST_(5)
+        PV_REST_(6) PV_REST_(7)
+#undef PV_REST_
+    default:
+        break;
+    }
+    c += (Ev - c) / W * W;
     for (; c < Ev; c++) {
         T a = 0;
         for (size_t j = 0; j < n; j++)
@@ -324,19 +337,4 @@ TF void SFX(dweights)(const attn_dplan *dp, void *scratch, size_t b,
 #undef DBOFF_
 
 /* the template's parameters, defined by the including files */
-#undef T
-#undef VT
-#undef W
-#undef SFX
-#undef VZERO
-#undef VSET1
-#undef VLOADU
-#undef VSTOREU
-#undef VFMA
-#undef VMUL
-#undef VADD
-#undef VSUB
-#undef VMAX
-#undef VEXP
-#undef VSAFE
-#undef VRSUM
+#include "attention/vec_undef.h"

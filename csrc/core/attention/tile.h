@@ -791,18 +791,4 @@ TF void SFX(exp_array)(T *y, const T *x, size_t n)
 #undef BLK_MIXED
 
 /* the template's parameters, defined by the including file */
-#undef T
-#undef VT
-#undef W
-#undef SFX
-#undef VZERO
-#undef VSET1
-#undef VLOADU
-#undef VSTOREU
-#undef VFMA
-#undef VMUL
-#undef VADD
-#undef VSUB
-#undef VMAX
-#undef VEXP
-#undef VSAFE
+#include "attention/vec_undef.h"

@@ -115,7 +115,6 @@ static inline __attribute__((always_inline)) ATTR double hsum4_f64(__m256d v)
 #endif /* ATTNPY_VEC_AVX2_H */
 
 /* ---- the template parameters of one element type ---- */
-#undef VRSUM /* not in tile.h's #undef list */
 #if ATTN_VEC_F64
 #define T double
 #define VT __m256d

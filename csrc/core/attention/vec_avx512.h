@@ -92,7 +92,6 @@ static inline __attribute__((always_inline)) ATTR __m512d safe8_f64(__m512d m)
 #endif /* ATTNPY_VEC_AVX512_H */
 
 /* ---- the template parameters of one element type ---- */
-#undef VRSUM /* not in tile.h's #undef list */
 #if ATTN_VEC_F64
 #define T double
 #define VT __m512d

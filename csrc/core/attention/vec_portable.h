@@ -166,7 +166,6 @@ static inline pvd pd_exp(pvd a)
 #endif /* ATTNPY_VEC_PORTABLE_H */
 
 /* ---- the template parameters of one element type ---- */
-#undef VRSUM /* not in tile.h's #undef list */
 #if ATTN_VEC_F64
 #define T double
 #define VT pvd

@@ -1,0 +1,86 @@
+"""Timing: contenders sampled interleaved, medians and IQR.
+
+Every contender is warmed up, then the contenders are run interleaved
+(a, b, c, a, b, c, ...) so that machine noise hits all alike. Before each
+sample the machine is left idle for a moment (``settle_s``, --settle):
+OpenBLAS's and OpenMP's idle workers spin for up to ~0.1 s after a call,
+and without the pause that spinning would be charged to whichever
+contender runs next.
+"""
+import gc
+import math
+import time
+
+import numpy as np
+
+
+class Contender:
+    """One thing to time: fn() does one call; setup() (untimed) runs before
+    every sample."""
+
+    def __init__(self, name, fn, setup=None):
+        self.name, self.fn, self.setup = name, fn, setup
+
+
+def _percentiles(samples):
+    q1, med, q3 = np.percentile(np.asarray(samples, dtype=float), [25, 50, 75])
+    return float(q1), float(med), float(q3)
+
+
+def _stats(samples, number):
+    q1, med, q3 = _percentiles(samples)
+    return {"median_s": med, "q1_s": q1, "q3_s": q3,
+            "iqr_rel": (q3 - q1) / med if med > 0 else 0.0,
+            "samples": len(samples), "calls_per_sample": number}
+
+
+def _estimate(c):
+    """Seconds per call of an already warmed-up contender (one extra call,
+    or a short loop when calls are fast)."""
+    if c.setup:
+        c.setup()
+    n, total = 0, 0.0
+    while total < 0.01 and n < 10000:
+        t0 = time.perf_counter()
+        c.fn()
+        total += time.perf_counter() - t0
+        n += 1
+    return total / n
+
+
+def time_interleaved(contenders, est, cfg, repeat=None):
+    """Median seconds per call of each contender, sampled interleaved.
+
+    est: {name: estimated seconds per call}. A sample is `number` calls
+    (enough to last cfg.min_sample_s); samples per contender: --repeat, or as
+    many as fit in cfg.budget, within [min_samples, max_samples].
+    """
+    number = {c.name: max(1, min(100000, math.ceil(cfg["min_sample_s"] / max(est[c.name], 1e-9))))
+              for c in contenders}
+    round_s = sum(number[c.name] * est[c.name] for c in contenders)
+    if repeat:
+        nsamples = max(1, int(repeat))
+    else:
+        nsamples = int(cfg["budget"] / max(round_s, 1e-9))
+        nsamples = max(cfg["min_samples"], min(cfg["max_samples"], nsamples))
+    samples = {c.name: [] for c in contenders}
+    settle = cfg.get("settle_s", 0.0) if len(contenders) > 1 else 0.0
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(nsamples):
+            for c in contenders:
+                if c.setup:
+                    c.setup()
+                k = number[c.name]
+                fn = c.fn
+                if settle:
+                    time.sleep(settle)  # let the last contender's pool idle
+                t0 = time.perf_counter()
+                for _ in range(k):
+                    fn()
+                samples[c.name].append((time.perf_counter() - t0) / k)
+    finally:
+        if gc_was:
+            gc.enable()
+    return {c.name: _stats(samples[c.name], number[c.name]) for c in contenders}

@@ -1,0 +1,212 @@
+/*
+ * python/decode.c -- bindings of the decoding family: rope
+ * (attnpy.rotary_embedding) and merge (attnpy.merge_attention). The
+ * split-K decode kernel needs no binding of its own: attention's sdpa
+ * reaches it through attn_sdpa.
+ */
+#include "args.h"
+
+/* ------------------------------------------------------------------------ */
+/* rope(x, out, offset, base, interleaved, fname): x (..., T, E), E even     */
+/* ------------------------------------------------------------------------ */
+static PyObject *core_rope(PyObject *Py_UNUSED(mod), PyObject *const *args,
+                           Py_ssize_t nargs)
+{
+    ap_unary u = {0};
+    int ok = 0;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "rope() takes 6 arguments");
+        return NULL;
+    }
+    const char *fname = PyUnicode_AsUTF8(args[5]);
+    if (!fname)
+        return NULL;
+    double offset = PyFloat_AsDouble(args[2]);
+    double base = PyFloat_AsDouble(args[3]);
+    int interleaved = PyObject_IsTrue(args[4]);
+    if (PyErr_Occurred() || interleaved < 0)
+        return NULL;
+    if (!(u.raw = as_real_array(args[0], fname, "x")))
+        goto fail;
+    int nd = PyArray_NDIM(u.raw);
+    if (nd < 2 || PyArray_DIM(u.raw, nd - 1) % 2) {
+        PyObject *s = shape_of(u.raw);
+        if (s && nd < 2)
+            PyErr_Format(PyExc_ValueError, "%s: x must have at least 2 "
+                         "dimensions (..., T, E), got shape %R", fname, s);
+        else if (s)
+            PyErr_Format(PyExc_ValueError, "%s: x has %zd features (an odd "
+                         "number); RoPE turns pairs (x.shape=%R)", fname,
+                         (Py_ssize_t)PyArray_DIM(u.raw, nd - 1), s);
+        Py_XDECREF(s);
+        goto fail;
+    }
+    u.typenum = compute_type_of(PyArray_DESCR(u.raw));
+    if (!(u.x = as_type(u.raw, u.typenum, fname, "x")) ||
+        ap_unary_dest(&u, args[1], fname, nd, PyArray_DIMS(u.x), 1) < 0)
+        goto fail;
+    ptrdiff_t st[2][NPY_MAXDIMS];
+    if (ensure_elem_strides(&u.x, st[0]) < 0 || elem_strides(u.dst, st[1]) < 0)
+        goto fail;
+    size_t B = 1;
+    for (int d = 0; d < nd - 2; d++)
+        B *= (size_t)PyArray_DIM(u.x, d);
+    const size_t T = (size_t)PyArray_DIM(u.x, nd - 2);
+    const size_t E = (size_t)PyArray_DIM(u.x, nd - 1);
+    if (B > 0 && T > 0 && E > 0) {
+        if (!(u.offs = alloc_offsets(2, B)))
+            goto fail;
+        fill_offsets(nd - 2, PyArray_DIMS(u.x), 2, st, u.offs, B);
+        attn_mat mi = mat_of(u.x, u.offs, st[0], nd);
+        attn_mat mo = mat_of(u.dst, u.offs + B, st[1], nd);
+        attn_status s;
+        AP_RUN_NOGIL(s, attn_rope(dtype_of(u.typenum), mo, mi, B, T, E,
+                                  offset, base, interleaved));
+        if (raise_status(s, fname) < 0)
+            goto fail;
+    }
+    ok = 1;
+fail:
+    return ap_unary_finish(&u, ok);
+}
+
+/* ------------------------------------------------------------------------ */
+/* merge(outs, lses, fname): lists of K >= 1 arrays, already broadcast by   */
+/* the wrapper to (..., L, Ev) and (..., L). Returns (out, lse).              */
+/* ------------------------------------------------------------------------ */
+typedef struct {
+    Py_ssize_t K, n;         /* n = 2K partials + out + lse            */
+    PyArrayObject **raw;     /* [n]: as given (partials only)          */
+    PyArrayObject **arr;     /* [n]: compute type (out, lse: results)  */
+    attn_mat *mats;          /* [n]                                    */
+    ptrdiff_t *offs;         /* [n * B]                                */
+} merge_call;
+
+static void merge_free(merge_call *c)
+{
+    for (Py_ssize_t i = 0; c->raw && i < c->n; i++) {
+        Py_XDECREF(c->raw[i]);
+        Py_XDECREF(c->arr[i]);
+    }
+    PyMem_Free(c->raw);
+    PyMem_Free(c->mats);
+    PyMem_RawFree(c->offs);
+}
+
+/* partial i (outs[k] for i < K, lses[i - K] after) in the compute type    */
+static int merge_inputs(merge_call *c, PyObject *lo, PyObject *ll,
+                        const char *fname)
+{
+    char name[40];
+    for (Py_ssize_t i = 0; i < 2 * c->K; i++) {
+        PyObject *item = i < c->K ? PyList_GET_ITEM(lo, i)
+                                  : PyList_GET_ITEM(ll, i - c->K);
+        PyOS_snprintf(name, sizeof name, "%s[%zd]", i < c->K ? "outs" : "lses",
+                 i < c->K ? i : i - c->K);
+        if (!(c->raw[i] = as_real_array(item, fname, name)))
+            return -1;
+    }
+    PyArray_Descr *rt = PyArray_ResultType((npy_intp)(2 * c->K), c->raw, 0,
+                                           NULL);
+    if (!rt)
+        return -1;
+    int typenum = compute_type_of(rt);
+    Py_DECREF(rt);
+    if (typenum < 0) {
+        PyErr_Format(PyExc_TypeError, "%s: outs and lses have no common real "
+                     "dtype", fname);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < 2 * c->K; i++)
+        if (!(c->arr[i] = as_type(c->raw[i], typenum, fname,
+                                  i < c->K ? "outs" : "lses")))
+            return -1;
+    return typenum;
+}
+
+static PyObject *core_merge(PyObject *Py_UNUSED(mod), PyObject *const *args,
+                            Py_ssize_t nargs)
+{
+    merge_call c = {0};
+    PyObject *result = NULL;
+    if (nargs != 3 || !PyList_Check(args[0]) || !PyList_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "merge() takes 2 lists and a name");
+        return NULL;
+    }
+    const char *fname = PyUnicode_AsUTF8(args[2]);
+    if (!fname)
+        return NULL;
+    c.K = PyList_GET_SIZE(args[0]);
+    if (c.K < 1 || PyList_GET_SIZE(args[1]) != c.K) {
+        PyErr_Format(PyExc_ValueError, "%s: need as many lses as outs, at "
+                     "least one", fname);
+        return NULL;
+    }
+    c.n = 2 * c.K + 2;
+    c.raw = PyMem_Calloc((size_t)c.n * 2, sizeof *c.raw);
+    c.mats = PyMem_Calloc((size_t)c.n, sizeof *c.mats);
+    if (!c.raw || !c.mats) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    c.arr = c.raw + c.n;
+    int typenum = merge_inputs(&c, args[0], args[1], fname);
+    if (typenum < 0)
+        goto fail;
+    /* shapes: the wrapper broadcast them; outs[0] gives (..., L, Ev) */
+    PyArrayObject *o0 = c.arr[0];
+    const int nd = PyArray_NDIM(o0);
+    const npy_intp *dims = PyArray_DIMS(o0);
+    for (Py_ssize_t i = 0; i < 2 * c.K; i++) {
+        const int ndi = i < c.K ? nd : nd - 1;
+        int same = nd >= 2 && PyArray_NDIM(c.arr[i]) == ndi;
+        for (int d = 0; same && d < ndi; d++)
+            same = PyArray_DIM(c.arr[i], d) == dims[d];
+        if (!same) {
+            char msg[200];
+            PyOS_snprintf(msg, sizeof msg, "%s: the parts' shapes do not "
+                          "match", fname);
+            err_shapes2(PyExc_ValueError, msg, "outs[0]", o0,
+                        i < c.K ? "outs[k]" : "lses[k]", c.arr[i]);
+            goto fail;
+        }
+    }
+    if (!(c.arr[c.n - 2] = new_result(nd, dims, typenum, fname, "out")) ||
+        !(c.arr[c.n - 1] = new_result(nd - 1, dims, typenum, fname, "lse")))
+        goto fail;
+    size_t B = 1;
+    for (int d = 0; d < nd - 2; d++)
+        B *= (size_t)dims[d];
+    const size_t L = (size_t)dims[nd - 2], Ev = (size_t)dims[nd - 1];
+    if (B > 0 && L > 0) {
+        if (!(c.offs = alloc_offsets((size_t)c.n, B)))
+            goto fail;
+        for (Py_ssize_t i = 0; i < c.n; i++) {
+            ptrdiff_t st[1][NPY_MAXDIMS];
+            if (ensure_elem_strides(&c.arr[i], st[0]) < 0)
+                goto fail;
+            fill_offsets(nd - 2, dims, 1, st, c.offs + (size_t)i * B, B);
+            if (!(i < c.K || i == c.n - 2))
+                st[0][nd - 1] = 0; /* an lse (..., L): no column stride */
+            c.mats[i] = mat_of(c.arr[i], c.offs + (size_t)i * B, st[0], nd);
+        }
+        attn_status s;
+        AP_RUN_NOGIL(s, attn_merge(dtype_of(typenum), (size_t)c.K, B, L, Ev,
+                                   c.mats[c.n - 2], c.mats[c.n - 1], c.mats,
+                                   c.mats + c.K));
+        if (raise_status(s, fname) < 0)
+            goto fail;
+    }
+    result = PyTuple_Pack(2, (PyObject *)c.arr[c.n - 2],
+                          (PyObject *)c.arr[c.n - 1]);
+fail:
+    merge_free(&c);
+    return result;
+}
+
+PyMethodDef ap_decode_methods[] = {
+    {"rope", AP_FASTCALL(core_rope), METH_FASTCALL,
+     "rope(x, out, offset, base, interleaved, fname)"},
+    {"merge", AP_FASTCALL(core_merge), METH_FASTCALL,
+     "merge(outs, lses, fname) -> (out, lse)"},
+    {NULL, NULL, 0, NULL}};

@@ -1,0 +1,362 @@
+"""Decoding: the split-K decode path of attention, rotary_embedding,
+merge_attention, KVCache and the token-by-token example.
+
+rotary_embedding is checked against two NumPy implementations written the
+way models write them (complex rotation for GPT-J's interleaved pairs,
+``x * cos + rotate_half(x) * sin`` for GPT-NeoX / Llama), merge_attention
+against attention over all keys, the decode path against the reference
+and bitwise over thread counts.
+"""
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+import attnpy
+from attnpy import reference as ref
+
+from _arrays import TOLERANCES, all_arrays, layouts, snapshot, strided_empty
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def close(got, want, dtype=None):
+    rtol, atol = TOLERANCES[np.dtype(dtype or got.dtype)]
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+# ---------------------------------------------------------------------------
+# RoPE: NumPy implementations of both conventions, as models write them
+# ---------------------------------------------------------------------------
+
+def _angles(T, E, offset, base):
+    inv_freq = 1.0 / base ** (np.arange(0, E, 2, dtype=np.float64) / E)
+    return np.outer(offset + np.arange(T), inv_freq)          # (T, E/2)
+
+
+def rope_gptj(x, offset=0, base=10000.0):
+    """Interleaved pairs as complex numbers times e^(i theta)."""
+    T, E = x.shape[-2:]
+    z = x[..., 0::2].astype(np.float64) + 1j * x[..., 1::2]
+    z = z * np.exp(1j * _angles(T, E, offset, base))
+    y = np.empty(x.shape, np.float64)
+    y[..., 0::2], y[..., 1::2] = z.real, z.imag
+    return y
+
+
+def rope_neox(x, offset=0, base=10000.0):
+    """Llama / GPT-NeoX: x * cos + rotate_half(x) * sin."""
+    T, E = x.shape[-2:]
+    th = _angles(T, E, offset, base)
+    cos = np.concatenate([np.cos(th)] * 2, axis=-1)
+    sin = np.concatenate([np.sin(th)] * 2, axis=-1)
+    x = x.astype(np.float64)
+    x1, x2 = x[..., :E // 2], x[..., E // 2:]
+    return x * cos + np.concatenate([-x2, x1], axis=-1) * sin
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rope_reference_matches_numpy_models(interleaved, dtype):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 7, 16)).astype(dtype)
+    model = rope_gptj if interleaved else rope_neox
+    for offset, base in ((0, 10000.0), (5, 10000.0), (1000, 500000.0)):
+        want = model(x, offset, base)
+        got = ref.rotary_embedding(x, offset=offset, base=base,
+                                   interleaved=interleaved)
+        assert got.dtype == dtype
+        close(got, want)
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rope_matches_reference_and_models(interleaved, dtype):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3, 2, 9, 32)).astype(dtype)
+    model = rope_gptj if interleaved else rope_neox
+    for offset in (0, 1, 77):
+        got = attnpy.rotary_embedding(x, offset=offset,
+                                      interleaved=interleaved)
+        assert got.dtype == dtype and got.shape == x.shape
+        close(got, ref.rotary_embedding(x, offset=offset,
+                                        interleaved=interleaved))
+        close(got, model(x, offset))
+
+
+def test_rope_generated_arrays_match_reference():
+    rng = np.random.default_rng(10)
+    shapes = [(3, 4), (2, 3, 6), (2, 1, 3, 8), (0, 4), (3, 0), (2, 0, 2)]
+    for desc, x in all_arrays(rng, shapes=shapes):
+        before = snapshot(x)
+        got = attnpy.rotary_embedding(x, offset=3, interleaved=True)
+        want = ref.rotary_embedding(x, offset=3, interleaved=True)
+        assert got.dtype == want.dtype and got.shape == want.shape, desc
+        close(got, want)
+        assert snapshot(x) == before, desc   # the input is left alone
+        out = strided_empty(x.shape, want.dtype)
+        assert attnpy.rotary_embedding(x, offset=3, interleaved=True,
+                                       out=out) is out
+        close(out, want)
+
+
+def test_rope_positions_offset_and_relative_angle():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((4, 10, 8))
+    full = attnpy.rotary_embedding(x)
+    # the tail of a sequence is the sequence started at an offset
+    np.testing.assert_allclose(attnpy.rotary_embedding(x[:, 6:], offset=6),
+                               full[:, 6:], rtol=1e-14, atol=1e-14)
+    # q_m . k_n depends on m - n only
+    q, k = rng.standard_normal((2, 8))
+    rq = attnpy.rotary_embedding(np.tile(q, (30, 1)))
+    rk = attnpy.rotary_embedding(np.tile(k, (30, 1)))
+    d1, d2 = rq[12] @ rk[9], rq[25] @ rk[22]
+    assert abs(d1 - d2) < 1e-12 and abs(d1 - q @ k) > 1e-3
+    # a rotation keeps the norm of every pair
+    np.testing.assert_allclose(np.linalg.norm(full, axis=-1),
+                               np.linalg.norm(x, axis=-1), rtol=1e-13)
+
+
+def test_rope_in_place_out_and_layouts():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 5, 12)).astype(np.float32)
+    want = attnpy.rotary_embedding(x)
+    # a transposed (non-contiguous) view, rotated in place
+    buf = np.ascontiguousarray(np.swapaxes(x, -1, -2))
+    view = np.swapaxes(buf, -1, -2)
+    assert attnpy.rotary_embedding(view, out=view) is view
+    assert view.tobytes() == want.tobytes()
+    out = np.empty_like(x)
+    assert attnpy.rotary_embedding(x, out=out) is out
+    assert out.tobytes() == want.tobytes()
+    # other dtypes convert: float16 -> float32, int -> float64
+    assert attnpy.rotary_embedding(x.astype(np.float16)).dtype == np.float32
+    xi = np.arange(24).reshape(2, 12)
+    close(attnpy.rotary_embedding(xi), ref.rotary_embedding(xi))
+
+
+def test_rope_errors():
+    with pytest.raises(ValueError, match=r"rotary_embedding.*odd.*\(2, 5\)"):
+        attnpy.rotary_embedding(np.zeros((2, 5)))
+    with pytest.raises(ValueError, match="rotary_embedding"):
+        ref.rotary_embedding(np.zeros((2, 5)))
+    with pytest.raises(ValueError, match="rotary_embedding: x"):
+        attnpy.rotary_embedding(np.zeros(4))
+    with pytest.raises(TypeError, match="rotary_embedding: x"):
+        attnpy.rotary_embedding(np.zeros((2, 4), np.complex128))
+    with pytest.raises(ValueError, match="rotary_embedding: offset"):
+        attnpy.rotary_embedding(np.zeros((2, 4)), offset=-1)
+    with pytest.raises(ValueError, match="rotary_embedding: base"):
+        attnpy.rotary_embedding(np.zeros((2, 4)), base=0)
+    with pytest.raises(ValueError, match=r"rotary_embedding: out .*\(2, 6\)"):
+        attnpy.rotary_embedding(np.zeros((2, 4)), out=np.zeros((2, 6)))
+
+
+# ---------------------------------------------------------------------------
+# merge_attention
+# ---------------------------------------------------------------------------
+
+def partial(Q, K, V, mask=None):
+    """(out, lse) of attention over these keys, by the reference."""
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    with np.errstate(divide="ignore"):
+        m = np.max(s, axis=-1, initial=-np.inf)
+        lse = np.where(m == -np.inf, -np.inf,
+                       np.log(np.sum(np.exp(s - np.where(
+                           m == -np.inf, 0, m)[..., None]), axis=-1))
+                       + np.where(m == -np.inf, 0, m))
+    return ref.attention(Q, K, V, mask=mask), lse.astype(Q.dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("parts", [1, 2, 3])
+def test_merge_equals_attention_over_all_keys(dtype, parts):
+    rng = np.random.default_rng(4)
+    Q = rng.standard_normal((2, 3, 5, 8)).astype(dtype)
+    K = rng.standard_normal((2, 3, 40, 8)).astype(dtype)
+    V = rng.standard_normal((2, 3, 40, 6)).astype(dtype)
+    mask = rng.random((5, 40)) < 0.6
+    mask[0] = False                                    # a fully masked row
+    cuts = np.linspace(0, 40, parts + 1).astype(int)
+    outs, lses = zip(*(partial(Q, K[..., a:b, :], V[..., a:b, :],
+                               mask[:, a:b])
+                       for a, b in zip(cuts[:-1], cuts[1:])))
+    out, lse = attnpy.merge_attention(outs, lses)
+    assert out.dtype == dtype and lse.dtype == dtype
+    assert out.shape == (2, 3, 5, 6) and lse.shape == (2, 3, 5)
+    close(out, attnpy.attention(Q, K, V, mask=mask))
+    close(lse, partial(Q, K, V, mask)[1].astype(dtype))
+    assert np.all(out[..., 0, :] == 0) and np.all(lse[..., 0] == -np.inf)
+    r_out, r_lse = ref.merge_attention(outs, lses)
+    close(out, r_out)
+    close(lse, r_lse)
+
+
+def test_merge_layouts_and_dtypes():
+    rng = np.random.default_rng(11)
+    outs = [rng.standard_normal((2, 3, 4)) for _ in range(3)]
+    lses = [rng.standard_normal((2, 3)) * 3 for _ in range(3)]
+    want = ref.merge_attention(outs, lses)
+    for (name, o), (_, x) in zip(layouts(outs[1]), layouts(lses[2])):
+        got = attnpy.merge_attention([outs[0], o, outs[2]],
+                                     [lses[0], lses[1], x])
+        close(got[0], want[0])
+        close(got[1], want[1])
+    # float16 / int parts convert like every attnpy input
+    o16 = [o.astype(np.float16) for o in outs]
+    got = attnpy.merge_attention(o16, [x.astype(np.float32) for x in lses])
+    assert got[0].dtype == np.float32
+    close(got[0], ref.merge_attention(o16, [x.astype(np.float32)
+                                            for x in lses])[0])
+    assert attnpy.merge_attention([np.ones((2, 3), int)],
+                                  [np.zeros(2, int)])[0].dtype == np.float64
+
+
+def test_merge_special_values_and_broadcasting():
+    # a partial of weight 0 is skipped (its NaN stays out); NaN lse -> NaN
+    outs = [np.full((3, 2), np.nan), np.ones((3, 2))]
+    lses = [np.array([-np.inf, 0.0, -np.inf]), np.array([0.5, np.nan, -np.inf])]
+    for fn in (attnpy.merge_attention, ref.merge_attention):
+        out, lse = fn(outs, lses)
+        np.testing.assert_array_equal(out[0], [1, 1])
+        assert lse[0] == 0.5 and np.isnan(lse[1]) and np.isnan(out[1]).all()
+        np.testing.assert_array_equal(out[2], [0, 0])
+        assert lse[2] == -np.inf
+    # leading dims broadcast, one stacked array works as a sequence
+    rng = np.random.default_rng(5)
+    o = rng.standard_normal((2, 4, 3, 5))
+    lq = rng.standard_normal((4, 3))
+    a = attnpy.merge_attention(o, [lq, lq[:1]])
+    b = ref.merge_attention(o, [lq, lq[:1]])
+    assert a[0].shape == (4, 3, 5) and a[1].shape == (4, 3)
+    close(a[0], b[0])
+    close(a[1], b[1])
+
+
+def test_merge_errors():
+    with pytest.raises(ValueError, match="merge_attention: 2 outs but 1"):
+        attnpy.merge_attention([np.zeros((2, 3))] * 2, [np.zeros(2)])
+    with pytest.raises(ValueError, match="merge_attention: nothing"):
+        attnpy.merge_attention([], [])
+    with pytest.raises(ValueError, match=r"merge_attention: .*lses\[1\]"):
+        attnpy.merge_attention([np.zeros((2, 3))] * 2,
+                               [np.zeros(2), np.zeros(3)])
+    with pytest.raises(TypeError, match="merge_attention"):
+        attnpy.merge_attention(3, 4)
+
+
+# ---------------------------------------------------------------------------
+# the decode path of attention (1 <= L <= 4)
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("L", [1, 2, 4, 5])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_decode_path_matches_reference(L, dtype):
+    rng = np.random.default_rng(6)
+    S, E = 1500, 64                     # several key chunks per head
+    Q = rng.standard_normal((2, 4, L, E)).astype(dtype)
+    K = rng.standard_normal((2, 1, S, E)).astype(dtype)  # one K/V head
+    V = rng.standard_normal((2, 1, E, S)).astype(dtype).swapaxes(-1, -2)
+    pad = attnpy.padding_mask(np.array([S, 700]), S)     # (2, 1, 1, S)
+    bias = rng.standard_normal((L, S)).astype(dtype)
+    for kw in (dict(), dict(mask=pad), dict(bias=bias, causal=True),
+               dict(causal="bottom_right", mask=pad),
+               dict(mask=np.zeros((L, S), bool), fully_masked="uniform")):
+        got = attnpy.attention(Q, K, V, **kw)
+        close(got, ref.attention(Q, K, V, **kw))
+
+
+def test_decode_path_bitwise_over_threads_and_with_weights():
+    rng = np.random.default_rng(7)
+    Q = rng.standard_normal((1, 1, 1, 128)).astype(np.float32)
+    K, V = rng.standard_normal((2, 1, 1, 5000, 128)).astype(np.float32)
+    outs = []
+    for n in (1, 2, 3):
+        attnpy.set_num_threads(n)
+        outs.append(attnpy.attention(Q, K, V).tobytes())
+    assert outs[0] == outs[1] == outs[2]
+    out, w = attnpy.scaled_dot_product_attention(Q, K, V)
+    assert out.tobytes() == outs[0]
+    close(w, ref.scaled_dot_product_attention(Q, K, V)[1])
+
+
+# ---------------------------------------------------------------------------
+# KVCache
+# ---------------------------------------------------------------------------
+
+def test_kv_cache_appends_views_without_copies():
+    rng = np.random.default_rng(8)
+    cache = attnpy.KVCache(2, 3, 10, 4, value_dim=5)
+    assert (cache.length, cache.max_len, cache.dtype) == (0, 10, np.float32)
+    assert cache.keys.shape == (2, 3, 0, 4) and cache.values.shape == (2, 3, 0, 5)
+    k1 = rng.standard_normal((2, 3, 6, 4))
+    v1 = rng.standard_normal((2, 3, 6, 5))
+    K1, V1 = cache.append(k1, v1)
+    k2, v2 = rng.standard_normal((2, 3, 1, 4)), rng.standard_normal((2, 3, 1, 5))
+    K2, V2 = cache.append(k2, v2)
+    assert cache.length == 7 and K2.shape == (2, 3, 7, 4)
+    np.testing.assert_array_equal(K2, np.concatenate([k1, k2], 2).astype(np.float32))
+    np.testing.assert_array_equal(V2, np.concatenate([v1, v2], 2).astype(np.float32))
+    # the same storage every time: no copy, no reallocation
+    assert np.shares_memory(K1, K2) and np.shares_memory(V1, V2)
+    assert np.shares_memory(cache.keys, K2)
+    with pytest.raises(ValueError, match="read-only"):
+        K2[0, 0, 0, 0] = 1.0
+    cache.reset()
+    assert cache.length == 0
+    K3, _ = cache.append(k2, v2)
+    assert np.shares_memory(K3, K1)
+    np.testing.assert_array_equal(K3, k2.astype(np.float32))
+    assert "length=1" in repr(cache) and "max_len=10" in repr(cache)
+
+
+def test_kv_cache_errors():
+    cache = attnpy.KVCache(1, 2, 4, 8, dtype=np.float64)
+    cache.append(np.zeros((1, 2, 3, 8)), np.zeros((1, 2, 3, 8)))
+    with pytest.raises(ValueError, match=r"KVCache.append: the cache is full"
+                       r".*3 of max_len=4.*2 more"):
+        cache.append(np.zeros((1, 2, 2, 8)), np.zeros((1, 2, 2, 8)))
+    assert cache.length == 3                 # a failed append changes nothing
+    with pytest.raises(ValueError, match=r"k must have shape \(1, 2, T, 8\)"):
+        cache.append(np.zeros((1, 2, 1, 7)), np.zeros((1, 2, 1, 8)))
+    with pytest.raises(ValueError, match="k has 1 positions but v has 2"):
+        cache.append(np.zeros((1, 2, 1, 8)), np.zeros((1, 2, 2, 8)))
+    with pytest.raises(TypeError, match="KVCache.append: v has dtype complex"):
+        cache.append(np.zeros((1, 2, 1, 8)), np.zeros((1, 2, 1, 8), complex))
+    with pytest.raises(TypeError, match="KVCache: dtype"):
+        attnpy.KVCache(1, 1, 4, 8, dtype=np.int32)
+    with pytest.raises(ValueError, match="KVCache: max_len must be >= 0"):
+        attnpy.KVCache(1, 1, -1, 8)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_decoding_with_the_cache_equals_the_causal_pass(dtype):
+    rng = np.random.default_rng(9)
+    B, H, T, E = 2, 4, 40, 16
+    Q, K, V = rng.standard_normal((3, B, H, T, E)).astype(dtype)
+    full = attnpy.attention(Q, K, V, causal=True)
+    cache = attnpy.KVCache(B, H, T, E, dtype=dtype)
+    cache.append(K[..., :8, :], V[..., :8, :])
+    steps = [attnpy.attention(Q[..., :8, :], cache.keys, cache.values,
+                              causal="bottom_right")]
+    for t in range(8, T):
+        Kc, Vc = cache.append(K[..., t:t + 1, :], V[..., t:t + 1, :])
+        steps.append(attnpy.attention(Q[..., t:t + 1, :], Kc, Vc,
+                                      causal="bottom_right"))
+    close(np.concatenate(steps, axis=-2), full)
+
+
+def test_example_decode_kv_cache(capsys):
+    path = os.path.join(ROOT, "examples", "decode_kv_cache.py")
+    spec = importlib.util.spec_from_file_location("decode_kv_cache", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    err, scale = mod.decode_vs_full()
+    assert 0 <= err <= 1e-4 * scale
+    assert mod.main()
+    assert "same as recomputing the full pass each step: True" in \
+        capsys.readouterr().out
