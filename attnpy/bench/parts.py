@@ -68,5 +68,10 @@ def part_mha(env, args, cfg, R):
     R["mha"] = bench_mha(env, cfg, args.repeat)
 
 
+def part_layer(env, args, cfg, R):
+    from .layer import bench_layer
+    R["layer"] = bench_layer(env, cfg, args.repeat)
+
+
 PARTS = {"tiny": part_tiny, "memory": part_memory, "threads": part_threads,
-         "mha": part_mha}
+         "mha": part_mha, "layer": part_layer}
