@@ -188,6 +188,17 @@ static PyObject *lc_result(lcall *c, int op)
     return deliver(c->user[op], c->arr[op], c->is_tmp[op]);
 }
 
+/* run CALL (a core call using `ex`, the exec with the module's threads)
+ * with the GIL released; st = its status                                 */
+#define LC_RUN(st, CALL)                                                       \
+    do {                                                                       \
+        ap_nogil g_;                                                           \
+        ap_nogil_begin(&g_);                                                   \
+        const attn_exec *ex = &g_.ex;                                          \
+        (st) = (CALL);                                                         \
+        ap_nogil_end(&g_);                                                     \
+    } while (0)
+
 /* the outputs first .. first + n - 1 as a tuple (new reference)         */
 static PyObject *lc_results(lcall *c, int first, int n)
 {
@@ -254,10 +265,8 @@ static PyObject *core_layer_norm(PyObject *Py_UNUSED(mod),
     attn_norm p = {dtype_of(c.typenum), c.nrows, c.n, c.mat[LN_Y],
                    c.mat[LN_SUM], c.mat[LN_X], c.mat[LN_RES],
                    c.mat[LN_SHIFT], c.mat[LN_W], c.mat[LN_B], eps, sq};
-    ap_nogil g;
-    ap_nogil_begin(&g);
-    attn_status st = attn_layer_norm(&p, &g.ex);
-    ap_nogil_end(&g);
+    attn_status st;
+    LC_RUN(st, attn_layer_norm(&p, ex));
     if (raise_status(st, c.fname) < 0)
         goto fail;
     result = want_sum ? lc_results(&c, LN_Y, 2) : lc_result(&c, LN_Y);
@@ -297,10 +306,8 @@ static PyObject *core_layer_norm_backward(PyObject *Py_UNUSED(mod),
     attn_norm_grad p = {dtype_of(c.typenum), c.nrows, c.n, c.mat[LB_DX],
                         c.mat[LB_DW], c.mat[LB_DB], c.mat[LB_DY],
                         c.mat[LB_X], c.mat[LB_W], eps, sq};
-    ap_nogil g;
-    ap_nogil_begin(&g);
-    attn_status st = attn_layer_norm_backward(&p, &g.ex);
-    ap_nogil_end(&g);
+    attn_status st;
+    LC_RUN(st, attn_layer_norm_backward(&p, ex));
     if (raise_status(st, c.fname) < 0)
         goto fail;
     result = lc_results(&c, LB_DX, 3);
@@ -325,11 +332,9 @@ static PyObject *core_bias_act(PyObject *Py_UNUSED(mod), PyObject *const *args,
         lc_input(&c, args[1], "bias", 1) < 0 || lc_inputs_done(&c) < 0 ||
         lc_output(&c, args[3], "out", 0, 0, 1) < 0 || lc_mats(&c) < 0)
         goto fail;
-    ap_nogil g;
-    ap_nogil_begin(&g);
-    attn_status st = attn_bias_act(dtype_of(c.typenum), act, c.nrows, c.n,
-                                   c.mat[2], c.mat[0], c.mat[1], &g.ex);
-    ap_nogil_end(&g);
+    attn_status st;
+    LC_RUN(st, attn_bias_act(dtype_of(c.typenum), act, c.nrows, c.n,
+                             c.mat[2], c.mat[0], c.mat[1], ex));
     if (raise_status(st, c.fname) == 0)
         result = lc_result(&c, 2);
 fail:
@@ -360,13 +365,10 @@ static PyObject *core_bias_act_backward(PyObject *Py_UNUSED(mod),
         lc_output(&c, args[5], "out", 0, 1, 1) < 0 ||
         lc_output(&c, Py_None, "dbias", 1, -1, wb) < 0 || lc_mats(&c) < 0)
         goto fail;
-    ap_nogil g;
-    ap_nogil_begin(&g);
-    attn_status st = attn_bias_act_backward(dtype_of(c.typenum), act,
-                                            c.nrows, c.n, c.mat[3], c.mat[4],
-                                            c.mat[1], c.mat[0], c.mat[2],
-                                            &g.ex);
-    ap_nogil_end(&g);
+    attn_status st;
+    LC_RUN(st, attn_bias_act_backward(dtype_of(c.typenum), act, c.nrows,
+                                      c.n, c.mat[3], c.mat[4], c.mat[1],
+                                      c.mat[0], c.mat[2], ex));
     if (raise_status(st, c.fname) < 0)
         goto fail;
     result = lc_results(&c, 3, 2);
