@@ -23,6 +23,7 @@ from ._api import (add_positional_encoding, attention, causal_mask,
                    padding_mask, positional_encoding,
                    scaled_dot_product_attention, set_num_threads, softmax,
                    split_heads)
+from ._softmax_grad import softmax_backward, softmax_jacobian
 from ._decode import KVCache, merge_attention, rotary_embedding
 from ._encoder import TransformerEncoderLayer
 from ._layer import (feed_forward, feed_forward_backward, gelu,
@@ -33,7 +34,8 @@ from .teach import AttentionTrace, explain, show
 __version__ = "0.1.0"
 
 __all__ = [
-    "softmax", "scaled_dot_product_attention", "attention",
+    "softmax", "softmax_backward", "softmax_jacobian",
+    "scaled_dot_product_attention", "attention",
     "create_causal_mask", "causal_mask", "padding_mask",
     "positional_encoding", "add_positional_encoding", "split_heads",
     "combine_heads", "MultiHeadAttention", "TransformerEncoderLayer",

@@ -86,20 +86,25 @@ def softmax(x, axis=-1, *, out=None):
     array([[0.5, 0.5],
            [1. , 0. ]])
     """
+    x = _core.as_real(x, "softmax", "x")
+    return _core.softmax(x, _axis(axis, x.ndim, "softmax"), out, "softmax")
+
+
+def _axis(axis, nd, fname):
+    """`axis` (an int, negative counts from the end) of an nd-dim array,
+    as a number in [0, nd); TypeError / AxisError naming `fname`."""
     if isinstance(axis, (bool, np.bool_)):
-        raise TypeError("softmax: axis must be an integer, got bool")
+        raise TypeError(f"{fname}: axis must be an integer, got bool")
     try:
         axis = operator.index(axis)
     except TypeError:
-        raise TypeError(f"softmax: axis must be an integer, got "
+        raise TypeError(f"{fname}: axis must be an integer, got "
                         f"{type(axis).__name__}") from None
-    x = _core.as_real(x, "softmax", "x")
-    nd = x.ndim
     if not -nd <= axis < nd:
         raise np.exceptions.AxisError(
-            f"softmax: axis {axis} is out of bounds for an array of "
+            f"{fname}: axis {axis} is out of bounds for an array of "
             f"dimension {nd}")
-    return _core.softmax(x, axis % nd, out, "softmax")
+    return axis % nd
 
 
 def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,

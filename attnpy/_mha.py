@@ -3,7 +3,7 @@ import math
 
 import numpy as np
 
-from . import _core
+from . import _core, _mha_grad
 from ._api import (_empty, _float_dtype, _size, combine_heads,
                    split_heads)
 
@@ -42,6 +42,9 @@ class MultiHeadAttention:
         Projection matrices (assignable; a new value must have that shape).
     b_q, b_k, b_v, b_o : ndarray, shape (d_model,), or None
         The projections' biases with ``bias=True`` (assignable), else None.
+    grads : dict
+        ``{"W_q", "W_k", "W_v", "W_o"}`` gradients set by :meth:`backward`
+        (empty before the first backward call).
 
     Examples
     --------
@@ -99,6 +102,8 @@ class MultiHeadAttention:
         self.bias = bool(bias)
         for name in ("_b_q", "_b_k", "_b_v", "_b_o"):
             setattr(self, name, np.zeros(d, dt) if bias else None)
+        self._tape = None   # the last call's arguments, for backward
+        self.grads = {}     # set by backward
 
     def _param(name, vector):
         attr = "_" + name
@@ -176,7 +181,16 @@ class MultiHeadAttention:
                 f"{names[1]} and {names[2]} do not broadcast "
                 f"({names[0]}.shape={q.shape}, {names[1]}.shape={k.shape}, "
                 f"{names[2]}.shape={v.shape})") from None
+        self._tape = None
         Q, K, V = self._project(q, k, v, self_attn)
+        result = self._heads(Q, K, V, mask, causal, fname, need_weights)
+        # only a call that succeeded can be differentiated
+        self._tape = _mha_grad.record(self, q, k, v, self_attn, mask, causal)
+        return result
+
+    def _heads(self, Q, K, V, mask, causal, fname, need_weights):
+        """The attention of the projected heads and the output projection:
+        (output, weights or None)."""
         if need_weights:
             out, w = _core.sdpa(Q, K, V, mask, None, causal, None, "zero",
                                 None, None, 1, fname)
@@ -237,6 +251,53 @@ class MultiHeadAttention:
             return None
         return np.empty(batch[:-1] + (Q.shape[-2], self.num_heads,
                                       self.d_k), dtype=dt)
+
+    def backward(self, d_output):
+        """Gradients of the last call (forward or __call__).
+
+        Parameters
+        ----------
+        d_output : array_like
+            The loss's gradient with respect to the last call's output
+            (same shape).
+
+        Returns
+        -------
+        ndarray or tuple of ndarray
+            After self-attention (``forward(X)`` or ``layer(X)``): ``dX``,
+            X's shape. After cross-attention: ``(d_query, d_key,
+            d_value)``, each its input's shape (when key and value were the
+            same array, add d_key and d_value for its gradient).
+
+        Notes
+        -----
+        Sets ``self.grads`` to ``{"W_q", "W_k", "W_v", "W_o"}`` gradients,
+        (d_model, d_model) arrays of the weights' dtype (replaced, not
+        accumulated, by each call). The mask and causal of the call are
+        honoured.
+
+        A call keeps only references to its arguments and weights, so a
+        layer that is never differentiated pays nothing: backward
+        recomputes the projections and the attention with its log-sum-exp
+        (:func:`attnpy.attention` with ``return_lse=True``, one forward
+        pass) before :func:`attnpy.attention_backward`. Do not modify the
+        inputs or the weight arrays in place between the call and backward.
+
+        Examples
+        --------
+        >>> import numpy as np, attnpy
+        >>> mha = attnpy.MultiHeadAttention(8, 2, seed=0)
+        >>> X = np.random.default_rng(1).standard_normal((1, 5, 8))
+        >>> y = mha(X, causal=True)
+        >>> dX = mha.backward(np.ones_like(y))  # doctest: +SKIP
+        >>> dX.shape, sorted(mha.grads)  # doctest: +SKIP
+        ((1, 5, 8), ['W_k', 'W_o', 'W_q', 'W_v'])
+        """
+        if self.bias:   # _mha_grad recomputes the projections without
+            raise NotImplementedError(  # the biases: not yet supported
+                "MultiHeadAttention.backward: a layer with bias=True has no "
+                "backward pass yet")
+        return _mha_grad.backward(self, self._tape, d_output)
 
     def forward(self, X, mask=None, *, causal=False):
         """Self-attention: returns (output (..., seq, d_model), weights

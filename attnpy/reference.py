@@ -43,7 +43,8 @@ import math
 import numpy as np
 
 __all__ = [
-    "softmax", "scaled_dot_product_attention", "attention",
+    "softmax", "softmax_backward", "softmax_jacobian",
+    "scaled_dot_product_attention", "attention",
     "create_causal_mask", "causal_mask", "padding_mask",
     "positional_encoding", "add_positional_encoding",
     "rotary_embedding", "merge_attention",
@@ -150,6 +151,50 @@ def softmax(x, axis=-1, *, out=None):
         e = np.exp(x - m)
         result = e / np.sum(e, axis=axis, keepdims=True)
     return _store(result, out, "softmax", "out")
+
+
+def _same_shape(dy, y, func):
+    if dy.shape != y.shape:
+        raise ValueError(f"{func}: dy and y must have the same shape "
+                         f"(dy.shape={dy.shape}, y.shape={y.shape})")
+
+
+def softmax_backward(dy, y, axis=-1, *, out=None):
+    """dx = y * (dy - sum(dy * y, axis)): the gradient through y = softmax(x).
+
+    The sum in float64, then rounded to the compute dtype; ``dy - sum``
+    before the product with y.
+
+    >>> y = softmax(np.array([0.0, np.log(3.0)]))
+    >>> softmax_backward(np.array([1.0, 0.0]), y)   # d y_0 / d x
+    array([ 0.1875, -0.1875])
+    """
+    dy, y = np.asarray(dy), np.asarray(y)
+    _same_shape(dy, y, "softmax_backward")
+    dtype = compute_dtype(dy, y)
+    dy, y = _as_compute(dy, dtype), _as_compute(y, dtype)
+    with _quiet():
+        s = np.sum(dy.astype(np.float64) * y, axis=axis, keepdims=True)
+        result = y * (dy - s.astype(dtype))
+    return _store(result, out, "softmax_backward", "out")
+
+
+def softmax_jacobian(y, axis=-1):
+    """J[..., i, j] = y_i * ([i == j] - y_j) = diag(y) - y y^T per slice.
+
+    The slices along `axis` become the last two dims: shape ``y.shape``
+    without `axis`, then (n, n).
+
+    >>> softmax_jacobian(np.array([0.25, 0.75]))
+    array([[ 0.1875, -0.1875],
+           [-0.1875,  0.1875]])
+    """
+    y = np.asarray(y)
+    y = _as_compute(y, compute_dtype(y))
+    y = np.moveaxis(y, axis, -1)
+    eye = np.eye(y.shape[-1], dtype=y.dtype)
+    with _quiet():
+        return y[..., :, None] * (eye - y[..., None, :])
 
 
 # ---------------------------------------------------------------------------
@@ -560,6 +605,19 @@ def combine_heads(x, *, out=None):
 # multi-head attention
 # ---------------------------------------------------------------------------
 
+def _sum_to(g, shape):
+    """g summed over the leading and size-1 dims broadcast to reach it."""
+    g = g.sum(axis=tuple(range(g.ndim - len(shape))))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    return g.sum(axis=axes, keepdims=True)
+
+
+def _outer_sum(x, g):
+    """sum over every leading dim and row of x^T g."""
+    return np.matmul(x.reshape(-1, x.shape[-1]).T,
+                     g.reshape(-1, g.shape[-1]))
+
+
 class MultiHeadAttention:
     """Multi-head self/cross attention with the tutorial's weights.
 
@@ -614,7 +672,50 @@ class MultiHeadAttention:
         heads, weights = scaled_dot_product_attention(
             Q, K, V, mask, causal=causal)
         output = np.matmul(self.combine_heads(heads), self.W_o)
+        # everything backward needs, kept (this is the reference: memory
+        # is no concern)
+        self._saved = dict(
+            xs=(query, key, value), QKV=(Q, K, V), P=weights, heads=heads,
+            self_attn=key is query and value is query,
+            W=(self.W_q, self.W_k, self.W_v, self.W_o))
         return (output, weights) if need_weights else output
+
+    def backward(self, d_output):
+        """Gradients of the last call: dX (self-attention) or (d_query,
+        d_key, d_value); sets self.grads {"W_q", "W_k", "W_v", "W_o"}.
+
+        The chain rule over the saved weights P (fully masked rows are 0)::
+
+            dW_o = C^T dy         dO = split(dy W_o^T)
+            dV = P^T dO           dP = dO V^T
+            dS = softmax_backward(dP, P)
+            dQ = scale dS K       dK = scale dS^T Q
+            dW_q = x_q^T combine(dQ)      dx_q = combine(dQ) W_q^T  (k, v alike)
+        """
+        sv = getattr(self, "_saved", None)
+        if sv is None:
+            raise RuntimeError("MultiHeadAttention.backward: no forward call "
+                               "to differentiate")
+        (Q, K, V), P = sv["QKV"], sv["P"]
+        W_q, W_k, W_v, W_o = sv["W"]
+        dy = np.asarray(d_output)
+        C = self.combine_heads(sv["heads"])
+        grads = {"W_o": _outer_sum(C, dy)}
+        dO = self.split_heads(np.matmul(dy, W_o.T))
+        scale = 1.0 / math.sqrt(self.d_k)
+        dS = softmax_backward(np.matmul(dO, np.swapaxes(V, -1, -2)), P)
+        dQKV = (scale * np.matmul(dS, K),
+                scale * np.matmul(np.swapaxes(dS, -1, -2), Q),
+                np.matmul(np.swapaxes(P, -1, -2), dO))
+        dxs = []
+        for name, x, w, g, X in zip(("W_q", "W_k", "W_v"), sv["xs"],
+                                    (W_q, W_k, W_v), dQKV, (Q, K, V)):
+            g = self.combine_heads(_sum_to(g, X.shape))
+            grads[name] = _outer_sum(np.asarray(x), g)
+            dxs.append(np.matmul(g, w.T))
+        self.grads = {n: grads[n].astype(self.dtype)
+                      for n in ("W_q", "W_k", "W_v", "W_o")}
+        return sum(dxs) if sv["self_attn"] else tuple(dxs)
 
     def forward(self, X, mask=None, *, causal=False):
         """Self-attention as in the tutorial: returns (output, weights)."""

@@ -255,6 +255,30 @@ def spec_softmax(rng):
     return "softmax", attnpy.softmax, a, kw, ref.softmax, ("out",)
 
 
+def spec_softmax_backward(rng):
+    y = rand_array(rng)
+    dy = rand_array(rng, y.shape) if rng.random() < 0.9 else rand_array(rng)
+    kw = {}
+    if rng.random() < 0.7 and y.ndim:
+        kw["axis"] = int(rng.integers(-y.ndim, y.ndim))
+    if rng.random() < 0.3:
+        kw["out"] = [dy, relayout(rng, np.zeros(y.shape), "T"),
+                     np.zeros(y.shape, np.float32)][rng.integers(3)]
+    a, kw = maybe_mutate(rng, [dy, y], kw, [0, 1, "axis", "out"])
+    return ("softmax_backward", attnpy.softmax_backward, a, kw,
+            ref.softmax_backward, ("out",))
+
+
+def spec_softmax_jacobian(rng):
+    y = rand_array(rng)
+    kw = {}
+    if rng.random() < 0.7 and y.ndim:
+        kw["axis"] = int(rng.integers(-y.ndim, y.ndim))
+    a, kw = maybe_mutate(rng, [y], kw, [0, "axis"])
+    return ("softmax_jacobian", attnpy.softmax_jacobian, a, kw,
+            ref.softmax_jacobian, ())
+
+
 def spec_create_causal_mask(rng):
     a, kw = maybe_mutate(rng, [int(rng.choice(DIMS))], {}, [0])
     return ("create_causal_mask", attnpy.create_causal_mask, a, kw,
@@ -385,6 +409,7 @@ def spec_mha(rng):
 
 
 SPECS = [spec_attention, spec_attention, spec_sdpa, spec_sdpa, spec_softmax,
+         spec_softmax_backward, spec_softmax_jacobian,
          spec_create_causal_mask, spec_causal_mask, spec_padding_mask,
          spec_positional_encoding, spec_add_positional_encoding,
          spec_split_heads, spec_combine_heads, spec_set_num_threads, spec_mha]

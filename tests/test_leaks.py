@@ -94,6 +94,10 @@ GOOD = {
     "softmax": lambda: attnpy.softmax(X),
     "softmax-axis0-out": lambda: attnpy.softmax(X, axis=0, out=XOUT),
     "softmax-int": lambda: attnpy.softmax(Qi),
+    "softmax_backward": lambda: attnpy.softmax_backward(X, X),
+    "softmax_backward-axis0-out-f32": lambda: attnpy.softmax_backward(
+        X, X.T.astype(np.float32).T, axis=0, out=XOUT),
+    "softmax_jacobian-axis0": lambda: attnpy.softmax_jacobian(X, 0),
     "positional_encoding": lambda: attnpy.positional_encoding(6, 8),
     "positional_encoding-out-f32": lambda: attnpy.positional_encoding(
         6, 8, out=PE),
@@ -144,6 +148,12 @@ BAD = {
     "softmax-bad-axis": (lambda: attnpy.softmax(X, axis=5), ValueError),
     "softmax-bad-out": (lambda: attnpy.softmax(X, out=OUT), ValueError),
     "softmax-object": (lambda: attnpy.softmax(X.astype(object)), TypeError),
+    "softmax_backward-shapes": (lambda: attnpy.softmax_backward(X, X.T),
+                                ValueError),
+    "softmax_backward-object": (lambda: attnpy.softmax_backward(
+        X, X.astype(object)), TypeError),
+    "softmax_jacobian-bad-axis": (lambda: attnpy.softmax_jacobian(X, 5),
+                                  ValueError),
     "positional_encoding-bad-base": (lambda: attnpy.positional_encoding(
         4, 4, base=-1.0), ValueError),
     "add_positional_encoding-int": (lambda: attnpy.add_positional_encoding(

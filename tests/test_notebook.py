@@ -20,8 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "examples" / "attention_walkthrough.ipynb"
 
 
-@pytest.fixture(scope="module")
-def executed():
+def execute(path):
+    """The notebook at `path`, executed in a fresh kernel (repo root as
+    working directory and on PYTHONPATH)."""
     env = {
         "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH",
                                                              ""),
@@ -31,7 +32,7 @@ def executed():
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        nb = nbformat.read(NOTEBOOK, as_version=4)
+        nb = nbformat.read(path, as_version=4)
         client = nbclient.NotebookClient(
             nb, timeout=180, kernel_name="python3",
             resources={"metadata": {"path": str(ROOT)}})
@@ -43,6 +44,11 @@ def executed():
             else:
                 os.environ[k] = v
     return nb
+
+
+@pytest.fixture(scope="module")
+def executed():
+    return execute(NOTEBOOK)
 
 
 def outputs(nb):

@@ -13,7 +13,8 @@
  *   - masks, bias with -inf, causal top-left / bottom-right, every
  *     fully_masked policy (raise: same first row from both kernels);
  *   - zero sizes (L, S, E, Ev = 0);
- *   - attn_softmax (in place too, NaN/inf rows), attn_posenc, attn_copy2d;
+ *   - attn_softmax (in place too, NaN/inf rows), attn_softmax_backward (in
+ *     place too), attn_softmax_jacobian, attn_posenc, attn_copy2d;
  *   - several POSIX threads calling attn_sdpa at once.
  *
  * Exit status 0 when every comparison holds; it prints "c_smoke: OK".
@@ -419,6 +420,58 @@ static void check_softmax(void)
     }
 }
 
+/* softmax_backward (also in place over dy) and softmax_jacobian, whose
+ * J^T dy must be the backward pass; columns read through negative strides */
+static void check_softmax_grad(void)
+{
+    for (int dt = 0; dt < 2; dt++) {
+        size_t es = dt == ATTN_F32 ? 4 : 8;
+        const size_t R = 5, N = 7;
+        bmat x = bmat_new(1, R, N, es, LAY_C), g = bmat_new(1, R, N, es, LAY_C);
+        bmat y = bmat_new(1, R, N, es, LAY_C), d = bmat_new(1, R, N, es, LAY_C);
+        bmat jac = bmat_new(1, R * N, N, es, LAY_C);
+        ptrdiff_t offs[5], joffs[5];
+        for (size_t r = 0; r < R; r++) {
+            offs[r] = (ptrdiff_t)(r * N + N - 1);   /* last column: s1 = -1 */
+            joffs[r] = (ptrdiff_t)(r * N * N);
+        }
+        fill(&x, (attn_dtype)dt, 0);
+        fill(&g, (attn_dtype)dt, 0);
+        attn_mat mx = {x.m.data, offs, 0, -1}, my = {y.m.data, offs, 0, -1};
+        attn_mat mg = {g.m.data, offs, 0, -1}, md = {d.m.data, offs, 0, -1};
+        attn_mat mj = {jac.m.data, joffs, (ptrdiff_t)N, 1};
+        CHECK(attn_softmax((attn_dtype)dt, my, mx, R, N) == ATTN_OK &&
+                  attn_softmax_backward((attn_dtype)dt, md, mg, my, R, N) ==
+                      ATTN_OK &&
+                  attn_softmax_jacobian((attn_dtype)dt, mj, my, R, N) ==
+                      ATTN_OK,
+              "softmax grad status");
+        for (size_t r = 0; r < R; r++) {
+            double s = 0;
+            for (size_t j = 0; j < N; j++)
+                s += get(&g, (attn_dtype)dt, 0, r, j) *
+                     get(&y, (attn_dtype)dt, 0, r, j);
+            for (size_t j = 0; j < N; j++) {
+                /* stored reversed: memory column j is element N-1-j */
+                double yj = get(&y, (attn_dtype)dt, 0, r, j), jt = 0;
+                double want = yj * (get(&g, (attn_dtype)dt, 0, r, j) - s);
+                for (size_t i = 0; i < N; i++)
+                    jt += get(&jac, (attn_dtype)dt, 0, r * N + N - 1 - i,
+                              N - 1 - j) * get(&g, (attn_dtype)dt, 0, r, i);
+                CHECK(agree(get(&d, (attn_dtype)dt, 0, r, j), want,
+                            (attn_dtype)dt) && agree(jt, want, (attn_dtype)dt),
+                      "softmax_backward row %zu col %zu", r, j);
+            }
+        }
+        CHECK(attn_softmax_backward((attn_dtype)dt, mg, mg, my, R, N) ==
+                  ATTN_OK, "softmax_backward in place");
+        compare(&g, &d, (attn_dtype)dt, "softmax_backward in place", "out");
+        bmat *all[] = {&x, &g, &y, &d, &jac};
+        for (size_t i = 0; i < 5; i++)
+            bmat_free(all[i]);
+    }
+}
+
 static void check_posenc_copy(void)
 {
     for (int dt = 0; dt < 2; dt++) {
@@ -504,6 +557,7 @@ int main(void)
     }
     attn_set_isa("auto");
     check_softmax();
+    check_softmax_grad();
     check_posenc_copy();
     check_threads(); /* each thread has its own random stream */
     if (atomic_load(&failures)) {

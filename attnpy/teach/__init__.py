@@ -12,15 +12,18 @@ One module per job:
 - plot       matplotlib heatmaps (``trace.plot()``), imported lazily
 - text       number and table formatting shared by all of them
 - cli        ``python -m attnpy explain``
+- backward   ``trace.backward(d_output)``: :class:`BackwardTrace`, the
+             backward pass's tables (dV, dP, dS, dQ, dK) and their check
 
 A new kind of trace (e.g. the backward pass) is a class beside
 AttentionTrace in its own module, with its steps' tables as attributes, a
 walk-through in the style of walk.py, and check() through handcheck.
 """
+from .backward import BackwardTrace
 from .handcheck import CellDiff, CheckReport
 from .trace import AttentionTrace, explain
 from .view import ArrayView, show
 from .walk import Focus
 
-__all__ = ["explain", "AttentionTrace", "Focus", "CheckReport", "CellDiff",
+__all__ = ["explain", "AttentionTrace", "BackwardTrace", "Focus", "CheckReport", "CellDiff",
            "show", "ArrayView"]

@@ -506,6 +506,40 @@ class AttentionTrace:
         """
         return _check(self, step, expected, decimals, previous)
 
+    # -- backward ---------------------------------------------------------
+
+    def backward(self, d_output):
+        """The backward pass of this call, step by step.
+
+        Parameters
+        ----------
+        d_output : array_like, the output's shape
+            The gradient of a loss with respect to the output.
+
+        Returns
+        -------
+        BackwardTrace
+            ``.dV``, ``.dP``, ``.D``, ``.dS``, ``.dQ``, ``.dK``; print it
+            for the steps with their formulas and cells worked by hand,
+            ``check(step, table)`` to check a table of yours.
+
+        Examples
+        --------
+        >>> import numpy as np, attnpy
+        >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+        >>> bw = attnpy.explain(X, X, X, causal=True).backward(np.ones((3, 2)))
+        >>> bool(np.abs(bw.dS.sum(axis=-1)).max() < 1e-12)  # rows sum to 0
+        True
+        >>> print(bw)                               # doctest: +ELLIPSIS
+        Backward pass: d_output = dLoss/d(output) given, shape (3, 2); ...
+        Step 1. dV = weights^T @ d_output, shape (3, 2)
+        ...
+          by hand: dS[...] = weights * (dP - D) = ...
+        ...
+        """
+        from .backward import backward
+        return backward(self, d_output)
+
     # -- HTML (notebooks) -------------------------------------------------
 
     def _repr_html_(self):

@@ -155,6 +155,19 @@ int attn_set_isa(const char *name);
 attn_status attn_softmax(attn_dtype dtype, attn_mat out, attn_mat in,
                          size_t nrows, size_t n);
 
+/* softmax backward over rows (y = softmax(x) along the row):
+ *   dx_j = y_j * (dy_j - sum_k dy_k * y_k)     (the sum in double)
+ * s0 unused, as attn_softmax. dx may be exactly dy or exactly y (same
+ * memory and strides); no other overlap.                                   */
+attn_status attn_softmax_backward(attn_dtype dtype, attn_mat dx, attn_mat dy,
+                                  attn_mat y, size_t nrows, size_t n);
+
+/* softmax Jacobian of each row: J(r, i, j) = y_i * ([i == j] - y_j), i.e.
+ * diag(y) - y y^T, at jac.data + jac.boff[r] + i*jac.s0 + j*jac.s1; y as in
+ * attn_softmax. jac must not overlap y.                                    */
+attn_status attn_softmax_jacobian(attn_dtype dtype, attn_mat jac, attn_mat y,
+                                  size_t nrows, size_t n);
+
 /* sinusoidal positional encoding, batched: for b < B, t < T, c < D,
  *   w_i  = exp(-(2i) * log(base) / D),      i = c / 2
  *   pe   = sin((t + offset) * w_i)  for even c,  cos((t + offset) * w_i) odd

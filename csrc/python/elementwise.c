@@ -1,7 +1,79 @@
 /*
- * python/elementwise.c -- bindings of the element-wise family: softmax.
+ * python/elementwise.c -- bindings of the element-wise family: softmax,
+ * softmax_backward, softmax_jacobian.
  */
 #include "args.h"
+
+/* Rows along `axis` of an nd-dim array of extent dims: *nrows rows of
+ * dims[axis] elements. st[op][d] holds operand op's element stride along
+ * dim d (d != axis used). *offs gets nops*nrows offsets (NULL when there
+ * are no rows or no elements). 0, or -1 with an exception.               */
+static int row_offsets(int nd, const npy_intp *dims, int axis, int nops,
+                       ptrdiff_t (*st)[NPY_MAXDIMS], size_t *nrows,
+                       ptrdiff_t **offs)
+{
+    npy_intp rshape[NPY_MAXDIMS];
+    ptrdiff_t rst[AP_MAX_OPS][NPY_MAXDIMS];
+    int rnd = 0;
+    *nrows = 1;
+    *offs = NULL;
+    for (int d = 0; d < nd; d++) {
+        if (d == axis)
+            continue;
+        rshape[rnd] = dims[d];
+        for (int op = 0; op < nops; op++)
+            rst[op][rnd] = st[op][d];
+        *nrows *= (size_t)dims[d];
+        rnd++;
+    }
+    if (*nrows == 0 || dims[axis] == 0)
+        return 0;
+    if (!(*offs = alloc_offsets((size_t)nops, *nrows)))
+        return -1;
+    fill_offsets(rnd, rshape, nops, rst, *offs, *nrows);
+    return 0;
+}
+
+/* the public name (the last of `want` arguments) for messages, or NULL
+ * with an exception when nargs != want                                  */
+static const char *fname_of(PyObject *const *args, Py_ssize_t nargs,
+                            Py_ssize_t want, const char *core)
+{
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %zd arguments", core,
+                     want);
+        return NULL;
+    }
+    return PyUnicode_AsUTF8(args[want - 1]);
+}
+
+/* the axis argument (already normalised by the Python wrapper) of an
+ * nd-dim array: 0, or -1 with an exception                              */
+static int check_axis(PyObject *o, int nd, const char *fname, int *axis)
+{
+    long a = PyLong_AsLong(o);
+    if (a == -1 && PyErr_Occurred())
+        return -1;
+    if (a < 0 || a >= nd) {
+        PyErr_Format(PyExc_ValueError, "%s: axis %ld is out of bounds for an "
+                     "array of dimension %d", fname, a, nd);
+        return -1;
+    }
+    *axis = (int)a;
+    return 0;
+}
+
+/* u->raw, u->typenum, u->x from the input x, and its axis: 0, or -1 with
+ * an exception                                                          */
+static int unary_input(ap_unary *u, PyObject *x, PyObject *axis_obj,
+                       const char *fname, const char *arg, int *axis)
+{
+    if (!(u->raw = as_real_array(x, fname, arg)) ||
+        check_axis(axis_obj, PyArray_NDIM(u->raw), fname, axis) < 0)
+        return -1;
+    u->typenum = compute_type_of(PyArray_DESCR(u->raw));
+    return (u->x = as_type(u->raw, u->typenum, fname, arg)) ? 0 : -1;
+}
 
 /* ------------------------------------------------------------------------ */
 /* softmax(x, axis, out, fname): axis already normalised by the caller       */
@@ -11,56 +83,165 @@ static PyObject *core_softmax(PyObject *Py_UNUSED(mod), PyObject *const *args,
 {
     ap_unary u = {0};
     int ok = 0;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "softmax() takes 4 arguments");
-        return NULL;
-    }
-    const char *fname = PyUnicode_AsUTF8(args[3]);
+    const char *fname = fname_of(args, nargs, 4, "softmax");
     if (!fname)
         return NULL;
-    int axis = PyLong_AsLong(args[1]);
-    if (axis == -1 && PyErr_Occurred())
+    int axis;
+    if (unary_input(&u, args[0], args[1], fname, "x", &axis) < 0)
+        goto fail;
+    int nd = PyArray_NDIM(u.x);
+    if (ap_unary_dest(&u, args[2], fname, nd, PyArray_DIMS(u.x), 1) < 0)
+        goto fail;
+    ptrdiff_t st[2][NPY_MAXDIMS];
+    size_t nrows;
+    if (ensure_elem_strides(&u.x, st[0]) < 0 || elem_strides(u.dst, st[1]) < 0 ||
+        row_offsets(nd, PyArray_DIMS(u.x), axis, 2, st, &nrows, &u.offs) < 0)
+        goto fail;
+    if (u.offs) {
+        attn_mat mi = {PyArray_DATA(u.x), u.offs, 0, st[0][axis]};
+        attn_mat mo = {PyArray_DATA(u.dst), u.offs + nrows, 0, st[1][axis]};
+        attn_status st_;
+        AP_RUN_NOGIL(st_, attn_softmax(dtype_of(u.typenum), mo, mi, nrows,
+                                       (size_t)PyArray_DIM(u.x, axis)));
+        if (raise_status(st_, fname) < 0)
+            goto fail;
+    }
+    ok = 1;
+fail:
+    return ap_unary_finish(&u, ok);
+}
+
+/* a and b are the same view: same memory, shape and strides */
+static int same_view(PyArrayObject *a, PyArrayObject *b)
+{
+    int same = PyArray_DATA(a) == PyArray_DATA(b) &&
+               PyArray_NDIM(a) == PyArray_NDIM(b);
+    for (int d = 0; same && d < PyArray_NDIM(a); d++)
+        same = PyArray_DIM(a, d) == PyArray_DIM(b, d) &&
+               PyArray_STRIDE(a, d) == PyArray_STRIDE(b, d);
+    return same;
+}
+
+/* ------------------------------------------------------------------------ */
+/* softmax_backward(dy, y, axis, out, fname): u.x is y, g is dy; out may be  */
+/* exactly dy or exactly y (in place), other overlaps go through a temporary */
+/* ------------------------------------------------------------------------ */
+static PyObject *core_softmax_backward(PyObject *Py_UNUSED(mod),
+                                       PyObject *const *args, Py_ssize_t nargs)
+{
+    ap_unary u = {0};
+    PyArrayObject *graw = NULL, *g = NULL;
+    int ok = 0;
+    const char *fname = fname_of(args, nargs, 5, "softmax_backward");
+    if (!fname)
         return NULL;
-    if (!(u.raw = as_real_array(args[0], fname, "x")))
+    int axis;
+    if (!(graw = as_real_array(args[0], fname, "dy")) ||
+        !(u.raw = as_real_array(args[1], fname, "y")))
         goto fail;
     int nd = PyArray_NDIM(u.raw);
-    if (axis < 0 || axis >= nd) {
-        PyErr_Format(PyExc_ValueError, "%s: axis %d is out of bounds for an "
-                     "array of dimension %d", fname, axis, nd);
+    if (!PyArray_SAMESHAPE(graw, u.raw)) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s: dy and y must have the same shape",
+                 fname);
+        err_shapes2(PyExc_ValueError, msg, "dy", graw, "y", u.raw);
         goto fail;
     }
-    u.typenum = compute_type_of(PyArray_DESCR(u.raw));
-    if (!(u.x = as_type(u.raw, u.typenum, fname, "x")) ||
-        ap_unary_dest(&u, args[2], fname, nd, PyArray_DIMS(u.x), 1) < 0)
+    if (check_axis(args[2], nd, fname, &axis) < 0)
         goto fail;
-    ptrdiff_t sx[NPY_MAXDIMS], sd[NPY_MAXDIMS];
-    if (ensure_elem_strides(&u.x, sx) < 0 || elem_strides(u.dst, sd) < 0)
+    PyArray_Descr *pd = PyArray_PromoteTypes(PyArray_DESCR(graw),
+                                             PyArray_DESCR(u.raw));
+    if (!pd)
         goto fail;
-    /* rows: every dim but `axis` */
-    npy_intp rshape[NPY_MAXDIMS];
-    ptrdiff_t rst[2][NPY_MAXDIMS];
-    int rnd = 0;
-    size_t nrows = 1;
-    for (int d = 0; d < nd; d++) {
-        if (d == axis)
-            continue;
-        rshape[rnd] = PyArray_DIM(u.x, d);
-        rst[0][rnd] = sx[d];
-        rst[1][rnd] = sd[d];
-        nrows *= (size_t)PyArray_DIM(u.x, d);
-        rnd++;
-    }
-    size_t n = (size_t)PyArray_DIM(u.x, axis);
-    if (nrows > 0 && n > 0) {
-        if (!(u.offs = alloc_offsets(2, nrows)))
+    u.typenum = compute_type_of(pd);
+    Py_DECREF(pd);
+    if (!(u.x = as_type(u.raw, u.typenum, fname, "y")) ||
+        !(g = as_type(graw, u.typenum, fname, "dy")))
+        goto fail;
+    if (args[3] == Py_None) {
+        if (!(u.dst = new_result(nd, PyArray_DIMS(u.x), u.typenum, fname,
+                                 "the result")))
             goto fail;
-        fill_offsets(rnd, rshape, 2, rst, u.offs, nrows);
-        attn_mat mi = {PyArray_DATA(u.x), u.offs, 0, sx[axis]};
-        attn_mat mo = {PyArray_DATA(u.dst), u.offs + nrows, 0, sd[axis]};
-        attn_status st;
-        AP_RUN_NOGIL(st,
-                     attn_softmax(dtype_of(u.typenum), mo, mi, nrows, n));
-        if (raise_status(st, fname) < 0)
+    } else {
+        if (!(u.user = check_out(args[3], fname, "out", nd, PyArray_DIMS(u.x),
+                                 u.typenum)))
+            goto fail;
+        PyArrayObject *ins[2] = {same_view(u.user, u.x) ? NULL : u.x,
+                                 same_view(u.user, g) ? NULL : g};
+        if (!(u.dst = dest_for(u.user, ins, 2, &u.is_tmp)))
+            goto fail;
+    }
+    ptrdiff_t st[3][NPY_MAXDIMS];
+    size_t nrows;
+    if (ensure_elem_strides(&g, st[0]) < 0 ||
+        ensure_elem_strides(&u.x, st[1]) < 0 ||
+        elem_strides(u.dst, st[2]) < 0 ||
+        row_offsets(nd, PyArray_DIMS(u.x), axis, 3, st, &nrows, &u.offs) < 0)
+        goto fail;
+    if (u.offs) {
+        attn_mat mg = {PyArray_DATA(g), u.offs, 0, st[0][axis]};
+        attn_mat my = {PyArray_DATA(u.x), u.offs + nrows, 0, st[1][axis]};
+        attn_mat mo = {PyArray_DATA(u.dst), u.offs + 2 * nrows, 0,
+                       st[2][axis]};
+        attn_status s;
+        AP_RUN_NOGIL(s, attn_softmax_backward(dtype_of(u.typenum), mo, mg, my,
+                                              nrows,
+                                              (size_t)PyArray_DIM(u.x, axis)));
+        if (raise_status(s, fname) < 0)
+            goto fail;
+    }
+    ok = 1;
+fail:
+    Py_XDECREF(graw);
+    Py_XDECREF(g);
+    return ap_unary_finish(&u, ok);
+}
+
+/* ------------------------------------------------------------------------ */
+/* softmax_jacobian(y, axis, fname) -> (y.shape without axis) + (n, n)       */
+/* ------------------------------------------------------------------------ */
+static PyObject *core_softmax_jacobian(PyObject *Py_UNUSED(mod),
+                                       PyObject *const *args, Py_ssize_t nargs)
+{
+    ap_unary u = {0};
+    int ok = 0;
+    const char *fname = fname_of(args, nargs, 3, "softmax_jacobian");
+    if (!fname)
+        return NULL;
+    int axis;
+    if (unary_input(&u, args[0], args[1], fname, "y", &axis) < 0)
+        goto fail;
+    int nd = PyArray_NDIM(u.raw);
+    if (nd + 1 > NPY_MAXDIMS) {
+        PyErr_Format(PyExc_ValueError, "%s: y has %d dimensions; the "
+                     "Jacobian would have more than %d", fname, nd,
+                     NPY_MAXDIMS);
+        goto fail;
+    }
+    npy_intp n = PyArray_DIM(u.raw, axis), jdims[NPY_MAXDIMS];
+    for (int d = 0, k = 0; d < nd; d++)
+        if (d != axis)
+            jdims[k++] = PyArray_DIM(u.raw, d);
+    jdims[nd - 1] = jdims[nd] = n;
+    if (!(u.dst = new_result(nd + 1, jdims, u.typenum, fname,
+                             "the Jacobian")))
+        goto fail;
+    ptrdiff_t st[2][NPY_MAXDIMS], sj[NPY_MAXDIMS];
+    size_t nrows;
+    if (ensure_elem_strides(&u.x, st[0]) < 0 || elem_strides(u.dst, sj) < 0)
+        goto fail;
+    for (int d = 0, k = 0; d < nd; d++)  /* J's batch dims, in y's order */
+        st[1][d] = d == axis ? 0 : sj[k++];
+    if (row_offsets(nd, PyArray_DIMS(u.x), axis, 2, st, &nrows, &u.offs) < 0)
+        goto fail;
+    if (u.offs) {
+        attn_mat my = {PyArray_DATA(u.x), u.offs, 0, st[0][axis]};
+        attn_mat mj = {PyArray_DATA(u.dst), u.offs + nrows, sj[nd - 1],
+                       sj[nd]};
+        attn_status s;
+        AP_RUN_NOGIL(s, attn_softmax_jacobian(dtype_of(u.typenum), mj, my,
+                                              nrows, (size_t)n));
+        if (raise_status(s, fname) < 0)
             goto fail;
     }
     ok = 1;
@@ -71,4 +252,8 @@ fail:
 PyMethodDef ap_elementwise_methods[] = {
     {"softmax", AP_FASTCALL(core_softmax), METH_FASTCALL,
      "softmax(x, axis, out, fname)"},
+    {"softmax_backward", AP_FASTCALL(core_softmax_backward), METH_FASTCALL,
+     "softmax_backward(dy, y, axis, out, fname)"},
+    {"softmax_jacobian", AP_FASTCALL(core_softmax_jacobian), METH_FASTCALL,
+     "softmax_jacobian(y, axis, fname)"},
     {NULL, NULL, 0, NULL}};
