@@ -26,6 +26,9 @@ from ._api import (add_positional_encoding, attention, causal_mask,
 from ._decode import KVCache, merge_attention, rotary_embedding
 from ._grad import attention_backward
 from ._softmax_grad import softmax_backward, softmax_jacobian
+from ._encoder import TransformerEncoderLayer
+from ._layer import (feed_forward, feed_forward_backward, gelu,
+                     gelu_backward, layer_norm, layer_norm_backward)
 from ._mha import MultiHeadAttention
 from .teach import AttentionTrace, explain, show
 
@@ -36,7 +39,9 @@ __all__ = [
     "scaled_dot_product_attention", "attention", "attention_backward",
     "create_causal_mask", "causal_mask", "padding_mask",
     "positional_encoding", "add_positional_encoding", "split_heads",
-    "combine_heads", "MultiHeadAttention", "set_num_threads",
+    "combine_heads", "MultiHeadAttention", "TransformerEncoderLayer",
+    "layer_norm", "layer_norm_backward", "gelu", "gelu_backward",
+    "feed_forward", "feed_forward_backward", "set_num_threads",
     "rotary_embedding", "merge_attention", "KVCache",
     "get_num_threads", "explain", "AttentionTrace", "show", "reference",
     "__version__",

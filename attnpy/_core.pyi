@@ -55,3 +55,20 @@ def rope(x: ArrayLike, out: NDArray[Any] | None, offset: float, base: float,
 def merge(outs: list[NDArray[Any]], lses: list[NDArray[Any]],
           fname: str) -> tuple[NDArray[np.floating[Any]],
                                NDArray[np.floating[Any]]]: ...
+_Act = Literal["none", "relu", "gelu", "gelu_tanh"]
+def layer_norm(x: ArrayLike, residual: ArrayLike | None,
+               shift: ArrayLike | None, weight: ArrayLike | None,
+               bias: ArrayLike | None, eps: float, eps_in_sqrt: bool,
+               out: NDArray[Any] | None, want_sum: bool,
+               fname: str) -> Any: ...
+def layer_norm_backward(dy: ArrayLike, x: ArrayLike, weight: ArrayLike | None,
+                        eps: float, eps_in_sqrt: bool, want_dweight: bool,
+                        want_dbias: bool, out: NDArray[Any] | None,
+                        fname: str) -> tuple[Any, Any, Any]: ...
+def bias_act(x: ArrayLike, bias: ArrayLike | None, activation: _Act,
+             out: NDArray[Any] | None,
+             fname: str) -> NDArray[np.floating[Any]]: ...
+def bias_act_backward(dy: ArrayLike, x: ArrayLike, bias: ArrayLike | None,
+                      activation: _Act, want_dbias: bool,
+                      out: NDArray[Any] | None,
+                      fname: str) -> tuple[Any, Any]: ...

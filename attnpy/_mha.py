@@ -1,4 +1,6 @@
 """MultiHeadAttention: the tutorial's class, with attention computed in C."""
+import math
+
 import numpy as np
 
 from . import _core, _mha_grad
@@ -29,11 +31,17 @@ class MultiHeadAttention:
         weights. An int or Generator uses ``default_rng(seed)``.
     dtype : float32 or float64
         dtype of the weight matrices.
+    bias : bool, optional
+        Give the four projections a bias: ``x @ W_q + b_q`` and so on (the
+        weights stay (in, out), as in the tutorial). The biases start at
+        zero (no random draws: the weights are the same either way).
 
     Attributes
     ----------
     W_q, W_k, W_v, W_o : ndarray, shape (d_model, d_model)
         Projection matrices (assignable; a new value must have that shape).
+    b_q, b_k, b_v, b_o : ndarray, shape (d_model,), or None
+        The projections' biases with ``bias=True`` (assignable), else None.
     grads : dict
         ``{"W_q", "W_k", "W_v", "W_o"}`` gradients set by :meth:`backward`
         (empty before the first backward call).
@@ -56,8 +64,12 @@ class MultiHeadAttention:
     (1, 5, 8)
     """
 
-    def __init__(self, d_model, num_heads, *, seed=None, dtype=np.float64):
+    def __init__(self, d_model, num_heads, *, seed=None, dtype=np.float64,
+                 bias=False):
         fname = "MultiHeadAttention"
+        if not isinstance(bias, (bool, np.bool_)):
+            raise TypeError(f"{fname}: bias must be True or False, got "
+                            f"{type(bias).__name__}")
         d = _size(d_model, fname, "d_model")
         h = _size(num_heads, fname, "num_heads")
         if h > max(d, 1):
@@ -87,34 +99,53 @@ class MultiHeadAttention:
         self.W_k = draw() * std
         self.W_v = draw() * std
         self.W_o = draw() * std
+        self.bias = bool(bias)
+        for name in ("_b_q", "_b_k", "_b_v", "_b_o"):
+            setattr(self, name, np.zeros(d, dt) if bias else None)
         self._tape = None   # the last call's arguments, for backward
         self.grads = {}     # set by backward
 
-    def _weight(name):
+    def _param(name, vector):
         attr = "_" + name
 
         def get(self):
             return getattr(self, attr)
 
         def set(self, value):
-            w = _core.as_real(value, "MultiHeadAttention", name)
-            if w.shape != (self.d_model, self.d_model):
-                raise ValueError(f"MultiHeadAttention: {name} must have shape"
-                                 f" {(self.d_model, self.d_model)}, got "
-                                 f"{w.shape}")
+            fname = "MultiHeadAttention"
+            if vector and not self.bias:
+                raise ValueError(f"{fname}: {name} cannot be set on a layer "
+                                 f"made with bias=False")
+            w = _core.as_real(value, fname, name)
+            shape = (self.d_model,) * (1 if vector else 2)
+            if w.shape != shape:
+                raise ValueError(f"{fname}: {name} must have shape {shape}, "
+                                 f"got {w.shape}")
             setattr(self, attr, np.array(w, dtype=self.dtype))
 
-        return property(get, set, doc=f"{name}, shape (d_model, d_model)")
+        doc = ("shape (d_model,), or None" if vector
+               else "shape (d_model, d_model)")
+        return property(get, set, doc=f"{name}, {doc}")
 
-    W_q = _weight("W_q")
-    W_k = _weight("W_k")
-    W_v = _weight("W_v")
-    W_o = _weight("W_o")
-    del _weight
+    W_q, W_k = _param("W_q", False), _param("W_k", False)
+    W_v, W_o = _param("W_v", False), _param("W_o", False)
+    b_q, b_k = _param("b_q", True), _param("b_k", True)
+    b_v, b_o = _param("b_v", True), _param("b_o", True)
+    del _param
+
+    def _linear(self, x, W, b):
+        """x @ W (+ b, added in place on the product). x (..., d) is seen
+        as one (rows, d) matrix: one GEMM (NumPy's batched matmul of a 3-D
+        x by a 2-D W can be many times slower)."""
+        y = np.matmul(x.reshape(math.prod(x.shape[:-1]), x.shape[-1]), W)
+        if b is not None:
+            np.add(y, b, out=y)
+        return y.reshape(x.shape[:-1] + (W.shape[1],))
 
     def __repr__(self):
         return (f"MultiHeadAttention(d_model={self.d_model}, "
-                f"num_heads={self.num_heads}, dtype={self.dtype.name})")
+                f"num_heads={self.num_heads}, dtype={self.dtype.name}"
+                f"{', bias=True' if self.bias else ''})")
 
     def split_heads(self, x):
         """(batch, seq, d_model) -> (batch, heads, seq, d_k)."""
@@ -163,7 +194,8 @@ class MultiHeadAttention:
         if need_weights:
             out, w = _core.sdpa(Q, K, V, mask, None, causal, None, "zero",
                                 None, None, 1, fname)
-            return np.matmul(self.combine_heads(out), self.W_o), w
+            return self._linear(self.combine_heads(out), self.W_o,
+                                self._b_o), w
         # the fused kernel, never the (..., heads, L, S) weights; it writes
         # each head's rows straight into the (..., L, heads, d_k) layout
         # that the output projection reads as (..., L, d_model): no
@@ -172,11 +204,12 @@ class MultiHeadAttention:
         if heads is None:  # shapes that sdpa itself will reject or resolve
             out = _core.sdpa(Q, K, V, mask, None, causal, None, "zero", None,
                              None, 0, fname)
-            return np.matmul(self.combine_heads(out), self.W_o), None
+            return self._linear(self.combine_heads(out), self.W_o,
+                                self._b_o), None
         _core.sdpa(Q, K, V, mask, None, causal, None, "zero",
                    np.swapaxes(heads, -3, -2), None, 0, fname)
         combined = heads.reshape(heads.shape[:-2] + (self.d_model,))
-        return np.matmul(combined, self.W_o), None
+        return self._linear(combined, self.W_o, self._b_o), None
 
     def _project(self, q, k, v, self_attn):
         """Q, K, V (..., heads, seq, d_k) as views of the projections.
@@ -190,13 +223,16 @@ class MultiHeadAttention:
             w_qkv = np.empty((d, 3 * d), dtype=dt)
             for i, w in enumerate((self._W_q, self._W_k, self._W_v)):
                 w_qkv[:, i * d:(i + 1) * d] = w
-            qkv = np.matmul(q, w_qkv)
+            b_qkv = None
+            if self.bias:
+                b_qkv = np.concatenate([self._b_q, self._b_k, self._b_v])
+            qkv = self._linear(q, w_qkv, b_qkv)
             return (self.split_heads(qkv[..., :d]),
                     self.split_heads(qkv[..., d:2 * d]),
                     self.split_heads(qkv[..., 2 * d:]))
-        return (self.split_heads(np.matmul(q, self.W_q)),
-                self.split_heads(np.matmul(k, self.W_k)),
-                self.split_heads(np.matmul(v, self.W_v)))
+        return (self.split_heads(self._linear(q, self.W_q, self._b_q)),
+                self.split_heads(self._linear(k, self.W_k, self._b_k)),
+                self.split_heads(self._linear(v, self.W_v, self._b_v)))
 
     def _heads_out(self, Q, K, V, mask):
         """An empty (..., L, heads, d_k) array for the kernel's output, or
@@ -257,6 +293,10 @@ class MultiHeadAttention:
         >>> dX.shape, sorted(mha.grads)
         ((1, 5, 8), ['W_k', 'W_o', 'W_q', 'W_v'])
         """
+        if self.bias:   # _mha_grad recomputes the projections without
+            raise NotImplementedError(  # the biases: not yet supported
+                "MultiHeadAttention.backward: a layer with bias=True has no "
+                "backward pass yet")
         return _mha_grad.backward(self, self._tape, d_output)
 
     def forward(self, X, mask=None, *, causal=False):

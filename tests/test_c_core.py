@@ -9,7 +9,9 @@ attn_rope; test_bwd.c the backward pass (fast vs naive on every ISA,
 bitwise over 1/2/3/7 threads; naive vs finite differences) and the
 forward's lse; test_platform.c the portability layer (x86 feature
 detection, the caller's floating-point environment on every pool thread).
-All without the Python binding.
+test_layer.c the layer family (layer norm, bias + activation, forward
+and backward, against long double oracles and finite differences;
+bitwise over 1, 2, 3 and 5 threads). All without the Python binding.
 """
 import glob
 import os
@@ -31,7 +33,7 @@ def core_sources():
 
 @pytest.mark.skipif(sys.platform == "win32", reason="gcc/pthreads build")
 @pytest.mark.parametrize("program", ["test_core", "test_decode", "test_bwd",
-                                     "test_platform"])
+                                     "test_platform", "test_layer"])
 def test_c_core(tmp_path, program):
     if shutil.which(CC) is None:
         pytest.fail(f"C compiler {CC!r} not found (needed to build the C tests)")

@@ -73,6 +73,11 @@ def part_backward(env, args, cfg, R):
     R["backward"] = bench_backward(env, cfg, args.repeat)
 
 
+def part_layer(env, args, cfg, R):
+    from .layer import bench_layer
+    R["layer"] = bench_layer(env, cfg, args.repeat)
+
+
 def part_dask(env, args, cfg, R):
     from .dask_cluster import bench_dask
     R["dask"] = bench_dask(env)
@@ -81,4 +86,5 @@ def part_dask(env, args, cfg, R):
 # in the order they run; config.MODES says which parts each mode includes
 # ("dask" is in none: it starts a local cluster, run it with --only dask)
 PARTS = {"tiny": part_tiny, "memory": part_memory, "threads": part_threads,
-         "mha": part_mha, "backward": part_backward, "dask": part_dask}
+         "mha": part_mha, "backward": part_backward, "layer": part_layer,
+         "dask": part_dask}

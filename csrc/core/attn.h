@@ -257,6 +257,83 @@ attn_status attn_merge(attn_dtype dtype, size_t K, size_t B, size_t L,
                        size_t Ev, attn_mat out, attn_mat lse,
                        const attn_mat *outs, const attn_mat *lses);
 
+/* ---- the transformer layer's small kernels (layer/) ---------------------
+ * Row kernels over (nrows, n) operands: element (r, j) of an attn_mat m at
+ *     (T *)m.data + OFF(m, r) + r * m.s0 + j * m.s1
+ * (a boff table for arbitrary leading dims, or s0 for a plain matrix). A
+ * vector broadcast over the rows (weight, bias) is an attn_mat with
+ * boff NULL and s0 = 0; data NULL = absent. Outputs may be the very memory
+ * of an input of the same shape and strides (in place). Rows are spread
+ * over ex->nthreads threads in chunks fixed by (nrows, n) alone, and every
+ * sum over rows (dweight, dbias) is reduced in chunk order, in double: the
+ * results are the same bits for any thread count. ex may be NULL (one
+ * thread). Sums over a row are in double, in 8 interleaved partial sums.  */
+
+/* Layer normalisation of s = x [+ res] [+ shift] (s rounded to the dtype):
+ *   mean = sum_j s_j / n,   var = sum_j (s_j - mean)^2 / n
+ *   rstd = eps_in_sqrt ? 1 / sqrt(var + eps)          (PyTorch, BERT)
+ *                      : 1 / (sqrt(var) + eps)        (the tutorial)
+ *   y_j  = (s_j - mean) * rstd [* weight_j] [+ bias_j]
+ * in double, rounded once. sum (optional) receives s, the input the
+ * backward pass needs.                                                    */
+typedef struct {
+    attn_dtype dtype;
+    size_t nrows, n;
+    attn_mat y;        /* (nrows, n) written                                */
+    attn_mat sum;      /* (nrows, n) optional: s written                    */
+    attn_mat x;        /* (nrows, n)                                        */
+    attn_mat res;      /* (nrows, n) optional residual added to x           */
+    attn_mat shift;    /* (n) optional vector added to x (a bias before)    */
+    attn_mat weight;   /* (n) optional                                      */
+    attn_mat bias;     /* (n) optional                                      */
+    double eps;
+    int eps_in_sqrt;
+} attn_norm;
+attn_status attn_layer_norm(const attn_norm *p, const attn_exec *ex);
+
+/* Its gradient, from dy and the normalised input s (the stats are
+ * recomputed from s exactly as the forward pass computed them):
+ *   g_j = dy_j [* weight_j],  xhat_j = (s_j - mean) * rstd
+ *   dx_j = rstd (g_j - mean(g)) - k xhat_j mean(g xhat)
+ *   k = rstd (eps_in_sqrt), 1 / sqrt(var) (tutorial; 0 when var == 0, as
+ *   PyTorch's std backward)
+ *   dweight_j = sum_r dy_rj xhat_rj,  dbias_j = sum_r dy_rj   (optional) */
+typedef struct {
+    attn_dtype dtype;
+    size_t nrows, n;
+    attn_mat dx;       /* (nrows, n) written                                */
+    attn_mat dweight;  /* (n) optional, written                             */
+    attn_mat dbias;    /* (n) optional, written                             */
+    attn_mat dy;       /* (nrows, n)                                        */
+    attn_mat s;        /* (nrows, n) the forward pass's normalised input    */
+    attn_mat weight;   /* (n) optional                                      */
+    double eps;
+    int eps_in_sqrt;
+} attn_norm_grad;
+attn_status attn_layer_norm_backward(const attn_norm_grad *p,
+                                     const attn_exec *ex);
+
+typedef enum {
+    ATTN_ACT_NONE = 0,      /* identity (bias only)                          */
+    ATTN_ACT_RELU = 1,      /* max(0, h) (NaN stays NaN)                     */
+    ATTN_ACT_GELU = 2,      /* h Phi(h) = h (1 + erf(h / sqrt 2)) / 2        */
+    ATTN_ACT_GELU_TANH = 3  /* h (1 + tanh(sqrt(2/pi) (h + 0.044715 h^3))) / 2 */
+} attn_act;
+
+/* bias + activation: y(r, j) = act(x(r, j) [+ bias_j]), h = x + bias
+ * rounded to the dtype, act in the dtype's precision (erff / erf ...).    */
+attn_status attn_bias_act(attn_dtype dtype, attn_act act, size_t nrows,
+                          size_t n, attn_mat y, attn_mat x, attn_mat bias,
+                          const attn_exec *ex);
+
+/* its gradient: dx(r, j) = dy(r, j) * act'(h(r, j)), h = x [+ bias] as in
+ * the forward pass (relu: 1 where h > 0, else 0); dbias_j = sum_r dx(r, j)
+ * (optional; in double, chunk order).                                     */
+attn_status attn_bias_act_backward(attn_dtype dtype, attn_act act,
+                                   size_t nrows, size_t n, attn_mat dx,
+                                   attn_mat dbias, attn_mat dy, attn_mat x,
+                                   attn_mat bias, const attn_exec *ex);
+
 #ifdef __cplusplus
 }
 #endif

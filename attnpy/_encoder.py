@@ -1,0 +1,206 @@
+"""TransformerEncoderLayer: the tutorial's encoder layer, with the options
+of torch.nn.TransformerEncoderLayer, built from attnpy's pieces."""
+import numpy as np
+
+from . import _core
+from ._api import _float_dtype, _size
+from ._layer import _activation, _eps, _ffn_hidden, _flag, _rows
+from ._mha import MultiHeadAttention
+
+__all__ = ["TransformerEncoderLayer"]
+
+# parameter name -> shape, from (d_model, d_ff)
+_SHAPES = {
+    "W1": lambda d, f: (d, f), "b1": lambda d, f: (f,),
+    "W2": lambda d, f: (f, d), "b2": lambda d, f: (d,),
+    "norm1_weight": lambda d, f: (d,), "norm1_bias": lambda d, f: (d,),
+    "norm2_weight": lambda d, f: (d,), "norm2_bias": lambda d, f: (d,),
+}
+
+
+def _generator(seed, fname):
+    """None (NumPy's global state, the tutorial's draws) or a Generator."""
+    if seed is None or isinstance(seed, np.random.Generator):
+        return seed
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(
+            seed, (int, np.integer)):
+        raise TypeError(f"{fname}: seed must be None, an int or a "
+                        f"numpy.random.Generator, got {type(seed).__name__}")
+    if seed < 0:
+        raise ValueError(f"{fname}: seed must be >= 0, got {seed}")
+    return np.random.default_rng(seed)
+
+
+class TransformerEncoderLayer:
+    """One transformer encoder layer: self-attention, feed-forward network,
+    residual connections and layer normalisation.
+
+    The defaults are the tutorial's ``TransformerEncoderLayer`` exactly
+    (post-norm, ReLU, ``(x - mean) / (std + eps)`` with eps 1e-6, no
+    attention biases, the same random draws under ``np.random.seed``); the
+    options are those of ``torch.nn.TransformerEncoderLayer``::
+
+        norm_first=False (tutorial, BERT):  x = LN1(x + SA(x))
+                                            x = LN2(x + FF(x))
+        norm_first=True (pre-norm, GPT):    x = x + SA(LN1(x))
+                                            x = x + FF(LN2(x))
+
+    SA is :class:`MultiHeadAttention` (the fused kernel, never the
+    (heads, L, S) weights) and FF is :func:`feed_forward`. The matrix
+    products are NumPy's; the residual add, the normalisation and its
+    weight and bias are one pass in C, as are bias + activation.
+
+    Parameters
+    ----------
+    d_model, num_heads, d_ff : int
+        Model width, heads (dividing d_model), hidden width of FF.
+    seed : int or numpy.random.Generator, optional
+        None (default): the weights are drawn from NumPy's global state in
+        the tutorial's order (W_q, W_k, W_v, W_o, then ``W1 =
+        randn(d_model, d_ff) * sqrt(2 / d_model)`` and ``W2 = randn(d_ff,
+        d_model) * sqrt(2 / d_ff)``); an int or Generator draws the same
+        way from ``default_rng(seed)``.
+    dtype : float32 or float64
+    activation : {"relu", "gelu", "gelu_tanh"}
+    norm_first : bool
+    layer_norm_eps : float
+        eps of both layer norms (tutorial 1e-6; PyTorch's default 1e-5).
+    eps_in_sqrt : bool
+        Normalise by ``sqrt(var + eps)`` (PyTorch, BERT) instead of
+        ``std + eps`` (the tutorial).
+    bias : bool
+        Biases on the attention projections (``MultiHeadAttention(bias=
+        True)``). FF's b1, b2 and the norms' biases always exist (zeros
+        unless assigned).
+
+    Attributes
+    ----------
+    attention : MultiHeadAttention
+    W1, b1, W2, b2 : ndarray
+        (d_model, d_ff), (d_ff,), (d_ff, d_model), (d_model,); assignable.
+    norm1_weight, norm1_bias, norm2_weight, norm2_bias : ndarray (d_model,)
+        Start at ones and zeros (which change no bit); assignable.
+
+    Examples
+    --------
+    >>> import numpy as np, attnpy
+    >>> np.random.seed(0)
+    >>> layer = attnpy.TransformerEncoderLayer(d_model=64, num_heads=8,
+    ...                                        d_ff=256)
+    >>> x = np.random.randn(2, 10, 64)
+    >>> y = layer.forward(x)
+    >>> y.shape
+    (2, 10, 64)
+    >>> bool(np.allclose(y.mean(-1), 0) and np.allclose(y.std(-1), 1))
+    True
+    """
+
+    def __init__(self, d_model, num_heads, d_ff, *, seed=None,
+                 dtype=np.float64, activation="relu", norm_first=False,
+                 layer_norm_eps=1e-6, eps_in_sqrt=False, bias=False):
+        fname = "TransformerEncoderLayer"
+        d = _size(d_model, fname, "d_model")
+        f = _size(d_ff, fname, "d_ff")
+        dt = _float_dtype(dtype, fname)
+        self.activation = _activation(activation, fname)
+        self.norm_first = _flag(norm_first, fname, "norm_first")
+        self.layer_norm_eps = _eps(layer_norm_eps, fname, "layer_norm_eps")
+        self.eps_in_sqrt = _flag(eps_in_sqrt, fname, "eps_in_sqrt")
+        _flag(bias, fname, "bias")
+        rng = _generator(seed, fname)
+        self.d_model, self.d_ff, self.dtype = d, f, dt
+        # the tutorial's order: the attention's four matrices, W1, W2
+        self.attention = MultiHeadAttention(d, num_heads, seed=rng, dtype=dt,
+                                            bias=bias)
+        self.num_heads = self.attention.num_heads
+        draw = np.random.randn if rng is None else (
+            lambda *shape: rng.standard_normal(shape))
+        self.W1 = draw(d, f) * (np.sqrt(2.0 / d) if d else 0.0)
+        self.b1 = np.zeros(f)
+        self.W2 = draw(f, d) * (np.sqrt(2.0 / f) if f else 0.0)
+        self.b2 = np.zeros(d)
+        self.norm1_weight, self.norm2_weight = np.ones(d), np.ones(d)
+        self.norm1_bias, self.norm2_bias = np.zeros(d), np.zeros(d)
+        self._cache = None
+
+    def _param(name):
+        attr = "_" + name
+
+        def get(self):
+            return getattr(self, attr)
+
+        def set(self, value):
+            fname = "TransformerEncoderLayer"
+            a = _core.as_real(value, fname, name)
+            want = _SHAPES[name](self.d_model, self.d_ff)
+            if a.shape != want:
+                raise ValueError(f"{fname}: {name} must have shape {want}, "
+                                 f"got {a.shape}")
+            setattr(self, attr, np.array(a, dtype=self.dtype))
+
+        return property(get, set, doc=f"{name} (assignable; shape checked)")
+
+    W1, b1, W2, b2 = _param("W1"), _param("b1"), _param("W2"), _param("b2")
+    norm1_weight, norm1_bias = _param("norm1_weight"), _param("norm1_bias")
+    norm2_weight, norm2_bias = _param("norm2_weight"), _param("norm2_bias")
+    del _param
+
+    def __repr__(self):
+        return (f"TransformerEncoderLayer(d_model={self.d_model}, "
+                f"num_heads={self.num_heads}, d_ff={self.d_ff}, "
+                f"dtype={self.dtype.name}, activation={self.activation!r}, "
+                f"norm_first={self.norm_first}, "
+                f"layer_norm_eps={self.layer_norm_eps}, "
+                f"eps_in_sqrt={self.eps_in_sqrt}, "
+                f"bias={self.attention.bias})")
+
+    def _norm(self, x, i, residual=None, shift=None, fname=""):
+        """LN_i(x + (residual + shift)) -> (y, the sum)."""
+        return _core.layer_norm(
+            x, residual, shift, getattr(self, f"_norm{i}_weight"),
+            getattr(self, f"_norm{i}_bias"), self.layer_norm_eps,
+            self.eps_in_sqrt, None, True, fname)
+
+    def _ffn(self, x, fname):
+        """FF without b2: (pre, hidden, hidden @ W2), all 2-D."""
+        pre, hidden = _ffn_hidden(_rows(x), self._W1, self._b1,
+                                  self.activation, fname, True)
+        return pre, hidden, np.matmul(hidden, self._W2)
+
+    def forward(self, x, mask=None, *, causal=False):
+        """The layer applied to x (..., seq, d_model) -> (..., seq, d_model).
+
+        `mask` and `causal` are those of :func:`attnpy.attention`
+        (nonzero/True = may attend; e.g. ``padding_mask(lengths, seq)``);
+        a query that may see no key gets a zero attention output. The
+        intermediates are kept for a backward pass.
+        """
+        fname = "TransformerEncoderLayer.forward"
+        x = _core.as_real(x, fname, "x")
+        if x.ndim < 2 or x.shape[-1] != self.d_model:
+            raise ValueError(f"{fname}: x must have shape (..., seq, "
+                             f"d_model={self.d_model}), got {x.shape}")
+        dt = np.result_type(x.dtype, self.dtype)
+        x = x.astype(np.float32 if dt == np.float32 else np.float64,
+                     copy=False)
+        attn = self.attention
+        if self.norm_first:
+            n1, _ = self._norm(x, 1, fname=fname)
+            x1 = x + attn(n1, mask=mask, causal=causal)
+            n2, _ = self._norm(x1, 2, fname=fname)
+            pre, hidden, f = self._ffn(n2, fname)
+            np.add(f, self._b2, out=f)
+            y = np.add(_rows(x1), f, out=f)
+            cache = dict(x=x, n1=n1, x1=x1, n2=n2, pre=pre, hidden=hidden)
+        else:
+            a = attn(x, mask=mask, causal=causal)
+            x1, s1 = self._norm(x, 1, a, fname=fname)
+            pre, hidden, f = self._ffn(x1, fname)
+            y, s2 = self._norm(_rows(x1), 2, f, self._b2, fname)
+            cache = dict(x=x, s1=s1, x1=x1, pre=pre, hidden=hidden, s2=s2)
+        # what a backward pass needs (with the attention's own cache)
+        cache.update(mask=mask, causal=causal)
+        self._cache = cache
+        return y.reshape(x.shape)
+
+    __call__ = forward

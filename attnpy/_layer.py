@@ -1,0 +1,350 @@
+"""The transformer layer's pieces around attention: layer_norm, gelu,
+feed_forward, and their backward functions.
+
+Matrix products go through NumPy's matmul (its BLAS is the fastest GEMM at
+hand); the C core (csrc/core/layer/) does what surrounds them in one pass
+over memory: mean, variance and normalisation of a row (with the residual
+added on the way), bias + activation. Row sums of the backward passes
+(dweight, dbias) are reduced in a fixed order: the same bits for any
+number of threads.
+"""
+import math
+
+import numpy as np
+
+from . import _core
+from ._api import _real
+
+__all__ = ["layer_norm", "layer_norm_backward", "gelu", "gelu_backward",
+           "feed_forward", "feed_forward_backward"]
+
+_ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
+
+
+def _eps(eps, fname, arg="eps"):
+    e = _real(eps, fname, arg)
+    if not e >= 0:
+        raise ValueError(f"{fname}: {arg} must be >= 0, got {eps!r}")
+    return e
+
+
+def _flag(value, fname, arg):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{fname}: {arg} must be True or False, got "
+                        f"{type(value).__name__}")
+    return bool(value)
+
+
+def _gelu_act(approximate, fname):
+    if isinstance(approximate, str) and approximate in ("none", "tanh"):
+        return "gelu" if approximate == "none" else "gelu_tanh"
+    raise ValueError(f"{fname}: approximate must be 'none' or 'tanh', got "
+                     f"{approximate!r}")
+
+
+def _activation(activation, fname):
+    if isinstance(activation, str) and activation in _ACTIVATIONS:
+        return activation
+    raise ValueError(f"{fname}: activation must be 'relu', 'gelu' or "
+                     f"'gelu_tanh', got {activation!r}")
+
+
+def layer_norm(x, eps=1e-6, *, weight=None, bias=None, eps_in_sqrt=False,
+               out=None):
+    """Layer normalisation over the last axis (the tutorial's layer_norm).
+
+    ``(x - mean) / (std + eps)`` per row of the last axis, the tutorial's
+    formula (std is the population standard deviation, as ``np.std``);
+    with ``eps_in_sqrt=True``, ``(x - mean) / sqrt(var + eps)`` as PyTorch's
+    ``LayerNorm`` and BERT. Then ``* weight + bias`` when given. Mean and
+    variance are accumulated in float64 for either dtype.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., n)
+        Real input; float32 and float64 are computed in their own precision
+        (the result dtype follows NumPy's promotion of x, weight, bias).
+    eps : float, optional
+        Added to the standard deviation (default 1e-6, the tutorial's) or,
+        with `eps_in_sqrt`, to the variance.
+    weight, bias : array_like, shape (n,), optional
+        Per-feature scale and shift (PyTorch's ``elementwise_affine``).
+    eps_in_sqrt : bool, optional
+        Use ``sqrt(var + eps)`` instead of ``std + eps``.
+    out : ndarray, optional
+        Where to write the result (exactly its shape and dtype, any
+        strides); ``out=x`` normalises in place.
+
+    Returns
+    -------
+    ndarray, shape (..., n)
+
+    See Also
+    --------
+    layer_norm_backward : the gradients.
+
+    Examples
+    --------
+    >>> import numpy as np, attnpy
+    >>> x = np.array([[1.0, 2.0, 3.0], [2.0, 2.0, 8.0]])
+    >>> attnpy.layer_norm(x).round(4)
+    array([[-1.2247,  0.    ,  1.2247],
+           [-0.7071, -0.7071,  1.4142]])
+    >>> ref = attnpy.reference.tutorial_layer_norm(x)
+    >>> bool(np.allclose(attnpy.layer_norm(x), ref, rtol=1e-14, atol=0))
+    True
+    """
+    fname = "layer_norm"
+    eps = _eps(eps, fname)
+    return _core.layer_norm(x, None, None, weight, bias, eps,
+                            _flag(eps_in_sqrt, fname, "eps_in_sqrt"), out,
+                            False, fname)
+
+
+def layer_norm_backward(dy, x, eps=1e-6, *, weight=None, eps_in_sqrt=False,
+                        out=None):
+    """Gradients of :func:`layer_norm`: ``(dx, dweight, dbias)``.
+
+    `x`, `eps`, `weight` and `eps_in_sqrt` are those of the forward call
+    (the mean and standard deviation are recomputed from x, with the same
+    bits as the forward pass). With ``g = dy * weight`` and ``xhat`` the
+    normalised x::
+
+        dx      = rstd * (g - mean(g) - k * xhat * mean(g * xhat))
+        dweight = sum over rows of dy * xhat,   dbias = sum over rows of dy
+
+    where ``rstd = 1 / sqrt(var + eps)`` and ``k = 1`` (eps_in_sqrt), or
+    ``rstd = 1 / (std + eps)`` and ``k = 1 / (std * rstd)`` (the tutorial's
+    form; 0 when std == 0, as PyTorch's std backward). Sums over a row and
+    over rows are in float64, over rows in a fixed order.
+
+    Parameters
+    ----------
+    dy : array_like, shape (..., n)
+        Gradient of the loss with respect to layer_norm's output.
+    x, eps, weight, eps_in_sqrt
+        As in the forward call.
+    out : ndarray, optional
+        Where to write dx; ``out=dy`` overwrites dy.
+
+    Returns
+    -------
+    dx : ndarray, shape (..., n)
+    dweight, dbias : ndarray, shape (n,)
+        The gradients for weight and bias (as if weight were ones when it
+        is None).
+
+    Examples
+    --------
+    >>> import numpy as np, attnpy
+    >>> rng = np.random.default_rng(0)
+    >>> x, dy = rng.standard_normal((2, 4, 8))
+    >>> dx, dw, db = attnpy.layer_norm_backward(dy, x)
+    >>> ref = attnpy.reference.layer_norm_backward(dy, x)
+    >>> bool(np.allclose(dx, ref[0], rtol=1e-10, atol=1e-12))
+    True
+    >>> bool(np.allclose(db, dy.sum(axis=0)))
+    True
+    """
+    fname = "layer_norm_backward"
+    eps = _eps(eps, fname)
+    return _core.layer_norm_backward(
+        dy, x, weight, eps, _flag(eps_in_sqrt, fname, "eps_in_sqrt"), True,
+        True, out, fname)
+
+
+def gelu(x, *, approximate="none", out=None):
+    """Gaussian error linear unit, element-wise.
+
+    ``x * Phi(x) = x * (1 + erf(x / sqrt(2))) / 2`` (``approximate="none"``,
+    BERT, ``torch.nn.functional.gelu``), or with ``approximate="tanh"``
+    ``x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) / 2`` (GPT-2).
+    float32 is computed with the float32 libm functions.
+
+    Parameters
+    ----------
+    x : array_like
+        Real input, at least 1-D.
+    approximate : {"none", "tanh"}
+    out : ndarray, optional
+        Where to write the result; ``out=x`` works in place.
+
+    Examples
+    --------
+    >>> import numpy as np, attnpy
+    >>> attnpy.gelu(np.array([-1.0, 0.0, 1.0, 3.0])).round(4)
+    array([-0.1587,  0.    ,  0.8413,  2.996 ])
+    >>> attnpy.gelu(np.array([1.0]), approximate="tanh").round(4)
+    array([0.8412])
+    """
+    fname = "gelu"
+    act = _gelu_act(approximate, fname)
+    return _core.bias_act(x, None, act, out, fname)
+
+
+def gelu_backward(dy, x, *, approximate="none", out=None):
+    """Gradient of :func:`gelu`: ``dy * gelu'(x)``.
+
+    For "none", ``gelu'(x) = Phi(x) + x * exp(-x^2 / 2) / sqrt(2 pi)``; for
+    "tanh" the derivative of the tanh formula. `out=dy` overwrites dy.
+
+    Examples
+    --------
+    >>> import numpy as np, attnpy
+    >>> attnpy.gelu_backward(np.ones(3), np.array([-1.0, 0.0, 1.0])).round(4)
+    array([-0.0833,  0.5   ,  1.0833])
+    """
+    fname = "gelu_backward"
+    act = _gelu_act(approximate, fname)
+    return _core.bias_act_backward(dy, x, None, act, False, out, fname)[0]
+
+
+# ---------------------------------------------------------------------------
+# feed-forward network
+# ---------------------------------------------------------------------------
+
+def _ffn_operands(fname, x, W1, b1, W2, b2, dy=None):
+    """The operands as arrays of one compute dtype, shapes checked."""
+    names = ("x", "W1", "b1", "W2", "b2", "dy")
+    raw = [None if a is None else _core.as_real(a, fname, n)
+           for a, n in zip((x, W1, b1, W2, b2, dy), names)]
+    dt = np.result_type(*(a for a in raw if a is not None))
+    dt = np.dtype(np.float32 if dt in (np.float16, np.float32)
+                  else np.float64)
+    x, W1, b1, W2, b2, dy = (None if a is None else a.astype(dt, copy=False)
+                             for a in raw)
+    if x.ndim < 1:
+        raise ValueError(f"{fname}: x must have at least 1 dimension "
+                         f"(..., d_model), got shape {x.shape}")
+    d = x.shape[-1]
+    if W1.ndim != 2 or W1.shape[0] != d:
+        raise ValueError(f"{fname}: W1 must have shape (d_model={d}, d_ff), "
+                         f"got {W1.shape} (x.shape={x.shape})")
+    f = W1.shape[1]
+    if W2.ndim != 2 or W2.shape[0] != f:
+        raise ValueError(f"{fname}: W2 must have shape (d_ff={f}, d_out), "
+                         f"got {W2.shape} (W1.shape={W1.shape})")
+    for b, name, n in ((b1, "b1", f), (b2, "b2", W2.shape[1])):
+        if b is not None and b.shape != (n,):
+            raise ValueError(f"{fname}: {name} must have shape ({n},), got "
+                             f"{b.shape}")
+    if dy is not None and dy.shape != x.shape[:-1] + (W2.shape[1],):
+        raise ValueError(f"{fname}: dy must have the output's shape "
+                         f"{x.shape[:-1] + (W2.shape[1],)}, got {dy.shape}")
+    return x, W1, b1, W2, b2, dy
+
+
+def _rows(a):
+    """(..., n) -> (rows, n): one matrix for one GEMM (a view if it can)."""
+    return a if a.ndim == 2 else a.reshape(math.prod(a.shape[:-1]),
+                                           a.shape[-1])
+
+
+def _ffn_hidden(x2, W1, b1, act, fname, keep):
+    """x2 (rows, d) -> (pre, hidden): pre = x2 W1 (bias not added, kept
+    only when `keep` for the backward pass), hidden = act(pre + b1)."""
+    pre = np.matmul(x2, W1)
+    hidden = _core.bias_act(pre, b1, act, None if keep else pre, fname)
+    return (pre if keep else None), hidden
+
+
+def _ffn_grads(dy2, x2, pre, hidden, W1, b1, W2, b2, act, fname):
+    """Gradients of the feed-forward network from its intermediates,
+    all 2-D: (dx2, dW1, db1, dW2, db2)."""
+    dW2 = np.matmul(hidden.T, dy2)
+    db2 = None if b2 is None else dy2.sum(axis=0, dtype=np.float64)
+    dh = np.matmul(dy2, W2.T)
+    dpre, db1 = _core.bias_act_backward(dh, pre, b1, act, b1 is not None,
+                                        dh, fname)
+    dW1 = np.matmul(x2.T, dpre)
+    dx2 = np.matmul(dpre, W1.T)
+    if db2 is not None:
+        db2 = db2.astype(dy2.dtype)
+    return dx2, dW1, db1, dW2, db2
+
+
+def feed_forward(x, W1, b1, W2, b2, *, activation="relu"):
+    """Position-wise feed-forward network: ``act(x @ W1 + b1) @ W2 + b2``.
+
+    The tutorial's ``feed_forward`` (``activation="relu"``), or with
+    ``"gelu"`` (erf form, BERT) or ``"gelu_tanh"`` (GPT-2). The two matrix
+    products are NumPy's (BLAS); the bias and the activation are one pass
+    in C, in place on the product.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., d_model)
+    W1 : array_like, shape (d_model, d_ff)
+    b1 : array_like, shape (d_ff,), or None
+    W2 : array_like, shape (d_ff, d_out)
+    b2 : array_like, shape (d_out,), or None
+    activation : {"relu", "gelu", "gelu_tanh"}
+
+    Returns
+    -------
+    ndarray, shape (..., d_out)
+        In the result dtype of the operands (float32 if all are float32).
+
+    See Also
+    --------
+    feed_forward_backward : the gradients.
+
+    Examples
+    --------
+    >>> import numpy as np, attnpy
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.standard_normal((2, 5, 8))
+    >>> W1, W2 = rng.standard_normal((8, 32)), rng.standard_normal((32, 8))
+    >>> b1, b2 = np.zeros(32), np.zeros(8)
+    >>> y = attnpy.feed_forward(x, W1, b1, W2, b2)
+    >>> ref = attnpy.reference.tutorial_feed_forward(x, W1, b1, W2, b2)
+    >>> y.shape, bool(np.allclose(y, ref, rtol=1e-12, atol=1e-12))
+    ((2, 5, 8), True)
+    """
+    fname = "feed_forward"
+    act = _activation(activation, fname)
+    x, W1, b1, W2, b2, _ = _ffn_operands(fname, x, W1, b1, W2, b2)
+    _, hidden = _ffn_hidden(_rows(x), W1, b1, act, fname, False)
+    y = np.matmul(hidden, W2)
+    if b2 is not None:
+        _core.bias_act(y, b2, "none", y, fname)
+    return y.reshape(x.shape[:-1] + (W2.shape[1],))
+
+
+def feed_forward_backward(dy, x, W1, b1, W2, b2, *, activation="relu"):
+    """Gradients of :func:`feed_forward`: ``(dx, dW1, db1, dW2, db2)``.
+
+    The arguments after `dy` are those of the forward call; the hidden
+    layer is recomputed. With ``pre = x W1 + b1`` and ``h = act(pre)``::
+
+        dW2 = h^T dy,   db2 = sum over rows of dy
+        dpre = (dy W2^T) * act'(pre)     (one pass in C, with db1)
+        dW1 = x^T dpre, db1 = sum over rows of dpre,   dx = dpre W1^T
+
+    (relu'(pre) = 1 where pre > 0, else 0). db1 / db2 are None when b1 /
+    b2 are. Sums over rows are in float64.
+
+    Examples
+    --------
+    >>> import numpy as np, attnpy
+    >>> rng = np.random.default_rng(0)
+    >>> x, dy = rng.standard_normal((2, 3, 4))
+    >>> W1, W2 = rng.standard_normal((4, 6)), rng.standard_normal((6, 4))
+    >>> b1, b2 = rng.standard_normal(6), rng.standard_normal(4)
+    >>> g = attnpy.feed_forward_backward(dy, x, W1, b1, W2, b2,
+    ...                                  activation="gelu")
+    >>> [a.shape for a in g]
+    [(3, 4), (4, 6), (6,), (6, 4), (4,)]
+    >>> ref = attnpy.reference.feed_forward_backward(
+    ...     dy, x, W1, b1, W2, b2, activation="gelu")
+    >>> all(np.allclose(a, r, rtol=1e-12, atol=1e-12) for a, r in zip(g, ref))
+    True
+    """
+    fname = "feed_forward_backward"
+    act = _activation(activation, fname)
+    x, W1, b1, W2, b2, dy = _ffn_operands(fname, x, W1, b1, W2, b2, dy)
+    x2 = _rows(x)
+    pre, hidden = _ffn_hidden(x2, W1, b1, act, fname, True)
+    dx2, dW1, db1, dW2, db2 = _ffn_grads(_rows(dy), x2, pre, hidden, W1, b1,
+                                         W2, b2, act, fname)
+    return dx2.reshape(x.shape), dW1, db1, dW2, db2

@@ -1,0 +1,49 @@
+/*
+ * layer/rows.h -- internal interface of the layer family (not public).
+ *
+ *   rows.c       the driver: rows in chunks over the thread pool, per-chunk
+ *                column sums reduced in chunk order
+ *   norm.c       layer normalisation, forward and backward
+ *   norm_body.h  its per-row code, written once over the element type
+ *   act.c        bias + activation (relu, gelu, gelu_tanh), forward and
+ *                backward
+ *
+ * Chunk boundaries depend on (nrows, n) only, each chunk is computed by
+ * one thread in a fixed order, and column sums are kept per chunk and
+ * added chunk by chunk at the end: the same bits for any thread count.
+ */
+#ifndef ATTNPY_LAYER_ROWS_H
+#define ATTNPY_LAYER_ROWS_H
+
+#include <stddef.h>
+
+#include "attn.h"
+#include "util.h"
+
+/* element (r, j) of a row operand (see attn.h) */
+#define ROW(m, r) (OFF(m, r) + (ptrdiff_t)(r) * (m).s0)
+
+/* Compute rows [r0, r1). acc: nacc * n doubles, zeroed, the chunk's own
+ * column sums (NULL when nacc == 0).                                       */
+typedef void (*attn_rows_fn)(void *ctx, size_t r0, size_t r1, double *acc);
+
+/* Run fn over every row of an (nrows, n) problem. nacc > 0: the chunks'
+ * column sums are reduced in chunk order into sums (nacc * n doubles,
+ * written even when nrows == 0). work: rough cost of one element (1 for a
+ * copy-like pass) to decide how many threads are worth waking. Returns
+ * ATTN_OK or ATTN_ENOMEM (scratch for the column sums).                   */
+attn_status attn__rows_run(size_t nrows, size_t n, size_t nacc, double *sums,
+                           attn_rows_fn fn, void *ctx, double work,
+                           const attn_exec *ex);
+
+/* Tunables (the C tests shrink them to get many chunks and threads on
+ * small problems): elements per chunk (whole rows, at least one), and the
+ * work (elements x work) below which one more thread is not woken.        */
+extern size_t attn__rows_chunk_elems;
+extern double attn__rows_min_work;
+
+/* write a column-sum vector (double) into an optional output vector      */
+void attn__store_vec(attn_dtype dtype, attn_mat out, const double *v,
+                     size_t n);
+
+#endif /* ATTNPY_LAYER_ROWS_H */
