@@ -87,7 +87,7 @@ def test_backward_equals_finite_differences(attn_grad, case, cross,
 
 def _torch_grads(mha, X, mem, mem2, G, mask, causal):
     """An independent oracle: the layer written in torch, autograd."""
-    torch = pytest.importorskip("torch")
+    import torch  # a test dependency (the [test] extra)
     t = {n: torch.tensor(getattr(mha, n), requires_grad=True)
          for n in WEIGHTS}
     xs = [torch.tensor(a, requires_grad=True) for a in
