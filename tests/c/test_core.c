@@ -37,35 +37,8 @@
 #include "attn.h"
 #include "attention/kern.h"
 
-static int n_pass, n_fail;
-
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (cond) {                                                            \
-            n_pass++;                                                          \
-        } else {                                                               \
-            n_fail++;                                                          \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                        \
-            printf(__VA_ARGS__);                                               \
-            printf("\n");                                                      \
-            fflush(stdout);                                                    \
-        }                                                                      \
-    } while (0)
-
-/* ------------------------------------------------------------------------ */
-/* random numbers                                                           */
-/* ------------------------------------------------------------------------ */
-static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
-
-static uint64_t rnd(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-static double urand(void) { return (double)(rnd() >> 11) * 0x1.0p-53; }
-static size_t irand(size_t n) { return n ? (size_t)(rnd() % n) : 0; }
+#define TEST_RNG_SEED 0x9E3779B97F4A7C15ULL
+#include "check.h"
 static size_t pick(const size_t *v, size_t n) { return v[irand(n)]; }
 
 /* ------------------------------------------------------------------------ */

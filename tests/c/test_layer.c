@@ -31,35 +31,8 @@
 #include "attn.h"
 #include "layer/rows.h"
 
-static int n_pass, n_fail;
-
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (cond) {                                                            \
-            n_pass++;                                                          \
-        } else {                                                               \
-            n_fail++;                                                          \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                        \
-            printf(__VA_ARGS__);                                               \
-            printf("\n");                                                      \
-            fflush(stdout);                                                    \
-        }                                                                      \
-    } while (0)
-
-/* ------------------------------------------------------------------------ */
-/* random numbers                                                           */
-/* ------------------------------------------------------------------------ */
-static uint64_t rng_state = 0x243F6A8885A308D3ULL;
-
-static uint64_t rnd(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-static double urand(void) { return (double)(rnd() >> 11) * 0x1.0p-53; }
-static size_t irand(size_t n) { return n ? (size_t)(rnd() % n) : 0; }
+#define TEST_RNG_SEED 0x243F6A8885A308D3ULL
+#include "check.h"
 static double nrand(void) /* roughly normal */
 {
     return (urand() + urand() + urand() + urand() - 2.0) * 1.7;
