@@ -115,6 +115,35 @@ typedef struct {
     double scale;
     attn_causal causal;
     attn_fm fully_masked;
+    /* ---- variants (DESIGN, "Decoding and variants"); the zero value of
+     * every field below means "off", so a zero-initialised problem is plain
+     * attention.
+     *
+     * Positions. Query row i sits at key position
+     *     i' = i + qpos,  qpos = pos_shift + (causal == BOTTOM_RIGHT ? S - L : 0)
+     * causal (either alignment) allows key j iff j <= i'. pos_shift is 0 for
+     * every public call; attnpy.dask sets it for a block of queries/keys cut
+     * out of a longer sequence (|pos_shift| <= PTRDIFF_MAX / 4).
+     *
+     * With all of them the score of an allowed (i, j) is, in this order:
+     *     s = scale * dot(Q_i, K_j)
+     *     s = softcap * tanh(s / softcap)            if softcap > 0
+     *     s = s + bias(b, i, j)                      if bias
+     *     s = s - slope_b * |i' - j|                 if alibi
+     * and (i, j) is allowed iff mask != 0, causal allows it, and, if window,
+     * i' - wleft <= j <= i' + wright. Everything else in this header (fully
+     * masked rows, lse, weights, the backward's dS) reads "s" as this final
+     * score; scores (for explain) stay the raw dot products. In the
+     * backward pass d(bias) = dS, and dQ/dK carry the softcap factor
+     * (1 - tanh^2) = 1 - (capped / softcap)^2.                             */
+    ptrdiff_t pos_shift;
+    int window;            /* nonzero: apply the window [i'-wleft, i'+wright] */
+    ptrdiff_t wleft, wright; /* >= 0; an unbounded side is given as L + S +
+                                |pos_shift| by the caller, so kernels may
+                                form i' +- w in ptrdiff_t without overflow  */
+    attn_mat alibi;        /* (B,) slopes, dtype: slope of item b at
+                              data + boff[b] (s0, s1 unused); NULL = off    */
+    double softcap;        /* > 0: cap the scaled scores; 0 = off          */
     /* out: set when the call returns ATTN_EFULLYMASKED */
     size_t bad_b, bad_row;
 } attn_problem;
