@@ -20,6 +20,9 @@
 #define main test_core_main
 #include "test_core.c"
 #undef main
+#ifdef TEST_BWD_MAIN /* included by test_variants.c */
+#define main TEST_BWD_MAIN
+#endif
 
 /* a second buffer with the layout of o (for the oracle's result) */
 static void op_twin(operand *twin, const operand *o)

@@ -22,6 +22,7 @@
 
 #include "attn.h"
 #include "attention/decode.h"
+#include "attention/variants.h"
 #include "runtime/platform.h"
 #include "util.h"
 
@@ -91,6 +92,31 @@ static size_t chunk_keys(const attn_problem *p)
     return ck > need ? ck : need & ~(size_t)15;
 }
 
+/* the chunks [c0, c0 + nch) holding a key that causality and the window
+ * let some row see (the rows' intervals shift by one key per row, so
+ * their union is one interval); weights and scores need every chunk     */
+static void dec_chunk_span(attn_dplan *dp)
+{
+    const attn_problem *p = dp->p;
+    if (!attn__var_limits_keys(p) || p->weights.data || p->scores.data)
+        return;
+    size_t lo = p->S, hi = 0;
+    for (size_t r = 0; r < p->L; r++) {
+        size_t l, h;
+        attn__var_keys(p, (ptrdiff_t)r + dp->qpos, &l, &h);
+        if (l >= h)
+            continue;
+        lo = l < lo ? l : lo;
+        hi = h > hi ? h : hi;
+    }
+    if (lo >= hi) {
+        dp->nch = 0;
+        return;
+    }
+    dp->c0 = lo / dp->CK;
+    dp->nch = (hi - 1) / dp->CK + 1 - dp->c0;
+}
+
 static attn_status make_dplan(attn_dplan *dp, const attn_problem *p)
 {
     const size_t esz = p->dtype == ATTN_F64 ? sizeof(double) : sizeof(float);
@@ -99,8 +125,8 @@ static attn_status make_dplan(attn_dplan *dp, const attn_problem *p)
     dp->CK = chunk_keys(p);
     dp->nch = p->S / dp->CK + (p->S % dp->CK != 0);
     dp->SP = (dp->CK + 15) & ~(size_t)15;
-    dp->coff = p->causal == ATTN_CAUSAL_BOTTOM_RIGHT
-                   ? (ptrdiff_t)p->S - (ptrdiff_t)p->L : 0;
+    dp->qpos = attn__var_qpos(p);
+    dec_chunk_span(dp);
     dp->pack_k = p->E > 1 && p->k.s1 != 1;
     dp->pack_v = p->Ev > 1 && p->v.s1 != 1;
     size_t a = 0, n;
@@ -297,11 +323,15 @@ static attn_status dec_merge(attn_problem *p, const attn_dplan *dp,
 /* the decode path                                                          */
 /* ------------------------------------------------------------------------ */
 
-/* threads: at most one per attn__min_flops_per_thread flops              */
-static int dec_threads(const attn_problem *p, const attn_exec *ex)
+/* threads: at most one per attn__min_flops_per_thread flops (over the
+ * keys of the chunks of the items)                                       */
+static int dec_threads(const attn_dplan *dp, const attn_exec *ex)
 {
+    const attn_problem *p = dp->p;
     int nt = ex && ex->nthreads > 1 ? ex->nthreads : 1;
-    double flops = 2.0 * (double)p->B * (double)p->L * (double)p->S
+    const double keys = (double)dp->nch * (double)dp->CK;
+    double flops = 2.0 * (double)p->B * (double)p->L
+                   * (keys < (double)p->S ? keys : (double)p->S)
                    * (double)(p->E + p->Ev);
     if ((double)nt * attn__min_flops_per_thread > flops) {
         double f = flops / attn__min_flops_per_thread;
@@ -363,7 +393,7 @@ attn_status attn__sdpa_decode(attn_problem *p, const attn_exec *ex,
     void *buf = dec_buffers(&dp, &nbr, &mb, &lse);
     if (!buf)
         return ATTN_ENOMEM;
-    const int nt = dec_threads(p, ex);
+    const int nt = dec_threads(&dp, ex);
     long long t_last = ex && ex->poll ? attn__now_ns() : 0;
     for (size_t b0 = 0; b0 < p->B && st == ATTN_OK; b0 += nbr) {
         const size_t nb = p->B - b0 < nbr ? p->B - b0 : nbr;

@@ -16,7 +16,8 @@
  * tile.h pads the query block to the vector width and uses one lane of W,
  * and there is a single work item per (b): one thread. Here a work item is
  * (b, key chunk c): keys c*CK .. c*CK + CK - 1 of batch item b for all L
- * rows. It streams K and V once, in place (no packing unless a row is
+ * rows; chunks no row may see (causality, the window) are no items at all,
+ * so a window of w keys reads about w keys of K and V whatever S is. It streams K and V once, in place (no packing unless a row is
  * strided), computes dot products along E for a few keys at a time,
  * softmax over the chunk, acc += p_j V_j, and leaves (out_c, lse_c) per
  * row. The chunk size comes from the shape only (never from the thread
@@ -41,9 +42,13 @@
 typedef struct {
     const attn_problem *p;
     size_t CK;          /* keys per chunk                                 */
-    size_t nch;         /* chunks per batch item: ceil(S / CK)            */
+    size_t c0;          /* first chunk with a key any row may see         */
+    size_t nch;         /* chunks per batch item from c0 on: up to the
+                           last chunk with such a key (causality and the
+                           window alone decide; all of ceil(S / CK) when
+                           weights or scores are wanted)                 */
     size_t SP;          /* CK rounded up to a multiple of 16: score row   */
-    ptrdiff_t coff;     /* causal: key j visible from row i iff j <= i+coff */
+    ptrdiff_t qpos;     /* row i sits at key position i + qpos (variants.h) */
     int pack_k, pack_v; /* K / V rows strided: copy each chunk            */
     size_t b0;          /* first batch item of this round                 */
     /* partials of chunk c of batch item b, row r (bb = b - b0):
@@ -61,7 +66,7 @@ typedef struct {
     size_t scratch_bytes;
 } attn_dplan;
 
-/* one work item: chunk c of batch item b                                 */
+/* one work item: chunk c0 + c of batch item b (keys (c0 + c) * CK ..)  */
 typedef void (*attn_dchunk_fn)(const attn_dplan *dp, void *scratch,
                                size_t b, size_t c);
 
