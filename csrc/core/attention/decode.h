@@ -38,6 +38,13 @@
  * (Zen 5, 2 threads), at L = 4 it still beats the tile on every shape
  * tried but one in cache, at L = 8 the tile wins whenever K/V fit in L3. */
 #define ATTN_DECODE_MAX_L 4
+/* ... and, for L >= 2, when a row has at least this many key and value
+ * elements, S * (E + Ev): below it the decoder's fixed cost per row (a
+ * pass over the chunk, its log-sum-exp, the merge) is more than the
+ * tile's padding costs. Measured here (tests/c, 2 threads): at L = 4,
+ * S = 3, E = 4 the tile takes 0.19 us and the decoder 0.35 us; from
+ * S (E + Ev) ~ 512 the decoder is faster; at L = 1 it is faster always. */
+#define ATTN_DECODE_MIN_KV 512
 
 typedef struct {
     const attn_problem *p;
@@ -47,7 +54,7 @@ typedef struct {
                            last chunk with such a key (causality and the
                            window alone decide; all of ceil(S / CK) when
                            weights or scores are wanted)                 */
-    size_t SP;          /* CK rounded up to a multiple of 16: score row   */
+    size_t SP;          /* min(CK, S) rounded up to 16: score row         */
     ptrdiff_t qpos;     /* row i sits at key position i + qpos (variants.h) */
     int pack_k, pack_v; /* K / V rows strided: copy each chunk            */
     size_t b0;          /* first batch item of this round                 */
@@ -61,8 +68,8 @@ typedef struct {
     /* per-thread scratch: byte offsets from a 64-byte aligned base       */
     size_t off_q;       /* the item's query rows, L x E                   */
     size_t off_s;       /* scores / probabilities of one row, SP          */
-    size_t off_kp;      /* packed K chunk, CK x E (if pack_k)             */
-    size_t off_vp;      /* packed V chunk, CK x Ev (if pack_v)            */
+    size_t off_kp;      /* packed K chunk, min(CK, S) x E (if pack_k)     */
+    size_t off_vp;      /* packed V chunk, min(CK, S) x Ev (if pack_v)    */
     size_t scratch_bytes;
 } attn_dplan;
 
