@@ -2,8 +2,8 @@
  * attention/bwd_tile.h -- the tiled backward kernel, written once.
  *
  * NOT a normal header: a template included by sdpa_portable.c,
- * sdpa_avx2.c and sdpa_avx512.c right after tile.h for the same element
- * type, with the vector primitives defined again (tile.h #undefs them):
+ * sdpa_avx2.c, sdpa_avx512.c and sdpa_neon.c right after tile.h for the same
+ * element type, the vector primitives defined again (tile.h #undefs them):
  *
  *     #define ATTN_VEC_F64 0
  *     #include "attention/vec_avx2.h"
