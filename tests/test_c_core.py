@@ -11,7 +11,11 @@ forward's lse; test_platform.c the portability layer (x86 feature
 detection, the caller's floating-point environment on every pool thread).
 test_layer.c the layer family (layer norm, bias + activation, forward
 and backward, against long double oracles and finite differences;
-bitwise over 1, 2, 3 and 5 threads). All without the Python binding.
+bitwise over 1, 2, 3 and 5 threads). test_variants_tile.c the variants of
+attn.h (pos_shift, window, ALiBi, softcap) in the tiled forward and
+backward kernels against the naive oracles, on test_core.c's and
+test_bwd.c's random problems, and window block skipping. All without the
+Python binding.
 """
 import glob
 import os
@@ -33,7 +37,8 @@ def core_sources():
 
 @pytest.mark.skipif(sys.platform == "win32", reason="gcc/pthreads build")
 @pytest.mark.parametrize("program", ["test_core", "test_decode", "test_bwd",
-                                     "test_platform", "test_layer"])
+                                     "test_platform", "test_layer",
+                                     "test_variants_tile"])
 def test_c_core(tmp_path, program):
     if shutil.which(CC) is None:
         pytest.fail(f"C compiler {CC!r} not found (needed to build the C tests)")
