@@ -22,7 +22,7 @@
 #define main test_core_main
 #include "test_core.c"
 #undef main
-#ifdef TEST_BWD_MAIN /* included by test_variants.c */
+#ifdef TEST_BWD_MAIN /* a program including this one renames its main */
 #define main TEST_BWD_MAIN
 #endif
 
