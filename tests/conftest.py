@@ -5,9 +5,12 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TESTS)
 if sys.path[:1] != [ROOT]:
     sys.path.insert(0, ROOT)
+if TESTS not in sys.path:  # _arrays.py, _grad_np.py for tests in subfolders
+    sys.path.insert(1, TESTS)
 
 
 @pytest.fixture(autouse=True)
