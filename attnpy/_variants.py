@@ -40,7 +40,7 @@ def _split_head(a, axis, Hkv, g, Hq, fname, name):
     axes (Hkv, g) or (1, 1); a is returned as is when it has no head axis."""
     if a is None:
         return None
-    a = np.asarray(a)
+    a = _core.as_real(a, fname, name)
     if a.ndim < -axis:
         return a
     n = a.shape[axis]
@@ -143,8 +143,7 @@ def sdpa_bwd(dout, Q, K, V, out, lse, mask, bias, causal, scale,
             (Q, K, V, bias)
     v = Gqa(fname, Q, K, V)
     bias_v = v.heads(bias, "bias")
-    split = [_split_head(_core.as_real(a, fname, n), ax, v.Hkv, v.g, v.Hq,
-                         fname, n)
+    split = [_split_head(a, ax, v.Hkv, v.g, v.Hq, fname, n)
              for a, n, ax in ((dout, "dout", -3), (out, "out", -3),
                               (lse, "lse", -2))]
     grads = _core.sdpa_bwd(v.Q, v.K, v.V, v.heads(mask, "mask"), bias_v,
