@@ -286,3 +286,42 @@ def test_window_limits_the_weights():
     assert np.all(w[0][~inside] == 0) and np.all(w[0][inside] > 0)
     _, w2 = attnpy.scaled_dot_product_attention(Q, K, V, mask=inside)
     np.testing.assert_allclose(w, w2, rtol=1e-14, atol=1e-15)
+
+
+@pytest.mark.parametrize("gqa", [False, True])
+def test_explain_variants(gqa):
+    """explain's tables with every variant: its weights are the kernel's,
+    its masked scores softmax to them, its soft-capped and ALiBi tables are
+    the formulas', and its backward trace gives the reference's dQ (and,
+    summed over each group, dK, dV)."""
+    rng = np.random.default_rng(5)
+    Q = rng.standard_normal((2, 4, 5, 3))
+    K, V = rng.standard_normal((2, 2, 2 if gqa else 4, 7, 3))
+    kw = dict(enable_gqa=gqa, causal="bottom_right", window=(3, None),
+              softcap=1.5, alibi_slopes=[0.5, 0.25, 0.125, 0.0625],
+              bias=rng.standard_normal((5, 7)))
+    tr = attnpy.explain(Q, K, V, **kw)
+    _, w = attnpy.scaled_dot_product_attention(Q, K, V, **kw)
+    np.testing.assert_array_equal(tr.weights, w)
+    np.testing.assert_allclose(ref.softmax(tr.masked), w, atol=1e-15)
+    np.testing.assert_allclose(tr.capped, 1.5 * np.tanh(tr.scaled / 1.5))
+    i = np.arange(5)[:, None] + 2
+    np.testing.assert_array_equal(
+        tr.alibi[0, 1], -0.25 * np.abs(i - np.arange(7)))
+    assert np.all(tr.masked[..., 0, :2] == -np.inf)     # j < i' - 3
+    text = str(tr[0, 1])
+    assert "Step 2b. capped = softcap * tanh(scaled / softcap)" in text
+    assert "window: j < i' - 3 (i' = i + 2)" in text
+    assert "masked = capped + bias + alibi" in text
+    out, lse = attnpy.attention(Q, K, V, return_lse=True, **kw)
+    dout = rng.standard_normal(out.shape)
+    bw = tr.backward(dout)
+    rq, rk, rv = ref.attention_backward(dout, Q, K, V, out, lse, **kw)
+    g = 2 if gqa else 1
+    np.testing.assert_allclose(bw.dQ, rq, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(bw.dK.reshape(2, 4 // g, g, 7, 3).sum(2), rk,
+                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(bw.dV.reshape(2, 4 // g, g, 7, 3).sum(2), rv,
+                               rtol=1e-9, atol=1e-12)
+    assert "soft-cap: dQ and dK use dS * (1 - (capped / 1.5)^2)" in str(
+        bw.forward[0, 0].backward(dout[0, 0]))
