@@ -127,9 +127,9 @@ def explain(Q, K, V, mask=None, *, bias=None, causal=False, scale=None,
     >>> trace = explain(X[None], X[None], X[None], softcap=0.5,
     ...                 alibi_slopes=[1.0], causal=True)
     >>> trace.capped[0].round(3)
-    array([[0.438, 0.229, 0.357],
-           [0.229, 0.374, 0.268],
-           [0.357, 0.268, 0.47 ]])
+    array([[0.411, 0.219, 0.335],
+           [0.219, 0.346, 0.254],
+           [0.335, 0.254, 0.427]])
     >>> trace.alibi[0]
     array([[ 0., -1., -2.],
            [-1.,  0., -1.],
