@@ -38,7 +38,8 @@ _FM = ("zero", "uniform", "nan", "raise")
 
 
 def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
-              fully_masked="zero", return_lse=False, split_every=8):
+              fully_masked="zero", enable_gqa=False, return_lse=False,
+              split_every=8):
     """:func:`attnpy.attention` on Dask arrays, lazily.
 
     Parameters
@@ -52,6 +53,11 @@ def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
     mask, bias, causal, scale, fully_masked :
         As in :func:`attnpy.attention`; mask and bias may be Dask or NumPy
         arrays broadcastable to (..., L, S).
+    enable_gqa : bool
+        Grouped-query attention as in :func:`attnpy.attention`: Q
+        (..., Hq, L, E), K/V (..., Hkv, S, E) with Hq a multiple of Hkv;
+        query head h reads K/V head h // (Hq // Hkv). Done by viewing the
+        heads as (Hkv, Hq // Hkv) groups: K and V are never repeated.
     return_lse : bool
         Also return the log-sum-exp (..., L) as a second Dask array.
     split_every : int
@@ -80,9 +86,48 @@ def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
                          f"'nan' or 'raise', got {fully_masked!r}")
     if int(split_every) < 2:
         raise ValueError(f"{fname}: split_every must be >= 2, got {split_every}")
+    if enable_gqa:
+        Q, K, V, mask, bias, heads = _gqa_views(fname, Q, K, V, mask, bias)
     plan = _Plan(fname, Q, K, V, mask, bias, causal, scale)
     out, lse = plan.build(fully_masked, int(split_every))
+    if enable_gqa:   # (..., Hkv, g, L, *) back to (..., Hq, L, *)
+        out = out.reshape(out.shape[:-4] + (heads,) + out.shape[-2:])
+        lse = lse.reshape(lse.shape[:-3] + (heads,) + lse.shape[-1:])
     return (out, lse) if return_lse else out
+
+
+def _gqa_views(fname, Q, K, V, mask, bias):
+    """Q (..., Hq, L, E) as (..., Hkv, g, L, E); K, V (..., Hkv, S, *) as
+    (..., Hkv, 1, S, *); a mask/bias with a head axis likewise. Returns
+    the views and Hq."""
+    Q, K, V = (_as_dask(x, n, fname) for x, n in ((Q, "Q"), (K, "K"), (V, "V")))
+    for x, n in ((Q, "Q"), (K, "K"), (V, "V")):
+        if x.ndim < 3:
+            raise ValueError(f"{fname}: enable_gqa needs a head axis: {n} must "
+                             f"have at least 3 dimensions, got shape {x.shape}")
+    hq, hkv = Q.shape[-3], K.shape[-3]
+    if V.shape[-3] != hkv:
+        raise ValueError(f"{fname}: K has {hkv} heads but V has {V.shape[-3]} "
+                         f"(enable_gqa)")
+    if hkv == 0 or hq % hkv:
+        raise ValueError(f"{fname}: enable_gqa needs the query heads ({hq}) to be "
+                         f"a multiple of the key/value heads ({hkv})")
+    g = hq // hkv
+    Q = Q.reshape(Q.shape[:-3] + (hkv, g) + Q.shape[-2:])
+    K, V = K[..., None, :, :], V[..., None, :, :]
+
+    def split(m, name):
+        m = _as_dask(m, name, fname)
+        if m is None or m.ndim < 3:
+            return m
+        h = m.shape[-3]
+        if h == 1:
+            return m[..., None, :, :]
+        if h != hq:
+            raise ValueError(f"{fname}: {name} has {h} heads; with enable_gqa it "
+                             f"needs 1 or the query heads' {hq}")
+        return m.reshape(m.shape[:-3] + (hkv, g) + m.shape[-2:])
+    return Q, K, V, split(mask, "mask"), split(bias, "bias"), hq
 
 
 def _as_dask(x, name, fname):

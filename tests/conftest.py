@@ -1,5 +1,7 @@
-"""Shared pytest setup: run against the checkout's attnpy, restore global
-state (thread count, kernel path) after every test."""
+"""Shared pytest setup: run against the checkout's attnpy, put tests/ on
+sys.path for the shared helpers (_arrays, _grad_np, _interrupt, fuzz_calls)
+that the test folders import, restore global state (thread count, kernel
+path) after every test."""
 import os
 import sys
 
@@ -7,10 +9,10 @@ import pytest
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
-if sys.path[:1] != [ROOT]:
-    sys.path.insert(0, ROOT)
-if TESTS not in sys.path:  # _arrays.py, _grad_np.py for tests in subfolders
-    sys.path.insert(1, TESTS)
+for _p in (TESTS, ROOT):          # ROOT ends up first
+    if _p in sys.path:
+        sys.path.remove(_p)
+    sys.path.insert(0, _p)
 
 
 @pytest.fixture(autouse=True)

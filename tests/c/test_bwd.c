@@ -3,11 +3,13 @@
  * Python:
  *
  *   lse of attn_sdpa (tile and decode paths) against the naive oracle's
- *   attn_sdpa_backward on every instruction set this CPU has against
+ *   attn_sdpa_backward on every instruction set this CPU has (and its
+ *     own kernels: bwd.c's fallback not taken) against
  *     attn_sdpa_backward_naive over random problems (every layout, mask,
  *     bias, causal alignment, fully_masked policy, batch-broadcast K/V,
  *     inf/NaN elements), bitwise the same for 1, 2, 3 and 7 threads
- *     (7 > work items for the small problems)
+ *     (7 > work items for the small problems); "portable" and "baseline"
+ *     bitwise the same
  *   attn_sdpa_backward_naive against central finite differences of
  *     attn_sdpa_naive in double (every distinct memory element of Q, K, V
  *     and bias: broadcast elements get the sum of their uses)
@@ -20,6 +22,9 @@
 #define main test_core_main
 #include "test_core.c"
 #undef main
+#ifdef TEST_BWD_MAIN /* a program including this one renames its main */
+#define main TEST_BWD_MAIN
+#endif
 
 /* a second buffer with the layout of o (for the oracle's result) */
 static void op_twin(operand *twin, const operand *o)
@@ -209,6 +214,38 @@ static void test_bwd_random(const char *isa, int count, int big)
     }
 }
 
+/* "portable" and "baseline" give the same bits, as in the forward pass
+ * (on x86 with AVX2 "portable" is the 8-lane build, "baseline" the 4-lane
+ * one; elsewhere both are the 4-lane build)                              */
+static void test_bwd_portable_bits(int count)
+{
+    for (int it = 0; it < count; it++) {
+        CHECK(attn_set_isa("baseline") == 0, "set_isa(baseline)");
+        bprob x;
+        bprob_make(&x, it % 3 == 2, "baseline");
+        char d[400];
+        describe(&x.t, d, sizeof d);
+        attn_exec ex = {2, NULL, NULL};
+        bprob_target(&x, 0);
+        const attn_status st = attn_sdpa_backward(&x.bp, &ex);
+        unsigned char *ref[4] = {0};
+        for (int i = 0; i < 4 && x.g[i].buf; i++)
+            ref[i] = dup_buf(&x.g[i]);
+        CHECK(attn_set_isa("portable") == 0, "set_isa(portable)");
+        bprob_target(&x, 0);
+        const attn_status st2 = attn_sdpa_backward(&x.bp, &ex);
+        int same = st == st2;
+        for (int i = 0; i < 4 && x.g[i].buf && st == ATTN_OK; i++)
+            same = same && memcmp(ref[i], x.g[i].buf, x.g[i].nbytes) == 0;
+        CHECK(same, "backward: portable (%zu lanes) and baseline differ "
+              "bitwise (status %d, %d): %s", attn__isa_current()->W[0],
+              (int)st2, (int)st, d);
+        for (int i = 0; i < 4; i++)
+            free(ref[i]);
+        bprob_free(&x);
+    }
+}
+
 /* ------------------------------------------------------------------------ */
 /* the naive backward against finite differences of the naive forward       */
 /* ------------------------------------------------------------------------ */
@@ -318,13 +355,24 @@ int main(int argc, char **argv)
     uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 4321;
     clock_t t0 = clock();
     attn__min_flops_per_thread = 0; /* use threads even on tiny problems */
-    static const char *isas[] = {"portable", "avx2", "avx512"};
-    for (int i = 0; i < 3; i++) {
+    static const char *isas[] = {"portable", "avx2", "avx512", "neon",
+                                 "baseline"};
+    for (int i = 0; i < 5; i++) {
         if (attn_set_isa(isas[i]) != 0) {
             printf("isa %s: not supported by this CPU, not tested\n", isas[i]);
             continue;
         }
-        printf("isa %s\n", isas[i]);
+        /* the path's own backward kernels run (bwd.c falls back to the
+         * portable ones for a desc without them) */
+        const attn_isa_desc *d = attn__isa_current();
+        const int port = d == &attn__isa_portable
+                         || d->plan_as == &attn__isa_portable;
+        CHECK(d->bwd_a[0] && d->bwd_a[1] && d->bwd_b[0] && d->bwd_b[1]
+                  && (port || (d->bwd_a[0] != attn__isa_portable.bwd_a[0]
+                               && d->bwd_b[1] != attn__isa_portable.bwd_b[1])),
+              "[%s] backward: not the path's own kernels", isas[i]);
+        printf("isa %s (backward kernels: %s, %zu f32 lanes)\n", isas[i],
+               d->name, d->W[0]);
         fflush(stdout);
         rng_state = seed + (uint64_t)i;
         test_bwd_random(isas[i], count, 0);
@@ -333,6 +381,8 @@ int main(int argc, char **argv)
                max_err_seen[0], max_err_seen[1]);
         max_err_seen[0] = max_err_seen[1] = 0;
     }
+    rng_state = seed + 98;
+    test_bwd_portable_bits(count);
     CHECK(attn_set_isa("auto") == 0, "set_isa(auto)");
     rng_state = seed + 99;
     test_bwd_fd(count / 4 + 2);

@@ -93,6 +93,20 @@ DEFINE_BWD_ROWS(double, f64)
 /* ------------------------------------------------------------------------ */
 /* plan                                                                     */
 /* ------------------------------------------------------------------------ */
+/* a bound of b's packed queries and dQ rows (fused items), in bytes, that
+ * does not depend on the vector width: E and Ev padded to 16, the widest
+ * W (qt, dot, qr, dor, dq, lse, D, flag per row); SIZE_MAX on overflow */
+static size_t bwd_qbytes(const attn_problem *p, size_t esz)
+{
+    const size_t E16 = round_up(p->E, 16), Ev16 = round_up(p->Ev, 16);
+    size_t n;
+    if (E16 < p->E || Ev16 < p->Ev || E16 > SIZE_MAX / 8
+        || Ev16 > SIZE_MAX / 8 || !mul_ok(p->L, 3 * E16 + 2 * Ev16 + 3, &n)
+        || !mul_ok(n, esz, &n))
+        return SIZE_MAX;
+    return n;
+}
+
 static attn_status bwd_plan(attn_bwd_plan *bpl, const attn_bwd_problem *bp,
                             const attn_isa_desc *d)
 {
@@ -103,7 +117,9 @@ static attn_status bwd_plan(attn_bwd_plan *bpl, const attn_bwd_problem *bp,
     memset(bpl, 0, sizeof *bpl);
     bpl->bp = bp;
     pl->p = p;
-    size_t BQ = d->BQ[t];
+    /* plan_as (the wide "portable"): that desc's query blocks, which set
+     * how dK and dV are summed: the same bits as the narrow build       */
+    size_t BQ = (d->plan_as ? d->plan_as : d)->BQ[t];
     if (BQ > round_up(p->L, W))
         BQ = round_up(p->L, W);
     if (BQ == 0)
@@ -114,8 +130,7 @@ static attn_status bwd_plan(attn_bwd_plan *bpl, const attn_bwd_problem *bp,
     bpl->EP = round_up(p->E, W);
     pl->nqb = (p->L + BQ - 1) / BQ;
     pl->nkb = (p->S + pl->BK - 1) / pl->BK;
-    pl->coff = p->causal == ATTN_CAUSAL_BOTTOM_RIGHT
-                   ? (ptrdiff_t)p->S - (ptrdiff_t)p->L : 0;
+    attn__limits(pl, p);
     pl->pack_v = p->Ev > 1 && p->v.s1 != 1;
     const size_t BK = pl->BK, EP = bpl->EP, EvP = pl->EvP;
     bpl->BKA = p->S < BWD_BKA ? (p->S ? p->S : 1) : BWD_BKA;
@@ -132,10 +147,12 @@ static attn_status bwd_plan(attn_bwd_plan *bpl, const attn_bwd_problem *bp,
     bpl->qstride = a;
     /* fused: B large enough to keep the threads busy with one item per b,
      * and the packed queries of b small enough (shape only: the choice,
-     * hence the bits, never depend on the thread count)                  */
+     * hence the bits, never depend on the thread count or, as the bound
+     * pads E and Ev to 16 whatever the vector width, on the build of
+     * "portable" that runs)                                              */
     size_t all = SIZE_MAX;
     if (ok && mul_ok(pl->nqb, a + BQ * EP * esz, &all) && p->B >= BWD_FUSED_B
-        && all <= BWD_FUSED_BYTES) {
+        && bwd_qbytes(p, esz) <= BWD_FUSED_BYTES) {
         bpl->fused = 1;
         a = all - pl->nqb * BQ * EP * esz;
         ok = ok && take(&a, pl->nqb * BQ * EP, esz, &bpl->off_dqall);
@@ -149,6 +166,8 @@ static attn_status bwd_plan(attn_bwd_plan *bpl, const attn_bwd_problem *bp,
          && take(&a, n, esz, &bpl->off_acc1);
     ok = ok && mul_ok(BKM, EvP, &n) && take(&a, n, esz, &bpl->off_acc2);
     ok = ok && take(&a, BQ, 1, &bpl->off_nan);
+    ok = ok && mul_ok(BKM, p->softcap > 0 ? BQ : 0, &n)
+         && take(&a, n, esz, &bpl->off_cap);
     bpl->scratch_bytes = a;
     return ok ? ATTN_OK : ATTN_ENOMEM;
 }
@@ -258,8 +277,9 @@ attn_status attn_sdpa_backward(attn_bwd_problem *bp, const attn_exec *ex)
         return ATTN_EINVAL;
     const attn_problem *p = &bp->f;
     const attn_isa_desc *d = attn__isa_current();
-    if (!d->bwd_a[0]) /* a path without a backward instantiation (NEON,
-                         the wide portable build): the portable one's */
+    if (!d->bwd_a[0]) /* a path without a backward instantiation (none
+                         now; every bwd_tile.h build is tested, test_bwd.c):
+                         the portable one's */
         d = &attn__isa_portable;
     const int t = p->dtype == ATTN_F64;
     attn_bwd_plan bpl;

@@ -6,7 +6,8 @@
  * Arm), where NEON is always present: the driver picks it without a
  * run-time check. Micro-kernels: S^T = K Q^T as 6 keys x 4 vectors and
  * O += P V as 6 queries x 4 vectors: 24 accumulators, 4 loads and 1
- * broadcast (ld1r), 29 of the 32 vector registers. Block sizes are those
+ * broadcast (ld1r), 29 of the 32 vector registers; the backward's
+ * (bwd_tile.h) O += A B is the same 6 x 4 shape. Block sizes are those
  * of the AVX2 path scaled to the narrower vectors; they are unmeasured on
  * ARM hardware (tests run under qemu-user, which shows correctness only).
  */
@@ -23,10 +24,16 @@
 #define ATTN_VEC_F64 0
 #include "attention/vec_neon.h"
 #include "attention/tile.h"
+#define ATTN_VEC_F64 0
+#include "attention/vec_neon.h"
+#include "attention/bwd_tile.h"
 
 #define ATTN_VEC_F64 1
 #include "attention/vec_neon.h"
 #include "attention/tile.h"
+#define ATTN_VEC_F64 1
+#include "attention/vec_neon.h"
+#include "attention/bwd_tile.h"
 
 const attn_isa_desc attn__isa_neon = {
     "neon",
@@ -36,8 +43,8 @@ const attn_isa_desc attn__isa_neon = {
     {item_neon_f32, item_neon_f64},
     exp_array_neon_f32,
     exp_array_neon_f64,
-    {NULL, NULL}, /* backward: the portable path's (bwd.c) */
-    {NULL, NULL},
+    {bwd_item_a_neon_f32, bwd_item_a_neon_f64},
+    {bwd_item_b_neon_f32, bwd_item_b_neon_f64},
     NULL,
 };
 

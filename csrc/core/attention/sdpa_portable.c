@@ -61,11 +61,19 @@ const attn_isa_desc attn__isa_portable = {
 #define ATTN_VEC_F64 0
 #include "attention/vec_portable.h"
 #include "attention/tile.h"
+#define ATTN_PORT_WIDE 1
+#define ATTN_VEC_F64 0
+#include "attention/vec_portable.h"
+#include "attention/bwd_tile.h"
 
 #define ATTN_PORT_WIDE 1
 #define ATTN_VEC_F64 1
 #include "attention/vec_portable.h"
 #include "attention/tile.h"
+#define ATTN_PORT_WIDE 1
+#define ATTN_VEC_F64 1
+#include "attention/vec_portable.h"
+#include "attention/bwd_tile.h"
 
 const attn_isa_desc attn__isa_portable_wide = {
     "portable",
@@ -75,9 +83,10 @@ const attn_isa_desc attn__isa_portable_wide = {
     {item_portable8_f32, item_portable8_f64},
     exp_array_portable8_f32,
     exp_array_portable8_f64,
-    {NULL, NULL}, /* backward: the 4-lane build's (bwd.c) */
-    {NULL, NULL},
-    &attn__isa_portable, /* its key blocks: the same bits */
+    {bwd_item_a_portable8_f32, bwd_item_a_portable8_f64},
+    {bwd_item_b_portable8_f32, bwd_item_b_portable8_f64},
+    &attn__isa_portable, /* its key blocks (and the backward's query
+                            blocks, bwd.c): the same bits */
 };
 
 #endif

@@ -30,7 +30,7 @@ WARMUP = 5_000
 RSS_SLACK = 2 << 20          # bytes
 BLOCK_SLACK = 2_000          # pymalloc blocks
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 rng = np.random.default_rng(5)
 Q = rng.standard_normal((2, 3, 4))
@@ -220,7 +220,7 @@ def check(call):
 @pytest.fixture(autouse=True, scope="module")
 def _one_thread():
     """Leak checks measure the binding; the result is the same for any
-    thread count (tests/test_threads.py)."""
+    thread count (tests/reliability/test_threads.py)."""
     old = attnpy.set_num_threads(1)
     yield
     attnpy.set_num_threads(old)
