@@ -5,7 +5,7 @@
  * element type) by decode_portable.c, decode_avx2.c and decode_avx512.c,
  * after attention/vec_<isa>.h has defined T, VT, W, SFX, ATTR and the
  * vector primitives (VZERO VSET1 VLOADU VSTOREU VFMA VMUL VADD VSUB VMAX
- * VEXP VRSUM), and the including file
+ * VEXP VTANH VRSUM), and the including file
  *
  *   DK_NK   keys per dot-product group (one accumulator vector each)
  *   DK_NV   value vectors kept in registers by the P V pass
@@ -33,10 +33,6 @@
 #include <math.h>
 
 #include "attention/variants.h"
-
-#ifndef DK_TANH /* tanhf or tanh, by the element type */
-#define DK_TANH(x) _Generic((x), float: tanhf, default: tanh)(x)
-#endif
 
 #define TI static ATTN_INLINE ATTR
 #define TF static ATTR
@@ -81,11 +77,22 @@ TF void SFX(dk_dots)(T *s, const T *q, const T *k, ptrdiff_t ks, size_t E,
         SFX(dk_group)(1, s + j, q, k + (ptrdiff_t)j * ks, ks, E);
 }
 
-/* s_j = cap * tanh(s_j / cap)                                          */
+/* s_j = cap * tanh(s_j / cap), VTANH on every key (the tail through a
+ * padded vector: a key's score never depends on its place in the row)  */
 TF void SFX(dk_softcap)(T *s, size_t n, T cap)
 {
-    for (size_t j = 0; j < n; j++)
-        s[j] = cap * DK_TANH(s[j] / cap);
+    const VT vc = VSET1(cap), vic = VSET1((T)1 / cap);
+    size_t j = 0;
+    for (; j + W <= n; j += W)
+        VSTOREU(s + j, VMUL(vc, VTANH(VMUL(VLOADU(s + j), vic))));
+    if (j < n) {
+        T tmp[W];
+        for (size_t x = 0; x < (size_t)W; x++)
+            tmp[x] = j + x < n ? s[j + x] : (T)0;
+        VSTOREU(tmp, VMUL(vc, VTANH(VMUL(VLOADU(tmp), vic))));
+        for (size_t x = 0; j + x < n; x++)
+            s[j + x] = tmp[x];
+    }
 }
 
 /* s_j -= slope * |d - j|, d = the row's key position - the first key    */
