@@ -2,8 +2,8 @@
  * test_decode.c -- C tests of the decoding parts of the core, without
  * Python:
  *
- *   the split-K decode path of attn_sdpa (1 <= L <= 4; L = 5 and 8 for
- *     the boundary) on every instruction set this CPU has, against the naive
+ *   the split-K decode path of attn_sdpa (1 <= L <= 4, L >= 2 only when
+ *     S (E + Ev) >= ATTN_DECODE_MIN_KV; L = 5 and 8 for the boundary) on every instruction set this CPU has, against the naive
  *     oracle, over random problems whose keys span many chunks: every
  *     layout, mask (also padding masks that leave whole chunks empty),
  *     bias, causal alignment, fully_masked policy, weights and raw scores;

@@ -1,10 +1,12 @@
 /*
  * attention/decode.c -- the split-K decode path of attn_sdpa (decode.h).
  *
- * attn_sdpa hands a problem here when attn__decode_wanted (L small). The
- * key sequence of every batch item is cut into chunks of CK keys, CK from
- * the shape alone; work item (b, c) computes the partials (out_c, lse_c)
- * of every row of b over chunk c (decode_tile.h). Items are claimed from
+ * attn_sdpa hands a problem here when attn__decode_wanted (L small, and
+ * for L >= 2 a row not tiny: decode.h). The key sequence of every batch
+ * item is cut into chunks of CK keys, CK from the shape alone; only the
+ * chunks holding a key that causality and the window let some row see
+ * are work items (dec_chunk_span); work item (b, c) computes the partials
+ * (out_c, lse_c) of every row of b over chunk c (decode_tile.h). Items are claimed from
  * an atomic counter by the pool's threads. Then, on the calling thread,
  * each row's partials are merged in chunk order (merge.c) and fully masked
  * rows get their policy; when weights or raw scores are wanted, a second
