@@ -643,7 +643,7 @@ def attention_backward(dout, Q, K, V, out, lse, *, mask=None, bias=None,
     dK = _sum_to_shape(dK.astype(dtype), K.shape)          # K as repeated
     dV = _sum_to_shape(dV.astype(dtype), V.shape)
     if enable_gqa:              # each K/V head: the sum over its group
-        dK, dV = (g.reshape(np.shape(x)[:-3] + (np.shape(x)[-3], -1)
+        dK, dV = (g.reshape(np.shape(x)[:-2] + (g.shape[-3] // np.shape(x)[-3],)
                             + g.shape[-2:]).sum(axis=-3)
                   for g, x in ((dK, K0), (dV, V0)))
     grads = [_store(g.reshape(np.shape(x)), d, func, n)
