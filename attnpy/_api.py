@@ -280,7 +280,8 @@ def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
 
 for _f in (scaled_dot_product_attention, attention):
     _f.__doc__ = _f.__doc__.replace(
-        "{variants}\n", textwrap.indent(_variants.VARIANT_PARAMS, "    ") + "\n")
+        "{variants}\n",
+        textwrap.indent(_variants.VARIANT_PARAMS, "    ") + "\n")
 del _f
 
 

@@ -643,9 +643,9 @@ def attention_backward(dout, Q, K, V, out, lse, *, mask=None, bias=None,
     dK = _sum_to_shape(dK.astype(dtype), K.shape)          # K as repeated
     dV = _sum_to_shape(dV.astype(dtype), V.shape)
     if enable_gqa:              # each K/V head: the sum over its group
-        dK, dV = (g.reshape(np.shape(x)[:-3] + (np.shape(x)[-3], -1)
-                            + g.shape[-2:]).sum(axis=-3)
-                  for g, x in ((dK, K0), (dV, V0)))
+        g = K.shape[-3] // np.shape(K0)[-3]         # query heads per group
+        dK, dV = (d.reshape(np.shape(x)[:-2] + (g,) + d.shape[-2:])
+                  .sum(axis=-3) for d, x in ((dK, K0), (dV, V0)))
     grads = [_store(g.reshape(np.shape(x)), d, func, n)
              for g, x, d, n in ((dQ, Q0, dq, "dq"), (dK, K0, dk, "dk"),
                                 (dV, V0, dv, "dv"))]

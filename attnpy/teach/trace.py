@@ -144,6 +144,8 @@ def explain(Q, K, V, mask=None, *, bias=None, causal=False, scale=None,
     if enable_gqa:          # K, V repeated for each query head: plain tables
         v = _variants.Gqa("explain", Qa, Ka, Va)
         Ka, Va = (np.repeat(a, v.g, axis=-3) for a in (v.K0, v.V0))
+        v.heads(mask, "mask"), v.heads(bias, "bias")   # Hq (or 1) heads
+        v.heads(alibi_slopes, "alibi_slopes", -1)
     # The one C call: the same kernels (and bits) as the public functions,
     # plus the raw scores Q K^T. It validates every argument.
     out, weights, scores = _core.sdpa(Qa, Ka, Va, mask, bias, causal, scale,

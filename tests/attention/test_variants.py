@@ -110,6 +110,33 @@ def test_backward_vs_reference(case):
         close(g, w, out.dtype, factor=10.0)
 
 
+@settings(**SETTINGS)
+@given(cases(), st.integers(-12, 12))
+def test_pos_shift_vs_reference(case, shift):
+    """The private pos_shift (attnpy.dask's), forward and backward, through
+    the wrappers' own plumbing (attnpy._variants)."""
+    from attnpy import _variants
+    Q, K, V, kw = case
+    args = [kw.get(k) for k in ("mask", "bias", "causal", "scale",
+                                "fully_masked")]
+    var = [kw.get(k) for k in ("enable_gqa", "window", "alibi_slopes",
+                               "softcap")]
+    out, lse = _variants.sdpa(Q, K, V, *args, None, None, 3, "attention",
+                              *var, shift)
+    r_out, r_lse = ref.attention(Q, K, V, return_lse=True, _pos_shift=shift,
+                                 **kw)
+    close(out, r_out, out.dtype)
+    close(lse, r_lse, out.dtype)
+    dout = random_array(np.random.default_rng(4), out.shape, out.dtype)
+    (gq, gk, gv, _), seen = _variants.sdpa_bwd(dout, Q, K, V, out, lse,
+                                               *args, False, *var, shift)
+    want = ref.attention_backward(dout, Q, K, V, out, lse, _pos_shift=shift,
+                                  **kw)
+    for g, x, x0, w in zip((gq, gk, gv), seen, (Q, K, V), want):
+        g = attnpy._grad._sum_to(g, np.shape(x)).reshape(np.shape(x0))
+        close(g, w, out.dtype, factor=10.0)
+
+
 def test_fully_masked_by_window_raises():
     """A window can leave a row with no key: "raise" names the first."""
     Q = K = V = np.ones((1, 4, 8, 2))
@@ -308,7 +335,8 @@ def test_explain_variants(gqa):
     i = np.arange(5)[:, None] + 2
     np.testing.assert_array_equal(
         tr.alibi[0, 1], -0.25 * np.abs(i - np.arange(7)))
-    assert np.all(tr.masked[..., 0, :2] == -np.inf)     # j < i' - 3
+    assert np.all(tr.masked[..., 4, :3] == -np.inf)     # j < i' - 3 = 3
+    assert np.all(tr.masked[..., 0, :3] > -np.inf)
     text = str(tr[0, 1])
     assert "Step 2b. capped = softcap * tanh(scaled / softcap)" in text
     assert "window: j < i' - 3 (i' = i + 2)" in text
