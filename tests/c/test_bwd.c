@@ -7,7 +7,7 @@
  *     own kernels: bwd.c's fallback not taken) against
  *     attn_sdpa_backward_naive over random problems (every layout, mask,
  *     bias, causal alignment, fully_masked policy, batch-broadcast K/V,
- *     inf/NaN elements), bitwise the same for 1, 2, 3 and 7 threads
+ *     inf/NaN elements), bitwise the same for 1, 2, 3, 4 and 7 threads
  *     (7 > work items for the small problems); "portable" and "baseline"
  *     bitwise the same
  *   attn_sdpa_backward_naive against central finite differences of
@@ -157,7 +157,7 @@ static void bprob_target(bprob *x, int naive)
 
 static void test_bwd_random(const char *isa, int count, int big)
 {
-    static const int nts[] = {2, 3, 7};
+    static const int nts[] = {2, 3, 4, 7};
     for (int it = 0; it < count; it++) {
         bprob x;
         bprob_make(&x, big, isa);

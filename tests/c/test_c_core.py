@@ -6,7 +6,7 @@ the vector exp's ulp error, concurrent callers, fork() after a threaded
 call, the poll / cancel protocol and the small kernels; test_decode.c the
 split-K decode path (bitwise over 1, 2, 3 and 5 threads), attn_merge and
 attn_rope; test_bwd.c the backward pass (fast vs naive on every ISA,
-bitwise over 1/2/3/7 threads; naive vs finite differences) and the
+bitwise over 1/2/3/4/7 threads; naive vs finite differences) and the
 forward's lse; test_platform.c the portability layer (x86 feature
 detection, the caller's floating-point environment on every pool thread).
 test_layer.c the layer family (layer norm, bias + activation, forward
