@@ -15,7 +15,8 @@ MODES = {
                     max_samples=25, min_sample_s=0.02,
                     parts=("tiny", "memory", "threads", "mha", "backward")),
     "full": dict(lengths=ALL_LENGTHS, budget=5.0, min_samples=7, max_samples=41,
-                 min_sample_s=0.05, parts=("tiny", "memory", "threads", "mha", "backward")),
+                 min_sample_s=0.05, parts=("tiny", "memory", "threads", "mha", "backward",
+                                           "variants")),
 }
 
 TINY_SHAPE = (1, 3, 4)         # (B, L, E) = the tutorial's worked example size

@@ -274,3 +274,22 @@ def test_dask_part_on_a_small_cluster(capsys):
     assert r["max_rel_err"] < 1e-5
     assert len(r["worker_peak_rss"]) == 2 and min(r["worker_peak_rss"]) > 0
     assert r["partial_task_s"] > 0 and r["merge_task_s"] >= 0
+
+
+def test_variants_part_on_small_shapes(capsys):
+    """The variants rows: GQA, ALiBi, soft-cap against torch with the
+    equivalent explicit inputs (checked before timing)."""
+    from attnpy.bench import variants
+    args, cfg = bench.cli._parse(["--quick", "--repeat", "1"])
+    env = bench.env.Env(args)
+    try:
+        res = variants.bench_variants(env, cfg, 1, shape=(1, 8, 64, 16),
+                                      window=False)
+    finally:
+        env.close()
+    out = capsys.readouterr().out
+    assert "attention variants" in out
+    assert set(res["rows"]) == {"gqa", "alibi", "softcap"}
+    for r in res["rows"].values():
+        assert "torch" in r["results"]
+        assert r["max_rel_err_vs_torch"] < 1e-4

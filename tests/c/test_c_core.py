@@ -11,7 +11,14 @@ forward's lse; test_platform.c the portability layer (x86 feature
 detection, the caller's floating-point environment on every pool thread).
 test_layer.c the layer family (layer norm, bias + activation, forward
 and backward, against long double oracles and finite differences;
-bitwise over 1, 2, 3 and 5 threads). All without the Python binding.
+bitwise over 1, 2, 3 and 5 threads). test_variants.c the attention
+variants (window, pos_shift, ALiBi, softcap): the naive oracle against
+the equivalent explicit mask and bias, its backward against finite
+differences, the tile and decode paths forward and backward against it on
+every ISA, bitwise over 1 to 4 threads, a windowed decode that never reads
+outside its window; test_variants_tile.c the variants in the tiled
+forward and backward kernels on test_core.c's and test_bwd.c's random
+problems, and window block skipping. All without the Python binding.
 """
 import glob
 import os
@@ -33,7 +40,8 @@ def core_sources():
 
 @pytest.mark.skipif(sys.platform == "win32", reason="gcc/pthreads build")
 @pytest.mark.parametrize("program", ["test_core", "test_decode", "test_bwd",
-                                     "test_platform", "test_layer"])
+                                     "test_platform", "test_layer",
+                                     "test_variants", "test_variants_tile"])
 def test_c_core(tmp_path, program):
     if shutil.which(CC) is None:
         pytest.fail(f"C compiler {CC!r} not found (needed to build the C tests)")
