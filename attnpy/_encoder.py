@@ -4,8 +4,10 @@ import numpy as np
 
 from . import _core
 from ._api import _float_dtype, _size
-from ._layer import _activation, _eps, _ffn_hidden, _flag, _rows
+from ._layer import (_activation, _eps, _ffn_grads, _ffn_hidden, _flag,
+                     _rows)
 from ._mha import MultiHeadAttention
+from ._mha_grad import backward as _mha_backward
 
 __all__ = ["TransformerEncoderLayer"]
 
@@ -76,10 +78,14 @@ class TransformerEncoderLayer:
     Attributes
     ----------
     attention : MultiHeadAttention
+        Its ``grads`` hold the attention's gradients after :meth:`backward`.
     W1, b1, W2, b2 : ndarray
         (d_model, d_ff), (d_ff,), (d_ff, d_model), (d_model,); assignable.
     norm1_weight, norm1_bias, norm2_weight, norm2_bias : ndarray (d_model,)
         Start at ones and zeros (which change no bit); assignable.
+    grads : dict
+        Gradients of the layer's own parameters (the eight above) set by
+        :meth:`backward`, each in the parameters' dtype; empty before.
 
     Examples
     --------
@@ -122,6 +128,7 @@ class TransformerEncoderLayer:
         self.norm1_weight, self.norm2_weight = np.ones(d), np.ones(d)
         self.norm1_bias, self.norm2_bias = np.zeros(d), np.zeros(d)
         self._cache = None
+        self.grads = {}     # set by backward
 
     def _param(name):
         attr = "_" + name
@@ -198,9 +205,100 @@ class TransformerEncoderLayer:
             pre, hidden, f = self._ffn(x1, fname)
             y, s2 = self._norm(_rows(x1), 2, f, self._b2, fname)
             cache = dict(x=x, s1=s1, x1=x1, pre=pre, hidden=hidden, s2=s2)
-        # what a backward pass needs (with the attention's own cache)
-        cache.update(mask=mask, causal=causal)
+        # what a backward pass needs (with the attention call's own tape)
+        cache.update(tape=attn._tape, shape=x.shape, dtype=y.dtype)
         self._cache = cache
         return y.reshape(x.shape)
 
     __call__ = forward
+
+    def _norm_grad(self, dy, s, i, fname):
+        """LN_i's backward at its input s (2-D): dx; dweight and dbias go
+        to self.grads."""
+        dx, dw, db = _core.layer_norm_backward(
+            dy, s, getattr(self, f"_norm{i}_weight"), self.layer_norm_eps,
+            self.eps_in_sqrt, True, True, None, fname)
+        self.grads[f"norm{i}_weight"] = dw
+        self.grads[f"norm{i}_bias"] = db
+        return dx
+
+    def _ffn_grad(self, dy, x, c, fname):
+        """FF's backward (2-D dy at its output, x its input): dx; the
+        gradients of W1, b1, W2, b2 go to self.grads."""
+        dx, dW1, db1, dW2, db2 = _ffn_grads(
+            dy, x, c["pre"], c["hidden"], self._W1, self._b1, self._W2,
+            self._b2, self.activation, fname)
+        self.grads.update(W1=dW1, b1=db1, W2=dW2, b2=db2)
+        return dx
+
+    def backward(self, d_out):
+        """Gradients of the last :meth:`forward` call.
+
+        Parameters
+        ----------
+        d_out : array_like
+            The loss's gradient with respect to that call's output (its
+            shape).
+
+        Returns
+        -------
+        dx : ndarray
+            The gradient with respect to the call's x (x's shape).
+
+        Notes
+        -----
+        Sets ``self.grads`` to the gradients of W1, b1, W2, b2 and the
+        norms' weights and biases (the parameters' dtype and shapes), and
+        ``self.attention.grads`` to the attention's (W_q ... W_o, and b_q
+        ... b_o with ``bias=True``); both are replaced, not accumulated.
+        The mask and causal of the call are honoured. The chain rule runs
+        through the C backward passes of the norms (residual included) and
+        of bias + activation, NumPy's matmul for the products, and
+        :meth:`MultiHeadAttention.backward` for the attention. Do not
+        modify the input or the parameters in place between forward and
+        backward.
+
+        Examples
+        --------
+        >>> import numpy as np, attnpy
+        >>> layer = attnpy.TransformerEncoderLayer(16, 2, 32, seed=0)
+        >>> x = np.random.default_rng(1).standard_normal((2, 5, 16))
+        >>> y = layer.forward(x, causal=True)
+        >>> dx = layer.backward(np.ones_like(y))
+        >>> dx.shape, sorted(layer.grads)[:3], layer.grads["W1"].shape
+        ((2, 5, 16), ['W1', 'W2', 'b1'], (16, 32))
+        >>> sorted(layer.attention.grads)
+        ['W_k', 'W_o', 'W_q', 'W_v']
+        """
+        fname = "TransformerEncoderLayer.backward"
+        c = self._cache
+        if c is None:
+            raise RuntimeError(f"{fname}: no forward call to differentiate; "
+                               "call forward (or the layer) first")
+        dy = _core.as_real(d_out, fname, "d_out")
+        if dy.shape != c["shape"]:
+            raise ValueError(f"{fname}: d_out must have the shape of the "
+                             f"last forward call's output {c['shape']}, got "
+                             f"{dy.shape}")
+        dy = _rows(dy.astype(c["dtype"], copy=False))
+        self.grads = {}
+        attn = self.attention
+        if self.norm_first:
+            dn2 = self._ffn_grad(dy, _rows(c["n2"]), c, fname)
+            dx1 = self._norm_grad(dn2, _rows(c["x1"]), 2, fname)
+            dx1 += dy
+            dn1 = _mha_backward(attn, c["tape"], dx1.reshape(c["shape"]))
+            dx = self._norm_grad(_rows(dn1), _rows(c["x"]), 1, fname)
+            dx += dx1
+        else:
+            ds2 = self._norm_grad(dy, c["s2"], 2, fname)
+            dx1 = self._ffn_grad(ds2, _rows(c["x1"]), c, fname)
+            dx1 += ds2
+            ds1 = self._norm_grad(dx1, _rows(c["s1"]), 1, fname)
+            da = _mha_backward(attn, c["tape"], ds1.reshape(c["shape"]))
+            dx = np.add(ds1, _rows(da), out=ds1)
+        order = ("W1", "b1", "W2", "b2", "norm1_weight", "norm1_bias",
+                 "norm2_weight", "norm2_bias")
+        self.grads = {k: self.grads[k].astype(self.dtype, copy=False)
+                      for k in order}
+        return dx.reshape(c["shape"])
