@@ -183,6 +183,7 @@ class TransformerEncoderLayer:
         intermediates are kept for a backward pass.
         """
         fname = "TransformerEncoderLayer.forward"
+        self._cache = None   # only a call that succeeded is differentiated
         x = _core.as_real(x, fname, "x")
         if x.ndim < 2 or x.shape[-1] != self.d_model:
             raise ValueError(f"{fname}: x must have shape (..., seq, "
