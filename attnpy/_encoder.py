@@ -162,17 +162,18 @@ class TransformerEncoderLayer:
                 f"bias={self.attention.bias})")
 
     def _norm(self, x, i, residual=None, shift=None, fname=""):
-        """LN_i(x + (residual + shift)) -> (y, the sum)."""
+        """LN_i(x + (residual + shift))."""
         return _core.layer_norm(
             x, residual, shift, getattr(self, f"_norm{i}_weight"),
             getattr(self, f"_norm{i}_bias"), self.layer_norm_eps,
-            self.eps_in_sqrt, None, True, fname)
+            self.eps_in_sqrt, None, False, fname)
 
     def _ffn(self, x, fname):
-        """FF without b2: (pre, hidden, hidden @ W2), all 2-D."""
-        pre, hidden = _ffn_hidden(_rows(x), self._W1, self._b1,
-                                  self.activation, fname, True)
-        return pre, hidden, np.matmul(hidden, self._W2)
+        """FF without b2, 2-D: act(x W1 + b1) W2 (the hidden layer in place
+        on the product: backward recomputes x W1)."""
+        _, hidden = _ffn_hidden(_rows(x), self._W1, self._b1,
+                                self.activation, fname, False)
+        return np.matmul(hidden, self._W2)
 
     def forward(self, x, mask=None, *, causal=False):
         """The layer applied to x (..., seq, d_model) -> (..., seq, d_model).
@@ -192,20 +193,23 @@ class TransformerEncoderLayer:
         x = x.astype(np.float32 if dt == np.float32 else np.float64,
                      copy=False)
         attn = self.attention
+        # the cache holds arrays the pass makes anyway (references): a
+        # forward never differentiated pays for nothing; backward
+        # recomputes the norms' inputs and x W1
         if self.norm_first:
-            n1, _ = self._norm(x, 1, fname=fname)
+            n1 = self._norm(x, 1, fname=fname)
             x1 = x + attn(n1, mask=mask, causal=causal)
-            n2, _ = self._norm(x1, 2, fname=fname)
-            pre, hidden, f = self._ffn(n2, fname)
+            n2 = self._norm(x1, 2, fname=fname)
+            f = self._ffn(n2, fname)
             np.add(f, self._b2, out=f)
             y = np.add(_rows(x1), f, out=f)
-            cache = dict(x=x, n1=n1, x1=x1, n2=n2, pre=pre, hidden=hidden)
+            cache = dict(x=x, n1=n1, x1=x1, n2=n2)
         else:
             a = attn(x, mask=mask, causal=causal)
-            x1, s1 = self._norm(x, 1, a, fname=fname)
-            pre, hidden, f = self._ffn(x1, fname)
-            y, s2 = self._norm(_rows(x1), 2, f, self._b2, fname)
-            cache = dict(x=x, s1=s1, x1=x1, pre=pre, hidden=hidden, s2=s2)
+            x1 = self._norm(x, 1, a, fname=fname)
+            f = self._ffn(x1, fname)
+            y = self._norm(_rows(x1), 2, f, self._b2, fname)
+            cache = dict(x=x, a=a, x1=x1, f=f)
         # what a backward pass needs (with the attention call's own tape)
         cache.update(tape=attn._tape, shape=x.shape, dtype=y.dtype)
         self._cache = cache
@@ -223,12 +227,14 @@ class TransformerEncoderLayer:
         self.grads[f"norm{i}_bias"] = db
         return dx
 
-    def _ffn_grad(self, dy, x, c, fname):
+    def _ffn_grad(self, dy, x, fname):
         """FF's backward (2-D dy at its output, x its input): dx; the
         gradients of W1, b1, W2, b2 go to self.grads."""
+        pre, hidden = _ffn_hidden(x, self._W1, self._b1, self.activation,
+                                  fname, True)
         dx, dW1, db1, dW2, db2 = _ffn_grads(
-            dy, x, c["pre"], c["hidden"], self._W1, self._b1, self._W2,
-            self._b2, self.activation, fname)
+            dy, x, pre, hidden, self._W1, self._b1, self._W2, self._b2,
+            self.activation, fname)
         self.grads.update(W1=dW1, b1=db1, W2=dW2, b2=db2)
         return dx
 
@@ -284,18 +290,22 @@ class TransformerEncoderLayer:
         dy = _rows(dy.astype(c["dtype"], copy=False))
         self.grads = {}
         attn = self.attention
+        x = _rows(c["x"])
         if self.norm_first:
-            dn2 = self._ffn_grad(dy, _rows(c["n2"]), c, fname)
+            dn2 = self._ffn_grad(dy, _rows(c["n2"]), fname)
             dx1 = self._norm_grad(dn2, _rows(c["x1"]), 2, fname)
             dx1 += dy
             dn1 = _mha_backward(attn, c["tape"], dx1.reshape(c["shape"]))
-            dx = self._norm_grad(_rows(dn1), _rows(c["x"]), 1, fname)
+            dx = self._norm_grad(_rows(dn1), x, 1, fname)
             dx += dx1
-        else:
-            ds2 = self._norm_grad(dy, c["s2"], 2, fname)
-            dx1 = self._ffn_grad(ds2, _rows(c["x1"]), c, fname)
+        else:   # the norms' inputs, added in the forward pass's order
+            x1 = _rows(c["x1"])
+            s2 = x1 + (c["f"] + self._b2)
+            ds2 = self._norm_grad(dy, s2, 2, fname)
+            dx1 = self._ffn_grad(ds2, x1, fname)
             dx1 += ds2
-            ds1 = self._norm_grad(dx1, _rows(c["s1"]), 1, fname)
+            s1 = x + _rows(c["a"])
+            ds1 = self._norm_grad(dx1, s1, 1, fname)
             da = _mha_backward(attn, c["tape"], ds1.reshape(c["shape"]))
             dx = np.add(ds1, _rows(da), out=ds1)
         order = ("W1", "b1", "W2", "b2", "norm1_weight", "norm1_bias",
