@@ -214,3 +214,30 @@ def test_backward_errors_name_the_argument():
     with pytest.raises(ValueError, match=r"TransformerEncoderLayer: b1 must "
                        r"have shape \(32,\), got \(16,\)"):
         layer.b1 = np.ones(16)
+
+
+def test_float32_input_to_a_float64_layer_is_differentiated_in_float64():
+    rng = np.random.default_rng(2)
+    layer = _layer(rng, activation="gelu_tanh", norm_first=True)
+    x32 = rng.standard_normal((2, 4, 8)).astype(np.float32)
+    dy = rng.standard_normal((2, 4, 8))
+    y = layer.forward(x32, causal=True)
+    assert y.dtype == np.float64
+    dx = layer.backward(dy)
+    grads = dict(layer.grads)
+    layer.forward(x32.astype(np.float64), causal=True)
+    np.testing.assert_array_equal(dx, layer.backward(dy))
+    for k, g in grads.items():
+        np.testing.assert_array_equal(g, layer.grads[k])
+
+
+@pytest.mark.parametrize("args,exc,msg", [
+    ((-1, 2, 8), ValueError, r"TransformerEncoderLayer: d_model must be "
+                             r">= 0, got -1"),
+    ((16.5, 2, 8), TypeError, r"TransformerEncoderLayer: d_model must be "
+                              r"an integer, got float"),
+    ((16, 2, -3), ValueError, r"TransformerEncoderLayer: d_ff must be >= 0"),
+])
+def test_constructor_errors_name_the_argument(args, exc, msg):
+    with pytest.raises(exc, match=msg):
+        attnpy.TransformerEncoderLayer(*args)
