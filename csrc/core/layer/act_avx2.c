@@ -158,31 +158,48 @@ static ATTR inline __m256i first_lanes(size_t m)
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)m), idx);
 }
 
+/* lanes [j, j + m) of one row, m <= 8 (full: plain loads and stores; the
+ * tail: masked ones, which are slow on some CPUs)                         */
+static ATTR inline void gelu_block(int tanh_form, size_t m, float *out,
+                                   const float *x, const float *b,
+                                   const float *dy, double *acc)
+{
+    __m256i mask = first_lanes(m);
+    int full = m == 8;
+    V h = full ? _mm256_loadu_ps(x) : _mm256_maskload_ps(x, mask);
+    if (b)
+        h = _mm256_add_ps(h, full ? _mm256_loadu_ps(b)
+                                  : _mm256_maskload_ps(b, mask));
+    V g;
+    if (dy) {
+        V d = full ? _mm256_loadu_ps(dy) : _mm256_maskload_ps(dy, mask);
+        g = gelu_lanes(tanh_form, h, &d);
+    } else {
+        g = gelu_lanes(tanh_form, h, NULL);
+    }
+    if (full)
+        _mm256_storeu_ps(out, g);
+    else
+        _mm256_maskstore_ps(out, mask, g);
+    if (acc) { /* column sums in double, as the scalar path */
+        float t[8];
+        _mm256_storeu_ps(t, g);
+        for (size_t i = 0; i < m; i++)
+            acc[i] += (double)t[i];
+    }
+}
+
 ATTR void attn__gelu_row_f32_avx2(int tanh_form, size_t n, float *out,
                                   const float *x, const float *b,
                                   const float *dy, double *acc)
 {
-    for (size_t j = 0; j < n; j += 8) {
-        size_t m = n - j < 8 ? n - j : 8;
-        __m256i mask = first_lanes(m);
-        V h = _mm256_maskload_ps(x + j, mask);
-        if (b)
-            h = _mm256_add_ps(h, _mm256_maskload_ps(b + j, mask));
-        V g;
-        if (dy) {
-            V d = _mm256_maskload_ps(dy + j, mask);
-            g = gelu_lanes(tanh_form, h, &d);
-        } else {
-            g = gelu_lanes(tanh_form, h, NULL);
-        }
-        _mm256_maskstore_ps(out + j, mask, g);
-        if (acc) { /* column sums in double, as the scalar path */
-            float t[8];
-            _mm256_storeu_ps(t, g);
-            for (size_t i = 0; i < m; i++)
-                acc[j + i] += (double)t[i];
-        }
-    }
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        gelu_block(tanh_form, 8, out + j, x + j, b ? b + j : NULL,
+                   dy ? dy + j : NULL, acc ? acc + j : NULL);
+    if (j < n)
+        gelu_block(tanh_form, n - j, out + j, x + j, b ? b + j : NULL,
+                   dy ? dy + j : NULL, acc ? acc + j : NULL);
 }
 
 int attn__gelu_avx2_ok(void)
