@@ -98,29 +98,32 @@ static inline ACT_INLINE T dact_##SFX(attn_act act, T h)                       \
 static inline ACT_INLINE void fwd_row_##SFX(const act_ctx *c, size_t r,       \
                                             attn_act A, int unit)             \
 {                                                                              \
+    const size_t n = c->n; /* a local: stores to y cannot change it */        \
     const T *b = c->bias.data;                                                 \
     const T *x = (const T *)c->x.data + ROW(c->x, r);                          \
     T *y = (T *)c->y.data + ROW(c->y, r);                                      \
     const ptrdiff_t sx = unit ? 1 : c->x.s1, sy = unit ? 1 : c->y.s1,          \
                     sb = unit ? 1 : c->bias.s1;                                \
-    for (size_t j = 0; j < c->n; j++) {                                        \
-        T h = x[(ptrdiff_t)j * sx];                                            \
-        if (b)                                                                 \
-            h += b[(ptrdiff_t)j * sb];                                         \
-        y[(ptrdiff_t)j * sy] = act_##SFX(A, h);                                \
-    }                                                                          \
+    if (b) /* two loops: no branch in either (relu's vectorises)      */ \
+        for (size_t j = 0; j < n; j++)                                      \
+            y[(ptrdiff_t)j * sy] =                                             \
+                act_##SFX(A, x[(ptrdiff_t)j * sx] + b[(ptrdiff_t)j * sb]);     \
+    else                                                                       \
+        for (size_t j = 0; j < n; j++)                                      \
+            y[(ptrdiff_t)j * sy] = act_##SFX(A, x[(ptrdiff_t)j * sx]);         \
 }                                                                              \
 static inline ACT_INLINE void bwd_row_##SFX(const act_ctx *c, size_t r,       \
                                             double *acc, attn_act A,          \
                                             int unit)                         \
 {                                                                              \
+    const size_t n = c->n;                                                     \
     const T *b = c->bias.data;                                                 \
     const T *x = (const T *)c->x.data + ROW(c->x, r);                          \
     const T *dy = (const T *)c->dy.data + ROW(c->dy, r);                       \
     T *dx = (T *)c->dx.data + ROW(c->dx, r);                                   \
     const ptrdiff_t sx = unit ? 1 : c->x.s1, sdy = unit ? 1 : c->dy.s1,        \
                     sdx = unit ? 1 : c->dx.s1, sb = unit ? 1 : c->bias.s1;     \
-    for (size_t j = 0; j < c->n; j++) {                                        \
+    for (size_t j = 0; j < n; j++) {                                        \
         T h = x[(ptrdiff_t)j * sx];                                            \
         if (b)                                                                 \
             h += b[(ptrdiff_t)j * sb];                                         \
