@@ -25,8 +25,9 @@
  *                     function of 2z, from e = exp(-2|z|) <= 1 only
  *
  * Measured against float64 erf on 2e6 points of [-14, 9]: gelu's error is
- * below 4e-7 absolute, 3e-6 relative down to gelu = -1e-30 (libm's erff
- * path, 1 + erff(z), is 0 from z = -3.9 on). NaN in, NaN out; inf as the
+ * below 4e-7 absolute, 1.1e-5 relative where |gelu| > 1e-30 (libm's erff
+ * path, 1 + erff(z), is 0 from z = -3.9 on); the tanh form 5.2e-7 absolute
+ * (tests/layer/test_gelu_float32.py). NaN in, NaN out; inf as the
  * scalar formula (gelu(-inf) is NaN there too: -inf * 0).
  */
 #include <stddef.h>
