@@ -22,7 +22,19 @@ WINE=/usr/lib/wine/wine64
 [ -x "$WINE" ] || WINE=$(command -v wine64)
 CC=x86_64-w64-mingw32-gcc
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/attnpy-win.XXXXXX")
-trap 'rm -rf "$OUT"' EXIT
+# wine's server outlives the programs and still writes to the prefix for a
+# moment: stop it and wait for it before removing the prefix (a plain rm
+# raced it: "Directory not empty", and the script failed after its OK)
+WINESERVER=$(dirname "$WINE")/wineserver
+[ -x "$WINESERVER" ] || WINESERVER=$(command -v wineserver || echo true)
+cleanup() {
+    if [ "${WINEPREFIX:-}" = "$OUT/wineprefix" ] && [ -d "$WINEPREFIX" ]; then
+        "$WINESERVER" -k 2>/dev/null || true
+        "$WINESERVER" -w 2>/dev/null || true
+    fi
+    rm -rf "$OUT"
+}
+trap cleanup EXIT
 
 compile_core_clean "$OUT/o1" "$CC" -std=c11 -Wall -Wextra -O1
 compile_core_clean "$OUT/o3" "$CC" -std=c11 -Wall -Wextra -O3 \

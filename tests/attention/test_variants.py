@@ -213,8 +213,9 @@ def torch_attention(Q, K, V, kw, dout):
         o = torch.softmax(s, dim=-1) @ v
     o = o * torch.tensor(~fully[..., None])     # ... and then 0
     o.backward(torch.tensor(np.asarray(dout, np.float64)))
-    grads = [x.grad.numpy() for x in t] + ([tb.grad.numpy()] if tb is not None
-                                           else [])
+    # (an empty output reaches no input: torch leaves grad None, i.e. 0)
+    grads = [np.zeros(tuple(x.shape)) if x.grad is None else x.grad.numpy()
+             for x in t + ([tb] if tb is not None else [])]
     return o.detach().numpy(), grads
 
 

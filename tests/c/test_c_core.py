@@ -33,26 +33,55 @@ CORE = os.path.join(ROOT, "csrc", "core")
 CC = os.environ.get("CC", "gcc")
 
 
+FLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-pthread",
+         "-I" + CORE]
+
+
 def core_sources():
     # every C file of the pure core (csrc/core/; the binding is csrc/python/)
     return sorted(glob.glob(os.path.join(CORE, "**", "*.c"), recursive=True))
+
+
+def compile_checked(cmd):
+    """Run one compiler command: it must succeed without a single warning."""
+    build = subprocess.run(cmd, capture_output=True, text=True)
+    assert build.returncode == 0, "build failed:\n" + build.stderr
+    assert build.stderr == "", "compiler warnings:\n" + build.stderr
+
+
+@pytest.fixture(scope="module")
+def core_objects(tmp_path_factory):
+    """The core compiled once for every program (was once per program),
+    a few compilers at a time."""
+    if shutil.which(CC) is None:
+        pytest.fail(f"C compiler {CC!r} not found (needed to build the C tests)")
+    out = tmp_path_factory.mktemp("core")
+    jobs = []
+    for i, src in enumerate(core_sources()):
+        obj = str(out / f"{i:02d}_{os.path.basename(src)[:-2]}.o")
+        jobs.append((obj, [CC, *FLAGS, "-c", src, "-o", obj]))
+    objs, running = [], []
+    width = max(2, os.cpu_count() or 2)
+    for obj, cmd in jobs:
+        running.append((cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                               stderr=subprocess.PIPE, text=True)))
+        objs.append(obj)
+        while len(running) >= width or (running and obj == jobs[-1][0]):
+            cmd_done, proc = running.pop(0)
+            _, err = proc.communicate()
+            assert proc.returncode == 0, f"build failed: {cmd_done}\n{err}"
+            assert err == "", f"compiler warnings: {cmd_done}\n{err}"
+    return objs
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="gcc/pthreads build")
 @pytest.mark.parametrize("program", ["test_core", "test_decode", "test_bwd",
                                      "test_platform", "test_layer",
                                      "test_variants", "test_variants_tile"])
-def test_c_core(tmp_path, program):
-    if shutil.which(CC) is None:
-        pytest.fail(f"C compiler {CC!r} not found (needed to build the C tests)")
+def test_c_core(tmp_path, core_objects, program):
     exe = str(tmp_path / program)
-    cmd = [CC, "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g",
-           "-pthread", "-I" + CORE,
-           os.path.join(ROOT, "tests", "c", program + ".c"),
-           *core_sources(), "-lm", "-o", exe]
-    build = subprocess.run(cmd, capture_output=True, text=True)
-    assert build.returncode == 0, "build failed:\n" + build.stderr
-    assert build.stderr == "", "compiler warnings:\n" + build.stderr
+    compile_checked([CC, *FLAGS, os.path.join(ROOT, "tests", "c", program + ".c"),
+                     *core_objects, "-lm", "-o", exe])
     run = subprocess.run([exe, "60"], capture_output=True, text=True,
                          timeout=300)
     out = run.stdout + run.stderr

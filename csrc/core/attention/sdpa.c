@@ -368,7 +368,8 @@ attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
     /* causal: the items of the last query blocks are the largest, hand
      * them out first. With a mask, items of one query block in a row let
      * a thread reuse the mask's block classes across b (mask_classes). */
-    c.largest_first = p->causal != ATTN_CAUSAL_NONE || p->mask.data != NULL;
+    c.largest_first = (p->causal != ATTN_CAUSAL_NONE && !p->window)
+                      || p->mask.data != NULL;
     atomic_init(&c.next, 0);
     atomic_init(&c.cancel, 0);
     atomic_init(&c.err, ATTN_OK);
