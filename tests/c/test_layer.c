@@ -15,7 +15,7 @@
  *     shrunk so that small problems have many); edges (no rows, n = 1,
  *     constant rows, NaN)
  *
- * Build (tests/test_c_core.py does this):
+ * Build (tests/c/test_c_core.py does this):
  *   gcc -std=c11 -Wall -Wextra -Werror -O1 -g -pthread -Icsrc/core \
  *       tests/c/test_layer.c $(find csrc/core -name "*.c") -lm -o test_layer
  * Prints one line per failure and "N passed, M failed"; exit status 1 on

@@ -16,7 +16,7 @@
  *   attn__now_ns is monotonic and advances; attn_available_cpus >= 1
  *
  * It reuses test_core.c's operands by including it (its main renamed).
- * Build (tests/test_c_core.py does this):
+ * Build (tests/c/test_c_core.py does this):
  *   gcc -std=c11 -Wall -Wextra -Werror -O1 -g -pthread -Icsrc/core \
  *       tests/c/test_platform.c $(find csrc/core -name "*.c") -lm \
  *       -o test_platform

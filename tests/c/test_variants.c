@@ -19,7 +19,7 @@
  * Every random problem of test_core.c's generators gets random variants
  * (both window sides or one, both causal alignments, pos_shift, per-b
  * ALiBi slopes, softcap) on top of its layouts, mask, bias, policies.
- * Build as the other programs (tests/test_c_core.py); prints one line per
+ * Build as the other programs (tests/c/test_c_core.py); prints one line per
  * failure and "N passed, M failed"; exit status 1 on any failure.
  */
 #define TEST_DECODE_MAIN test_decode_main
