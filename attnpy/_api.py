@@ -6,10 +6,11 @@ computes with the GIL released. ``attnpy.reference`` holds a plain NumPy twin
 of every function here.
 """
 import operator
+import textwrap
 
 import numpy as np
 
-from . import _core
+from . import _core, _variants
 
 __all__ = [
     "softmax", "scaled_dot_product_attention", "attention",
@@ -110,7 +111,9 @@ def _axis(axis, nd, fname):
 def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
                                  causal=False, scale=None,
                                  fully_masked="zero", out=None,
-                                 weights_out=None):
+                                 weights_out=None, enable_gqa=False,
+                                 window=None, alibi_slopes=None,
+                                 softcap=None):
     """Scaled dot-product attention, returning the output and the weights.
 
     ``softmax(Q @ K^T * scale + bias, masked) @ V``: the tutorial's
@@ -143,7 +146,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
         NaN, or a ValueError naming the row.
     out, weights_out : ndarray, optional
         Arrays of exactly the results' shapes and dtype (any strides) to fill.
-
+{variants}
     Returns
     -------
     output : ndarray, shape (..., L, Ev)
@@ -174,13 +177,25 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
     array([[1.   , 0.   , 0.   ],
            [0.453, 0.547, 0.   ],
            [0.318, 0.281, 0.401]])
+
+    A causal sliding window of 2 tokens: each query sees itself and the
+    key before it.
+
+    >>> w = attnpy.scaled_dot_product_attention(X, X, X, causal=True,
+    ...                                         window=(1, 0))[1]
+    >>> (w > 0).astype(int)
+    array([[1, 0, 0],
+           [1, 1, 0],
+           [0, 1, 1]])
     """
-    return _core.sdpa(Q, K, V, mask, bias, causal, scale, fully_masked, out,
-                      weights_out, 1)
+    return _variants.sdpa(Q, K, V, mask, bias, causal, scale, fully_masked,
+                          out, weights_out, 1, "scaled_dot_product_attention",
+                          enable_gqa, window, alibi_slopes, softcap)
 
 
 def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
-              fully_masked="zero", out=None, return_lse=False):
+              fully_masked="zero", out=None, return_lse=False,
+              enable_gqa=False, window=None, alibi_slopes=None, softcap=None):
     """Fused attention: the output of scaled dot-product attention only.
 
     Same arguments and semantics as :func:`scaled_dot_product_attention`,
@@ -195,6 +210,18 @@ def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
     whatever ``fully_masked`` says. It is what
     :func:`attention_backward` needs, and what merges partial results.
 
+    The variants (grouped-query heads, sliding window, ALiBi, soft-capping)
+    are computed inside the same kernels, with the semantics of
+    :func:`scaled_dot_product_attention`; a window skips the key blocks it
+    excludes.
+
+    Parameters
+    ----------
+    Q, K, V, mask, bias, causal, scale, fully_masked, out
+        As in :func:`scaled_dot_product_attention`.
+    return_lse : bool, optional
+        Also return the rows' log-sum-exp.
+{variants}
     Returns
     -------
     output : ndarray, shape (..., L, Ev)
@@ -214,9 +241,48 @@ def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
     >>> out, lse = attnpy.attention(Q, K, V, return_lse=True)
     >>> lse.shape
     (2, 4, 16)
+
+    Grouped-query attention: 8 query heads share 2 K/V heads, as if each
+    K/V head were repeated for its 4 query heads (nothing is copied):
+
+    >>> Q = rng.standard_normal((2, 8, 16, 8))
+    >>> K, V = rng.standard_normal((2, 2, 2, 16, 8))
+    >>> out = attnpy.attention(Q, K, V, enable_gqa=True, causal=True)
+    >>> rep = attnpy.attention(Q, np.repeat(K, 4, axis=1),
+    ...                        np.repeat(V, 4, axis=1), causal=True)
+    >>> out.shape, bool(np.allclose(out, rep, rtol=1e-12, atol=1e-14))
+    ((2, 8, 16, 8), True)
+
+    ALiBi, one slope per head, is the bias ``-slope * |i - j|``:
+
+    >>> slopes = 2.0 ** -np.arange(1, 9)                 # 8 heads
+    >>> i = np.arange(16)
+    >>> bias = -slopes[:, None, None] * np.abs(i[:, None] - i[None, :])
+    >>> a = attnpy.attention(Q, Q, Q, alibi_slopes=slopes, causal=True)
+    >>> b = attnpy.attention(Q, Q, Q, bias=bias, causal=True)
+    >>> bool(np.allclose(a, b, rtol=1e-12, atol=1e-14))
+    True
+
+    Soft-capping squashes the scaled scores into (-softcap, softcap), a
+    sliding window keeps the last 4 keys:
+
+    >>> out = attnpy.attention(Q, Q, Q, softcap=5.0, causal=True,
+    ...                        window=(3, 0))
+    >>> ref = attnpy.reference.attention(Q, Q, Q, softcap=5.0, causal=True,
+    ...                                  window=(3, 0))
+    >>> bool(np.allclose(out, ref, rtol=1e-12, atol=1e-14))
+    True
     """
-    return _core.sdpa(Q, K, V, mask, bias, causal, scale, fully_masked, out,
-                      None, 3 if return_lse else 0)
+    return _variants.sdpa(Q, K, V, mask, bias, causal, scale, fully_masked,
+                          out, None, 3 if return_lse else 0, "attention",
+                          enable_gqa, window, alibi_slopes, softcap)
+
+
+for _f in (scaled_dot_product_attention, attention):
+    _f.__doc__ = _f.__doc__.replace(
+        "{variants}\n",
+        textwrap.indent(_variants.VARIANT_PARAMS, "    ") + "\n")
+del _f
 
 
 def create_causal_mask(seq_len):

@@ -4,8 +4,10 @@ import numpy as np
 
 from . import _core
 from ._api import _float_dtype, _size
-from ._layer import _activation, _eps, _ffn_hidden, _flag, _rows
+from ._layer import (_activation, _eps, _ffn_grads, _ffn_hidden, _flag,
+                     _rows)
 from ._mha import MultiHeadAttention
+from ._mha_grad import backward as _mha_backward
 
 __all__ = ["TransformerEncoderLayer"]
 
@@ -76,10 +78,14 @@ class TransformerEncoderLayer:
     Attributes
     ----------
     attention : MultiHeadAttention
+        Its ``grads`` hold the attention's gradients after :meth:`backward`.
     W1, b1, W2, b2 : ndarray
         (d_model, d_ff), (d_ff,), (d_ff, d_model), (d_model,); assignable.
     norm1_weight, norm1_bias, norm2_weight, norm2_bias : ndarray (d_model,)
         Start at ones and zeros (which change no bit); assignable.
+    grads : dict
+        Gradients of the layer's own parameters (the eight above) set by
+        :meth:`backward`, each in the parameters' dtype; empty before.
 
     Examples
     --------
@@ -122,6 +128,7 @@ class TransformerEncoderLayer:
         self.norm1_weight, self.norm2_weight = np.ones(d), np.ones(d)
         self.norm1_bias, self.norm2_bias = np.zeros(d), np.zeros(d)
         self._cache = None
+        self.grads = {}     # set by backward
 
     def _param(name):
         attr = "_" + name
@@ -155,17 +162,18 @@ class TransformerEncoderLayer:
                 f"bias={self.attention.bias})")
 
     def _norm(self, x, i, residual=None, shift=None, fname=""):
-        """LN_i(x + (residual + shift)) -> (y, the sum)."""
+        """LN_i(x + (residual + shift))."""
         return _core.layer_norm(
             x, residual, shift, getattr(self, f"_norm{i}_weight"),
             getattr(self, f"_norm{i}_bias"), self.layer_norm_eps,
-            self.eps_in_sqrt, None, True, fname)
+            self.eps_in_sqrt, None, False, fname)
 
     def _ffn(self, x, fname):
-        """FF without b2: (pre, hidden, hidden @ W2), all 2-D."""
-        pre, hidden = _ffn_hidden(_rows(x), self._W1, self._b1,
-                                  self.activation, fname, True)
-        return pre, hidden, np.matmul(hidden, self._W2)
+        """FF without b2, 2-D: act(x W1 + b1) W2 (the hidden layer in place
+        on the product: backward recomputes x W1)."""
+        _, hidden = _ffn_hidden(_rows(x), self._W1, self._b1,
+                                self.activation, fname, False)
+        return np.matmul(hidden, self._W2)
 
     def forward(self, x, mask=None, *, causal=False):
         """The layer applied to x (..., seq, d_model) -> (..., seq, d_model).
@@ -176,6 +184,7 @@ class TransformerEncoderLayer:
         intermediates are kept for a backward pass.
         """
         fname = "TransformerEncoderLayer.forward"
+        self._cache = None   # only a call that succeeded is differentiated
         x = _core.as_real(x, fname, "x")
         if x.ndim < 2 or x.shape[-1] != self.d_model:
             raise ValueError(f"{fname}: x must have shape (..., seq, "
@@ -184,23 +193,123 @@ class TransformerEncoderLayer:
         x = x.astype(np.float32 if dt == np.float32 else np.float64,
                      copy=False)
         attn = self.attention
+        # the cache holds arrays the pass makes anyway (references): a
+        # forward never differentiated pays for nothing; backward
+        # recomputes the norms' inputs and x W1
         if self.norm_first:
-            n1, _ = self._norm(x, 1, fname=fname)
+            n1 = self._norm(x, 1, fname=fname)
             x1 = x + attn(n1, mask=mask, causal=causal)
-            n2, _ = self._norm(x1, 2, fname=fname)
-            pre, hidden, f = self._ffn(n2, fname)
+            n2 = self._norm(x1, 2, fname=fname)
+            f = self._ffn(n2, fname)
             np.add(f, self._b2, out=f)
             y = np.add(_rows(x1), f, out=f)
-            cache = dict(x=x, n1=n1, x1=x1, n2=n2, pre=pre, hidden=hidden)
+            cache = dict(x=x, n1=n1, x1=x1, n2=n2)
         else:
             a = attn(x, mask=mask, causal=causal)
-            x1, s1 = self._norm(x, 1, a, fname=fname)
-            pre, hidden, f = self._ffn(x1, fname)
-            y, s2 = self._norm(_rows(x1), 2, f, self._b2, fname)
-            cache = dict(x=x, s1=s1, x1=x1, pre=pre, hidden=hidden, s2=s2)
-        # what a backward pass needs (with the attention's own cache)
-        cache.update(mask=mask, causal=causal)
+            x1 = self._norm(x, 1, a, fname=fname)
+            f = self._ffn(x1, fname)
+            y = self._norm(_rows(x1), 2, f, self._b2, fname)
+            cache = dict(x=x, a=a, x1=x1, f=f)
+        # what a backward pass needs (with the attention call's own tape)
+        cache.update(tape=attn._tape, shape=x.shape, dtype=y.dtype)
         self._cache = cache
         return y.reshape(x.shape)
 
     __call__ = forward
+
+    def _norm_grad(self, dy, s, i, fname):
+        """LN_i's backward at its input s (2-D): dx; dweight and dbias go
+        to self.grads."""
+        dx, dw, db = _core.layer_norm_backward(
+            dy, s, getattr(self, f"_norm{i}_weight"), self.layer_norm_eps,
+            self.eps_in_sqrt, True, True, None, fname)
+        self.grads[f"norm{i}_weight"] = dw
+        self.grads[f"norm{i}_bias"] = db
+        return dx
+
+    def _ffn_grad(self, dy, x, fname):
+        """FF's backward (2-D dy at its output, x its input): dx; the
+        gradients of W1, b1, W2, b2 go to self.grads."""
+        pre, hidden = _ffn_hidden(x, self._W1, self._b1, self.activation,
+                                  fname, True)
+        dx, dW1, db1, dW2, db2 = _ffn_grads(
+            dy, x, pre, hidden, self._W1, self._b1, self._W2, self._b2,
+            self.activation, fname)
+        self.grads.update(W1=dW1, b1=db1, W2=dW2, b2=db2)
+        return dx
+
+    def backward(self, d_out):
+        """Gradients of the last :meth:`forward` call.
+
+        Parameters
+        ----------
+        d_out : array_like
+            The loss's gradient with respect to that call's output (its
+            shape).
+
+        Returns
+        -------
+        dx : ndarray
+            The gradient with respect to the call's x (x's shape).
+
+        Notes
+        -----
+        Sets ``self.grads`` to the gradients of W1, b1, W2, b2 and the
+        norms' weights and biases (the parameters' dtype and shapes), and
+        ``self.attention.grads`` to the attention's (W_q ... W_o, and b_q
+        ... b_o with ``bias=True``); both are replaced, not accumulated.
+        The mask and causal of the call are honoured. The chain rule runs
+        through the C backward passes of the norms (residual included) and
+        of bias + activation, NumPy's matmul for the products, and
+        :meth:`MultiHeadAttention.backward` for the attention. Do not
+        modify the input or the parameters in place between forward and
+        backward.
+
+        Examples
+        --------
+        >>> import numpy as np, attnpy
+        >>> layer = attnpy.TransformerEncoderLayer(16, 2, 32, seed=0)
+        >>> x = np.random.default_rng(1).standard_normal((2, 5, 16))
+        >>> y = layer.forward(x, causal=True)
+        >>> dx = layer.backward(np.ones_like(y))
+        >>> dx.shape, sorted(layer.grads)[:3], layer.grads["W1"].shape
+        ((2, 5, 16), ['W1', 'W2', 'b1'], (16, 32))
+        >>> sorted(layer.attention.grads)
+        ['W_k', 'W_o', 'W_q', 'W_v']
+        """
+        fname = "TransformerEncoderLayer.backward"
+        c = self._cache
+        if c is None:
+            raise RuntimeError(f"{fname}: no forward call to differentiate; "
+                               "call forward (or the layer) first")
+        dy = _core.as_real(d_out, fname, "d_out")
+        if dy.shape != c["shape"]:
+            raise ValueError(f"{fname}: d_out must have the shape of the "
+                             f"last forward call's output {c['shape']}, got "
+                             f"{dy.shape}")
+        dy = _rows(dy.astype(c["dtype"], copy=False))
+        self.grads = {}
+        attn = self.attention
+        x = _rows(c["x"])
+        if self.norm_first:
+            dn2 = self._ffn_grad(dy, _rows(c["n2"]), fname)
+            dx1 = self._norm_grad(dn2, _rows(c["x1"]), 2, fname)
+            dx1 += dy
+            dn1 = _mha_backward(attn, c["tape"], dx1.reshape(c["shape"]))
+            dx = self._norm_grad(_rows(dn1), x, 1, fname)
+            dx += dx1
+        else:   # the norms' inputs, added in the forward pass's order
+            x1 = _rows(c["x1"])
+            s2 = x1 + (c["f"] + self._b2)
+            ds2 = self._norm_grad(dy, s2, 2, fname)
+            dx1 = self._ffn_grad(ds2, x1, fname)
+            dx1 += ds2
+            s1 = x + _rows(c["a"])
+            ds1 = self._norm_grad(dx1, s1, 1, fname)
+            da = _mha_backward(attn, c["tape"], ds1.reshape(c["shape"]))
+            dx = np.add(ds1, _rows(da), out=ds1)
+        order = ("W1", "b1", "W2", "b2", "norm1_weight", "norm1_bias",
+                 "norm2_weight", "norm2_bias")
+        self.grads = {k: self.grads[k].astype(self.dtype, copy=False)
+                      for k in order}
+        return dx.reshape(c["shape"])

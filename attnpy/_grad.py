@@ -5,9 +5,11 @@ recompute scheme: P rebuilt from the forward pass's lse, never an L x S
 array); this wrapper sums them back to the shapes the caller passed, in
 NumPy's fixed order, and casts them to the inputs' dtypes.
 """
+import textwrap
+
 import numpy as np
 
-from . import _core
+from . import _variants
 
 __all__ = ["attention_backward"]
 
@@ -46,7 +48,9 @@ def _deliver(g, dest, name):
 
 def attention_backward(dout, Q, K, V, out, lse, *, mask=None, bias=None,
                        causal=False, scale=None, fully_masked="zero",
-                       bias_grad=False, dq=None, dk=None, dv=None):
+                       bias_grad=False, dq=None, dk=None, dv=None,
+                       enable_gqa=False, window=None, alibi_slopes=None,
+                       softcap=None):
     """Gradients of :func:`attention` with respect to Q, K, V (and bias).
 
     Given ``out, lse = attention(Q, K, V, ..., return_lse=True)`` and the
@@ -75,6 +79,12 @@ def attention_backward(dout, Q, K, V, out, lse, *, mask=None, bias=None,
         Also return the gradient of ``bias`` (which must be given).
     dq, dk, dv : ndarray, optional
         Arrays of exactly the gradients' shapes and dtypes to fill.
+{variants}
+    The variants are those of the forward call too. With `softcap`, dQ
+    and dK carry the factor ``1 - tanh^2`` of the cap (dbias does not:
+    the bias is added after it); with `enable_gqa`, dK and dV are summed
+    over the query heads of each K/V head. ``alibi_slopes`` gets no
+    gradient.
 
     Returns
     -------
@@ -102,16 +112,39 @@ def attention_backward(dout, Q, K, V, out, lse, *, mask=None, bias=None,
     >>> all(np.allclose(a, b, rtol=1e-12, atol=1e-12)
     ...     for a, b in zip((dQ, dK, dV), ref))
     True
+
+    With the variants, the same keywords as the forward call:
+
+    >>> K, V = rng.standard_normal((2, 2, 2, 16, 8))  # 2 K/V heads for 4
+    >>> kw = dict(causal=True, enable_gqa=True, window=(7, 0), softcap=3.0,
+    ...           alibi_slopes=[0.5, 0.25, 0.125, 0.0625])
+    >>> out, lse = attnpy.attention(Q, K, V, return_lse=True, **kw)
+    >>> grads = attnpy.attention_backward(dout, Q, K, V, out, lse, **kw)
+    >>> [g.shape for g in grads]
+    [(2, 4, 16, 8), (2, 2, 16, 8), (2, 2, 16, 8)]
+    >>> ref = attnpy.reference.attention_backward(dout, Q, K, V, out, lse,
+    ...                                           **kw)
+    >>> all(np.allclose(a, b, rtol=1e-10, atol=1e-12)
+    ...     for a, b in zip(grads, ref))
+    True
     """
     if bias_grad and bias is None:
         raise ValueError("attention_backward: bias_grad=True needs a bias")
-    gq, gk, gv, gb = _core.sdpa_bwd(Q, K, V, mask, bias, causal, scale,
-                                    fully_masked, dout, out, lse,
-                                    bool(bias_grad), "attention_backward")
-    res = [_like(_sum_to(g, np.shape(x)), x)
-           for g, x in ((gq, Q), (gk, K), (gv, V))]
+    (gq, gk, gv, gb), seen = _variants.sdpa_bwd(
+        dout, Q, K, V, out, lse, mask, bias, causal, scale, fully_masked,
+        bool(bias_grad), enable_gqa, window, alibi_slopes, softcap)
+    # summed to the operands as the kernel saw them (views under
+    # enable_gqa, which sums dK and dV over each group), then to the
+    # caller's shapes
+    res = [_like(_sum_to(g, np.shape(x)).reshape(np.shape(x0)), x0)
+           for g, x, x0 in zip((gq, gk, gv), seen, (Q, K, V))]
     res = [_deliver(g, d, n)
            for g, d, n in zip(res, (dq, dk, dv), ("dq", "dk", "dv"))]
     if bias_grad:
-        res.append(_like(_sum_to(gb, np.shape(bias)), bias))
+        res.append(_like(_sum_to(gb, np.shape(seen[3])).reshape(
+            np.shape(bias)), bias))
     return tuple(res)
+
+
+attention_backward.__doc__ = attention_backward.__doc__.replace(
+    "{variants}\n", textwrap.indent(_variants.VARIANT_PARAMS, "    "))

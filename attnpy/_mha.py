@@ -43,8 +43,9 @@ class MultiHeadAttention:
     b_q, b_k, b_v, b_o : ndarray, shape (d_model,), or None
         The projections' biases with ``bias=True`` (assignable), else None.
     grads : dict
-        ``{"W_q", "W_k", "W_v", "W_o"}`` gradients set by :meth:`backward`
-        (empty before the first backward call).
+        ``{"W_q", "W_k", "W_v", "W_o"}`` gradients (and ``b_q`` ... ``b_o``
+        with ``bias=True``) set by :meth:`backward` (empty before the first
+        backward call).
 
     Examples
     --------
@@ -272,8 +273,9 @@ class MultiHeadAttention:
         Notes
         -----
         Sets ``self.grads`` to ``{"W_q", "W_k", "W_v", "W_o"}`` gradients,
-        (d_model, d_model) arrays of the weights' dtype (replaced, not
-        accumulated, by each call). The mask and causal of the call are
+        (d_model, d_model) arrays of the weights' dtype, and with
+        ``bias=True`` also ``{"b_q", "b_k", "b_v", "b_o"}`` (d_model,)
+        (replaced, not accumulated, by each call). The mask and causal of the call are
         honoured.
 
         A call keeps only references to its arguments and weights, so a
@@ -293,10 +295,6 @@ class MultiHeadAttention:
         >>> dX.shape, sorted(mha.grads)
         ((1, 5, 8), ['W_k', 'W_o', 'W_q', 'W_v'])
         """
-        if self.bias:   # _mha_grad recomputes the projections without
-            raise NotImplementedError(  # the biases: not yet supported
-                "MultiHeadAttention.backward: a layer with bias=True has no "
-                "backward pass yet")
         return _mha_grad.backward(self, self._tape, d_output)
 
     def forward(self, X, mask=None, *, causal=False):

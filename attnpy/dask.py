@@ -11,9 +11,11 @@ How the work is cut:
   log-sum-exp (``attnpy.attention(..., return_lse=True)``) and combined
   by :func:`attnpy.merge_attention` in a tree, in a fixed order, so the
   keys and values of one sequence never have to fit in one worker;
-- with ``causal``, (query chunk, key chunk) pairs entirely in the future
-  are never computed, and the others get the causal limit at their
-  offsets, inside the kernel (no mask array is built).
+- every block is computed at its place in the sequence (the kernel's
+  position shift): causal limits, windows and ALiBi see global positions,
+  inside the kernel (no mask array is built), and (query chunk, key
+  chunk) pairs that no row can see (in the future, outside the window)
+  are never computed.
 
 The same code runs on the threaded scheduler, on ``dask.distributed``
 with worker processes, and on any cluster ``dask.distributed`` reaches.
@@ -31,6 +33,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
                       ) from exc
 
 import attnpy
+from attnpy import _variants
 
 __all__ = ["attention"]
 
@@ -38,7 +41,9 @@ _FM = ("zero", "uniform", "nan", "raise")
 
 
 def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
-              fully_masked="zero", return_lse=False, split_every=8):
+              fully_masked="zero", enable_gqa=False, window=None,
+              alibi_slopes=None, softcap=None, return_lse=False,
+              split_every=8):
     """:func:`attnpy.attention` on Dask arrays, lazily.
 
     Parameters
@@ -52,6 +57,17 @@ def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
     mask, bias, causal, scale, fully_masked :
         As in :func:`attnpy.attention`; mask and bias may be Dask or NumPy
         arrays broadcastable to (..., L, S).
+    enable_gqa : bool
+        Grouped-query attention as in :func:`attnpy.attention`: Q
+        (..., Hq, L, E), K/V (..., Hkv, S, E) with Hq a multiple of Hkv;
+        query head h reads K/V head h // (Hq // Hkv). Done by viewing the
+        heads as (Hkv, Hq // Hkv) groups: K and V are never repeated.
+    window, alibi_slopes, softcap :
+        As in :func:`attnpy.attention`. Every block is computed at its
+        place in the whole sequence (positions, not local indices), and
+        (query, key) block pairs outside every row's window are never
+        computed. alibi_slopes is a NumPy array (the slopes of the
+        leading dims, e.g. (H,) or (B, H)).
     return_lse : bool
         Also return the log-sum-exp (..., L) as a second Dask array.
     split_every : int
@@ -80,9 +96,62 @@ def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
                          f"'nan' or 'raise', got {fully_masked!r}")
     if int(split_every) < 2:
         raise ValueError(f"{fname}: split_every must be >= 2, got {split_every}")
+    if alibi_slopes is not None:
+        alibi_slopes = np.asarray(alibi_slopes)
+        if alibi_slopes.dtype.kind not in "biuf":
+            raise TypeError(f"{fname}: alibi_slopes must be an array of real "
+                            f"numbers, got dtype {alibi_slopes.dtype}")
+    if enable_gqa:
+        Q, K, V, mask, bias, heads = _gqa_views(fname, Q, K, V, mask, bias)
+        if alibi_slopes is not None and alibi_slopes.ndim >= 1:
+            hkv, g = Q.shape[-4], Q.shape[-3]
+            if alibi_slopes.shape[-1] not in (1, hkv * g):
+                raise ValueError(f"{fname}: alibi_slopes has {alibi_slopes.shape[-1]} "
+                                 f"heads; with enable_gqa it needs 1 or the query "
+                                 f"heads' {hkv * g}")
+            two = (hkv, g) if alibi_slopes.shape[-1] > 1 else (1, 1)
+            alibi_slopes = alibi_slopes.reshape(alibi_slopes.shape[:-1] + two)
     plan = _Plan(fname, Q, K, V, mask, bias, causal, scale)
+    plan.variants(window, alibi_slopes, softcap)
     out, lse = plan.build(fully_masked, int(split_every))
+    if enable_gqa:   # (..., Hkv, g, L, *) back to (..., Hq, L, *)
+        out = out.reshape(out.shape[:-4] + (heads,) + out.shape[-2:])
+        lse = lse.reshape(lse.shape[:-3] + (heads,) + lse.shape[-1:])
     return (out, lse) if return_lse else out
+
+
+def _gqa_views(fname, Q, K, V, mask, bias):
+    """Q (..., Hq, L, E) as (..., Hkv, g, L, E); K, V (..., Hkv, S, *) as
+    (..., Hkv, 1, S, *); a mask/bias with a head axis likewise. Returns
+    the views and Hq."""
+    Q, K, V = (_as_dask(x, n, fname) for x, n in ((Q, "Q"), (K, "K"), (V, "V")))
+    for x, n in ((Q, "Q"), (K, "K"), (V, "V")):
+        if x.ndim < 3:
+            raise ValueError(f"{fname}: enable_gqa needs a head axis: {n} must "
+                             f"have at least 3 dimensions, got shape {x.shape}")
+    hq, hkv = Q.shape[-3], K.shape[-3]
+    if V.shape[-3] != hkv:
+        raise ValueError(f"{fname}: K has {hkv} heads but V has {V.shape[-3]} "
+                         f"(enable_gqa)")
+    if hkv == 0 or hq % hkv:
+        raise ValueError(f"{fname}: enable_gqa needs the query heads ({hq}) to be "
+                         f"a multiple of the key/value heads ({hkv})")
+    g = hq // hkv
+    Q = Q.reshape(Q.shape[:-3] + (hkv, g) + Q.shape[-2:])
+    K, V = K[..., None, :, :], V[..., None, :, :]
+
+    def split(m, name):
+        m = _as_dask(m, name, fname)
+        if m is None or m.ndim < 3:
+            return m
+        h = m.shape[-3]
+        if h == 1:
+            return m[..., None, :, :]
+        if h != hq:
+            raise ValueError(f"{fname}: {name} has {h} heads; with enable_gqa it "
+                             f"needs 1 or the query heads' {hq}")
+        return m.reshape(m.shape[:-3] + (hkv, g) + m.shape[-2:])
+    return Q, K, V, split(mask, "mask"), split(bias, "bias"), hq
 
 
 def _as_dask(x, name, fname):
@@ -138,9 +207,9 @@ class _Plan:
         self.mask = self._score_operand(mask, "mask")
         self.bias = self._score_operand(bias, "bias")
         self.causal = causal
-        if causal in (False, None):
-            self.coff = None
-        elif causal is True or causal == "top_left":
+        # query i sits at key position i + coff (DESIGN: i' = i, or
+        # i + S - L with causal="bottom_right")
+        if causal in (False, None, True, "top_left"):
             self.coff = 0
         elif causal == "bottom_right":
             self.coff = S - L
@@ -148,6 +217,38 @@ class _Plan:
             raise ValueError(f"{fname}: causal must be False, True, 'top_left' or "
                              f"'bottom_right', got {causal!r}")
         self.scale = (1.0 / math.sqrt(E) if E else 1.0) if scale is None else float(scale)
+
+    def variants(self, window, alibi, softcap):
+        """Check window, ALiBi slopes and softcap; the slopes broadcast to
+        the batch shape (one per batch item)."""
+        fname = self.fname
+        if window is not None:
+            try:
+                left, right = window
+            except (TypeError, ValueError):
+                raise TypeError(f"{fname}: window must be None or (left, right), "
+                                f"got {window!r}") from None
+            for side in (left, right):
+                if side is not None and (isinstance(side, bool) or
+                                         not isinstance(side, (int, np.integer))
+                                         or side < 0):
+                    raise ValueError(f"{fname}: window sides must be None or "
+                                     f"integers >= 0, got {window!r}")
+            window = (None if left is None else int(left),
+                      None if right is None else int(right))
+        if softcap is not None:
+            softcap = float(softcap)
+            if not (math.isfinite(softcap) and softcap > 0):
+                raise ValueError(f"{fname}: softcap must be None or a finite "
+                                 f"number > 0, got {softcap!r}")
+        if alibi is not None:
+            try:
+                alibi = np.broadcast_to(alibi.astype(self.dtype), self.batch)
+            except ValueError:
+                raise ValueError(f"{fname}: alibi_slopes of shape {alibi.shape} do "
+                                 f"not broadcast to the batch dims {self.batch}"
+                                 ) from None
+        self.window, self.alibi, self.softcap = window, alibi, softcap
 
     def _score_operand(self, m, name):
         """mask/bias as (batch..., L or 1, S or 1), chunked like the scores."""
@@ -169,7 +270,8 @@ class _Plan:
     def build(self, fully_masked, split_every):
         name = "attnpy-attention-" + tokenize(
             self.Q, self.K, self.V, self.mask, self.bias, self.causal,
-            self.scale, fully_masked, split_every)
+            self.scale, fully_masked, split_every, self.window, self.alibi,
+            self.softcap)
         # the "uniform" policy's output: the mean of the value rows, by
         # dask's own tree reduction (never all of V in one task)
         vmean = (self.V.mean(axis=-2, dtype=np.float64)
@@ -178,22 +280,26 @@ class _Plan:
                 if a is not None]
         qoff = np.concatenate([[0], np.cumsum(self.qchunks)])
         koff = np.concatenate([[0], np.cumsum(self.kchunks)])
+        boff = [np.concatenate([[0], np.cumsum(c)]) for c in self.bchunks]
+        causal = self.causal not in (False, None)
         dsk = {}
         for bi in np.ndindex(*[len(c) for c in self.bchunks]):
+            alibi = None if self.alibi is None else self.alibi[tuple(
+                slice(o[i], o[i + 1]) for o, i in zip(boff, bi))]
             for qi in range(len(self.qchunks)):
                 parts = []
                 for ki in range(len(self.kchunks)):
-                    spec = _block_spec(int(qoff[qi]), self.qchunks[qi],
-                                       int(koff[ki]), self.kchunks[ki], self.coff)
-                    if spec is None:      # every key of the block is in the future
-                        continue
+                    q0, k0 = int(qoff[qi]), int(koff[ki])
+                    if not self._visible(q0, self.qchunks[qi], k0, self.kchunks[ki]):
+                        continue          # no row of the block sees a key of it
                     key = (name + "-part",) + bi + (qi, ki)
                     dsk[key] = (_partial, (self.Q.name,) + bi + (qi, 0),
                                 (self.K.name,) + bi + (ki, 0),
                                 (self.V.name,) + bi + (ki, 0),
                                 self._block_key(self.mask, bi, qi, ki),
                                 self._block_key(self.bias, bi, qi, ki),
-                                self.scale, spec, self.Ev, str(self.dtype))
+                                (self.scale, causal, q0 + self.coff - k0,
+                                 self.window, alibi, self.softcap))
                     parts.append(key)
                 top = _tree(dsk, name + "-merge", bi + (qi,), parts, split_every)
                 if top is None:   # bottom_right with L > S: rows before any key
@@ -217,6 +323,18 @@ class _Plan:
                        dtype=self.dtype)
         return out, lse
 
+    def _visible(self, q0, nq, k0, nk):
+        """Can any query of rows q0.. (nq) see any key of k0.. (nk)? Query
+        i sees keys lo(i) <= j <= hi(i), both non-decreasing in i."""
+        left, right = self.window if self.window is not None else (None, None)
+        first, last = q0 + self.coff, q0 + nq - 1 + self.coff   # positions
+        hi = [last + right] if right is not None else []
+        if self.causal not in (False, None):
+            hi.append(last)
+        if hi and min(hi) < k0:
+            return False
+        return left is None or first - left <= k0 + nk - 1
+
     def _block_key(self, m, bi, qi, ki):
         if m is None:
             return None
@@ -224,54 +342,15 @@ class _Plan:
                                  ki if m.shape[-1] > 1 else 0)
 
 
-def _block_spec(q0, nq, k0, nk, coff):
-    """What the causal limit leaves of a (query block, key block) pair.
-
-    Query i (global) sees key j iff j <= i + coff. Within the block, row r
-    sees key c iff c <= r + delta, delta = q0 + coff - k0. Returns None
-    (nothing visible: skip), ("all",) (no limit inside), or ("split", r)
-    with r rows on top that see part of the keys (their limit is
-    bottom_right on the first r + delta keys) and the rows below seeing
-    every key of the block.
-    """
-    if coff is None:
-        return ("all",)
-    delta = q0 + coff - k0
-    if delta + nq - 1 < 0:
-        return None
-    if delta >= nk - 1:
-        return ("all",)
-    return ("split", min(nq, nk - 1 - delta), delta)
-
-
-def _sub(m, rows, cols):
-    if m is None:
-        return None
-    return m[..., rows if m.shape[-2] > 1 else slice(None),
-             cols if m.shape[-1] > 1 else slice(None)]
-
-
-def _partial(q, k, v, mask, bias, scale, spec, Ev, dtype):
-    """(out, lse) of one query block over one key block."""
-    def run(rows, cols, causal):
-        return attnpy.attention(q[..., rows, :], k[..., cols, :], v[..., cols, :],
-                                mask=_sub(mask, rows, cols), bias=_sub(bias, rows, cols),
-                                causal=causal, scale=scale, return_lse=True)
-    if spec[0] == "all":
-        return run(slice(None), slice(None), False)
-    _, r, delta = spec
-    nk = k.shape[-2]
-    n = r + delta                      # keys the top r rows may see at all
-    if n > 0:
-        top = run(slice(0, r), slice(0, n), "bottom_right")
-    else:                              # those rows see no key of this block
-        top = (np.zeros(q.shape[:-2] + (r, Ev), dtype=dtype),
-               np.full(q.shape[:-2] + (r,), -np.inf, dtype=dtype))
-    if r == q.shape[-2]:
-        return top
-    rest = run(slice(r, None), slice(0, nk), False)
-    return (np.concatenate([top[0], rest[0]], axis=-2),
-            np.concatenate([top[1], rest[1]], axis=-1))
+def _partial(q, k, v, mask, bias, how):
+    """(out, lse) of one query block over one key block, computed at the
+    blocks' place in the sequence: pos_shift = q0 + coff - k0 puts local
+    query r at local key position r + pos_shift, so causal (top_left here),
+    the window and ALiBi see global positions."""
+    scale, causal, shift, window, alibi, softcap = how
+    return _variants.sdpa(q, k, v, mask, bias, causal, scale, "zero", None,
+                          None, 3, "attnpy.dask.attention", False, window,
+                          alibi, softcap, shift)
 
 
 def _merge(*parts):

@@ -256,24 +256,92 @@ def padding_mask(lengths, S):
     return keep[:, None, None, :]
 
 
-def _allowed(L, S, mask, causal):
-    """Boolean array broadcastable to (..., L, S): may query i see key j?"""
+def _causal_mode(causal):
+    """None, "top_left" or "bottom_right" from a causal argument."""
+    if isinstance(causal, (bool, np.bool_)) or causal is None:
+        return "top_left" if causal else None         # True means top_left
+    if not isinstance(causal, str):
+        raise TypeError("causal must be False, True, 'top_left' or "
+                        f"'bottom_right', not {causal!r}")
+    if causal not in ("top_left", "bottom_right"):
+        raise ValueError("causal must be False, True, 'top_left' or "
+                         f"'bottom_right', not {causal!r}")
+    return causal
+
+
+def _positions(L, S, causal, pos_shift=0):
+    """(i', j): the key position of each query row, a column (L, 1), and
+    the key positions, a row (1, S). i' = i + pos_shift, plus S - L when
+    causal="bottom_right"."""
+    shift = pos_shift + (S - L if _causal_mode(causal) == "bottom_right"
+                         else 0)
+    return np.arange(L)[:, None] + shift, np.arange(S)[None, :]
+
+
+def _allowed(L, S, mask, causal, window=None, pos_shift=0):
+    """Boolean array broadcastable to (..., L, S): may query i see key j?
+
+    mask != 0, causal (j <= i'), and the window i' - left <= j <= i' + right
+    (a None side is unbounded)."""
     allowed = np.ones((L, S), dtype=bool)
     if mask is not None:
         allowed = allowed & (mask != 0)
-    if isinstance(causal, (bool, np.bool_)) or causal is None:
-        causal = "top_left" if causal else None       # True means top_left
-    elif not isinstance(causal, str):
-        raise TypeError("causal must be False, True, 'top_left' or "
-                        f"'bottom_right', not {causal!r}")
-    if causal == "top_left":
-        allowed = allowed & causal_mask(L, S, align="top_left")
-    elif causal == "bottom_right":
-        allowed = allowed & causal_mask(L, S, align="bottom_right")
-    elif causal is not None:
-        raise ValueError("causal must be False, True, 'top_left' or "
-                         f"'bottom_right', not {causal!r}")
+    ip, j = _positions(L, S, causal, pos_shift)
+    if _causal_mode(causal) is not None:
+        allowed = allowed & (j <= ip)
+    if window is not None:
+        left, right = window
+        if left is not None:
+            allowed = allowed & (j >= ip - left)
+        if right is not None:
+            allowed = allowed & (j <= ip + right)
     return allowed
+
+
+def _check_variants(func, window, alibi_slopes, softcap):
+    """The variant arguments, checked: (window, slopes array or None,
+    softcap or None)."""
+    if window is not None:
+        if not isinstance(window, (tuple, list)) or len(window) != 2:
+            raise TypeError(f"{func}: window must be None or a pair (left, "
+                            f"right), not {window!r}")
+        for w in window:
+            if w is not None and (isinstance(w, (bool, np.bool_)) or
+                                  not isinstance(w, (int, np.integer))
+                                  or w < 0):
+                raise ValueError(f"{func}: window sides must be None or "
+                                 f"integers >= 0, not {window!r}")
+        window = tuple(None if w is None else int(w) for w in window)
+    if alibi_slopes is not None:
+        alibi_slopes = np.asarray(alibi_slopes)
+        _check_real("alibi_slopes", alibi_slopes.dtype)
+        if alibi_slopes.ndim < 1:
+            raise ValueError(f"{func}: alibi_slopes must have a head axis "
+                             "(H,) or (B, H)")
+    if softcap is not None:
+        softcap = float(softcap)
+        if not (math.isfinite(softcap) and softcap > 0):
+            raise ValueError(f"{func}: softcap must be a finite number > 0, "
+                             f"not {softcap}")
+    return window, alibi_slopes, softcap
+
+
+def _gqa_repeat(func, Q, K, V):
+    """enable_gqa: K and V with each of their Hkv heads repeated for the
+    Hq // Hkv query heads that read it (query head h reads K/V head
+    h // (Hq // Hkv)), so that plain broadcasting applies."""
+    if Q.ndim < 3 or K.ndim < 3 or V.ndim < 3:
+        raise ValueError(f"{func}: enable_gqa needs a head axis: Q (..., Hq, "
+                         "L, E), K and V (..., Hkv, S, E)")
+    Hq, Hkv = Q.shape[-3], K.shape[-3]
+    if V.shape[-3] != Hkv:
+        raise ValueError(f"{func}: K has {Hkv} heads but V has "
+                         f"{V.shape[-3]}")
+    if Hkv == 0 or Hq % Hkv:
+        raise ValueError(f"{func}: enable_gqa: Q's {Hq} heads are not a "
+                         f"multiple of K's {Hkv}")
+    g = Hq // Hkv
+    return np.repeat(K, g, axis=-3), np.repeat(V, g, axis=-3), g
 
 
 # ---------------------------------------------------------------------------
@@ -303,7 +371,9 @@ def _weighted_sum(weights, V):
 def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
                                  causal=False, scale=None,
                                  fully_masked="zero", out=None,
-                                 weights_out=None):
+                                 weights_out=None, enable_gqa=False,
+                                 window=None, alibi_slopes=None,
+                                 softcap=None, _pos_shift=0):
     """(output, weights) of scaled dot-product attention.
 
         weights = softmax(scale * Q K^T + bias, masked to -inf)   (..., L, S)
@@ -313,36 +383,61 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
     to (..., L, S) and may add leading dims. scale defaults to 1/sqrt(E)
     (1.0 when E == 0). Fully masked rows follow `fully_masked`.
 
+    The variants (DESIGN.md, "Decoding and variants"), with query row i at
+    key position i' = i (+ S - L when causal="bottom_right"):
+
+        enable_gqa    K, V (..., Hkv, S, E) serve Q (..., Hq, L, E): query
+                      head h reads K/V head h // (Hq // Hkv)
+        softcap       s = softcap * tanh(s / softcap), before the bias
+        alibi_slopes  (..., H): s = s - slope * |i' - j|, after the bias
+        window        (left, right): only keys i' - left <= j <= i' + right
+                      (None = unbounded on that side)
+
     >>> Q = K = V = np.eye(2)
     >>> out, w = scaled_dot_product_attention(Q, K, V, causal=True)
     >>> w
     array([[1.        , 0.        ],
            [0.33023845, 0.66976155]])
+    >>> scaled_dot_product_attention(Q, K, V, window=(0, 0))[1]
+    array([[1., 0.],
+           [0., 1.]])
     """
     func = "scaled_dot_product_attention"
     output, weights = _attention(Q, K, V, mask, bias, causal, scale,
-                                 fully_masked, func)
+                                 fully_masked, func,
+                                 (enable_gqa, window, alibi_slopes, softcap,
+                                  _pos_shift))
     output = _store(output, out, func, "out")
     weights = _store(weights, weights_out, func, "weights_out")
     return output, weights
 
 
 def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
-              fully_masked="zero", out=None, return_lse=False):
+              fully_masked="zero", out=None, return_lse=False,
+              enable_gqa=False, window=None, alibi_slopes=None, softcap=None,
+              _pos_shift=0):
     """The output of scaled_dot_product_attention, without the weights.
 
     (attnpy's version is fused and never builds the L x S matrix; the
     numbers are the same.) With return_lse, also (..., L) log-sum-exp of
     each row's scores: log(sum_j exp(s_ij)), -inf for a fully masked row
-    whatever the policy.
+    whatever the policy. The variants are those of
+    scaled_dot_product_attention.
+
+    >>> Q = K = V = np.eye(3)[None]                # one head: (H, L, E)
+    >>> attention(Q, K, V, softcap=0.5, alibi_slopes=[1.0])[0].round(3)
+    array([[0.75 , 0.183, 0.067],
+           [0.164, 0.672, 0.164],
+           [0.067, 0.183, 0.75 ]])
     """
+    var = (enable_gqa, window, alibi_slopes, softcap, _pos_shift)
     output, _ = _attention(Q, K, V, mask, bias, causal, scale, fully_masked,
-                           "attention")
+                           "attention", var)
     output = _store(output, out, "attention", "out")
     if not return_lse:
         return output
-    _, _, _, s, fully, _, _ = _scores(Q, K, V, mask, bias, causal, scale,
-                                      "zero", "attention")
+    _, _, _, s, fully, _, _, _ = _scores(Q, K, V, mask, bias, causal, scale,
+                                         "zero", "attention", var)
     with _quiet():
         m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)
         m = np.where(fully[..., None], 0, m)
@@ -350,10 +445,11 @@ def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
     return output, lse[..., 0].astype(output.dtype, copy=False)
 
 
-def _attention(Q, K, V, mask, bias, causal, scale, fully_masked, func):
+def _attention(Q, K, V, mask, bias, causal, scale, fully_masked, func,
+               var=(False, None, None, None, 0)):
     """The work of both entry points; `func` names the caller in errors."""
-    Q, K, V, s, fully, batch, _ = _scores(Q, K, V, mask, bias, causal, scale,
-                                          fully_masked, func)
+    Q, K, V, s, fully, batch, _, _ = _scores(Q, K, V, mask, bias, causal,
+                                             scale, fully_masked, func, var)
     dtype, S, Ev = s.dtype, s.shape[-1], V.shape[-1]
 
     # 5. softmax of each row; fully masked rows come out NaN here and are
@@ -367,26 +463,22 @@ def _attention(Q, K, V, mask, bias, causal, scale, fully_masked, func):
     return _policy(output, weights, fully, fully_masked, V_b, S, dtype)
 
 
-def _scores(Q, K, V, mask, bias, causal, scale, fully_masked, func):
-    """Steps 1-4 of attention: (Q, K, V in the compute dtype, the masked
-    scores s (batch + (L, S)), the fully masked rows, batch, scale)."""
-    if fully_masked not in FULLY_MASKED_POLICIES:
-        raise ValueError(f"{func}: fully_masked must be one of "
-                         f"{FULLY_MASKED_POLICIES}, not {fully_masked!r}")
-
-    # 1. dtypes: compute in the mapped result type of Q, K, V.
+def _inputs(Q, K, V, mask, bias, func, enable_gqa):
+    """Step 1: Q, K, V (K, V repeated per query head under enable_gqa),
+    mask and bias in the compute dtype, checked."""
     Q, K, V = np.asarray(Q), np.asarray(K), np.asarray(V)
     dtype = compute_dtype(Q, K, V)
     Q, K, V = (_as_compute(a, dtype) for a in (Q, K, V))
     if Q.ndim < 2 or K.ndim < 2 or V.ndim < 2:
         raise ValueError(f"{func}: Q, K and V need at least 2 dimensions")
-    L, E = Q.shape[-2:]
-    S, Ev = V.shape[-2:]
-    if K.shape[-1] != E:
-        raise ValueError(f"{func}: K has {K.shape[-1]} features but Q has {E}")
-    if K.shape[-2] != S:
+    if enable_gqa:
+        K, V, _ = _gqa_repeat(func, Q, K, V)
+    if K.shape[-1] != Q.shape[-1]:
+        raise ValueError(f"{func}: K has {K.shape[-1]} features but Q has "
+                         f"{Q.shape[-1]}")
+    if K.shape[-2] != V.shape[-2]:
         raise ValueError(f"{func}: K has {K.shape[-2]} positions but V "
-                         f"has {S}")
+                         f"has {V.shape[-2]}")
     if mask is not None:
         mask = np.asarray(mask)
         _check_real("mask", mask.dtype)
@@ -394,23 +486,53 @@ def _scores(Q, K, V, mask, bias, causal, scale, fully_masked, func):
         bias = np.asarray(bias)
         _check_real("bias", bias.dtype)
         bias = _as_compute(bias, dtype)
+    return Q, K, V, mask, bias, dtype
+
+
+def _scores(Q, K, V, mask, bias, causal, scale, fully_masked, func,
+            var=(False, None, None, None, 0)):
+    """Steps 1-4 of attention: (Q, K, V in the compute dtype, the masked
+    scores s (batch + (L, S)), the fully masked rows, batch, scale, the
+    soft-capped scaled scores or None)."""
+    if fully_masked not in FULLY_MASKED_POLICIES:
+        raise ValueError(f"{func}: fully_masked must be one of "
+                         f"{FULLY_MASKED_POLICIES}, not {fully_masked!r}")
+    enable_gqa, window, slopes, softcap, pos_shift = var
+    window, slopes, softcap = _check_variants(func, window, slopes, softcap)
+
+    # 1. dtypes: compute in the mapped result type of Q, K, V.
+    Q, K, V, mask, bias, dtype = _inputs(Q, K, V, mask, bias, func,
+                                         enable_gqa)
+    L, E = Q.shape[-2:]
+    S = V.shape[-2]
+    if slopes is not None:                  # (..., H) -> (..., H, 1, 1)
+        slopes = _as_compute(slopes, dtype)[..., None, None]
 
     # 2. the broadcast batch shape "..." of everything.
     batch = np.broadcast_shapes(
         _leading(Q), _leading(K), _leading(V),
         _leading(mask) if mask is not None else (),
-        _leading(bias) if bias is not None else ())
+        _leading(bias) if bias is not None else (),
+        _leading(slopes) if slopes is not None else ())
 
     if scale is None:
         scale = 1.0 / math.sqrt(E) if E > 0 else 1.0
     scale = dtype.type(scale)              # float32 stays float32
 
-    # 3. scores s = scale * Q K^T + bias, then -inf where not allowed.
+    # 3. scores s = scale * Q K^T, soft-capped, + bias, - ALiBi distance
+    #    penalty, then -inf where not allowed.
+    capped = None
     with _quiet():
         s = scale * np.matmul(Q, np.swapaxes(K, -1, -2))
+        if softcap is not None:
+            cap = dtype.type(softcap)
+            s = capped = (cap * np.tanh(s / cap)).astype(dtype)
         if bias is not None:
             s = s + bias
-    allowed = _allowed(L, S, mask, causal)
+        if slopes is not None:
+            ip, j = _positions(L, S, causal, pos_shift)
+            s = s - slopes * np.abs(ip - j).astype(dtype)
+    allowed = _allowed(L, S, mask, causal, window, pos_shift)
     s = np.where(allowed, s, -np.inf).astype(dtype, copy=False)
     s = np.broadcast_to(s, batch + (L, S))
 
@@ -423,7 +545,7 @@ def _scores(Q, K, V, mask, bias, causal, scale, fully_masked, func):
             else ""
         raise ValueError(f"{func}: query row {i}{where} may attend to no key "
                          "(fully_masked='raise')")
-    return Q, K, V, s, fully, batch, scale
+    return Q, K, V, s, fully, batch, scale, capped
 
 
 def _policy(output, weights, fully, fully_masked, V_b, S, dtype):
@@ -450,7 +572,7 @@ def _policy(output, weights, fully, fully_masked, V_b, S, dtype):
     return np.ascontiguousarray(output), np.ascontiguousarray(weights)
 
 
-def _sum_to(g, shape):
+def _sum_to_shape(g, shape):
     """g summed over the dims broadcasting added to reach it from shape."""
     extra = g.ndim - len(shape)
     g = g.sum(axis=tuple(range(extra))) if extra > 0 else g
@@ -460,7 +582,9 @@ def _sum_to(g, shape):
 
 def attention_backward(dout, Q, K, V, out, lse, *, mask=None, bias=None,
                        causal=False, scale=None, fully_masked="zero",
-                       bias_grad=False, dq=None, dk=None, dv=None):
+                       bias_grad=False, dq=None, dk=None, dv=None,
+                       enable_gqa=False, window=None, alibi_slopes=None,
+                       softcap=None, _pos_shift=0):
     """Gradients of attention() with respect to Q, K, V (and bias).
 
     With s the masked scores and out, lse from the forward pass:
@@ -468,17 +592,21 @@ def attention_backward(dout, Q, K, V, out, lse, *, mask=None, bias=None,
         P  = exp(s - lse)            (0 where s = -inf)       (..., L, S)
         dV = P^T dout
         dS = P * (dout V^T - D),     D = rowsum(dout * out)   (0 where P = 0)
-        dQ = scale dS K,   dK = scale dS^T Q,   dbias = dS
+        dQ = scale dS' K,   dK = scale dS'^T Q,   dbias = dS
 
-    Rows with lse = -inf saw no key: "zero" adds nothing, "uniform" adds
-    dout / S to every dV row, "nan" makes dQ's and dbias's row and all of
-    dK and dV of that batch item NaN. Broadcast inputs get their gradients
-    summed over the broadcast dims.
+    where dS' = dS, or dS * (1 - (c / softcap)^2) with c the soft-capped
+    scaled score when softcap is given (d tanh = 1 - tanh^2). Rows with
+    lse = -inf saw no key: "zero" adds nothing, "uniform" adds dout / S to
+    every dV row, "nan" makes dQ's and dbias's row and all of dK and dV of
+    that batch item NaN. Broadcast inputs get their gradients summed over
+    the broadcast dims; with enable_gqa, dK and dV are summed over the
+    query heads of each K/V head.
     """
     func = "attention_backward"
     Q0, K0, V0, bias0 = Q, K, V, bias
-    Q, K, V, s, _, batch, scale = _scores(Q, K, V, mask, bias, causal,
-                                          scale, "zero", func)
+    Q, K, V, s, _, batch, scale, capped = _scores(
+        Q, K, V, mask, bias, causal, scale, "zero", func,
+        (enable_gqa, window, alibi_slopes, softcap, _pos_shift))
     dtype, S = s.dtype, s.shape[-1]
     dout, out, lse = (_as_compute(a, dtype) for a in (dout, out, lse))
     fully = lse == -np.inf                                 # (..., L)
@@ -498,19 +626,31 @@ def attention_backward(dout, Q, K, V, out, lse, *, mask=None, bias=None,
         if fully_masked == "uniform" and S > 0:
             dV = dV + np.sum(np.where(fully[..., None], dout, 0), axis=-2,
                              keepdims=True) / S
-        dQ = scale * _weighted_sum(dS, np.broadcast_to(K, batch + K.shape[-2:]))
-        dK = scale * _weighted_sum(np.swapaxes(dS, -1, -2),
+        dSc = dS                    # the gradient of the capped scores
+        if capped is not None:
+            t = capped / dtype.type(float(softcap))       # tanh(s / softcap)
+            dSc = (dS * (1 - t * t)).astype(dtype)
+        dQ = scale * _weighted_sum(dSc,
+                                   np.broadcast_to(K, batch + K.shape[-2:]))
+        dK = scale * _weighted_sum(np.swapaxes(dSc, -1, -2),
                                    np.broadcast_to(Q, batch + Q.shape[-2:]))
     if fully_masked == "nan" and fully.any():
         nan_b = fully.any(axis=-1)[..., None, None]         # (..., 1, 1)
         dQ = np.where(fully[..., None], np.nan, dQ)
         dS = np.where(fully[..., None], np.nan, dS)
         dK, dV = np.where(nan_b, np.nan, dK), np.where(nan_b, np.nan, dV)
-    grads = [_store(_sum_to(g.astype(dtype), np.shape(x)), d, func, n)
+    dQ = _sum_to_shape(dQ.astype(dtype), np.shape(Q0))
+    dK = _sum_to_shape(dK.astype(dtype), K.shape)          # K as repeated
+    dV = _sum_to_shape(dV.astype(dtype), V.shape)
+    if enable_gqa:              # each K/V head: the sum over its group
+        g = K.shape[-3] // np.shape(K0)[-3]         # query heads per group
+        dK, dV = (d.reshape(np.shape(x)[:-2] + (g,) + d.shape[-2:])
+                  .sum(axis=-3) for d, x in ((dK, K0), (dV, V0)))
+    grads = [_store(g.reshape(np.shape(x)), d, func, n)
              for g, x, d, n in ((dQ, Q0, dq, "dq"), (dK, K0, dk, "dk"),
                                 (dV, V0, dv, "dv"))]
     if bias_grad:
-        grads.append(_sum_to(dS, np.shape(bias0)))
+        grads.append(_sum_to_shape(dS, np.shape(bias0)))
     return tuple(grads)
 
 

@@ -99,15 +99,19 @@ class MiniLM:
             row[:len(e.ids)] = e.ids
         return ids, lengths
 
-    def hidden_states(self, ids, lengths):
-        """The last layer's output (n, L, 384) for padded token ids."""
-        L = ids.shape[1]
+    def embeddings(self, ids):
+        """The first layer's input (n, L, 384): word + position + token
+        type embeddings, layer-normalised."""
         x = self.word[ids]
         x += self.token_type
-        x += self.position[:L]
-        x = attnpy.layer_norm(x, self.eps, weight=self.norm[0],
-                              bias=self.norm[1], eps_in_sqrt=True, out=x)
-        mask = attnpy.padding_mask(lengths, L)   # padding keys unseen
+        x += self.position[:ids.shape[1]]
+        return attnpy.layer_norm(x, self.eps, weight=self.norm[0],
+                                 bias=self.norm[1], eps_in_sqrt=True, out=x)
+
+    def hidden_states(self, ids, lengths):
+        """The last layer's output (n, L, 384) for padded token ids."""
+        x = self.embeddings(ids)
+        mask = attnpy.padding_mask(lengths, ids.shape[1])   # padding keys
         for layer in self.layers:
             x = layer.forward(x, mask)
         return x
@@ -143,9 +147,10 @@ def embed(sentences):
     return _default.embed(sentences)
 
 
-def similarity_table(sentences):
-    """The cosine similarities of every pair, as text."""
-    e = embed(sentences)
+def similarity_table(sentences, model=None):
+    """The cosine similarities of every pair, as text (`model`: a MiniLM,
+    by default the one `embed` loads)."""
+    e = embed(sentences) if model is None else model.embed(sentences)
     sim = e @ e.T
     short = [s if len(s) <= 40 else s[:37] + "..." for s in sentences]
     width = max(len(s) for s in short)

@@ -1,6 +1,6 @@
 """Ctrl-C latency of a long call, judged against the kernel's own polling.
 
-Shared by tests/test_fastpath.py and tests/test_threads.py. A fixed limit
+Shared by tests/attention/test_fastpath.py and tests/reliability/test_threads.py. A fixed limit
 ("KeyboardInterrupt within 1.2 s") fails on a loaded machine although
 nothing is wrong: every step (the timer thread, the poll, the workers'
 current items) is stretched by the load. So the child also measures how

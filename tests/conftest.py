@@ -1,13 +1,18 @@
-"""Shared pytest setup: run against the checkout's attnpy, restore global
-state (thread count, kernel path) after every test."""
+"""Shared pytest setup: run against the checkout's attnpy, put tests/ on
+sys.path for the shared helpers (_arrays, _grad_np, _interrupt, fuzz_calls)
+that the test folders import, restore global state (thread count, kernel
+path) after every test."""
 import os
 import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if sys.path[:1] != [ROOT]:
-    sys.path.insert(0, ROOT)
+TESTS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TESTS)
+for _p in (TESTS, ROOT):          # ROOT ends up first
+    if _p in sys.path:
+        sys.path.remove(_p)
+    sys.path.insert(0, _p)
 
 
 @pytest.fixture(autouse=True)

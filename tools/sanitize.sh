@@ -14,7 +14,7 @@
 #    preloaded into Python (PYTHONMALLOC=malloc so that Python objects are
 #    checked too), detect_leaks=0 (CPython itself "leaks" at exit), huge
 #    allocations returning NULL (-> MemoryError) instead of aborting.
-#    Left out: tests/test_leaks.py (RSS and valgrind measurements are
+#    Left out: tests/reliability/test_leaks.py (RSS and valgrind measurements are
 #    meaningless under ASan's quarantine and LD_PRELOAD).
 # Any sanitizer report -- in this process or any child -- makes the script
 # exit nonzero (reports go to log files that are checked at the end).
@@ -111,7 +111,7 @@ phase "running pytest on the sanitized extension"
     export PYTHONMALLOC=malloc
     export PYTHONFAULTHANDLER=1
     "$PY" -m pytest -q -p no:cacheprovider \
-        --ignore=tests/test_leaks.py "$@"
+        --ignore=tests/reliability/test_leaks.py "$@"
 ) || fail=1
 
 phase "pytest done"

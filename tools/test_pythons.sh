@@ -5,7 +5,7 @@
 #   tools/test_pythons.sh [VERSION ...] [-- PYTEST_ARGS ...]
 #
 #   PYTEST_ARGS replace the default selection, the whole suite
-#   (tests README.md --pyargs attnpy), e.g. `-- -x tests/test_api_basic.py`.
+#   (tests README.md --pyargs attnpy), e.g. `-- -x tests/attention/test_api_basic.py`.
 #   VERSION: 3.10 3.11 ... (default: every 3.10 - 3.13 found under
 #   $PYENV_ROOT/versions, ~/.pyenv/versions by default, or on PATH as
 #   python3.X). For each:

@@ -18,10 +18,11 @@
 # A program whose own checks fail only under valgrind (e.g. ulp bounds of
 # an FMA-based exp, which valgrind emulates with different rounding, or a
 # fork test whose child valgrind gave exit code 99 for the above) is
-# reported as a warning: its checks run natively in tests/test_c_core.py.
+# reported as a warning: its checks run natively in tests/c/test_c_core.py.
 #
 #   tools/valgrind.sh            # from anywhere; prints "valgrind.sh: OK"
 #   VALGRIND_C_ARGS=50 tools/valgrind.sh   # arguments for tests/c programs
+#                                          # (default: none, their own counts)
 #
 # Needs: a C compiler (CC, default cc) and valgrind (apt-get install
 # valgrind). Python is not involved.
@@ -44,9 +45,11 @@ status=0
 for prog in "${programs[@]}"; do
     name=$(basename "$prog")
     args=()
-    # the kernel's test_core takes a problem count (default 150): fewer
-    # under valgrind, which runs ~50x slower
-    [ "$name" = c_smoke ] || args=(${VALGRIND_C_ARGS:-20})
+    # the tests/c programs take a count of random problems (their own
+    # default, 6-8, unless VALGRIND_C_ARGS is set) on top of their fixed
+    # cases, which run whatever the count; valgrind runs ~50x slower
+    [ "$name" = c_smoke ] || [ -z "${VALGRIND_C_ARGS:-}" ] \
+        || args=($VALGRIND_C_ARGS)
     mkdir -p "$OUT/logs-$name"
     echo "valgrind.sh: running $name ${args[*]}"
     set +e

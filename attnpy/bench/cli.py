@@ -153,6 +153,8 @@ def _run(env, args, cfg):
         wrong.append(R["memory"])
     if R.get("threads", {}).get("guard") and not R["threads"]["guard"]["ok"]:
         wrong.append(R["threads"])
+    if R.get("decode") and not R["decode"]["guards_ok"]:
+        wrong.append(R["decode"])
     R["meta"]["guards_ok"] = not wrong
     R["meta"]["seconds"] = time.perf_counter() - t_start
     R["meta"]["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None

@@ -73,6 +73,16 @@ def part_backward(env, args, cfg, R):
     R["backward"] = bench_backward(env, cfg, args.repeat)
 
 
+def part_variants(env, args, cfg, R):
+    from .variants import bench_variants
+    R["variants"] = bench_variants(env, cfg, args.repeat)
+
+
+def part_decode(env, args, cfg, R):
+    from .decode import bench_decode
+    R["decode"] = bench_decode(env, cfg, args.repeat)
+
+
 def part_layer(env, args, cfg, R):
     from .layer import bench_layer
     R["layer"] = bench_layer(env, cfg, args.repeat)
@@ -86,5 +96,6 @@ def part_dask(env, args, cfg, R):
 # in the order they run; config.MODES says which parts each mode includes
 # ("dask" is in none: it starts a local cluster, run it with --only dask)
 PARTS = {"tiny": part_tiny, "memory": part_memory, "threads": part_threads,
-         "mha": part_mha, "backward": part_backward, "layer": part_layer,
-         "dask": part_dask}
+         "mha": part_mha, "backward": part_backward, "decode": part_decode,
+         "layer": part_layer,
+         "variants": part_variants, "dask": part_dask}

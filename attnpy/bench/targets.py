@@ -127,4 +127,24 @@ def evaluate_targets(R):
     else:
         x = th["speedup"]
         add(name, "PASS" if x >= 1.8 else "FAIL", "%.2fx" % x, req)
+
+    T.append(_window_target(R))
+    # issue 12's decode targets, when the decode part ran (bench/decode.py)
+    for t in (R.get("decode") or {}).get("targets", []):
+        add(t["target"], t["status"], t["measured"], t["required"])
     return T
+
+
+def _window_target(R):
+    """Issue 12: a sliding window skips the key blocks it excludes."""
+    w = (R.get("variants") or {}).get("window")
+    t = {"target": "window 256 over 8192, per query, vs causal 512",
+         "required": "<= 2.00x"}
+    if w is None:
+        return dict(t, status="SKIP", measured="not measured in this run")
+    if w["max_err_vs_mask"] > 1e-5:
+        return dict(t, status="FAIL", measured="wrong result: max err %.1e "
+                    "vs the explicit mask" % w["max_err_vs_mask"])
+    x = w["window_vs_causal512_per_query"]
+    return dict(t, status="PASS" if x <= 2.0 else "FAIL",
+                measured="%.2fx" % x)

@@ -16,8 +16,11 @@ dK     ``scale * dS^T @ Q``                             (..., S, E)
 
 ``dS`` is also the gradient with respect to the bias; a masked cell has
 weight 0, so it gets 0. A fully masked row's weights do not depend on its
-scores ("zero", "uniform"): its dS row is 0. The tables are computed in
-NumPy from the forward trace's exact weights and output.
+scores ("zero", "uniform"): its dS row is 0. With soft-capping, dQ and dK
+are computed from ``dS * (1 - (capped / softcap)^2)``, the gradient with
+respect to the scaled scores (tanh' = 1 - tanh^2); dS stays the bias's.
+The tables are computed in NumPy from the forward trace's exact weights and
+output.
 """
 import numpy as np
 
@@ -39,16 +42,17 @@ def _t(a):
     return np.swapaxes(a, -1, -2)
 
 
-def _grads(P, O, dO, Q, K, V, scale, dead):
-    """(dV, dP, D, dS, dQ, dK) in float64 from float64 tables."""
+def _grads(P, O, dO, Q, K, V, scale, dead, dfac=1.0):
+    """(dV, dP, D, dS, dQ, dK) in float64 from float64 tables; dfac: the
+    soft-cap's derivative (1.0 without)."""
     with np.errstate(invalid="ignore"):
         dV = np.matmul(_t(P), dO)
         dP = np.matmul(dO, _t(V))
         D = np.sum(dO * O, axis=-1)
         dS = P * (dP - D[..., None])
         dS = np.where(dead[..., None], 0.0, dS)
-        dQ = scale * np.matmul(dS, K)
-        dK = scale * np.matmul(_t(dS), Q)
+        dQ = scale * np.matmul(dS * dfac, K)
+        dK = scale * np.matmul(_t(dS * dfac), Q)
     return dV, dP, D, dS, dQ, dK
 
 
@@ -82,7 +86,10 @@ class BackwardTrace:
                (tr.weights, tr.output, d_output, tr.Q, tr.K, tr.V)]
         # the rows whose weights do not depend on their scores
         dead = tr.fully_masked_rows & (tr.fully_masked != "nan")
-        tables = _grads(*f64, tr.scale, dead)
+        self._dfac = 1.0
+        if tr.softcap is not None:
+            self._dfac = 1 - (tr.capped.astype(np.float64) / tr.softcap) ** 2
+        tables = _grads(*f64, tr.scale, dead, self._dfac)
         self.forward = tr
         self.d_output = np.array(d_output, dtype=tr.dtype)
         for name, a in zip(("dV", "dP", "D", "dS", "dQ", "dK"), tables):
@@ -108,12 +115,12 @@ class BackwardTrace:
         tr = self.forward
         r = [np.round(np.asarray(a, np.float64), d) for a in
              (tr.weights, tr.output, self.d_output, tr.Q, tr.K, tr.V)]
-        dV, dP, _, _, _, _ = _grads(*r, tr.scale, self._dead)
+        dV, dP, _, _, _, _ = _grads(*r, tr.scale, self._dead, self._dfac)
         D = np.round(self.D.astype(np.float64), d)
         P, dPr = r[0], np.round(self.dP.astype(np.float64), d)
         with np.errstate(invalid="ignore"):
             dS = np.where(self._dead[..., None], 0.0, P * (dPr - D[..., None]))
-        dSr = np.round(self.dS.astype(np.float64), d)
+        dSr = np.round(self.dS.astype(np.float64), d) * self._dfac
         dQ = tr.scale * np.matmul(dSr, r[4])
         dK = tr.scale * np.matmul(_t(dSr), r[3])
         return dict(dV=dV, dP=dP, dS=dS, dQ=dQ, dK=dK)
@@ -131,11 +138,12 @@ class BackwardTrace:
                 return "0 (a fully masked row: its weights ignore the scores)"
             return (f"weights * (dP - D) = {f(P)} * ({f(dP)} - {f(D)}) = "
                     f"{f(P * (dP - D))}")
+        dSc = self.dS * self._dfac          # the scaled scores' gradient
         a, x, y, pre = {
             "dV": (_t(tr.weights), self.d_output, "d_output", ""),
             "dP": (self.d_output, _t(tr.V), "V", ""),
-            "dQ": (self.dS, tr.K, "K", f"{_short(tr.scale, 6)} * "),
-            "dK": (_t(self.dS), tr.Q, "Q", f"{_short(tr.scale, 6)} * "),
+            "dQ": (dSc, tr.K, "K", f"{_short(tr.scale, 6)} * "),
+            "dK": (_t(dSc), tr.Q, "Q", f"{_short(tr.scale, 6)} * "),
         }[step]
         row, col = a[b + (i,)], x[b + (slice(None), j)]
         terms = " + ".join(f"{f(p)}*{f(q)}" for p, q in zip(row, col))
@@ -242,6 +250,10 @@ class BackwardTrace:
             extra = (("D", [_fmt(v, d) for v in self.D]) if step == "dS"
                      else None)
             lines += _table(a, rl, cl, d, extra=extra)
+            if step == "dS" and tr.softcap is not None:
+                lines.append(f"  soft-cap: dQ and dK use dS * (1 - (capped / "
+                             f"{_short(tr.softcap, 6)})^2), the gradient of "
+                             "the scaled scores (tanh' = 1 - tanh^2)")
             if step in ("dS", "dQ") and a.size:
                 idx = self._worked_cell(step)
                 lines.append(f"  by hand: {step}[{rl[idx[0]]}, {cl[idx[1]]}]"

@@ -213,10 +213,26 @@ def _hand_scaled(tr, scores_r):
         return scores_r * tr.scale
 
 
+def _capped(tr, scaled):
+    """The soft-cap of scaled scores (identity without softcap); it is
+    increasing, so it maps a range's ends to the range's ends."""
+    if tr.softcap is None:
+        return scaled
+    return tr.softcap * np.tanh(scaled / tr.softcap)
+
+
+def _added(tr, lead=(), i=slice(None), j=slice(None)):
+    """bias + alibi (float64) of the cells, 0.0 when neither."""
+    add = 0.0
+    for t in (tr.bias, tr.alibi):
+        if t is not None:
+            add = add + t[lead][..., i, j].astype(np.float64)
+    return add
+
+
 def _hand_masked(tr, scaled_r):
     with np.errstate(all="ignore"):
-        b = 0.0 if tr.bias is None else tr.bias.astype(np.float64)
-        return np.where(tr.mask, scaled_r + b, -np.inf)
+        return np.where(tr.mask, _capped(tr, scaled_r) + _added(tr), -np.inf)
 
 
 def _exp_shift(x_hi_row_max):
@@ -272,9 +288,9 @@ def _ranges(tr, step, d, chain, previous):
         if step == "masked":
             slo, shi = _prev_range(tr.scaled.astype(f), chain["scaled"],
                                    previous, d)
-            b = 0.0 if tr.bias is None else tr.bias.astype(f)
-            lo = np.where(tr.mask, slo + b, -np.inf)
-            hi = np.where(tr.mask, shi + b, -np.inf)
+            b = _added(tr)
+            lo = np.where(tr.mask, _capped(tr, slo) + b, -np.inf)
+            hi = np.where(tr.mask, _capped(tr, shi) + b, -np.inf)
             start = chain["scaled"] if previous is None else previous
             return lo, hi, _hand_masked(tr, _round(start, d))
         if step == "weights":
@@ -378,11 +394,17 @@ def _how(tr, step, idx, d, chain, previous, extreme=None):
             if not tr.mask[lead][i, j]:
                 return "blocked: -inf", -np.inf
             sv = pick(j, hi)
-            if tr.bias is None:
+            if tr.bias is None and tr.alibi is None and tr.softcap is None:
                 return f"allowed: the scaled score {_fmt(sv, d)}", float(sv)
-            b = float(tr.bias[lead][i, j])
-            return (f"{_fmt(sv, d)} + bias {_fmt(b, d)} = "
-                    f"{_fmt(sv + b, d + 1)}"), float(sv + b)
+            cv = float(_capped(tr, sv))
+            text = (f"{_fmt(sv, d)}" if tr.softcap is None else
+                    f"{_short(tr.softcap, d)} * tanh({_fmt(sv, d)} / "
+                    f"{_short(tr.softcap, d)}) = {_fmt(cv, d + 1)}")
+            for name, t in (("bias", tr.bias), ("alibi", tr.alibi)):
+                if t is not None:
+                    text += f" + {name} {_fmt(t[lead][i, j], d)}"
+            val = cv + float(_added(tr, lead, i, j))
+            return f"{text} = {_fmt(val, d + 1)}", val
         if step == "weights":
             w_exact = float(tr.weights[lead][i, j])
             if tr.fully_masked_rows[lead][i]:

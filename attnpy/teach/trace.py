@@ -11,6 +11,9 @@ step       formula                                         shape
 scores     ``Q @ K^T``                                     (..., L, S)
 scaled     ``scores * scale`` (scale = 1/sqrt(E))          (..., L, S)
 masked     ``scaled + bias`` where allowed, else ``-inf``  (..., L, S)
+           (with the variants: ``capped + bias + alibi``,
+           ``capped = softcap * tanh(scaled / softcap)``,
+           ``alibi = -slope * |i' - j|``, window cells blocked)
 weights    ``softmax(masked)``, row by row                 (..., L, S)
 output     ``weights @ V``                                 (..., L, Ev)
 =========  ==============================================  ==========
@@ -26,6 +29,7 @@ Nothing here computes attention itself: the weights and the output are the
 C core's, bit for bit.
 """
 import math
+import textwrap
 
 import numpy as np
 
@@ -37,7 +41,8 @@ from .plot import _plot
 
 
 def explain(Q, K, V, mask=None, *, bias=None, causal=False, scale=None,
-            tokens=None, key_tokens=None, fully_masked="zero"):
+            tokens=None, key_tokens=None, fully_masked="zero",
+            enable_gqa=False, window=None, alibi_slopes=None, softcap=None):
     """Scaled dot-product attention with every intermediate step kept.
 
     Computes exactly what :func:`attnpy.scaled_dot_product_attention`
@@ -74,12 +79,18 @@ def explain(Q, K, V, mask=None, *, bias=None, causal=False, scale=None,
     fully_masked : {"zero", "uniform", "nan", "raise"}, optional
         What a query that may attend to no key gets (see
         :func:`attnpy.scaled_dot_product_attention`).
+{variants}
+    With `enable_gqa` the trace holds K and V repeated for every query head
+    (its backward's dK, dV are per query head: sum each group for the
+    gradients of the shared heads).
 
     Returns
     -------
     AttentionTrace
         ``.scores``, ``.scale``, ``.scaled``, ``.masked``, ``.weights``,
-        ``.output``, ``.mask`` (the boolean allowed matrix), ``.tokens``.
+        ``.output``, ``.mask`` (the boolean allowed matrix), ``.tokens``;
+        with the variants ``.capped`` (soft-capped scaled scores) and
+        ``.alibi`` (the ALiBi term ``-slope * |i' - j|``).
         Print it for the walk-through; index it (``trace[b, h]``) to pick
         one head of batched input.
 
@@ -109,13 +120,37 @@ def explain(Q, K, V, mask=None, *, bias=None, causal=False, scale=None,
            [0.318, 0.281, 0.401]])
     >>> trace.weights.sum(axis=-1)
     array([1., 1., 1.])
+
+    The variants add their steps to the walk-through: here soft-capping
+    at 0.5 and an ALiBi slope of 1 (one head):
+
+    >>> trace = explain(X[None], X[None], X[None], softcap=0.5,
+    ...                 alibi_slopes=[1.0], causal=True)
+    >>> trace.capped[0].round(3)
+    array([[0.411, 0.219, 0.335],
+           [0.219, 0.346, 0.254],
+           [0.335, 0.254, 0.427]])
+    >>> trace.alibi[0]
+    array([[ 0., -1., -2.],
+           [-1.,  0., -1.],
+           [-2., -1.,  0.]])
+    >>> print(trace[0])                  # doctest: +ELLIPSIS
+    Attention, step by step...
+    Step 2b. capped = softcap * tanh(scaled / softcap), softcap = 0.5: ...
+    Step 3. masked = capped + alibi where query i may attend to key j, ...
     """
-    from .. import _core
+    from .. import _core, _variants
     Qa, Ka, Va = np.asarray(Q), np.asarray(K), np.asarray(V)
+    if enable_gqa:          # K, V repeated for each query head: plain tables
+        v = _variants.Gqa("explain", Qa, Ka, Va)
+        Ka, Va = (np.repeat(a, v.g, axis=-3) for a in (v.K0, v.V0))
+        v.heads(mask, "mask"), v.heads(bias, "bias")   # Hq (or 1) heads
+        v.heads(alibi_slopes, "alibi_slopes", -1)
     # The one C call: the same kernels (and bits) as the public functions,
     # plus the raw scores Q K^T. It validates every argument.
     out, weights, scores = _core.sdpa(Qa, Ka, Va, mask, bias, causal, scale,
-                                      fully_masked, None, None, 2, "explain")
+                                      fully_masked, None, None, 2, "explain",
+                                      window, alibi_slopes, softcap, 0)
     dtype = weights.dtype
     batch = weights.shape[:-2]
     L, S = weights.shape[-2:]
@@ -128,29 +163,44 @@ def explain(Q, K, V, mask=None, *, bias=None, causal=False, scale=None,
         scale_how = "given"
     scale = float(scale)
 
-    # Which cells may attend: the mask, the causal rule, and a -inf bias.
+    # Which cells may attend: the mask, the causal rule, the window, and a
+    # -inf bias.
     allowed = np.ones((L, S), dtype=bool)
     if isinstance(causal, str):
         causal_mode = causal
     else:
         causal_mode = "top_left" if causal else None
+    i = np.arange(L)[:, None] + (S - L if causal_mode == "bottom_right"
+                                 else 0)           # i', the query's position
+    j = np.arange(S)[None, :]
     if causal_mode is not None:
-        i = np.arange(L)[:, None]
-        j = np.arange(S)[None, :]
-        shift = S - L if causal_mode == "bottom_right" else 0
-        allowed = allowed & (j <= i + shift)
+        allowed = allowed & (j <= i)
+    if window is not None:
+        left, right = (S + L if w is None else min(int(w), S + L)
+                       for w in window)
+        allowed = allowed & (j >= i - left) & (j <= i + right)
     if mask is not None:
         allowed = allowed & (np.asarray(mask) != 0)
     scores = np.broadcast_to(scores, batch + (L, S))
     with np.errstate(all="ignore"):
         scaled = scores * dtype.type(scale)
+        pre = capped = None
+        if softcap is not None:
+            cap = dtype.type(softcap)
+            pre = capped = (cap * np.tanh(scaled / cap)).astype(dtype)
+        else:
+            pre = scaled
+        b = None
         if bias is not None:
             b = np.asarray(bias).astype(dtype)
             allowed = allowed & ~np.isneginf(b)
-            pre = scaled + b
-        else:
-            b = None
-            pre = scaled
+            pre = pre + b
+        alibi = None
+        if alibi_slopes is not None:
+            slopes = np.asarray(alibi_slopes).astype(dtype)[..., None, None]
+            alibi = np.broadcast_to(0 - slopes * np.abs(i - j).astype(dtype),
+                                    batch + (L, S))
+            pre = pre + alibi
         allowed = np.broadcast_to(allowed, batch + (L, S))
         masked = np.where(allowed, pre, dtype.type(-np.inf)).astype(dtype)
     fully = ~allowed.any(axis=-1) if S > 0 else np.ones(batch + (L,), bool)
@@ -168,6 +218,10 @@ def explain(Q, K, V, mask=None, *, bias=None, causal=False, scale=None,
         weights=weights, output=out,
         mask=np.array(allowed), fully=np.array(fully),
         bias=None if b is None else keep(b, (L, S)),
+        capped=None if capped is None else keep(capped, (L, S)),
+        alibi=None if alibi is None else keep(alibi, (L, S)),
+        softcap=None if softcap is None else float(softcap),
+        window=None if window is None else tuple(window),
         tokens=qt, key_tokens=kt, causal=causal_mode,
         has_mask=mask is not None, fully_masked=fully_masked,
         scale_how=scale_how, same_qkv=_same(Qa, Ka, Va),
@@ -175,6 +229,9 @@ def explain(Q, K, V, mask=None, *, bias=None, causal=False, scale=None,
 
 
 _PRIVATE = object()
+# the trace's tables ("fully": fully_masked_rows)
+_ARRAYS = ("Q", "K", "V", "scores", "scaled", "masked", "weights", "output",
+           "mask", "fully", "bias", "capped", "alibi")
 
 
 def _same(Q, K, V):
@@ -229,7 +286,14 @@ class AttentionTrace:
         ``scores * scale``.
     masked : ndarray, (..., L, S)
         ``scaled + bias`` where query i may attend to key j, ``-inf``
-        elsewhere: the input of the softmax.
+        elsewhere: the input of the softmax (with the variants,
+        ``capped + bias + alibi``).
+    capped : ndarray, (..., L, S) or None
+        ``softcap * tanh(scaled / softcap)`` when soft-capping.
+    alibi : ndarray, (..., L, S) or None
+        The ALiBi term ``-slope * |i' - j|``.
+    softcap : float or None
+    window : (left, right) or None
     weights : ndarray, (..., L, S)
         ``softmax(masked)`` row by row (the C core's, bitwise), each row
         summing to 1 (a fully masked row follows `fully_masked`).
@@ -252,14 +316,15 @@ class AttentionTrace:
         if _key is not _PRIVATE:
             raise TypeError("AttentionTrace is made by attnpy.explain(Q, K, V, "
                             "...), not directly")
-        for name in ("Q", "K", "V", "scores", "scaled", "masked", "weights",
-                     "output", "mask", "fully", "bias"):
+        for name in _ARRAYS:
             a = fields[name]
             if a is not None:
                 a = np.asarray(a)
                 a.setflags(write=False)
             setattr(self, name if name != "fully" else "fully_masked_rows", a)
         self.scale = fields["scale"]
+        self.softcap = fields["softcap"]
+        self.window = fields["window"]
         self.tokens = fields["tokens"]
         self.key_tokens = fields["key_tokens"]
         self.causal = fields["causal"]
@@ -321,6 +386,8 @@ class AttentionTrace:
                     scaled=self.scaled, masked=self.masked,
                     weights=self.weights, output=self.output, mask=self.mask,
                     fully=self.fully_masked_rows, bias=self.bias,
+                    capped=self.capped, alibi=self.alibi,
+                    softcap=self.softcap, window=self.window,
                     scale=self.scale, tokens=self.tokens,
                     key_tokens=self.key_tokens, causal=self.causal,
                     has_mask=self._has_mask, fully_masked=self.fully_masked,
@@ -344,8 +411,7 @@ class AttentionTrace:
                              f"(weights shape {self.weights.shape}); index "
                              "the arrays (trace.weights[...]) for cells")
         f = self._fields()
-        for name in ("Q", "K", "V", "scores", "scaled", "masked", "weights",
-                     "output", "mask", "fully", "bias"):
+        for name in _ARRAYS:
             if f[name] is not None:
                 f[name] = f[name][key]
         if f["fully"].ndim < f["weights"].ndim - 1:   # keep (..., L)
@@ -577,3 +643,12 @@ class AttentionTrace:
             When matplotlib is not installed (``pip install attnpy[plot]``).
         """
         return _plot(self, ax, cmap, annotate, title)
+
+
+def _variant_params():
+    from .._variants import VARIANT_PARAMS
+    return VARIANT_PARAMS
+
+
+explain.__doc__ = explain.__doc__.replace(
+    "{variants}\n", textwrap.indent(_variant_params(), "    "))

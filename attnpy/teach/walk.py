@@ -111,10 +111,24 @@ def _wt_scaled(tr, c):
     return out
 
 
-def _wt_masked(tr, c):
-    """Step 3: what is blocked, and the masked table."""
-    d, L, S, ql, kl = c.d, c.L, c.S, c.ql, c.kl
-    out = []
+def _wt_capped(tr, c):
+    """Step 2b (softcap only): the scaled scores squashed by tanh."""
+    if tr.softcap is None:
+        return []
+    cap = _short(tr.softcap, c.d + 3)
+    out = [f"Step 2b. capped = softcap * tanh(scaled / softcap), softcap = "
+           f"{cap}: every score pulled into (-{cap}, {cap}), small ones "
+           "almost unchanged"]
+    if c.L and c.S:
+        x = float(tr.scaled[0, 0])
+        out.append(f"  e.g. capped[0, 0] = {cap} * tanh({_fmt(x, c.d)} / "
+                   f"{cap}) = {_fmt(tr.capped[0, 0], c.d)}")
+    out += _table(tr.capped, c.ql, c.kl, c.d)
+    out.append("")
+    return out
+
+
+def _masked_reasons(tr, L, S):
     reasons = []
     if tr._has_mask:
         reasons.append("mask == 0")
@@ -122,21 +136,43 @@ def _wt_masked(tr, c):
         reasons.append("causal: key j > query i")
     elif tr.causal == "bottom_right":
         reasons.append(f"causal (bottom right): key j > i + {S - L}")
+    left, right = tr.window if tr.window is not None else (None, None)
+    parts = ([f"j < i' - {left}"] if left is not None else []) + (
+        [f"j > i' + {right}"] if right is not None else [])
+    if parts:
+        at = f"i + {S - L}" if tr.causal == "bottom_right" else "i"
+        reasons.append(f"window: {' or '.join(parts)} (i' = {at})")
     if tr.bias is not None:
         reasons.append("bias -inf")
-    if reasons or tr.bias is not None:
-        what = "scaled + bias" if tr.bias is not None else "scaled"
-        out.append(f"Step 3. masked = {what} where query i may attend to "
-                   f"key j, -inf where it may not ({'; '.join(reasons)})")
+    return reasons
+
+
+def _wt_masked(tr, c):
+    """Step 3: what is blocked, and the masked table."""
+    d, L, S, ql, kl = c.d, c.L, c.S, c.ql, c.kl
+    out = []
+    reasons = _masked_reasons(tr, L, S)
+    terms = ["capped" if tr.softcap is not None else "scaled"]
+    terms += ["bias"] * (tr.bias is not None) + ["alibi"] * (
+        tr.alibi is not None)
+    if reasons or len(terms) > 1:
+        out.append(f"Step 3. masked = {' + '.join(terms)} where query i may "
+                   f"attend to key j, -inf where it may not "
+                   f"({'; '.join(reasons) or 'nothing blocked'})")
         if tr.bias is not None:
             out.append("  bias")
             out += _table(tr.bias, ql, kl, d)
+        if tr.alibi is not None:
+            out.append("  alibi = -slope * |i' - j|: the farther the key, "
+                       "the lower its score")
+            out += _table(tr.alibi, ql, kl, d)
+        if len(terms) > 1:
             out.append("  masked")
         out += _table(tr.masked, ql, kl, d)
         out.append("  e^-inf = 0, so a blocked key gets weight 0")
     else:
         out.append("Step 3. no mask, no bias, not causal: "
-                   "masked = scaled")
+                   f"masked = {terms[0]}")
     out.append("")
     return out
 
@@ -228,7 +264,7 @@ def walkthrough(tr):
            f"query/key, Ev = {Ev} per value; {tr.dtype}; numbers "
            f"rounded to {d} decimals", ""]
     out += _wt_inputs(tr, c) + _wt_scores(tr, c) + _wt_scaled(tr, c)
-    out += _wt_masked(tr, c)
+    out += _wt_capped(tr, c) + _wt_masked(tr, c)
     lines, ex = _wt_weights(tr, c)
     out += lines + _wt_output(tr, c, ex)
     return "\n".join(out)

@@ -117,6 +117,18 @@ int parse_choice(PyObject *o, const char *fname, const char *arg,
 int parse_causal(PyObject *o, const char *fname, attn_causal *c);
 int parse_fully_masked(PyObject *o, const char *fname, attn_fm *fm);
 
+/* ---- the attention variants (variants.c) --------------------------------- */
+/* window: None (off) or (left, right), each side None (unbounded: -1 until
+ * clamp_window) or an int >= 0; sets p->window, p->wleft, p->wright      */
+int parse_window(PyObject *o, const char *fname, attn_problem *p);
+/* softcap: None (0 = off) or a finite real > 0                          */
+int parse_softcap(PyObject *o, const char *fname, double *cap);
+/* pos_shift: an int with |pos_shift| <= PTRDIFF_MAX / 4                  */
+int parse_pos_shift(PyObject *o, const char *fname, ptrdiff_t *shift);
+/* once p->L, p->S and p->pos_shift are set: unbounded (and wider) window
+ * sides become L + S + |pos_shift|, as attn.h asks                       */
+int clamp_window(attn_problem *p, const char *fname);
+
 /* ---- running the core ---------------------------------------------------- */
 typedef struct {
     PyThreadState *ts;

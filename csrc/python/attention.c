@@ -1,8 +1,11 @@
 /*
  * python/attention.c -- bindings of the attention family:
  *   sdpa(Q, K, V, mask, bias, causal, scale, fully_masked, out,
- *        weights_out, want[, fname])
- * behind attention, scaled_dot_product_attention and explain.
+ *        weights_out, want[, fname[, window, alibi_slopes, softcap,
+ *        pos_shift]])
+ * behind attention, scaled_dot_product_attention and explain (the
+ * variants' arguments are parsed by variants.c; alibi_slopes (..., H) is
+ * one more operand broadcast over the batch dims).
  *
  * core_sdpa runs the steps below in order on one sdpa_call; each step
  * returns 0, or -1 with an exception set, and sdpa_release() frees what
@@ -10,7 +13,8 @@
  *   1. sdpa_header        want, the function's name, causal, fully_masked
  *   2. sdpa_inputs        Q, K, V converted to their common compute type
  *   3. sdpa_core_dims     E and S agree between Q, K and V
- *   4. sdpa_mask_bias     mask (-> bool) and bias (-> compute type)
+ *   4. sdpa_mask_bias     mask (-> bool), bias and alibi_slopes (->
+ *                         compute type)
  *   5. sdpa_batch         the leading dims broadcast (NumPy rules)
  *   6. sdpa_results       out / weights / scores allocated or checked
  *   7. sdpa_problem       strides, batch offset tables, the attn_problem
@@ -22,11 +26,12 @@
 #include <string.h>
 
 /* Operands of one sdpa call, in the order of the offset tables. */
-enum { OP_Q, OP_K, OP_V, OP_MASK, OP_BIAS, OP_OUT, OP_W, OP_SC, OP_LSE,
-       OP_DOUT, OP_DQ, OP_DK, OP_DV, OP_DB, N_OPS };
+enum { OP_Q, OP_K, OP_V, OP_MASK, OP_BIAS, OP_ALIBI, OP_OUT, OP_W, OP_SC,
+       OP_LSE, OP_DOUT, OP_DQ, OP_DK, OP_DV, OP_DB, N_OPS };
+enum { N_IN = OP_ALIBI + 1 };      /* Q .. alibi_slopes: broadcast inputs */
 static const char *const op_names[N_OPS] = {
-    "Q",   "K",    "V",  "mask", "bias", "out", "weights_out",
-    "scores", "lse", "dout", "dQ", "dK", "dV", "dbias"};
+    "Q",   "K",    "V",  "mask", "bias", "alibi_slopes", "out",
+    "weights_out", "scores", "lse", "dout", "dQ", "dK", "dV", "dbias"};
 /* sdpa: OP_OUT .. OP_LSE are results; sdpa_bwd: OP_OUT, OP_LSE, OP_DOUT
  * are inputs (the forward's out and lse, the output's gradient) and
  * OP_DQ .. OP_DB the results, one per batch item (summed by the caller
@@ -39,7 +44,8 @@ typedef struct {
     int bwd;                       /* sdpa_bwd                            */
     int typenum;                   /* NPY_FLOAT or NPY_DOUBLE             */
     PyArrayObject *arr[N_OPS];     /* converted operands (owned)          */
-    PyArrayObject *raw[5];         /* inputs in their own dtype (owned)   */
+    PyArrayObject *raw[N_IN];      /* inputs in their own dtype (owned)   */
+    PyObject *alibi;               /* alibi_slopes as given (borrowed)    */
     PyArrayObject *raw_bwd[3];     /* sdpa_bwd: out, lse, dout as given   */
     PyArrayObject *user_out, *user_w;
     int tmp_out, tmp_w;
@@ -53,12 +59,24 @@ typedef struct {
     attn_mat dmat[5];              /* sdpa_bwd: dout, dq, dk, dv, dbias   */
 } sdpa_call;
 
+/* va: window, alibi_slopes, softcap, pos_shift */
+static int sdpa_variant_args(sdpa_call *c, PyObject *const *va)
+{
+    c->alibi = va[1] == Py_None ? NULL : va[1];
+    return parse_window(va[0], c->fname, &c->p) < 0 ||
+                   parse_softcap(va[2], c->fname, &c->p.softcap) < 0 ||
+                   parse_pos_shift(va[3], c->fname, &c->p.pos_shift) < 0
+               ? -1
+               : 0;
+}
+
 static int sdpa_header(sdpa_call *c, PyObject *const *args, Py_ssize_t nargs)
 {
     static const char *const default_names[4] = {
         "attention", "scaled_dot_product_attention", "explain", "attention"};
-    if (nargs != 11 && nargs != 12) {
-        PyErr_SetString(PyExc_TypeError, "sdpa() takes 11 or 12 arguments");
+    if (nargs != 11 && nargs != 12 && nargs != 16) {
+        PyErr_SetString(PyExc_TypeError,
+                        "sdpa() takes 11, 12 or 16 arguments");
         return -1;
     }
     c->want = PyLong_AsLong(args[10]);
@@ -69,12 +87,12 @@ static int sdpa_header(sdpa_call *c, PyObject *const *args, Py_ssize_t nargs)
         return -1;
     }
     c->fname = default_names[c->want];
-    if (nargs == 12 && !(c->fname = PyUnicode_AsUTF8(args[11])))
+    if (nargs >= 12 && !(c->fname = PyUnicode_AsUTF8(args[11])))
         return -1;
     if (parse_causal(args[5], c->fname, &c->p.causal) < 0 ||
         parse_fully_masked(args[7], c->fname, &c->p.fully_masked) < 0)
         return -1;
-    return 0;
+    return nargs == 16 ? sdpa_variant_args(c, args + 12) : 0;
 }
 
 static int sdpa_inputs(sdpa_call *c, PyObject *const *args)
@@ -154,6 +172,25 @@ static PyArrayObject *at_least_2d(PyArrayObject *c)
     return r;
 }
 
+/* alibi_slopes (..., H): one slope per batch item, every dim a batch dim */
+static int sdpa_alibi(sdpa_call *c)
+{
+    if (!c->alibi)
+        return 0;
+    if (!(c->raw[OP_ALIBI] = as_real_array(c->alibi, c->fname,
+                                           "alibi_slopes")) ||
+        !(c->arr[OP_ALIBI] = as_type(c->raw[OP_ALIBI], c->typenum, c->fname,
+                                     "alibi_slopes")))
+        return -1;
+    if (PyArray_NDIM(c->arr[OP_ALIBI]) < 1) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: alibi_slopes must have a head axis, shape (H,) or "
+                     "(B, H) for Q (B, H, L, E), got a scalar", c->fname);
+        return -1;
+    }
+    return 0;
+}
+
 static int sdpa_mask_bias(sdpa_call *c, PyObject *const *args)
 {
     for (int op = OP_MASK; op <= OP_BIAS; op++) {
@@ -182,15 +219,17 @@ static int sdpa_mask_bias(sdpa_call *c, PyObject *const *args)
             return -1;
         }
     }
-    return 0;
+    return sdpa_alibi(c);
 }
 
 static int sdpa_batch(sdpa_call *c)
 {
     int nb[N_OPS] = {0};
-    for (int op = OP_Q; op <= OP_BIAS; op++)
-        nb[op] = c->arr[op] ? PyArray_NDIM(c->arr[op]) - 2 : 0;
-    if (broadcast_batch(c->arr, nb, OP_BIAS + 1, op_names, c->fname, &c->bnd,
+    for (int op = OP_Q; op < N_IN; op++)
+        nb[op] = !c->arr[op]         ? 0
+                 : op == OP_ALIBI ? PyArray_NDIM(c->arr[op])
+                                  : PyArray_NDIM(c->arr[op]) - 2;
+    if (broadcast_batch(c->arr, nb, N_IN, op_names, c->fname, &c->bnd,
                         c->bshape) < 0)
         return -1;
     c->B = 1;
@@ -240,23 +279,26 @@ static int sdpa_results(sdpa_call *c, PyObject *const *args)
     odims[c->bnd] = wdims[c->bnd] = c->L;
     odims[c->bnd + 1] = c->Ev;
     wdims[c->bnd + 1] = c->S;
-    PyArrayObject *ins[6] = {c->arr[OP_Q], c->arr[OP_K], c->arr[OP_V],
-                             c->arr[OP_MASK], c->arr[OP_BIAS], NULL};
+    PyArrayObject *ins[N_IN + 1] = {c->arr[OP_Q],    c->arr[OP_K],
+                                    c->arr[OP_V],    c->arr[OP_MASK],
+                                    c->arr[OP_BIAS], c->arr[OP_ALIBI], NULL};
     if (args[8] != Py_None) {
         if (!(c->user_out = check_out(args[8], c->fname, "out", nd, odims,
                                       c->typenum)) ||
-            !(c->arr[OP_OUT] = dest_for(c->user_out, ins, 5, &c->tmp_out)))
+            !(c->arr[OP_OUT] = dest_for(c->user_out, ins, N_IN,
+                                        &c->tmp_out)))
             return -1;
     }
     else if (!(c->arr[OP_OUT] = new_result(nd, odims, c->typenum, c->fname,
                                            "the output")))
         return -1;
     if (c->want == 1 || c->want == 2) {
-        ins[5] = c->arr[OP_OUT];
+        ins[N_IN] = c->arr[OP_OUT];
         if (args[9] != Py_None) {
             if (!(c->user_w = check_out(args[9], c->fname, "weights_out", nd,
                                         wdims, c->typenum)) ||
-                !(c->arr[OP_W] = dest_for(c->user_w, ins, 6, &c->tmp_w)))
+                !(c->arr[OP_W] = dest_for(c->user_w, ins, N_IN + 1,
+                                          &c->tmp_w)))
                 return -1;
         }
         else if (!(c->arr[OP_W] = new_result(nd, wdims, c->typenum, c->fname,
@@ -301,7 +343,8 @@ static int sdpa_problem(sdpa_call *c, PyObject *const *args)
             continue;
         if (ensure_elem_strides(&c->arr[op], st[op]) < 0)
             return -1;
-        int lead = PyArray_NDIM(c->arr[op]) - (op == OP_LSE ? 1 : 2);
+        int lead = PyArray_NDIM(c->arr[op]) -
+                   (op == OP_ALIBI ? 0 : op == OP_LSE ? 1 : 2);
         for (int d = 0; d < c->bnd; d++) {
             int k = d - (c->bnd - lead);
             bst[op][d] = (k >= 0 && PyArray_DIM(c->arr[op], k) != 1)
@@ -328,17 +371,21 @@ static int sdpa_problem(sdpa_call *c, PyObject *const *args)
     p->E = (size_t)c->E;
     p->Ev = (size_t)c->Ev;
     attn_mat *mats[N_OPS] = {&p->q,       &p->k,       &p->v,
-                             &p->mask,    &p->bias,    &p->out,
+                             &p->mask,    &p->bias,    &p->alibi, &p->out,
                              &p->weights, &p->scores,  &p->lse,
                              &c->dmat[0], &c->dmat[1], &c->dmat[2],
                              &c->dmat[3], &c->dmat[4]};
     for (int op = 0; op < N_OPS; op++) {
         PyArrayObject *a = c->arr[op];
-        ptrdiff_t lst[2] = {a ? st[op][PyArray_NDIM(a) - 1] : 0, 0};
-        *mats[op] = op == OP_LSE ? mat_of(a, boff[op], lst, 2)
-                                 : mat_of(a, boff[op], a ? st[op] : NULL,
-                                          a ? PyArray_NDIM(a) : 2);
+        ptrdiff_t lst[2] = {a && op == OP_LSE ? st[op][PyArray_NDIM(a) - 1]
+                                              : 0, 0};
+        *mats[op] = op == OP_LSE || op == OP_ALIBI
+                        ? mat_of(a, boff[op], lst, 2)
+                        : mat_of(a, boff[op], a ? st[op] : NULL,
+                                 a ? PyArray_NDIM(a) : 2);
     }
+    if (clamp_window(p, c->fname) < 0)
+        return -1;
     return sdpa_scale(c, args[6]);
 }
 
@@ -405,7 +452,7 @@ static void sdpa_release(sdpa_call *c)
     PyMem_RawFree(c->offs);
     for (int op = 0; op < N_OPS; op++)
         Py_XDECREF(c->arr[op]);
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < N_IN; i++)
         Py_XDECREF(c->raw[i]);
     Py_XDECREF(c->raw_bwd[0]);
     Py_XDECREF(c->raw_bwd[1]);
@@ -431,14 +478,16 @@ static PyObject *core_sdpa(PyObject *Py_UNUSED(mod), PyObject *const *args,
 
 /* ------------------------------------------------------------------------ */
 /* sdpa_bwd(Q, K, V, mask, bias, causal, scale, fully_masked, dout, out,    */
-/*          lse, bias_grad, fname) -> (dQ, dK, dV, dbias or None)           */
+/*          lse, bias_grad, fname[, window, alibi_slopes, softcap,          */
+/*          pos_shift]) -> (dQ, dK, dV, dbias or None)                      */
 /* Steps 2-5 and 7 are sdpa's; the gradients have the broadcast batch       */
 /* shape (the wrapper sums them to the inputs' shapes).                     */
 /* ------------------------------------------------------------------------ */
 static int bwd_header(sdpa_call *c, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 13) {
-        PyErr_SetString(PyExc_TypeError, "sdpa_bwd() takes 13 arguments");
+    if (nargs != 13 && nargs != 17) {
+        PyErr_SetString(PyExc_TypeError, "sdpa_bwd() takes 13 or 17 "
+                        "arguments");
         return -1;
     }
     c->bwd = 1;
@@ -447,7 +496,7 @@ static int bwd_header(sdpa_call *c, PyObject *const *args, Py_ssize_t nargs)
     if (parse_causal(args[5], c->fname, &c->p.causal) < 0 ||
         parse_fully_masked(args[7], c->fname, &c->p.fully_masked) < 0)
         return -1;
-    return 0;
+    return nargs == 17 ? sdpa_variant_args(c, args + 13) : 0;
 }
 
 /* out, lse and dout: the compute type, exactly the forward's shapes */
@@ -564,11 +613,13 @@ static PyObject *core_sdpa_bwd(PyObject *Py_UNUSED(mod),
 PyMethodDef ap_attention_methods[] = {
     {"sdpa_bwd", AP_FASTCALL(core_sdpa_bwd), METH_FASTCALL,
      "sdpa_bwd(Q, K, V, mask, bias, causal, scale, fully_masked, dout, out, "
-     "lse, bias_grad, fname)\n\nThe gradients of sdpa in C: (dQ, dK, dV, "
+     "lse, bias_grad, fname[, window, alibi_slopes, softcap, pos_shift])"
+     "\n\nThe gradients of sdpa in C: (dQ, dK, dV, "
      "dbias or None), each with the broadcast batch shape."},
     {"sdpa", AP_FASTCALL(core_sdpa), METH_FASTCALL,
      "sdpa(Q, K, V, mask, bias, causal, scale, fully_masked, out, "
-     "weights_out, want[, fname])\n\nScaled dot-product attention in C. "
+     "weights_out, want[, fname[, window, alibi_slopes, softcap, "
+     "pos_shift]])\n\nScaled dot-product attention in C. "
      "want=0 -> out; 1 -> (out, weights); 2 -> (out, weights, raw scores); "
      "3 -> (out, lse)."},
     {NULL, NULL, 0, NULL}};

@@ -22,6 +22,9 @@
 #define main test_core_main
 #include "test_core.c"
 #undef main
+#ifdef TEST_BWD_MAIN /* a program including this one renames its main */
+#define main TEST_BWD_MAIN
+#endif
 
 /* a second buffer with the layout of o (for the oracle's result) */
 static void op_twin(operand *twin, const operand *o)

@@ -17,6 +17,8 @@
  * Prints one line per failure and "N passed, M failed"; exit status 1 on
  * any failure.
  */
+#ifndef ATTNPY_TEST_CORE_C /* test_variants.c includes it twice, indirectly */
+#define ATTNPY_TEST_CORE_C
 #define _GNU_SOURCE
 #include <float.h>
 #include <math.h>
@@ -200,6 +202,7 @@ static size_t cmp_buf(const operand *got, const operand *want, double atol,
 typedef struct {
     attn_problem p;
     operand q, k, v, mask, bias;
+    operand alibi;                    /* (B, 1, 1) slopes: test_variants.c */
     operand out, w, sc;               /* the fast path's outputs   */
     operand out_n, w_n, sc_n;         /* the naive oracle's        */
     double vmax, qmax, kmax;
@@ -293,6 +296,7 @@ static void prob_free(prob *t)
     op_free(&t->v);
     op_free(&t->mask);
     op_free(&t->bias);
+    op_free(&t->alibi);
     free(t->out_n.buf);
     free(t->w_n.buf);
     free(t->sc_n.buf);
@@ -302,6 +306,10 @@ static void prob_free(prob *t)
 }
 
 static void prob_features(prob *t);
+
+/* called by prob_features before the oracle runs (test_variants.c adds
+ * the attention variants to every random problem)                       */
+static void (*prob_hook)(prob *t);
 
 static void prob_random(prob *t, int big)
 {
@@ -381,6 +389,8 @@ static void prob_features(prob *t)
     p->fully_masked = (attn_fm)irand(4);
     p->scale = irand(3) ? (p->E ? 1.0 / sqrt((double)p->E) : 1.0)
                         : 0.1 + urand();
+    if (prob_hook)
+        prob_hook(t);
     t->vmax = max_abs(&t->v);
     t->qmax = max_abs(&t->q);
     t->kmax = max_abs(&t->k);
@@ -1065,3 +1075,4 @@ int main(int argc, char **argv)
            (double)(clock() - t0) / CLOCKS_PER_SEC);
     return n_fail ? 1 : 0;
 }
+#endif /* ATTNPY_TEST_CORE_C */

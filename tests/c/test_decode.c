@@ -25,6 +25,9 @@
 #define main test_core_main
 #include "test_core.c"
 #undef main
+#ifdef TEST_DECODE_MAIN /* included by test_variants.c */
+#define main TEST_DECODE_MAIN
+#endif
 
 #include "attention/decode.h"
 

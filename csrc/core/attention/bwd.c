@@ -130,8 +130,7 @@ static attn_status bwd_plan(attn_bwd_plan *bpl, const attn_bwd_problem *bp,
     bpl->EP = round_up(p->E, W);
     pl->nqb = (p->L + BQ - 1) / BQ;
     pl->nkb = (p->S + pl->BK - 1) / pl->BK;
-    pl->coff = p->causal == ATTN_CAUSAL_BOTTOM_RIGHT
-                   ? (ptrdiff_t)p->S - (ptrdiff_t)p->L : 0;
+    attn__limits(pl, p);
     pl->pack_v = p->Ev > 1 && p->v.s1 != 1;
     const size_t BK = pl->BK, EP = bpl->EP, EvP = pl->EvP;
     bpl->BKA = p->S < BWD_BKA ? (p->S ? p->S : 1) : BWD_BKA;
@@ -167,6 +166,8 @@ static attn_status bwd_plan(attn_bwd_plan *bpl, const attn_bwd_problem *bp,
          && take(&a, n, esz, &bpl->off_acc1);
     ok = ok && mul_ok(BKM, EvP, &n) && take(&a, n, esz, &bpl->off_acc2);
     ok = ok && take(&a, BQ, 1, &bpl->off_nan);
+    ok = ok && mul_ok(BKM, p->softcap > 0 ? BQ : 0, &n)
+         && take(&a, n, esz, &bpl->off_cap);
     bpl->scratch_bytes = a;
     return ok ? ATTN_OK : ATTN_ENOMEM;
 }

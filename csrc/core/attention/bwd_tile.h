@@ -191,12 +191,25 @@ TF void SFX(bwd_pack_q)(const attn_bwd_plan *bpl, char *sb, size_t b,
     }
 }
 
+/* dbias rows i0 .. i0+nq-1, keys j0 .. j0+nk-1 = dS (the key-major tile) */
+TI void SFX(bwd_dbias_tile)(const attn_bwd_problem *bp, size_t b, size_t i0,
+                            size_t nq, size_t j0, size_t nk, const T *ds,
+                            size_t ldds)
+{
+    SFX(store_tile_t)((T *)bp->dbias.data + BOFF_(bp->dbias, b)
+                          + (ptrdiff_t)i0 * bp->dbias.s0
+                          + (ptrdiff_t)j0 * bp->dbias.s1,
+                      bp->dbias.s0, bp->dbias.s1, ds, ldds, nq, nk, NULL,
+                      NULL, NULL, 0);
+}
+
 /* ---------------------------------------------------------------------- */
 /* one block pair: st = P^T, dp = dS^T (keys j0.., queries of qt/dot)      */
 /* ---------------------------------------------------------------------- */
 TF void SFX(bwd_block)(const attn_bwd_plan *bpl, char *sb, size_t b,
                        size_t i0, size_t nq, size_t j0, size_t nk,
-                       const T *kr, const T *vblk, ptrdiff_t vs, int cdiag)
+                       const T *kr, const T *vblk, ptrdiff_t vs, int cdiag,
+                       int dbias)
 {
     const attn_plan *pl = &bpl->fp;
     const attn_problem *p = pl->p;
@@ -209,9 +222,10 @@ TF void SFX(bwd_block)(const attn_bwd_plan *bpl, char *sb, size_t b,
     /* S^T = scale K Q^T (+ bias, masks): the forward's bits */
     SFX(qk_block)(st, BQP, (const T *)(qs + bpl->off_qt), BQP, nqv, kr,
                   (ptrdiff_t)bpl->EP, p->E, nk, (T)p->scale, 1);
-    if (p->bias.data || mask_b || cdiag)
+    T *capt = p->softcap > 0 ? (T *)(sb + bpl->off_cap) : NULL;
+    if (p->bias.data || mask_b || cdiag || pl->fx)
         SFX(apply_masks)(pl, st, BQP, b, i0, nq, nqv, j0, nk, mask_b,
-                         mask_b ? BLK_MIXED_ : BLK_NONE_, cdiag);
+                         mask_b ? BLK_MIXED_ : BLK_NONE_, cdiag, capt);
     /* rows whose lse is NaN: P is NaN where allowed, 0 where masked */
     const unsigned char *lnan = (const unsigned char *)(qs + bpl->off_lnan);
     int lsenan = 0;
@@ -237,6 +251,18 @@ TF void SFX(bwd_block)(const attn_bwd_plan *bpl, char *sb, size_t b,
             const T pv = p_j[i], ds = pv * (d_j[i] - rd[i]);
             d_j[i] = pv != 0 ? ds : (T)0;
         }
+    }
+    if (dbias) /* d(bias) = dS */
+        SFX(bwd_dbias_tile)(bpl->bp, b, i0, nq, j0, nk, dp, BQP);
+    if (!capt)
+        return;
+    /* dQ, dK see the softcap's derivative: dS (1 - tanh^2), 0 where dS
+     * is (a masked score's tanh may be NaN: never 0 * NaN)              */
+    for (size_t j = 0; j < nk; j++) {
+        const T *t_j = capt + j * BQP;
+        T *d_j = dp + j * BQP;
+        for (size_t i = 0; i < nw; i++)
+            d_j[i] = d_j[i] != 0 ? d_j[i] * ((T)1 - t_j[i] * t_j[i]) : d_j[i];
     }
 }
 
@@ -266,18 +292,6 @@ TI void SFX(bwd_store)(const attn_mat *g, size_t b, size_t r0, size_t n,
     }
 }
 
-/* dbias rows i0 .. i0+nq-1, keys j0 .. j0+nk-1 = dS (the key-major tile) */
-TI void SFX(bwd_dbias_tile)(const attn_bwd_problem *bp, size_t b, size_t i0,
-                            size_t nq, size_t j0, size_t nk, const T *ds,
-                            size_t ldds)
-{
-    SFX(store_tile_t)((T *)bp->dbias.data + BOFF_(bp->dbias, b)
-                          + (ptrdiff_t)i0 * bp->dbias.s0
-                          + (ptrdiff_t)j0 * bp->dbias.s1,
-                      bp->dbias.s0, bp->dbias.s1, ds, ldds, nq, nk, NULL,
-                      NULL, NULL, 0);
-}
-
 /* ---------------------------------------------------------------------- */
 /* keys j0 .. j0+nk-1 of b against every query block that sees them:       */
 /* dK, dV of the keys (acc1, acc2), and with dq (fused item: the queries   */
@@ -297,13 +311,10 @@ TF void SFX(bwd_keys)(const attn_bwd_plan *bpl, char *sb, size_t b, size_t j0,
         dk[x] = 0;
     for (size_t x = 0; x < nk * EvP; x++)
         dv[x] = 0;
-    size_t qb0 = 0; /* causal: the first query row that sees key j0 */
-    if (p->causal != ATTN_CAUSAL_NONE) {
-        ptrdiff_t first = (ptrdiff_t)j0 - pl->coff;
-        qb0 = first <= 0 ? 0 : (size_t)first / BQ;
-        if (qb0 > pl->nqb)
-            qb0 = pl->nqb;
-    }
+    /* causal, window: the query blocks that see some key j0 .. */
+    size_t ilo, ihi;
+    attn__query_range(pl, j0, nk, &ilo, &ihi);
+    const size_t qb0 = ilo / BQ, qb1 = (ihi + BQ - 1) / BQ;
     /* NaN policy: dK, dV of b are NaN; only a fused item's dQ needs P */
     const int skip = nan_b && !dq;
     ptrdiff_t vs = 0;
@@ -311,7 +322,7 @@ TF void SFX(bwd_keys)(const attn_bwd_plan *bpl, char *sb, size_t b, size_t j0,
     const T *kr = (const T *)(sb + bpl->off_kr);
     const T *st = (const T *)(sb + bpl->off_st);
     const T *dsm = (const T *)(sb + bpl->off_dp);
-    for (size_t qb = skip ? pl->nqb : qb0; qb < pl->nqb; qb++) {
+    for (size_t qb = skip ? qb1 : qb0; qb < qb1; qb++) {
         const size_t i0 = qb * BQ, nq = MINZ_(BQ, L - i0);
         const char *qs = sb + (bpl->fused ? qb : 0) * bpl->qstride;
         int cdiag;
@@ -319,7 +330,8 @@ TF void SFX(bwd_keys)(const attn_bwd_plan *bpl, char *sb, size_t b, size_t j0,
             continue;
         if (!bpl->fused)
             SFX(bwd_pack_q)(bpl, sb, b, i0, nq, 1);
-        SFX(bwd_block)(bpl, sb, b, i0, nq, j0, nk, kr, vblk, vs, cdiag);
+        SFX(bwd_block)(bpl, sb, b, i0, nq, j0, nk, kr, vblk, vs, cdiag,
+                       dq && bp->dbias.data);
         /* dV += P^T dO,  dK += dS^T Q */
         SFX(mm_block)(dv, EvP, nk, EvP / W, st, (ptrdiff_t)BQP, 1,
                       (const T *)(qs + bpl->off_dor), EvP, nq, bpl->guarded);
@@ -327,11 +339,9 @@ TF void SFX(bwd_keys)(const attn_bwd_plan *bpl, char *sb, size_t b, size_t j0,
                       (const T *)(qs + bpl->off_qr), EP, nq, bpl->guarded);
         if (!dq)
             continue;
-        /* dQ += dS K; dbias = dS */
+        /* dQ += dS K (dbias = dS: bwd_block) */
         SFX(mm_block)(dq + i0 * EP, EP, nq, EP / W, dsm, 1, (ptrdiff_t)BQP,
                       kr, EP, nk, bpl->guarded);
-        if (bp->dbias.data)
-            SFX(bwd_dbias_tile)(bp, b, i0, nq, j0, nk, dsm, BQP);
     }
     if (p->fully_masked == ATTN_FM_UNIFORM) {
         const T *u = (const T *)bpl->uvec + b * EvP;
@@ -428,8 +438,16 @@ TF void SFX(bwd_item_b)(const attn_bwd_plan *bpl, void *scratch, size_t b,
     for (size_t x = 0; x < nq * EP; x++)
         dq[x] = 0;
     SFX(bwd_pack_q)(bpl, sb, b, i0, nq, 0);
-    for (size_t j0 = 0; j0 < S; j0 += BK) {
-        const size_t nk = MINZ_(BK, S - j0);
+    /* causal, window: the keys the rows may see; dbias 0 elsewhere */
+    size_t jlo, jhi;
+    attn__key_range(pl, i0, nq, &jlo, &jhi);
+    jlo = jlo / BK * BK;
+    if (bp->dbias.data) {
+        SFX(bwd_dbias_zero)(bp, b, i0, nq, 0, jlo);
+        SFX(bwd_dbias_zero)(bp, b, i0, nq, jhi, S - jhi);
+    }
+    for (size_t j0 = jlo; j0 < jhi; j0 += BK) {
+        const size_t nk = MINZ_(BK, jhi - j0);
         int cdiag;
         if (SFX(classify)(pl, NULL, i0, nq, j0, nk, &cdiag) == BLK_ALL_) {
             if (bp->dbias.data)
@@ -439,12 +457,11 @@ TF void SFX(bwd_item_b)(const attn_bwd_plan *bpl, void *scratch, size_t b,
         ptrdiff_t vs;
         const T *vblk = SFX(bwd_kv)(bpl, sb, b, j0, nk, &vs);
         SFX(bwd_block)(bpl, sb, b, i0, nq, j0, nk,
-                       (const T *)(sb + bpl->off_kr), vblk, vs, cdiag);
-        /* dQ += dS K; dbias = dS */
+                       (const T *)(sb + bpl->off_kr), vblk, vs, cdiag,
+                       bp->dbias.data != NULL);
+        /* dQ += dS K (dbias = dS: bwd_block) */
         SFX(mm_block)(dq, EP, nq, EP / W, dsm, 1, (ptrdiff_t)BQP,
                       (const T *)(sb + bpl->off_kr), EP, nk, bpl->guarded);
-        if (bp->dbias.data)
-            SFX(bwd_dbias_tile)(bp, b, i0, nq, j0, nk, dsm, BQP);
     }
     SFX(bwd_dq_store)(bpl, sb, b, i0, nq, dq);
 }

@@ -22,16 +22,27 @@
 
 #include "attn.h"
 #include "attention/decode.h"
+#include "attention/variants.h"
 #include "runtime/platform.h"
 #include "util.h"
 
 #define CHUNK_BYTES ((size_t)256 * 1024) /* K + V bytes of one chunk     */
 #define MAX_CHUNKS ((size_t)4096)        /* per batch item; CK grows     */
 #define ROUND_BYTES ((size_t)8 << 20)    /* partials of one round        */
+/* scratch of a thread / the call's buffers this small live on the stack
+ * (a tiny call costs no malloc)                                         */
+#define STACK_SCRATCH 8192
+#define STACK_BUFFERS 4096
 
 int attn__decode_wanted(const attn_problem *p)
 {
-    return p->L >= 1 && p->L <= ATTN_DECODE_MAX_L;
+    if (p->L < 1 || p->L > ATTN_DECODE_MAX_L)
+        return 0;
+    if (p->L == 1)
+        return 1;
+    /* S (E + Ev) >= ATTN_DECODE_MIN_KV, without overflow */
+    const size_t ev = p->E + p->Ev < p->E ? SIZE_MAX : p->E + p->Ev;
+    return ev && p->S >= (ATTN_DECODE_MIN_KV + ev - 1) / ev;
 }
 
 static const attn_decode_desc *dec_desc(const attn_isa_desc *d)
@@ -91,6 +102,31 @@ static size_t chunk_keys(const attn_problem *p)
     return ck > need ? ck : need & ~(size_t)15;
 }
 
+/* the chunks [c0, c0 + nch) holding a key that causality and the window
+ * let some row see (the rows' intervals shift by one key per row, so
+ * their union is one interval); weights and scores need every chunk     */
+static void dec_chunk_span(attn_dplan *dp)
+{
+    const attn_problem *p = dp->p;
+    if (!attn__var_limits_keys(p) || p->weights.data || p->scores.data)
+        return;
+    size_t lo = p->S, hi = 0;
+    for (size_t r = 0; r < p->L; r++) {
+        size_t l, h;
+        attn__var_keys(p, (ptrdiff_t)r + dp->qpos, &l, &h);
+        if (l >= h)
+            continue;
+        lo = l < lo ? l : lo;
+        hi = h > hi ? h : hi;
+    }
+    if (lo >= hi) {
+        dp->nch = 0;
+        return;
+    }
+    dp->c0 = lo / dp->CK;
+    dp->nch = (hi - 1) / dp->CK + 1 - dp->c0;
+}
+
 static attn_status make_dplan(attn_dplan *dp, const attn_problem *p)
 {
     const size_t esz = p->dtype == ATTN_F64 ? sizeof(double) : sizeof(float);
@@ -98,17 +134,20 @@ static attn_status make_dplan(attn_dplan *dp, const attn_problem *p)
     dp->p = p;
     dp->CK = chunk_keys(p);
     dp->nch = p->S / dp->CK + (p->S % dp->CK != 0);
-    dp->SP = (dp->CK + 15) & ~(size_t)15;
-    dp->coff = p->causal == ATTN_CAUSAL_BOTTOM_RIGHT
-                   ? (ptrdiff_t)p->S - (ptrdiff_t)p->L : 0;
+    /* a chunk holds at most min(CK, S) keys: a short sequence's score
+     * row (and scratch) is short                                        */
+    const size_t ckeys = dp->CK < p->S ? dp->CK : p->S;
+    dp->SP = (ckeys + 15) & ~(size_t)15;
+    dp->qpos = attn__var_qpos(p);
+    dec_chunk_span(dp);
     dp->pack_k = p->E > 1 && p->k.s1 != 1;
     dp->pack_v = p->Ev > 1 && p->v.s1 != 1;
     size_t a = 0, n;
     int ok = mul_to(p->L, p->E, &n)
              && grab(&a, n, esz, &dp->off_q) && grab(&a, dp->SP, esz, &dp->off_s)
-             && mul_to(dp->pack_k ? dp->CK : 0, p->E, &n)
+             && mul_to(dp->pack_k ? ckeys : 0, p->E, &n)
              && grab(&a, n, esz, &dp->off_kp)
-             && mul_to(dp->pack_v ? dp->CK : 0, p->Ev, &n)
+             && mul_to(dp->pack_v ? ckeys : 0, p->Ev, &n)
              && grab(&a, n, esz, &dp->off_vp);
     dp->scratch_bytes = a;
     switch (p->fully_masked) {
@@ -155,12 +194,16 @@ static void dec_task(void *arg, int tid)
 {
     dec_run *c = arg;
     const attn_dplan *dp = c->dp;
-    void *raw = malloc(dp->scratch_bytes + 64);
-    if (!raw) {
-        atomic_store(&c->stop, ATTN_ENOMEM);
-        return;
+    _Alignas(64) unsigned char stackbuf[STACK_SCRATCH];
+    void *raw = NULL, *sb = stackbuf;
+    if (dp->scratch_bytes > STACK_SCRATCH) {
+        raw = malloc(dp->scratch_bytes + 64);
+        if (!raw) {
+            atomic_store(&c->stop, ATTN_ENOMEM);
+            return;
+        }
+        sb = (void *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
     }
-    void *sb = (void *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
     while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
         size_t k = atomic_fetch_add_explicit(&c->next, 1,
                                              memory_order_relaxed);
@@ -218,8 +261,14 @@ static double dec_merge_row_##SFX(const attn_dplan *dp, dec_merge_buf *mb,     \
         mb->out_k[c] = (const T *)dp->part_out + ((bc + c) * L + r) * Ev;       \
         mb->cs[c] = 1;                                                          \
     }                                                                           \
-    const double m = attn__merge_weights(nch, mb->lse_k, mb->w);                \
     T *o = (T *)p->out.data + OFF(p->out, b) + (ptrdiff_t)r * p->out.s0;        \
+    if (nch == 1 && isfinite(mb->lse_k[0])) { /* the merge would copy */       \
+        const T *src = (const T *)mb->out_k[0];                                 \
+        for (size_t c = 0; c < Ev; c++)                                         \
+            o[(ptrdiff_t)c * p->out.s1] = src[c];                               \
+        return mb->lse_k[0];                                                    \
+    }                                                                           \
+    const double m = attn__merge_weights(nch, mb->lse_k, mb->w);                \
     if (m != m)                                                                 \
         for (size_t c = 0; c < Ev; c++)                                         \
             o[(ptrdiff_t)c * p->out.s1] = (T)NAN;                               \
@@ -297,11 +346,15 @@ static attn_status dec_merge(attn_problem *p, const attn_dplan *dp,
 /* the decode path                                                          */
 /* ------------------------------------------------------------------------ */
 
-/* threads: at most one per attn__min_flops_per_thread flops              */
-static int dec_threads(const attn_problem *p, const attn_exec *ex)
+/* threads: at most one per attn__min_flops_per_thread flops (over the
+ * keys of the chunks of the items)                                       */
+static int dec_threads(const attn_dplan *dp, const attn_exec *ex)
 {
+    const attn_problem *p = dp->p;
     int nt = ex && ex->nthreads > 1 ? ex->nthreads : 1;
-    double flops = 2.0 * (double)p->B * (double)p->L * (double)p->S
+    const double keys = (double)dp->nch * (double)dp->CK;
+    double flops = 2.0 * (double)p->B * (double)p->L
+                   * (keys < (double)p->S ? keys : (double)p->S)
                    * (double)(p->E + p->Ev);
     if ((double)nt * attn__min_flops_per_thread > flops) {
         double f = flops / attn__min_flops_per_thread;
@@ -312,7 +365,7 @@ static int dec_threads(const attn_problem *p, const attn_exec *ex)
 
 /* batch items per round and the buffers: partials, merged lse, merge    */
 static void *dec_buffers(attn_dplan *dp, size_t *nbr, dec_merge_buf *mb,
-                         double **lse)
+                         double **lse, unsigned char *stack)
 {
     const attn_problem *p = dp->p;
     const size_t esz = p->dtype == ATTN_F64 ? sizeof(double) : sizeof(float);
@@ -332,7 +385,7 @@ static void *dec_buffers(attn_dplan *dp, size_t *nbr, dec_merge_buf *mb,
         && grab(&a, *nbr * p->L, sizeof(double), &o_fin)
         && grab(&a, dp->nch + 1, 3 * sizeof(double) + sizeof(void *), &o_m)
         && grab(&a, p->Ev, sizeof(double), &o_vm)) {
-        char *buf = malloc(a ? a : 1);
+        char *buf = a <= STACK_BUFFERS ? (char *)stack : malloc(a);
         if (!buf)
             return NULL;
         dp->part_out = buf + o_out;
@@ -360,10 +413,11 @@ attn_status attn__sdpa_decode(attn_problem *p, const attn_exec *ex,
     size_t nbr;
     dec_merge_buf mb;
     double *lse;
-    void *buf = dec_buffers(&dp, &nbr, &mb, &lse);
+    _Alignas(64) unsigned char stack[STACK_BUFFERS];
+    void *buf = dec_buffers(&dp, &nbr, &mb, &lse, stack);
     if (!buf)
         return ATTN_ENOMEM;
-    const int nt = dec_threads(p, ex);
+    const int nt = dec_threads(&dp, ex);
     long long t_last = ex && ex->poll ? attn__now_ns() : 0;
     for (size_t b0 = 0; b0 < p->B && st == ATTN_OK; b0 += nbr) {
         const size_t nb = p->B - b0 < nbr ? p->B - b0 : nbr;
@@ -375,6 +429,7 @@ attn_status attn__sdpa_decode(attn_problem *p, const attn_exec *ex,
         if (st == ATTN_OK && (p->weights.data || p->scores.data))
             st = dec_run_items(&dp, dd->weights[t], ex, nb, nt, &t_last);
     }
-    free(buf);
+    if (buf != (void *)stack)
+        free(buf);
     return st;
 }

@@ -16,7 +16,8 @@
  * tile.h pads the query block to the vector width and uses one lane of W,
  * and there is a single work item per (b): one thread. Here a work item is
  * (b, key chunk c): keys c*CK .. c*CK + CK - 1 of batch item b for all L
- * rows. It streams K and V once, in place (no packing unless a row is
+ * rows; chunks no row may see (causality, the window) are no items at all,
+ * so a window of w keys reads about w keys of K and V whatever S is. It streams K and V once, in place (no packing unless a row is
  * strided), computes dot products along E for a few keys at a time,
  * softmax over the chunk, acc += p_j V_j, and leaves (out_c, lse_c) per
  * row. The chunk size comes from the shape only (never from the thread
@@ -37,13 +38,24 @@
  * (Zen 5, 2 threads), at L = 4 it still beats the tile on every shape
  * tried but one in cache, at L = 8 the tile wins whenever K/V fit in L3. */
 #define ATTN_DECODE_MAX_L 4
+/* ... and, for L >= 2, when a row has at least this many key and value
+ * elements, S * (E + Ev): below it the decoder's fixed cost per row (a
+ * pass over the chunk, its log-sum-exp, the merge) is more than the
+ * tile's padding costs. Measured here (tests/c, 2 threads): at L = 4,
+ * S = 3, E = 4 the tile takes 0.19 us and the decoder 0.35 us; from
+ * S (E + Ev) ~ 512 the decoder is faster; at L = 1 it is faster always. */
+#define ATTN_DECODE_MIN_KV 512
 
 typedef struct {
     const attn_problem *p;
     size_t CK;          /* keys per chunk                                 */
-    size_t nch;         /* chunks per batch item: ceil(S / CK)            */
-    size_t SP;          /* CK rounded up to a multiple of 16: score row   */
-    ptrdiff_t coff;     /* causal: key j visible from row i iff j <= i+coff */
+    size_t c0;          /* first chunk with a key any row may see         */
+    size_t nch;         /* chunks per batch item from c0 on: up to the
+                           last chunk with such a key (causality and the
+                           window alone decide; all of ceil(S / CK) when
+                           weights or scores are wanted)                 */
+    size_t SP;          /* min(CK, S) rounded up to 16: score row         */
+    ptrdiff_t qpos;     /* row i sits at key position i + qpos (variants.h) */
     int pack_k, pack_v; /* K / V rows strided: copy each chunk            */
     size_t b0;          /* first batch item of this round                 */
     /* partials of chunk c of batch item b, row r (bb = b - b0):
@@ -56,12 +68,12 @@ typedef struct {
     /* per-thread scratch: byte offsets from a 64-byte aligned base       */
     size_t off_q;       /* the item's query rows, L x E                   */
     size_t off_s;       /* scores / probabilities of one row, SP          */
-    size_t off_kp;      /* packed K chunk, CK x E (if pack_k)             */
-    size_t off_vp;      /* packed V chunk, CK x Ev (if pack_v)            */
+    size_t off_kp;      /* packed K chunk, min(CK, S) x E (if pack_k)     */
+    size_t off_vp;      /* packed V chunk, min(CK, S) x Ev (if pack_v)    */
     size_t scratch_bytes;
 } attn_dplan;
 
-/* one work item: chunk c of batch item b                                 */
+/* one work item: chunk c0 + c of batch item b (keys (c0 + c) * CK ..)  */
 typedef void (*attn_dchunk_fn)(const attn_dplan *dp, void *scratch,
                                size_t b, size_t c);
 

@@ -12,9 +12,10 @@
  *
  * Work item (b, c): keys j0 = c*CK .. j0+nk-1 of batch item b, and for
  * every query row r < L (decode.h):
- *   1. s_j = scale * (q_r . k_j) + bias(r, j), -inf where the mask or
- *      causality forbid; keys outside [lo, hi) (the first and last visible
- *      key of the chunk) are not computed at all. Dot products run along
+ *   1. s_j = the score of attn.h: scale * (q_r . k_j), softcap, + bias,
+ *      - ALiBi; -inf where the mask forbids; keys outside [lo, hi) (the
+ *      first and last key of the chunk causality, the window and the mask
+ *      leave visible) are not computed at all. Dot products run along
  *      E, DK_NK keys at a time, one accumulator vector per key, its lanes
  *      summed by VRSUM, the E % W tail in scalar.
  *   2. m = max_j s_j, p_j = exp(s_j - m), l = sum_j p_j        (vectors)
@@ -28,6 +29,14 @@
  * chunk position computes it, so the weights pass (which recomputes the
  * scores) sees exactly the scores of the forward pass.
  */
+
+#include <math.h>
+
+#include "attention/variants.h"
+
+#ifndef DK_TANH /* tanhf or tanh, by the element type */
+#define DK_TANH(x) _Generic((x), float: tanhf, default: tanh)(x)
+#endif
 
 #define TI static ATTN_INLINE ATTR
 #define TF static ATTR
@@ -72,13 +81,33 @@ TF void SFX(dk_dots)(T *s, const T *q, const T *k, ptrdiff_t ks, size_t E,
         SFX(dk_group)(1, s + j, q, k + (ptrdiff_t)j * ks, ks, E);
 }
 
-/* raw dots of keys j0.. -> scores of row i: * scale, + bias, mask -> -inf */
-TI void SFX(dk_finish)(const attn_problem *p, T *s, size_t b, size_t i,
+/* s_j = cap * tanh(s_j / cap)                                          */
+TF void SFX(dk_softcap)(T *s, size_t n, T cap)
+{
+    for (size_t j = 0; j < n; j++)
+        s[j] = cap * DK_TANH(s[j] / cap);
+}
+
+/* s_j -= slope * |d - j|, d = the row's key position - the first key    */
+TF void SFX(dk_alibi)(T *s, size_t n, T slope, ptrdiff_t d)
+{
+    for (size_t j = 0; j < n; j++) {
+        const ptrdiff_t x = d - (ptrdiff_t)j;
+        s[j] -= slope * (T)(x < 0 ? -x : x);
+    }
+}
+
+/* raw dots of keys j0.. -> scores of row i (attn.h's order): * scale,
+ * softcap, + bias, - ALiBi slope * |i' - j|, mask -> -inf                */
+TI void SFX(dk_finish)(const attn_dplan *dp, T *s, size_t b, size_t i,
                        size_t j0, size_t n)
 {
+    const attn_problem *p = dp->p;
     const T scale = (T)p->scale;
     for (size_t j = 0; j < n; j++)
         s[j] *= scale;
+    if (p->softcap > 0)
+        SFX(dk_softcap)(s, n, (T)p->softcap);
     if (p->bias.data) {
         const T *row = (const T *)p->bias.data + DBOFF_(p->bias, b)
                        + (ptrdiff_t)i * p->bias.s0
@@ -86,6 +115,9 @@ TI void SFX(dk_finish)(const attn_problem *p, T *s, size_t b, size_t i,
         for (size_t j = 0; j < n; j++)
             s[j] += row[(ptrdiff_t)j * p->bias.s1];
     }
+    if (p->alibi.data)
+        SFX(dk_alibi)(s, n, (T)attn__var_slope(p, b),
+                      (ptrdiff_t)i + dp->qpos - (ptrdiff_t)j0);
     if (p->mask.data) {
         const uint8_t *row = (const uint8_t *)p->mask.data
                              + DBOFF_(p->mask, b) + (ptrdiff_t)i * p->mask.s0
@@ -95,18 +127,22 @@ TI void SFX(dk_finish)(const attn_problem *p, T *s, size_t b, size_t i,
     }
 }
 
-/* keys [*lo, *hi) of the chunk row i may see at all: causality, then
- * masked keys at either end trimmed off                                  */
+/* keys [*lo, *hi) of the chunk row i may see at all: causality and the
+ * window (variants.h), then masked keys at either end trimmed off       */
 TI void SFX(dk_range)(const attn_dplan *dp, size_t b, size_t i, size_t j0,
                       size_t nk, size_t *lo, size_t *hi)
 {
     const attn_problem *p = dp->p;
     size_t l = 0, h = nk;
-    if (p->causal != ATTN_CAUSAL_NONE) {
-        ptrdiff_t lim = (ptrdiff_t)i + dp->coff - (ptrdiff_t)j0 + 1;
-        h = lim <= 0 ? 0 : ((size_t)lim < nk ? (size_t)lim : nk);
+    if (attn__var_limits_keys(p)) {
+        size_t kl, kh;
+        attn__var_keys(p, (ptrdiff_t)i + dp->qpos, &kl, &kh);
+        l = kl > j0 ? kl - j0 : 0;
+        h = kh <= j0 ? 0 : (kh - j0 < nk ? kh - j0 : nk);
+        if (l > h)
+            l = h;
     }
-    if (p->mask.data && h) {
+    if (p->mask.data && h > l) {
         const ptrdiff_t s1 = p->mask.s1;
         const uint8_t *row = (const uint8_t *)p->mask.data
                              + DBOFF_(p->mask, b) + (ptrdiff_t)i * p->mask.s0
@@ -216,7 +252,7 @@ TF double SFX(dk_row)(const attn_dplan *dp, char *sb, size_t b, size_t r,
     const T *q_r = (const T *)(sb + dp->off_q) + r * p->E;
     T *s = (T *)(sb + dp->off_s);
     SFX(dk_dots)(s, q_r, kblk + (ptrdiff_t)lo * ks, ks, p->E, n);
-    SFX(dk_finish)(p, s, b, r, j0 + lo, n);
+    SFX(dk_finish)(dp, s, b, r, j0 + lo, n);
     for (size_t j = n; j < np; j++)
         s[j] = (T)-INFINITY;
     /* 2. max (a NaN score makes l NaN below), exp, sum */
@@ -253,7 +289,7 @@ TF double SFX(dk_row)(const attn_dplan *dp, char *sb, size_t b, size_t r,
 TF void SFX(dchunk)(const attn_dplan *dp, void *scratch, size_t b, size_t c)
 {
     const attn_problem *p = dp->p;
-    const size_t L = p->L, Ev = p->Ev, j0 = c * dp->CK;
+    const size_t L = p->L, Ev = p->Ev, j0 = (dp->c0 + c) * dp->CK;
     const size_t nk = p->S - j0 < dp->CK ? p->S - j0 : dp->CK;
     const size_t bc = (b - dp->b0) * dp->nch + c;
     char *sb = (char *)scratch;
@@ -289,7 +325,7 @@ TF void SFX(dweights)(const attn_dplan *dp, void *scratch, size_t b,
                       size_t c)
 {
     const attn_problem *p = dp->p;
-    const size_t E = p->E, j0 = c * dp->CK;
+    const size_t E = p->E, j0 = (dp->c0 + c) * dp->CK;
     const size_t nk = p->S - j0 < dp->CK ? p->S - j0 : dp->CK;
     char *sb = (char *)scratch;
     T *s = (T *)(sb + dp->off_s);
@@ -323,7 +359,7 @@ TF void SFX(dweights)(const attn_dplan *dp, void *scratch, size_t b,
         if (!sc.data)
             SFX(dk_dots)(s, qs + r * E, kblk + (ptrdiff_t)lo * ks, ks, E,
                          hi - lo);
-        SFX(dk_finish)(p, s_lo, b, r, j0 + lo, hi - lo);
+        SFX(dk_finish)(dp, s_lo, b, r, j0 + lo, hi - lo);
         const T outside = lse != lse ? (T)NAN : (T)0;
         for (size_t j = 0; j < nk; j++)
             w[(ptrdiff_t)j * wm.s1] =

@@ -73,7 +73,13 @@ typedef struct {
     size_t BQP;       /* BQ rounded up to the vector width (tile row length) */
     size_t EvP;       /* Ev rounded up to the vector width                  */
     size_t nqb;       /* query blocks per batch item: ceil(L / BQ)          */
-    ptrdiff_t coff;   /* causal: key j visible from query i iff j <= i+coff */
+    ptrdiff_t coff;   /* query i sits at key position i' = i + coff (attn.h's
+                         qpos: pos_shift, + S - L for bottom-right causal)  */
+    int lim;          /* causal or window: key j visible from query i only
+                         if i' - llim <= j <= i' + rlim (attn__limits)      */
+    int win;          /* a window: llim may cut (else it never does)        */
+    ptrdiff_t llim, rlim;
+    int fx;           /* softcap or ALiBi: every computed score changes     */
     int pack_k;       /* K rows not contiguous: copy each key block         */
     int pack_v;       /* V rows not contiguous or Ev % W: copy, zero padded */
     /* scratch layout: byte offsets from a 64-byte aligned base            */
@@ -95,6 +101,45 @@ typedef struct {
      * [b * nkb + kb]: 0 not known yet, 1 finite, 2 holds inf/NaN; or NULL */
     _Atomic unsigned char *vfin;
 } attn_plan;
+
+/* The variant fields of p in pl (coff, lim, win, llim, rlim, fx): sdpa.c,
+ * shared by the forward and backward plans.                              */
+void attn__limits(attn_plan *pl, const attn_problem *p);
+
+/* Keys [*jlo, *jhi) some row i0 .. i0+nq-1 may see by causality and the
+ * window (every key when neither is on; *jlo == *jhi: none).             */
+static inline void attn__key_range(const attn_plan *pl, size_t i0, size_t nq,
+                                   size_t *jlo, size_t *jhi)
+{
+    const size_t S = pl->p->S;
+    *jlo = 0;
+    *jhi = S;
+    if (!pl->lim)
+        return;
+    const ptrdiff_t f = (ptrdiff_t)i0 + pl->coff;
+    const ptrdiff_t lo = f - pl->llim, hi = f + (ptrdiff_t)nq + pl->rlim;
+    *jlo = lo <= 0 ? 0 : (size_t)lo < S ? (size_t)lo : S;
+    *jhi = hi <= 0 ? 0 : (size_t)hi < S ? (size_t)hi : S;
+    if (*jhi < *jlo)
+        *jhi = *jlo;
+}
+
+/* Query rows [*ilo, *ihi) that may see some key j0 .. j0+nk-1.          */
+static inline void attn__query_range(const attn_plan *pl, size_t j0,
+                                     size_t nk, size_t *ilo, size_t *ihi)
+{
+    const size_t L = pl->p->L;
+    *ilo = 0;
+    *ihi = L;
+    if (!pl->lim)
+        return;
+    const ptrdiff_t lo = (ptrdiff_t)j0 - pl->rlim - pl->coff;
+    const ptrdiff_t hi = (ptrdiff_t)(j0 + nk) + pl->llim - pl->coff;
+    *ilo = lo <= 0 ? 0 : (size_t)lo < L ? (size_t)lo : L;
+    *ihi = hi <= 0 ? 0 : (size_t)hi < L ? (size_t)hi : L;
+    if (*ihi < *ilo)
+        *ihi = *ilo;
+}
 
 /* The mask rows the cached key-block classes were computed from (a thread
  * keeps them across items: items of the same query block share them when
@@ -131,6 +176,7 @@ typedef struct {
      * sb + qb * qstride (fused); the other offsets count from sb.         */
     size_t off_qt, off_dot, off_qr, off_dor, off_row, off_lnan, qstride;
     size_t off_st, off_dp, off_kr, off_vp, off_acc1, off_acc2, off_nan;
+    size_t off_cap;   /* softcap: tanh(s / cap) of the block, BKM x BQ      */
     size_t off_dqall; /* fused: dQ accumulator of all of b, nqb*BQ x EP    */
     size_t scratch_bytes;
 } attn_bwd_plan;
@@ -173,8 +219,8 @@ const attn_isa_desc *attn__isa_current(void);
 extern long long attn__poll_interval_ns;
 long long attn__now_ns(void); /* CLOCK_MONOTONIC, for the poll */
 /* threads for a call of `products` (L x S x (E + Ev)) multiply-adds per
- * batch item (halved when causal): exec->nthreads, but at most one per
- * attn__min_flops_per_thread flops                                        */
+ * batch item (halved when causal; a window: S cut to the window's width):
+ * exec->nthreads, but at most one per attn__min_flops_per_thread flops   */
 int attn__threads_for(const attn_problem *p, const attn_exec *ex,
                       double products);
 extern double attn__min_flops_per_thread;

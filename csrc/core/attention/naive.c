@@ -12,37 +12,28 @@
 #include <stdlib.h>
 
 #include "attn.h"
+#include "attention/variants.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------------ */
 /* Naive scaled dot-product attention.                                       */
 /*   Q (B, L, E), K (B, S, E), V (B, S, Ev), mask/bias (B, L, S)             */
 /*   -> out (B, L, Ev), optional weights (B, L, S) and raw scores (B, L, S)  */
-/* Per row i, in three passes:                                               */
-/*   1. s_j = scale * Q_i.K_j + bias_ij where allowed, else -inf; row max    */
+/* Per row i (at key position i' = i + qpos), in three passes:              */
+/*   1. s_j = the score of attn.h (scale, softcap, bias, ALiBi) where        */
+/*      allowed (mask, causal, window), else -inf; row max                   */
 /*   2. fully masked rows -> policy; else e_j = exp(s_j - max), sum          */
 /*   3. w_j = e_j / sum; out_i = sum_j w_j V_j                               */
 /* ------------------------------------------------------------------------ */
 
-static int causal_allows(attn_causal c, size_t i, size_t j, size_t L, size_t S)
-{
-    switch (c) {
-    case ATTN_CAUSAL_TOP_LEFT:
-        return j <= i;
-    case ATTN_CAUSAL_BOTTOM_RIGHT:
-        /* j <= i + S - L, written without negative intermediates */
-        return j + L <= i + S;
-    default:
-        return 1;
-    }
-}
-
-#define DEFINE_NAIVE(T, SFX, EXP)                                               \
+#define DEFINE_NAIVE(T, SFX, EXP, TANH)                                         \
 static attn_status sdpa_naive_##SFX(attn_problem *p)                            \
 {                                                                               \
     const size_t L = p->L, S = p->S, E = p->E, Ev = p->Ev;                      \
     const T scale = (T)p->scale;                                                \
     const T ninf = (T)-INFINITY;                                                \
+    const T cap = (T)p->softcap;                                                \
+    const ptrdiff_t qpos = attn__var_qpos(p);                                   \
     T *s_row = NULL, *acc = NULL;                                               \
     if (S > SIZE_MAX / sizeof(T) - 1 || Ev > SIZE_MAX / sizeof(T) - 1)          \
         return ATTN_ENOMEM;                                                     \
@@ -58,9 +49,13 @@ static attn_status sdpa_naive_##SFX(attn_problem *p)                            
         const T *k_b = (const T *)p->k.data + OFF(p->k, b);                     \
         const T *v_b = (const T *)p->v.data + OFF(p->v, b);                     \
         T *o_b = (T *)p->out.data + OFF(p->out, b);                             \
+        const T slope = (T)attn__var_slope(p, b);                               \
         for (size_t i = 0; i < L; i++) {                                        \
             const T *q_bi = q_b + (ptrdiff_t)i * p->q.s0;                       \
             T *o_bi = o_b + (ptrdiff_t)i * p->out.s0;                           \
+            const ptrdiff_t ip = (ptrdiff_t)i + qpos;                           \
+            size_t klo, khi;                                                    \
+            attn__var_keys(p, ip, &klo, &khi);                                  \
             T *w_bi = p->weights.data ? (T *)p->weights.data                    \
                           + OFF(p->weights, b) + (ptrdiff_t)i * p->weights.s0   \
                                       : NULL;                                   \
@@ -78,7 +73,7 @@ static attn_status sdpa_naive_##SFX(attn_problem *p)                            
                            * k_bj[(ptrdiff_t)e * p->k.s1];                      \
                 if (sc_bi)                                                      \
                     sc_bi[(ptrdiff_t)j * p->scores.s1] = dot;                   \
-                int allowed = causal_allows(p->causal, i, j, L, S);             \
+                int allowed = j >= klo && j < khi;                              \
                 if (allowed && p->mask.data) {                                  \
                     const uint8_t *m_b = (const uint8_t *)p->mask.data          \
                                          + OFF(p->mask, b);                     \
@@ -88,12 +83,16 @@ static attn_status sdpa_naive_##SFX(attn_problem *p)                            
                 T s = ninf;                                                     \
                 if (allowed) {                                                  \
                     s = scale * dot;                                            \
+                    if (cap > 0)                                                \
+                        s = cap * TANH(s / cap);                                \
                     if (p->bias.data) {                                         \
                         const T *bias_b = (const T *)p->bias.data               \
                                           + OFF(p->bias, b);                    \
                         s += bias_b[(ptrdiff_t)i * p->bias.s0                   \
                                     + (ptrdiff_t)j * p->bias.s1];               \
                     }                                                           \
+                    if (p->alibi.data)                                          \
+                        s -= slope * (T)attn__var_dist(ip, j);                  \
                 }                                                               \
                 s_row[j] = s;                                                   \
                 if (isnan(s))                                                   \
@@ -133,7 +132,7 @@ static attn_status sdpa_naive_##SFX(attn_problem *p)                            
             }                                                                   \
             if (p->lse.data)                                                    \
                 ((T *)p->lse.data + OFF(p->lse, b))[(ptrdiff_t)i * p->lse.s0] = \
-                    fill ? ninf : (T)((double)m + log((double)sum));           \
+                    fill ? ninf : (T)((double)m + log((double)sum));            \
             /* pass 3: normalise, weights, out = w @ V */                       \
             for (size_t e = 0; e < Ev; e++)                                     \
                 acc[e] = (fill && p->fully_masked == ATTN_FM_NAN) ? (T)NAN : 0; \
@@ -158,8 +157,8 @@ static attn_status sdpa_naive_##SFX(attn_problem *p)                            
     return ATTN_OK;                                                             \
 }
 
-DEFINE_NAIVE(float, f32, expf)
-DEFINE_NAIVE(double, f64, exp)
+DEFINE_NAIVE(float, f32, expf, tanhf)
+DEFINE_NAIVE(double, f64, exp, tanh)
 
 attn_status attn_sdpa_naive(attn_problem *p)
 {

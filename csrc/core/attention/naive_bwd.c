@@ -10,26 +10,20 @@
 #include <stdlib.h>
 
 #include "attn.h"
+#include "attention/variants.h"
 #include "util.h"
-
-static int causal_ok(attn_causal c, size_t i, size_t j, size_t L, size_t S)
-{
-    if (c == ATTN_CAUSAL_TOP_LEFT)
-        return j <= i;
-    if (c == ATTN_CAUSAL_BOTTOM_RIGHT)
-        return j + L <= i + S;
-    return 1;
-}
 
 /* element (b, i, j) of a batched view, as a pointer of type T */
 #define AT(T, m, b, i, j)                                                      \
-    ((T *)(m).data + OFF(m, b) + (ptrdiff_t)(i) * (m).s0                       \
+    ((T *)(m).data + OFF(m, b) + (ptrdiff_t)(i) * (m).s0                        \
      + (ptrdiff_t)(j) * (m).s1)
 
 /* Per batch item b (shapes as in attn.h):
  *   1. per row i: D_i; fully masked rows (lse -inf) by policy
- *   2. per row i, key j: s, P = exp(s - lse), dP = dout_i . V_j,
- *      dS = P (dP - D); dq_i += dS K_j, dk_j += dS Q_i, dv_j += P dout_i
+ *   2. per row i, key j: s (softcap, bias, ALiBi), P = exp(s - lse),
+ *      dP = dout_i . V_j, dS = P (dP - D), dbias = dS, g = dS times the
+ *      softcap factor 1 - (capped / softcap)^2 (or dS);
+ *      dq_i += g K_j, dk_j += g Q_i, dv_j += P dout_i
  *   3. write dk, dv (NaN policy: NaN when a row was fully masked)       */
 #define DEFINE_NAIVE_BWD(T, SFX)                                                \
 static attn_status bwd_naive_##SFX(attn_bwd_problem *bp, double *buf)           \
@@ -37,8 +31,11 @@ static attn_status bwd_naive_##SFX(attn_bwd_problem *bp, double *buf)           
     const attn_problem *f = &bp->f;                                             \
     const size_t L = f->L, S = f->S, E = f->E, Ev = f->Ev;                      \
     double *dk = buf, *dv = dk + S * E, *dq = dv + S * Ev;                      \
+    const double cap = f->softcap;                                              \
+    const ptrdiff_t qpos = attn__var_qpos(f);                                   \
     for (size_t b = 0; b < f->B; b++) {                                         \
         int nan_b = 0;                                                          \
+        const double slope = attn__var_slope(f, b);                             \
         for (size_t x = 0; x < S * (E + Ev); x++)                               \
             dk[x] = 0;                                                          \
         for (size_t i = 0; i < L; i++) {                                        \
@@ -50,6 +47,9 @@ static attn_status bwd_naive_##SFX(attn_bwd_problem *bp, double *buf)           
             for (size_t e = 0; e < E; e++)                                      \
                 dq[e] = 0;                                                      \
             const int fm = lse == -INFINITY;                                    \
+            const ptrdiff_t ip = (ptrdiff_t)i + qpos;                           \
+            size_t klo, khi;                                                    \
+            attn__var_keys(f, ip, &klo, &khi);                                  \
             if (fm && f->fully_masked == ATTN_FM_RAISE) {                       \
                 bp->f.bad_b = b;                                                \
                 bp->f.bad_row = i;                                              \
@@ -66,7 +66,7 @@ static attn_status bwd_naive_##SFX(attn_bwd_problem *bp, double *buf)           
                     for (size_t c = 0; c < Ev; c++)                             \
                         dv[j * Ev + c] += (double)*AT(T, bp->dout, b, i, c)     \
                                           / (double)S;                          \
-                int allowed = !fm && causal_ok(f->causal, i, j, L, S);          \
+                int allowed = !fm && j >= klo && j < khi;                       \
                 if (allowed && f->mask.data)                                    \
                     allowed = *AT(const uint8_t, f->mask, b, i, j) != 0;        \
                 if (fm && f->fully_masked == ATTN_FM_NAN)                       \
@@ -77,8 +77,15 @@ static attn_status bwd_naive_##SFX(attn_bwd_problem *bp, double *buf)           
                         s += (double)*AT(T, f->q, b, i, e)                      \
                              * (double)*AT(T, f->k, b, j, e);                   \
                     s *= f->scale;                                              \
+                    double dcap = 1;                                            \
+                    if (cap > 0) {                                              \
+                        s = cap * tanh(s / cap);                                \
+                        dcap = 1 - (s / cap) * (s / cap);                       \
+                    }                                                           \
                     if (f->bias.data)                                           \
                         s += (double)*AT(T, f->bias, b, i, j);                  \
+                    if (f->alibi.data)                                          \
+                        s -= slope * (double)attn__var_dist(ip, j);             \
                     const double P = s == -INFINITY ? 0 : exp(s - lse);         \
                     if (P != 0) {                                               \
                         for (size_t c = 0; c < Ev; c++) {                       \
@@ -87,9 +94,10 @@ static attn_status bwd_naive_##SFX(attn_bwd_problem *bp, double *buf)           
                             dv[j * Ev + c] += P * g;                            \
                         }                                                       \
                         ds = P * (dp - D);                                      \
+                        const double gs = ds * dcap;                            \
                         for (size_t e = 0; e < E; e++) {                        \
-                            dq[e] += ds * (double)*AT(T, f->k, b, j, e);        \
-                            dk[j * E + e] += ds * (double)*AT(T, f->q, b, i, e);\
+                            dq[e] += gs * (double)*AT(T, f->k, b, j, e);        \
+                            dk[j * E + e] += gs * (double)*AT(T, f->q, b, i, e);\
                         }                                                       \
                     }                                                           \
                 }                                                               \

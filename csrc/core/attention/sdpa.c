@@ -20,6 +20,7 @@
 #include "attn.h"
 #include "attention/decode.h"
 #include "attention/kern.h"
+#include "attention/variants.h"
 #include "runtime/platform.h"
 
 /* ------------------------------------------------------------------------ */
@@ -175,6 +176,21 @@ static size_t key_block(const attn_problem *p, const attn_isa_desc *d)
     return BK;
 }
 
+void attn__limits(attn_plan *pl, const attn_problem *p)
+{
+    const ptrdiff_t ps = p->pos_shift;
+    /* the "unbounded" of attn.h: no row's limit ever cuts                */
+    const ptrdiff_t unb = (ptrdiff_t)(p->L + p->S) + (ps < 0 ? -ps : ps) + 1;
+    pl->coff = attn__var_qpos(p);
+    pl->win = p->window != 0;
+    pl->llim = pl->win ? p->wleft : unb;
+    pl->rlim = pl->win ? p->wright : unb;
+    if (p->causal != ATTN_CAUSAL_NONE && pl->rlim > 0)
+        pl->rlim = 0;
+    pl->lim = pl->win || p->causal != ATTN_CAUSAL_NONE;
+    pl->fx = p->softcap > 0 || p->alibi.data != NULL;
+}
+
 static attn_status make_plan(attn_plan *pl, const attn_problem *p,
                              const attn_isa_desc *d)
 {
@@ -190,10 +206,7 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
     pl->BK = BK;
 
     pl->nqb = (p->L + BQ - 1) / BQ;
-    if (p->causal == ATTN_CAUSAL_BOTTOM_RIGHT)
-        pl->coff = (ptrdiff_t)p->S - (ptrdiff_t)p->L;
-    else
-        pl->coff = 0;
+    attn__limits(pl, p);
     pl->pack_k = p->E > 1 && p->k.s1 != 1;
     pl->pack_v = p->Ev > 0 && ((p->Ev > 1 && p->v.s1 != 1) || p->Ev % W);
 
@@ -311,8 +324,16 @@ int attn__threads_for(const attn_problem *p, const attn_exec *ex,
     int nt = ex && ex->nthreads > 1 ? ex->nthreads : 1;
     double flops = products * (double)p->B * (double)p->L * (double)p->S
                    * (double)(p->E + p->Ev);
-    if (p->causal != ATTN_CAUSAL_NONE)
+    if (p->window) { /* each row sees at most its window's keys */
+        attn_plan w;
+        w.p = p;
+        attn__limits(&w, p);
+        const double span = (double)w.llim + (double)w.rlim + 1.0;
+        if (span < (double)p->S)
+            flops *= span / (double)p->S;
+    } else if (p->causal != ATTN_CAUSAL_NONE) {
         flops *= 0.5;
+    }
     if ((double)nt * attn__min_flops_per_thread > flops) {
         double f = flops / attn__min_flops_per_thread;
         nt = f < 1 ? 1 : (int)f;
@@ -347,7 +368,8 @@ attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
     /* causal: the items of the last query blocks are the largest, hand
      * them out first. With a mask, items of one query block in a row let
      * a thread reuse the mask's block classes across b (mask_classes). */
-    c.largest_first = p->causal != ATTN_CAUSAL_NONE || p->mask.data != NULL;
+    c.largest_first = (p->causal != ATTN_CAUSAL_NONE && !p->window)
+                      || p->mask.data != NULL;
     atomic_init(&c.next, 0);
     atomic_init(&c.cancel, 0);
     atomic_init(&c.err, ATTN_OK);

@@ -12,6 +12,7 @@
  *   VZERO() VSET1(x) VLOADU(p) VSTOREU(p, v)
  *   VFMA(a, b, c) = a*b + c   VMUL VADD VSUB VMAX (lane-wise)
  *   VEXP(x)      exp for x <= 0 (-inf -> 0, NaN -> NaN)
+ *   VTANH(x)     tanh (softcap)
  *   VSAFE(x)     x == -inf ? 0 : x, lane-wise
  *   QK_MR, QK_NR micro-kernel of S^T = K Q^T: QK_MR keys x QK_NR vectors
  *   PV_MR, PV_NR micro-kernel of O += P V: PV_MR queries x PV_NR vectors
@@ -27,9 +28,12 @@
  *                   vector operation: no horizontal reductions anywhere.
  *   o  [BQ][EvP]    output accumulator (row-major, query rows)
  *
- * Per key block (FlashAttention-2):
+ * Per key block (FlashAttention-2), over the key blocks the causal limit
+ * and the window let the item see (attn__key_range: the others are never
+ * touched):
  *   1. st = scale * K_blk Q^T                         (micro-kernel qk)
- *   2. + bias, -inf where mask == 0 or causal forbids  (diagonal blocks only)
+ *   2. softcap, + bias, ALiBi (attn.h's order), -inf where mask == 0, or
+ *      causal or the window forbids (element-wise in the edge blocks only)
  *   3. m_new = max(m, max_j st), alpha = exp(m - m_new), p = exp(st - m_new),
  *      l = alpha*l + sum_j p                           (vertical, SM_G vectors)
  *   4. o = alpha o + P V_blk, the block's sum from 0  (micro-kernel pv)
@@ -111,20 +115,22 @@ TF const unsigned char *SFX(mask_classes)(const attn_plan *pl, char *sb,
 }
 
 /* Which entries of the block rows i0..i0+nq-1 x keys j0..j0+nk-1 are
- * masked (by causal and the uint8 mask; mcls from mask_classes, or NULL).
- * *cdiag: causal must be applied element-wise (the block straddles the
- * diagonal). A block truncated by the causal limit keeps the class of the
- * whole key block: possibly MIXED where ALL would do, never wrong.       */
+ * masked (by causal, the window and the uint8 mask; mcls from
+ * mask_classes, or NULL). *cdiag: the causal / window limits must be
+ * applied element-wise (the block straddles one of them). A block
+ * truncated by the limits keeps the class of the whole key block:
+ * possibly MIXED where ALL would do, never wrong.                        */
 TI int SFX(classify)(const attn_plan *pl, const unsigned char *mcls,
                      size_t i0, size_t nq, size_t j0, size_t nk, int *cdiag)
 {
-    const attn_problem *p = pl->p;
     *cdiag = 0;
-    if (p->causal != ATTN_CAUSAL_NONE) {
-        ptrdiff_t last = (ptrdiff_t)(i0 + nq - 1) + pl->coff;
-        if ((ptrdiff_t)j0 > last)
+    if (pl->lim) {
+        const ptrdiff_t f = (ptrdiff_t)i0 + pl->coff;
+        const ptrdiff_t l = f + (ptrdiff_t)nq - 1;
+        const ptrdiff_t jf = (ptrdiff_t)j0, jl = (ptrdiff_t)(j0 + nk - 1);
+        if (jf > l + pl->rlim || jl < f - pl->llim)
             return BLK_ALL;
-        *cdiag = (ptrdiff_t)(j0 + nk - 1) > (ptrdiff_t)i0 + pl->coff;
+        *cdiag = jl > f + pl->rlim || jf < l - pl->llim;
     }
     if (!mcls)
         return BLK_NONE;
@@ -134,13 +140,56 @@ TI int SFX(classify)(const attn_plan *pl, const unsigned char *mcls,
     return (c & 2) ? BLK_MIXED : BLK_NONE;
 }
 
-/* 2. bias, then -inf where the mask or causality forbids (scaled scores) */
+/* softcap: s = cap * tanh(s / cap) over the tile's nqv vectors per key;
+ * capt (or NULL) receives tanh(s / cap) (the backward's factor)          */
+TI void SFX(softcap_tile)(T *st, size_t ldst, size_t nk, size_t nqv,
+                          double softcap, T *capt)
+{
+    const VT c = VSET1((T)softcap), ic = VSET1((T)(1.0 / softcap));
+    for (size_t j = 0; j < nk; j++)
+        for (size_t v = 0; v < nqv; v++) {
+            T *s = st + j * ldst + v * W;
+            VT t = VTANH(VMUL(VLOADU(s), ic));
+            if (capt)
+                VSTOREU(capt + j * ldst + v * W, t);
+            VSTOREU(s, VMUL(c, t));
+        }
+}
+
+/* ALiBi: s -= slope * |i' - j|, i' = i0 + r + coff, j = j0 + j           */
+TI void SFX(alibi_tile)(const attn_plan *pl, T *st, size_t ldst, size_t b,
+                        size_t i0, size_t nqv, size_t j0, size_t nk)
+{
+    const attn_problem *p = pl->p;
+    const T slope = ((const T *)p->alibi.data)[BOFF_(p->alibi, b)];
+    const VT ns = VSET1(-slope), zero = VZERO();
+    T lane[W];
+    for (size_t l = 0; l < W; l++)
+        lane[l] = (T)l;
+    const VT vl = VLOADU(lane);
+    for (size_t j = 0; j < nk; j++) {
+        /* i' - j of row 0 of the tile */
+        const ptrdiff_t d0 = (ptrdiff_t)i0 + pl->coff - (ptrdiff_t)(j0 + j);
+        T *s_j = st + j * ldst;
+        for (size_t v = 0; v < nqv; v++) {
+            VT d = VADD(VSET1((T)(d0 + (ptrdiff_t)(v * W))), vl);
+            d = VMAX(d, VSUB(zero, d));
+            VSTOREU(s_j + v * W, VFMA(ns, d, VLOADU(s_j + v * W)));
+        }
+    }
+}
+
+/* 2. softcap, bias, ALiBi, then -inf where the mask, causality or the
+ * window forbids (on scaled scores, attn.h's order). capt: softcap_tile */
 TF void SFX(apply_masks)(const attn_plan *pl, T *st, size_t ldst, size_t b,
                          size_t i0, size_t nq, size_t nqv, size_t j0,
-                         size_t nk, const uint8_t *mask_b, int cls, int cdiag)
+                         size_t nk, const uint8_t *mask_b, int cls, int cdiag,
+                         T *capt)
 {
     const attn_problem *p = pl->p;
     const T ninf = (T)-INFINITY;
+    if (p->softcap > 0)
+        SFX(softcap_tile)(st, ldst, nk, nqv, p->softcap, capt);
     if (p->bias.data) {
         const T *bias_b = (const T *)p->bias.data + BOFF_(p->bias, b);
         const ptrdiff_t s0 = p->bias.s0, s1 = p->bias.s1;
@@ -166,6 +215,8 @@ TF void SFX(apply_masks)(const attn_plan *pl, T *st, size_t ldst, size_t b,
             }
         }
     }
+    if (p->alibi.data)
+        SFX(alibi_tile)(pl, st, ldst, b, i0, nqv, j0, nk);
     if (cls == BLK_MIXED) {
         const ptrdiff_t s0 = p->mask.s0, s1 = p->mask.s1;
         for (size_t r = 0; r < nq; r++) {
@@ -182,14 +233,24 @@ TF void SFX(apply_masks)(const attn_plan *pl, T *st, size_t ldst, size_t b,
         }
     }
     if (cdiag) {
-        /* row r sees key j0+j iff j0 + j <= i0 + r + coff */
+        /* row r sees key j0+j iff j0 + j <= i0 + r + coff + rlim ... */
         for (size_t j = 0; j < nk; j++) {
-            ptrdiff_t lim = (ptrdiff_t)(j0 + j) - pl->coff - (ptrdiff_t)i0;
+            ptrdiff_t lim = (ptrdiff_t)(j0 + j) - pl->coff - pl->rlim
+                            - (ptrdiff_t)i0;
             if (lim <= 0)
                 continue;
             size_t n = (size_t)lim < nq ? (size_t)lim : nq;
             T *s_j = st + j * ldst;
             for (size_t r = 0; r < n; r++)
+                s_j[r] = ninf;
+        }
+        /* ... and i0 + r + coff - llim <= j0 + j */
+        for (size_t j = 0; pl->win && j < nk; j++) {
+            ptrdiff_t hi = (ptrdiff_t)(j0 + j) - pl->coff + pl->llim
+                           - (ptrdiff_t)i0; /* the last row that sees it */
+            size_t r = hi < 0 ? 0 : (size_t)hi + 1;
+            T *s_j = st + j * ldst;
+            for (; r < nq; r++)
                 s_j[r] = ninf;
         }
     }
@@ -319,7 +380,7 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
             continue;
         if (cls != BLK_ALL) {
             SFX(apply_masks)(pl, st, BQP, b, i0, nq, nqv, j0, nk, mask_b, cls,
-                             cdiag);
+                             cdiag, NULL);
             for (size_t j = 0; j < nk; j++)
                 for (size_t v = 0; v < nqv; v++) {
                     T *s = st + j * BQP + v * W;
@@ -395,7 +456,7 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
                          size_t qb, size_t *bad_row)
 {
     const attn_problem *p = pl->p;
-    const size_t L = p->L, S = p->S, E = p->E, Ev = p->Ev;
+    const size_t L = p->L, E = p->E, Ev = p->Ev;
     const size_t BQP = pl->BQP, BK = pl->BK, EvP = pl->EvP;
     const size_t i0 = qb * pl->BQ;
     const size_t nq = MINZ_(pl->BQ, L - i0);
@@ -429,17 +490,15 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
     for (size_t x = 0; x < nq * EvP; x++)
         o[x] = 0;
 
-    /* keys a causal item can see at all: j < jend */
-    size_t jend = S;
-    if (p->causal != ATTN_CAUSAL_NONE) {
-        ptrdiff_t lim = (ptrdiff_t)(i0 + nq) + pl->coff;
-        jend = lim <= 0 ? 0 : ((size_t)lim < S ? (size_t)lim : S);
-    }
+    /* keys the item can see at all (causal, window): jlo <= j < jend; the
+     * key blocks outside are never touched */
+    size_t jlo, jend;
+    attn__key_range(pl, i0, nq, &jlo, &jend);
 
     /* 1-4. forward pass over key blocks */
-    const unsigned char *mcls = mask_b && jend
+    const unsigned char *mcls = mask_b && jend > jlo
         ? SFX(mask_classes)(pl, sb, mask_b, i0, nq) : NULL;
-    for (size_t j0 = 0; j0 < jend; j0 += BK) {
+    for (size_t j0 = jlo / BK * BK; j0 < jend; j0 += BK) {
         const size_t nk = MINZ_(BK, jend - j0);
         int cdiag;
         const int cls = SFX(classify)(pl, mcls, i0, nq, j0, nk, &cdiag);
@@ -449,9 +508,9 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
         const T *kblk = SFX(k_block)(pl, k_b, j0, nk, kp, &ks);
         const T *vblk = SFX(v_block)(pl, v_b, j0, nk, vp, &vs);
         SFX(qk_block)(st, BQP, qt, BQP, nqv, kblk, ks, E, nk, scale, 1);
-        if (p->bias.data || cls == BLK_MIXED || cdiag)
+        if (p->bias.data || cls == BLK_MIXED || cdiag || pl->fx)
             SFX(apply_masks)(pl, st, BQP, b, i0, nq, nqv, j0, nk, mask_b, cls,
-                             cdiag);
+                             cdiag, NULL);
         SFX(softmax_block)(st, BQP, nk, nqv, rm, rl, ralpha, rmuse);
         if (SFX(v_block_finite)(pl, v_b, b, j0))
             SFX(pv_block)(o, EvP, nq, nev, st, BQP, ralpha, vblk, vs, nk);

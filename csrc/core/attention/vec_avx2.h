@@ -26,12 +26,13 @@
 
 #define ATTR ATTN_TARGET("avx2,fma")
 
-/* exp(x), x <= 0 (or NaN / -inf): 8 floats */
-static ATTN_INLINE ATTR __m256 exp8_f32(__m256 x)
+/* The steps exp and expm1 share (exp.h), on xc = max(CLAMP, x):
+ * x = n ln2 + r; returns q1 = 1 + r q(r), so that exp(x) = 2^n (1 + r q1)
+ * and expm1(x) = 2^n (r q1) + (2^n - 1); *r_ = r, *s_ = 2^n (0 for the
+ * clamped n = -127 / -1023, whose exponent field is 0)                  */
+static ATTN_INLINE ATTR __m256 expk8_f32(__m256 xc, __m256 *r_, __m256 *s_)
 {
     const __m256 magic = _mm256_set1_ps(AX_MAGIC_F);
-    /* max(c, x) returns x when x is NaN: NaN propagates */
-    __m256 xc = _mm256_max_ps(_mm256_set1_ps(AX_CLAMP_F), x);
     __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(AX_LOG2E_F), magic);
     __m256 n = _mm256_sub_ps(t, magic);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(AX_LN2HI_F), xc);
@@ -41,23 +42,49 @@ static ATTN_INLINE ATTR __m256 exp8_f32(__m256 x)
     q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(AX_Q4_F));
     q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(AX_Q3_F));
     q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(AX_Q2_F));
-    /* p(r) = 1 + r (1 + r q(r)) */
-    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(1.0f));
-    __m256 y = _mm256_fmadd_ps(q, r, _mm256_set1_ps(1.0f));
     /* 2^n from the low bits of t (t = MAGIC + n) */
     __m256i e = _mm256_slli_epi32(
         _mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127)), 23);
-    y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+    *r_ = r;
+    *s_ = _mm256_castsi256_ps(e);
+    return _mm256_fmadd_ps(q, r, _mm256_set1_ps(1.0f));
+}
+
+/* exp(x), x <= 0 (or NaN / -inf): 8 floats */
+static ATTN_INLINE ATTR __m256 exp8_f32(__m256 x)
+{
+    /* max(c, x) returns x when x is NaN: NaN propagates */
+    __m256 xc = _mm256_max_ps(_mm256_set1_ps(AX_CLAMP_F), x);
+    __m256 r, s;
+    __m256 q = expk8_f32(xc, &r, &s);
+    /* p(r) = 1 + r (1 + r q(r)) */
+    __m256 y = _mm256_fmadd_ps(q, r, _mm256_set1_ps(1.0f));
+    y = _mm256_mul_ps(y, s);
     /* x < ln(FLT_MIN) (incl. -inf): 0; NaN compares false and stays NaN */
     __m256 under = _mm256_cmp_ps(x, _mm256_set1_ps(AX_MINX_F), _CMP_LT_OQ);
     return _mm256_andnot_ps(under, y);
 }
 
-/* exp(x), x <= 0: 4 doubles */
-static ATTN_INLINE ATTR __m256d exp4_f64(__m256d x)
+/* tanh(x) = sign(x) * -m / (2 + m), m = expm1(-2|x|) in [-1, 0]: no
+ * cancellation near 0 (m = r q1 there), +-1 for large |x|, NaN stays NaN */
+static ATTN_INLINE ATTR __m256 tanh8_f32(__m256 x)
+{
+    const __m256 sgn = _mm256_set1_ps(-0.0f);
+    __m256 a2 = _mm256_mul_ps(_mm256_andnot_ps(sgn, x), _mm256_set1_ps(-2.0f));
+    __m256 xc = _mm256_max_ps(_mm256_set1_ps(AX_CLAMP_F), a2);
+    __m256 r, s;
+    __m256 q = expk8_f32(xc, &r, &s);
+    __m256 m = _mm256_fmadd_ps(s, _mm256_mul_ps(q, r),
+                               _mm256_sub_ps(s, _mm256_set1_ps(1.0f)));
+    __m256 th = _mm256_div_ps(_mm256_sub_ps(_mm256_setzero_ps(), m),
+                              _mm256_add_ps(_mm256_set1_ps(2.0f), m));
+    return _mm256_or_ps(th, _mm256_and_ps(sgn, x));
+}
+
+static ATTN_INLINE ATTR __m256d expk4_f64(__m256d xc, __m256d *r_,
+                                          __m256d *s_)
 {
     const __m256d magic = _mm256_set1_pd(AX_MAGIC_D);
-    __m256d xc = _mm256_max_pd(_mm256_set1_pd(AX_CLAMP_D), x);
     __m256d t = _mm256_fmadd_pd(xc, _mm256_set1_pd(AX_LOG2E_D), magic);
     __m256d n = _mm256_sub_pd(t, magic);
     __m256d r = _mm256_fnmadd_pd(n, _mm256_set1_pd(AX_LN2HI_D), xc);
@@ -72,15 +99,39 @@ static ATTN_INLINE ATTR __m256d exp4_f64(__m256d x)
     q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(AX_Q4_D));
     q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(AX_Q3_D));
     q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(AX_Q2_D));
-    /* p(r) = 1 + r (1 + r q(r)) */
-    q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(1.0));
-    __m256d y = _mm256_fmadd_pd(q, r, _mm256_set1_pd(1.0));
     __m256i e = _mm256_slli_epi64(
         _mm256_add_epi64(_mm256_castpd_si256(t), _mm256_set1_epi64x(1023)),
         52);
-    y = _mm256_mul_pd(y, _mm256_castsi256_pd(e));
+    *r_ = r;
+    *s_ = _mm256_castsi256_pd(e);
+    return _mm256_fmadd_pd(q, r, _mm256_set1_pd(1.0));
+}
+
+/* exp(x), x <= 0: 4 doubles */
+static ATTN_INLINE ATTR __m256d exp4_f64(__m256d x)
+{
+    __m256d xc = _mm256_max_pd(_mm256_set1_pd(AX_CLAMP_D), x);
+    __m256d r, s;
+    __m256d q = expk4_f64(xc, &r, &s);
+    /* p(r) = 1 + r (1 + r q(r)) */
+    __m256d y = _mm256_fmadd_pd(q, r, _mm256_set1_pd(1.0));
+    y = _mm256_mul_pd(y, s);
     __m256d under = _mm256_cmp_pd(x, _mm256_set1_pd(AX_MINX_D), _CMP_LT_OQ);
     return _mm256_andnot_pd(under, y);
+}
+
+static ATTN_INLINE ATTR __m256d tanh4_f64(__m256d x)
+{
+    const __m256d sgn = _mm256_set1_pd(-0.0);
+    __m256d a2 = _mm256_mul_pd(_mm256_andnot_pd(sgn, x), _mm256_set1_pd(-2.0));
+    __m256d xc = _mm256_max_pd(_mm256_set1_pd(AX_CLAMP_D), a2);
+    __m256d r, s;
+    __m256d q = expk4_f64(xc, &r, &s);
+    __m256d m = _mm256_fmadd_pd(s, _mm256_mul_pd(q, r),
+                                _mm256_sub_pd(s, _mm256_set1_pd(1.0)));
+    __m256d th = _mm256_div_pd(_mm256_sub_pd(_mm256_setzero_pd(), m),
+                               _mm256_add_pd(_mm256_set1_pd(2.0), m));
+    return _mm256_or_pd(th, _mm256_and_pd(sgn, x));
 }
 
 static ATTN_INLINE ATTR __m256 safe8_f32(__m256 m)
@@ -131,6 +182,7 @@ static ATTN_INLINE ATTR double hsum4_f64(__m256d v)
 #define VSUB(a, b) _mm256_sub_pd(a, b)
 #define VMAX(a, b) _mm256_max_pd(a, b)
 #define VEXP(a) exp4_f64(a)
+#define VTANH(a) tanh4_f64(a)
 #define VSAFE(a) safe4_f64(a)
 #define VRSUM(a) hsum4_f64(a)
 #else
@@ -148,6 +200,7 @@ static ATTN_INLINE ATTR double hsum4_f64(__m256d v)
 #define VSUB(a, b) _mm256_sub_ps(a, b)
 #define VMAX(a, b) _mm256_max_ps(a, b)
 #define VEXP(a) exp8_f32(a)
+#define VTANH(a) tanh8_f32(a)
 #define VSAFE(a) safe8_f32(a)
 #define VRSUM(a) hsum8_f32(a)
 #endif

@@ -26,15 +26,12 @@
 
 #define ATTR ATTN_TARGET("avx512f,avx2,fma")
 
-static ATTN_INLINE ATTR __m512 exp16_f32(__m512 x)
+/* The steps exp and expm1 share (exp.h), on xc = max(MINX, x) (or NaN):
+ * x = n ln2 + r; returns q1 = 1 + r q(r), so that exp(x) = 2^n (1 + r q1)
+ * and expm1(x) = 2^n (r q1) + (2^n - 1); *r_ = r, *n_ = n              */
+static ATTN_INLINE ATTR __m512 expk16_f32(__m512 xc, __m512 *r_, __m512 *n_)
 {
     const __m512 magic = _mm512_set1_ps(AX_MAGIC_F);
-    /* max(c, x) returns x when x is NaN: NaN propagates. Results below
-     * FLT_MIN are set to 0 by the mask, never computed: an underflowing
-     * vscalefps would take a slow microcode assist for every masked -inf */
-    __m512 xc = _mm512_max_ps(_mm512_set1_ps(AX_MINX_F), x);
-    __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(AX_MINX_F),
-                                        _CMP_NLT_UQ); /* x >= min or NaN */
     __m512 t = _mm512_fmadd_ps(xc, _mm512_set1_ps(AX_LOG2E_F), magic);
     __m512 n = _mm512_sub_ps(t, magic);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(AX_LN2HI_F), xc);
@@ -44,18 +41,50 @@ static ATTN_INLINE ATTR __m512 exp16_f32(__m512 x)
     q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(AX_Q4_F));
     q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(AX_Q3_F));
     q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(AX_Q2_F));
+    *r_ = r;
+    *n_ = n;
+    return _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f));
+}
+
+static ATTN_INLINE ATTR __m512 exp16_f32(__m512 x)
+{
+    /* max(c, x) returns x when x is NaN: NaN propagates. Results below
+     * FLT_MIN are set to 0 by the mask, never computed: an underflowing
+     * vscalefps would take a slow microcode assist for every masked -inf */
+    __m512 xc = _mm512_max_ps(_mm512_set1_ps(AX_MINX_F), x);
+    __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(AX_MINX_F),
+                                        _CMP_NLT_UQ); /* x >= min or NaN */
+    __m512 r, n;
+    __m512 q = expk16_f32(xc, &r, &n);
     /* p(r) = 1 + r (1 + r q(r)) */
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f));
     __m512 y = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f));
     return _mm512_maskz_scalef_ps(keep, y, n);
 }
 
-static ATTN_INLINE ATTR __m512d exp8_f64(__m512d x)
+/* tanh(x) = sign(x) * -m / (2 + m), m = expm1(-2|x|) in [-1, 0]: no
+ * cancellation near 0 (m = r q1 there), +-1 for large |x| (2^n >= FLT_MIN
+ * after the clamp: no subnormal), NaN stays NaN                         */
+static ATTN_INLINE ATTR __m512 tanh16_f32(__m512 x)
+{
+    const __m512i sgn = _mm512_set1_epi32((int)0x80000000u);
+    __m512 a2 = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(-2.0f));
+    __m512 xc = _mm512_max_ps(_mm512_set1_ps(AX_MINX_F), a2);
+    __m512 r, n;
+    __m512 q = expk16_f32(xc, &r, &n);
+    __m512 s = _mm512_scalef_ps(_mm512_set1_ps(1.0f), n);
+    __m512 m = _mm512_fmadd_ps(s, _mm512_mul_ps(q, r),
+                               _mm512_sub_ps(s, _mm512_set1_ps(1.0f)));
+    __m512 th = _mm512_div_ps(_mm512_sub_ps(_mm512_setzero_ps(), m),
+                              _mm512_add_ps(_mm512_set1_ps(2.0f), m));
+    return _mm512_castsi512_ps(_mm512_or_si512(
+        _mm512_castps_si512(th),
+        _mm512_and_si512(sgn, _mm512_castps_si512(x))));
+}
+
+static ATTN_INLINE ATTR __m512d expk8_f64(__m512d xc, __m512d *r_,
+                                          __m512d *n_)
 {
     const __m512d magic = _mm512_set1_pd(AX_MAGIC_D);
-    __m512d xc = _mm512_max_pd(_mm512_set1_pd(AX_MINX_D), x);
-    __mmask8 keep = _mm512_cmp_pd_mask(x, _mm512_set1_pd(AX_MINX_D),
-                                       _CMP_NLT_UQ);
     __m512d t = _mm512_fmadd_pd(xc, _mm512_set1_pd(AX_LOG2E_D), magic);
     __m512d n = _mm512_sub_pd(t, magic);
     __m512d r = _mm512_fnmadd_pd(n, _mm512_set1_pd(AX_LN2HI_D), xc);
@@ -70,10 +99,38 @@ static ATTN_INLINE ATTR __m512d exp8_f64(__m512d x)
     q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(AX_Q4_D));
     q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(AX_Q3_D));
     q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(AX_Q2_D));
+    *r_ = r;
+    *n_ = n;
+    return _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0));
+}
+
+static ATTN_INLINE ATTR __m512d exp8_f64(__m512d x)
+{
+    __m512d xc = _mm512_max_pd(_mm512_set1_pd(AX_MINX_D), x);
+    __mmask8 keep = _mm512_cmp_pd_mask(x, _mm512_set1_pd(AX_MINX_D),
+                                       _CMP_NLT_UQ);
+    __m512d r, n;
+    __m512d q = expk8_f64(xc, &r, &n);
     /* p(r) = 1 + r (1 + r q(r)) */
-    q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0));
     __m512d y = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0));
     return _mm512_maskz_scalef_pd(keep, y, n);
+}
+
+static ATTN_INLINE ATTR __m512d tanh8_f64(__m512d x)
+{
+    const __m512i sgn = _mm512_set1_epi64((long long)0x8000000000000000ull);
+    __m512d a2 = _mm512_mul_pd(_mm512_abs_pd(x), _mm512_set1_pd(-2.0));
+    __m512d xc = _mm512_max_pd(_mm512_set1_pd(AX_MINX_D), a2);
+    __m512d r, n;
+    __m512d q = expk8_f64(xc, &r, &n);
+    __m512d s = _mm512_scalef_pd(_mm512_set1_pd(1.0), n);
+    __m512d m = _mm512_fmadd_pd(s, _mm512_mul_pd(q, r),
+                                _mm512_sub_pd(s, _mm512_set1_pd(1.0)));
+    __m512d th = _mm512_div_pd(_mm512_sub_pd(_mm512_setzero_pd(), m),
+                               _mm512_add_pd(_mm512_set1_pd(2.0), m));
+    return _mm512_castsi512_pd(_mm512_or_si512(
+        _mm512_castpd_si512(th),
+        _mm512_and_si512(sgn, _mm512_castpd_si512(x))));
 }
 
 static ATTN_INLINE ATTR __m512 safe16_f32(__m512 m)
@@ -108,6 +165,7 @@ static ATTN_INLINE ATTR __m512d safe8_f64(__m512d m)
 #define VSUB(a, b) _mm512_sub_pd(a, b)
 #define VMAX(a, b) _mm512_max_pd(a, b)
 #define VEXP(a) exp8_f64(a)
+#define VTANH(a) tanh8_f64(a)
 #define VSAFE(a) safe8_f64(a)
 #define VRSUM(a) _mm512_reduce_add_pd(a)
 #else
@@ -125,6 +183,7 @@ static ATTN_INLINE ATTR __m512d safe8_f64(__m512d m)
 #define VSUB(a, b) _mm512_sub_ps(a, b)
 #define VMAX(a, b) _mm512_max_ps(a, b)
 #define VEXP(a) exp16_f32(a)
+#define VTANH(a) tanh16_f32(a)
 #define VSAFE(a) safe16_f32(a)
 #define VRSUM(a) _mm512_reduce_add_ps(a)
 #endif

@@ -34,12 +34,14 @@
 
 #define ATTR
 
-/* exp(x), x <= 0 (or NaN / -inf): 4 floats */
-static ATTN_INLINE float32x4_t exp4_f32(float32x4_t x)
+/* The steps exp and expm1 share (exp.h), on xc = max(CLAMP, x):
+ * x = n ln2 + r; returns q1 = 1 + r q(r), so that exp(x) = 2^n (1 + r q1)
+ * and expm1(x) = 2^n (r q1) + (2^n - 1); *r_ = r, *s_ = 2^n (0 for the
+ * clamped n = -127 / -1023, whose exponent field is 0)                  */
+static ATTN_INLINE float32x4_t expk4_f32(float32x4_t xc, float32x4_t *r_,
+                                         float32x4_t *s_)
 {
     const float32x4_t magic = vdupq_n_f32(AX_MAGIC_F);
-    /* vmaxq returns NaN when x is NaN: NaN propagates */
-    float32x4_t xc = vmaxq_f32(vdupq_n_f32(AX_CLAMP_F), x);
     float32x4_t t = vfmaq_f32(magic, xc, vdupq_n_f32(AX_LOG2E_F));
     float32x4_t n = vsubq_f32(t, magic);
     float32x4_t r = vfmsq_f32(xc, n, vdupq_n_f32(AX_LN2HI_F));
@@ -49,23 +51,48 @@ static ATTN_INLINE float32x4_t exp4_f32(float32x4_t x)
     q = vfmaq_f32(vdupq_n_f32(AX_Q4_F), q, r);
     q = vfmaq_f32(vdupq_n_f32(AX_Q3_F), q, r);
     q = vfmaq_f32(vdupq_n_f32(AX_Q2_F), q, r);
-    /* p(r) = 1 + r (1 + r q(r)) */
-    q = vfmaq_f32(vdupq_n_f32(1.0f), q, r);
-    float32x4_t y = vfmaq_f32(vdupq_n_f32(1.0f), q, r);
     /* 2^n from the low bits of t (t = MAGIC + n) */
     int32x4_t e = vshlq_n_s32(
         vaddq_s32(vreinterpretq_s32_f32(t), vdupq_n_s32(127)), 23);
-    y = vmulq_f32(y, vreinterpretq_f32_s32(e));
+    *r_ = r;
+    *s_ = vreinterpretq_f32_s32(e);
+    return vfmaq_f32(vdupq_n_f32(1.0f), q, r);
+}
+
+/* exp(x), x <= 0 (or NaN / -inf): 4 floats */
+static ATTN_INLINE float32x4_t exp4_f32(float32x4_t x)
+{
+    /* vmaxq returns NaN when x is NaN: NaN propagates */
+    float32x4_t xc = vmaxq_f32(vdupq_n_f32(AX_CLAMP_F), x);
+    float32x4_t r, s;
+    float32x4_t q = expk4_f32(xc, &r, &s);
+    /* p(r) = 1 + r (1 + r q(r)) */
+    float32x4_t y = vfmaq_f32(vdupq_n_f32(1.0f), q, r);
+    y = vmulq_f32(y, s);
     /* x < ln(FLT_MIN) (incl. -inf): 0; NaN compares false and stays NaN */
     uint32x4_t under = vcltq_f32(x, vdupq_n_f32(AX_MINX_F));
     return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(y), under));
 }
 
-/* exp(x), x <= 0: 2 doubles */
-static ATTN_INLINE float64x2_t exp2_f64(float64x2_t x)
+/* tanh(x) = sign(x) * -m / (2 + m), m = expm1(-2|x|) in [-1, 0]: no
+ * cancellation near 0 (m = r q1 there), +-1 for large |x|, NaN stays NaN */
+static ATTN_INLINE float32x4_t tanh4_f32(float32x4_t x)
+{
+    float32x4_t a2 = vmulq_f32(vabsq_f32(x), vdupq_n_f32(-2.0f));
+    float32x4_t xc = vmaxq_f32(vdupq_n_f32(AX_CLAMP_F), a2);
+    float32x4_t r, s;
+    float32x4_t q = expk4_f32(xc, &r, &s);
+    float32x4_t m = vfmaq_f32(vsubq_f32(s, vdupq_n_f32(1.0f)), s,
+                              vmulq_f32(q, r));
+    float32x4_t th = vdivq_f32(vsubq_f32(vdupq_n_f32(0.0f), m),
+                               vaddq_f32(vdupq_n_f32(2.0f), m));
+    return vbslq_f32(vdupq_n_u32(0x80000000u), x, th);
+}
+
+static ATTN_INLINE float64x2_t expk2_f64(float64x2_t xc, float64x2_t *r_,
+                                         float64x2_t *s_)
 {
     const float64x2_t magic = vdupq_n_f64(AX_MAGIC_D);
-    float64x2_t xc = vmaxq_f64(vdupq_n_f64(AX_CLAMP_D), x);
     float64x2_t t = vfmaq_f64(magic, xc, vdupq_n_f64(AX_LOG2E_D));
     float64x2_t n = vsubq_f64(t, magic);
     float64x2_t r = vfmsq_f64(xc, n, vdupq_n_f64(AX_LN2HI_D));
@@ -80,14 +107,37 @@ static ATTN_INLINE float64x2_t exp2_f64(float64x2_t x)
     q = vfmaq_f64(vdupq_n_f64(AX_Q4_D), q, r);
     q = vfmaq_f64(vdupq_n_f64(AX_Q3_D), q, r);
     q = vfmaq_f64(vdupq_n_f64(AX_Q2_D), q, r);
-    /* p(r) = 1 + r (1 + r q(r)) */
-    q = vfmaq_f64(vdupq_n_f64(1.0), q, r);
-    float64x2_t y = vfmaq_f64(vdupq_n_f64(1.0), q, r);
     int64x2_t e = vshlq_n_s64(
         vaddq_s64(vreinterpretq_s64_f64(t), vdupq_n_s64(1023)), 52);
-    y = vmulq_f64(y, vreinterpretq_f64_s64(e));
+    *r_ = r;
+    *s_ = vreinterpretq_f64_s64(e);
+    return vfmaq_f64(vdupq_n_f64(1.0), q, r);
+}
+
+/* exp(x), x <= 0: 2 doubles */
+static ATTN_INLINE float64x2_t exp2_f64(float64x2_t x)
+{
+    float64x2_t xc = vmaxq_f64(vdupq_n_f64(AX_CLAMP_D), x);
+    float64x2_t r, s;
+    float64x2_t q = expk2_f64(xc, &r, &s);
+    /* p(r) = 1 + r (1 + r q(r)) */
+    float64x2_t y = vfmaq_f64(vdupq_n_f64(1.0), q, r);
+    y = vmulq_f64(y, s);
     uint64x2_t under = vcltq_f64(x, vdupq_n_f64(AX_MINX_D));
     return vreinterpretq_f64_u64(vbicq_u64(vreinterpretq_u64_f64(y), under));
+}
+
+static ATTN_INLINE float64x2_t tanh2_f64(float64x2_t x)
+{
+    float64x2_t a2 = vmulq_f64(vabsq_f64(x), vdupq_n_f64(-2.0));
+    float64x2_t xc = vmaxq_f64(vdupq_n_f64(AX_CLAMP_D), a2);
+    float64x2_t r, s;
+    float64x2_t q = expk2_f64(xc, &r, &s);
+    float64x2_t m = vfmaq_f64(vsubq_f64(s, vdupq_n_f64(1.0)), s,
+                              vmulq_f64(q, r));
+    float64x2_t th = vdivq_f64(vsubq_f64(vdupq_n_f64(0.0), m),
+                               vaddq_f64(vdupq_n_f64(2.0), m));
+    return vbslq_f64(vdupq_n_u64(0x8000000000000000ull), x, th);
 }
 
 /* x == -inf ? 0 : x */
@@ -123,6 +173,7 @@ static ATTN_INLINE float64x2_t safe2_f64(float64x2_t m)
 #define VSUB(a, b) vsubq_f64(a, b)
 #define VMAX(a, b) vmaxq_f64(a, b)
 #define VEXP(a) exp2_f64(a)
+#define VTANH(a) tanh2_f64(a)
 #define VSAFE(a) safe2_f64(a)
 #define VRSUM(a) vaddvq_f64(a)
 #else
@@ -140,6 +191,7 @@ static ATTN_INLINE float64x2_t safe2_f64(float64x2_t m)
 #define VSUB(a, b) vsubq_f32(a, b)
 #define VMAX(a, b) vmaxq_f32(a, b)
 #define VEXP(a) exp4_f32(a)
+#define VTANH(a) tanh4_f32(a)
 #define VSAFE(a) safe4_f32(a)
 #define VRSUM(a) vaddvq_f32(a)
 #endif

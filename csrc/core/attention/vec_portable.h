@@ -100,12 +100,13 @@
         return s;                                                              \
     }
 
-/* exp(x) for x <= 0: -inf and underflow -> 0, NaN -> NaN (exp.h) */
+/* The steps exp and expm1 share (exp.h), on xc = max(CLAMP, x):
+ * x = n ln2 + r; returns q1 = 1 + r q(r), so that exp(x) = 2^n (1 + r q1)
+ * and expm1(x) = 2^n (r q1) + (2^n - 1); *r_ = r, *s_ = 2^n (0 for the
+ * clamped n = -127 / -1023, whose exponent field is 0)                  */
 #define PV_EXP_F(P, A_)                                                        \
-    static ATTN_INLINE A_ P##vt P##exp(P##vt x)                               \
+    static ATTN_INLINE A_ P##vt P##expk(P##vt xc, P##vt *r_, P##vt *s_)       \
     {                                                                          \
-        const P##vt c = P##set1(AX_CLAMP_F);                                   \
-        P##vt xc = P##sel(x < c, c, x); /* NaN stays NaN */                    \
         P##vt t = xc * AX_LOG2E_F + AX_MAGIC_F;                                \
         P##vt n = t - AX_MAGIC_F;                                              \
         P##vt r = xc - n * AX_LN2HI_F;                                         \
@@ -115,19 +116,27 @@
         q = q * r + AX_Q4_F;                                                   \
         q = q * r + AX_Q3_F;                                                   \
         q = q * r + AX_Q2_F;                                                   \
-        q = q * r + 1.0f;                                                      \
-        P##vt y = q * r + 1.0f;                                                \
         /* 2^n from the low bits of t (t = MAGIC + n) */                       \
         P##vu e = ((P##vu)t + 127u) << 23;                                     \
-        y = y * (P##vt)e;                                                      \
+        *r_ = r;                                                               \
+        *s_ = (P##vt)e;                                                        \
+        return q * r + 1.0f;                                                   \
+    }                                                                          \
+    /* exp(x) for x <= 0: -inf and underflow -> 0, NaN -> NaN */             \
+    static ATTN_INLINE A_ P##vt P##exp(P##vt x)                               \
+    {                                                                          \
+        const P##vt c = P##set1(AX_CLAMP_F);                                   \
+        P##vt xc = P##sel(x < c, c, x); /* NaN stays NaN */                    \
+        P##vt r, s;                                                            \
+        P##vt q = P##expk(xc, &r, &s);                                         \
+        P##vt y = q * r + 1.0f;                                                \
+        y = y * s;                                                             \
         return P##sel(x < AX_MINX_F, P##set1(0), y);                           \
     }
 
 #define PV_EXP_D(P, A_)                                                        \
-    static ATTN_INLINE A_ P##vt P##exp(P##vt x)                               \
+    static ATTN_INLINE A_ P##vt P##expk(P##vt xc, P##vt *r_, P##vt *s_)       \
     {                                                                          \
-        const P##vt c = P##set1(AX_CLAMP_D);                                   \
-        P##vt xc = P##sel(x < c, c, x);                                        \
         P##vt t = xc * AX_LOG2E_D + AX_MAGIC_D;                                \
         P##vt n = t - AX_MAGIC_D;                                              \
         P##vt r = xc - n * AX_LN2HI_D;                                         \
@@ -142,11 +151,36 @@
         q = q * r + AX_Q4_D;                                                   \
         q = q * r + AX_Q3_D;                                                   \
         q = q * r + AX_Q2_D;                                                   \
-        q = q * r + 1.0;                                                       \
-        P##vt y = q * r + 1.0;                                                 \
         P##vu e = ((P##vu)t + 1023u) << 52;                                    \
-        y = y * (P##vt)e;                                                      \
+        *r_ = r;                                                               \
+        *s_ = (P##vt)e;                                                        \
+        return q * r + 1.0;                                                    \
+    }                                                                          \
+    static ATTN_INLINE A_ P##vt P##exp(P##vt x)                               \
+    {                                                                          \
+        const P##vt c = P##set1(AX_CLAMP_D);                                   \
+        P##vt xc = P##sel(x < c, c, x);                                        \
+        P##vt r, s;                                                            \
+        P##vt q = P##expk(xc, &r, &s);                                         \
+        P##vt y = q * r + 1.0;                                                 \
+        y = y * s;                                                             \
         return P##sel(x < AX_MINX_D, P##set1(0), y);                           \
+    }
+
+/* tanh(x) = sign(x) * -m / (2 + m), m = expm1(-2|x|) in [-1, 0]: no
+ * cancellation near 0 (m = r q1 there), +-1 for large |x|, NaN stays NaN */
+#define PV_TANH(P, T_, CLAMP, A_)                                              \
+    static ATTN_INLINE A_ P##vt P##tanh(P##vt x)                              \
+    {                                                                          \
+        const P##vu sgn = (P##vu)P##set1((T_)-0.0);                            \
+        P##vt a2 = (P##vt)((P##vu)x & ~sgn) * (T_)-2;                          \
+        const P##vt c = P##set1(CLAMP);                                        \
+        P##vt xc = P##sel(a2 < c, c, a2);                                      \
+        P##vt r, s;                                                            \
+        P##vt q = P##expk(xc, &r, &s);                                         \
+        P##vt m = s * (q * r) + (s - (T_)1);                                   \
+        P##vt th = ((T_)0 - m) / ((T_)2 + m);                                  \
+        return (P##vt)((P##vu)th | ((P##vu)x & sgn));                          \
     }
 
 PV_TYPES(pf4_, 4, float, uint32_t, int32_t)
@@ -155,6 +189,8 @@ PV_OPS(pf4_, 4, float, )
 PV_OPS(pd2_, 2, double, )
 PV_EXP_F(pf4_, )
 PV_EXP_D(pd2_, )
+PV_TANH(pf4_, float, AX_CLAMP_F, )
+PV_TANH(pd2_, double, AX_CLAMP_D, )
 
 #if ATTN_ARCH_X86
 /* the wide variant: AVX2 registers, unfused multiply and add */
@@ -165,6 +201,8 @@ PV_OPS(pf8_, 8, float, ATTN_PORT_WIDE_ATTR)
 PV_OPS(pd4_, 4, double, ATTN_PORT_WIDE_ATTR)
 PV_EXP_F(pf8_, ATTN_PORT_WIDE_ATTR)
 PV_EXP_D(pd4_, ATTN_PORT_WIDE_ATTR)
+PV_TANH(pf8_, float, AX_CLAMP_F, ATTN_PORT_WIDE_ATTR)
+PV_TANH(pd4_, double, AX_CLAMP_D, ATTN_PORT_WIDE_ATTR)
 #define ATTN_PORT_HAVE_WIDE 1
 #endif
 
@@ -176,10 +214,9 @@ PV_EXP_D(pd4_, ATTN_PORT_WIDE_ATTR)
 
 #else /* !ATTN_PORT_VEXT: structs of W lanes and loops */
 
-/* exp(x) for x <= 0, one lane: the same steps as PV_EXP_F / PV_EXP_D */
-static inline float pexp_f(float x)
+/* one lane: the same steps as PV_EXP_F / PV_EXP_D / PV_TANH */
+static inline float pexpk_f(float xc, float *r_, float *s_)
 {
-    float xc = x < AX_CLAMP_F ? AX_CLAMP_F : x;
     float t = xc * AX_LOG2E_F + AX_MAGIC_F;
     float n = t - AX_MAGIC_F;
     float r = xc - n * AX_LN2HI_F;
@@ -189,20 +226,36 @@ static inline float pexp_f(float x)
     q = q * r + AX_Q4_F;
     q = q * r + AX_Q3_F;
     q = q * r + AX_Q2_F;
-    q = q * r + 1.0f;
-    float y = q * r + 1.0f;
     uint32_t bits;
     memcpy(&bits, &t, sizeof bits);
     bits = (bits + 127u) << 23;
-    float s;
-    memcpy(&s, &bits, sizeof s);
+    memcpy(s_, &bits, sizeof bits);
+    *r_ = r;
+    return q * r + 1.0f;
+}
+
+static inline float pexp_f(float x)
+{
+    float xc = x < AX_CLAMP_F ? AX_CLAMP_F : x;
+    float r, s;
+    float q = pexpk_f(xc, &r, &s);
+    float y = q * r + 1.0f;
     y = y * s;
     return x < AX_MINX_F ? 0.0f : y;
 }
 
-static inline double pexp_d(double x)
+static inline float ptanh_f(float x)
 {
-    double xc = x < AX_CLAMP_D ? AX_CLAMP_D : x;
+    float a2 = fabsf(x) * -2.0f;
+    float xc = a2 < AX_CLAMP_F ? AX_CLAMP_F : a2;
+    float r, s;
+    float q = pexpk_f(xc, &r, &s);
+    float m = s * (q * r) + (s - 1.0f);
+    return copysignf((0.0f - m) / (2.0f + m), x);
+}
+
+static inline double pexpk_d(double xc, double *r_, double *s_)
+{
     double t = xc * AX_LOG2E_D + AX_MAGIC_D;
     double n = t - AX_MAGIC_D;
     double r = xc - n * AX_LN2HI_D;
@@ -217,18 +270,35 @@ static inline double pexp_d(double x)
     q = q * r + AX_Q4_D;
     q = q * r + AX_Q3_D;
     q = q * r + AX_Q2_D;
-    q = q * r + 1.0;
-    double y = q * r + 1.0;
     uint64_t bits;
     memcpy(&bits, &t, sizeof bits);
     bits = (bits + 1023u) << 52;
-    double s;
-    memcpy(&s, &bits, sizeof s);
+    memcpy(s_, &bits, sizeof bits);
+    *r_ = r;
+    return q * r + 1.0;
+}
+
+static inline double pexp_d(double x)
+{
+    double xc = x < AX_CLAMP_D ? AX_CLAMP_D : x;
+    double r, s;
+    double q = pexpk_d(xc, &r, &s);
+    double y = q * r + 1.0;
     y = y * s;
     return x < AX_MINX_D ? 0.0 : y;
 }
 
-#define PV_SOPS(P, W_, T_, EXP1)                                               \
+static inline double ptanh_d(double x)
+{
+    double a2 = fabs(x) * -2.0;
+    double xc = a2 < AX_CLAMP_D ? AX_CLAMP_D : a2;
+    double r, s;
+    double q = pexpk_d(xc, &r, &s);
+    double m = s * (q * r) + (s - 1.0);
+    return copysign((0.0 - m) / (2.0 + m), x);
+}
+
+#define PV_SOPS(P, W_, T_, EXP1, TANH1)                                               \
     typedef struct { T_ v[W_]; } P##vt;                                        \
     static inline P##vt P##set1(T_ x)                                          \
     {                                                                          \
@@ -295,10 +365,16 @@ static inline double pexp_d(double x)
         for (int i = 0; i < W_; i++)                                           \
             a.v[i] = EXP1(a.v[i]);                                             \
         return a;                                                              \
+    }                                                                          \
+    static inline P##vt P##tanh(P##vt a)                                       \
+    {                                                                          \
+        for (int i = 0; i < W_; i++)                                           \
+            a.v[i] = TANH1(a.v[i]);                                            \
+        return a;                                                              \
     }
 
-PV_SOPS(pf4_, 4, float, pexp_f)
-PV_SOPS(pd2_, 2, double, pexp_d)
+PV_SOPS(pf4_, 4, float, pexp_f, ptanh_f)
+PV_SOPS(pd2_, 2, double, pexp_d, ptanh_d)
 #endif /* ATTN_PORT_VEXT */
 
 #endif /* ATTNPY_VEC_PORTABLE_H */
@@ -358,6 +434,7 @@ PV_SOPS(pd2_, 2, double, pexp_d)
 #endif
 #define VMAX(a, b) PV_P_(max)(a, b)
 #define VEXP(a) PV_P_(exp)(a)
+#define VTANH(a) PV_P_(tanh)(a)
 #define VSAFE(a) PV_P_(safe)(a)
 #define VRSUM(a) PV_P_(rsum)(a)
 #undef ATTN_VEC_F64

@@ -19,3 +19,4 @@
 #undef VEXP
 #undef VSAFE
 #undef VRSUM
+#undef VTANH

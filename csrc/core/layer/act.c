@@ -9,18 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layer/act_vec.h"
 #include "layer/rows.h"
-
-#define GELU_SQRT1_2 0.70710678118654752440   /* 1 / sqrt(2)              */
-#define GELU_INV_SQRT_2PI 0.39894228040143267794 /* 1 / sqrt(2 pi)        */
-#define GELU_BETA 0.79788456080286535588      /* sqrt(2 / pi)             */
-#define GELU_KAPPA 0.044715
 
 typedef struct {
     attn_act act;
     size_t n;
     attn_mat y, x, bias;       /* forward                                  */
     attn_mat dx, dy;           /* backward (y unused)                      */
+    int vec;                   /* float32 gelu rows by act_avx2.c          */
 } act_ctx;
 
 #if defined(__GNUC__)
@@ -101,29 +98,32 @@ static inline ACT_INLINE T dact_##SFX(attn_act act, T h)                       \
 static inline ACT_INLINE void fwd_row_##SFX(const act_ctx *c, size_t r,       \
                                             attn_act A, int unit)             \
 {                                                                              \
+    const size_t n = c->n; /* a local: stores to y cannot change it */        \
     const T *b = c->bias.data;                                                 \
     const T *x = (const T *)c->x.data + ROW(c->x, r);                          \
     T *y = (T *)c->y.data + ROW(c->y, r);                                      \
     const ptrdiff_t sx = unit ? 1 : c->x.s1, sy = unit ? 1 : c->y.s1,          \
                     sb = unit ? 1 : c->bias.s1;                                \
-    for (size_t j = 0; j < c->n; j++) {                                        \
-        T h = x[(ptrdiff_t)j * sx];                                            \
-        if (b)                                                                 \
-            h += b[(ptrdiff_t)j * sb];                                         \
-        y[(ptrdiff_t)j * sy] = act_##SFX(A, h);                                \
-    }                                                                          \
+    if (b) /* two loops: no branch in either (relu's vectorises)      */ \
+        for (size_t j = 0; j < n; j++)                                      \
+            y[(ptrdiff_t)j * sy] =                                             \
+                act_##SFX(A, x[(ptrdiff_t)j * sx] + b[(ptrdiff_t)j * sb]);     \
+    else                                                                       \
+        for (size_t j = 0; j < n; j++)                                      \
+            y[(ptrdiff_t)j * sy] = act_##SFX(A, x[(ptrdiff_t)j * sx]);         \
 }                                                                              \
 static inline ACT_INLINE void bwd_row_##SFX(const act_ctx *c, size_t r,       \
                                             double *acc, attn_act A,          \
                                             int unit)                         \
 {                                                                              \
+    const size_t n = c->n;                                                     \
     const T *b = c->bias.data;                                                 \
     const T *x = (const T *)c->x.data + ROW(c->x, r);                          \
     const T *dy = (const T *)c->dy.data + ROW(c->dy, r);                       \
     T *dx = (T *)c->dx.data + ROW(c->dx, r);                                   \
     const ptrdiff_t sx = unit ? 1 : c->x.s1, sdy = unit ? 1 : c->dy.s1,        \
                     sdx = unit ? 1 : c->dx.s1, sb = unit ? 1 : c->bias.s1;     \
-    for (size_t j = 0; j < c->n; j++) {                                        \
+    for (size_t j = 0; j < n; j++) {                                        \
         T h = x[(ptrdiff_t)j * sx];                                            \
         if (b)                                                                 \
             h += b[(ptrdiff_t)j * sb];                                         \
@@ -142,6 +142,8 @@ static void fwd_##SFX(void *ctx, size_t r0, size_t r1, double *acc)            \
     const act_ctx *c = ctx;                                                    \
     int unit = c->x.s1 == 1 && c->y.s1 == 1                                    \
                && (!c->bias.data || c->bias.s1 == 1);                          \
+    if (vec_rows_##SFX(c, r0, r1, NULL))                                       \
+        return;                                                                \
     for (size_t r = r0; r < r1; r++)                                           \
         ACT_DISPATCH(fwd_row_##SFX(c, r, (attn_act)ACT, UNIT));                \
 }                                                                              \
@@ -151,8 +153,80 @@ static void bwd_##SFX(void *ctx, size_t r0, size_t r1, double *acc)            \
     const act_ctx *c = ctx;                                                    \
     int unit = c->x.s1 == 1 && c->dy.s1 == 1 && c->dx.s1 == 1                  \
                && (!c->bias.data || c->bias.s1 == 1);                          \
+    if (vec_rows_##SFX(c, r0, r1, acc))                                        \
+        return;                                                                \
     for (size_t r = r0; r < r1; r++)                                           \
         ACT_DISPATCH(bwd_row_##SFX(c, r, acc, (attn_act)ACT, UNIT));           \
+}
+
+/* one row of vec_rows_f32 with any strides: in blocks gathered into unit
+ * stride buffers, so that every layout gets the same bits               */
+static void vec_row_strided(const act_ctx *c, size_t r, double *acc)
+{
+    enum { BLK = 256 };
+    float xb[BLK], bb[BLK], db[BLK];
+    const float *x = (const float *)c->x.data + ROW(c->x, r);
+    const float *b = c->bias.data;
+    const float *dy = c->dy.data
+                          ? (const float *)c->dy.data + ROW(c->dy, r) : NULL;
+    attn_mat o = dy ? c->dx : c->y;
+    float *out = (float *)o.data + ROW(o, r);
+    for (size_t j0 = 0; j0 < c->n; j0 += BLK) {
+        size_t m = c->n - j0 < BLK ? c->n - j0 : BLK;
+        for (size_t j = 0; j < m; j++) {
+            xb[j] = x[(ptrdiff_t)(j0 + j) * c->x.s1];
+            if (b)
+                bb[j] = b[(ptrdiff_t)(j0 + j) * c->bias.s1];
+            if (dy)
+                db[j] = dy[(ptrdiff_t)(j0 + j) * c->dy.s1];
+        }
+        attn__gelu_row_f32_avx2(c->act == ATTN_ACT_GELU_TANH, m, xb, xb,
+                                b ? bb : NULL, dy ? db : NULL,
+                                acc ? acc + j0 : NULL);
+        for (size_t j = 0; j < m; j++)
+            out[(ptrdiff_t)(j0 + j) * o.s1] = xb[j];
+    }
+}
+
+/* rows [r0, r1) by the vector code when c->vec (float32 gelu): forward
+ * when c->dy is empty, else backward; 1 if done                          */
+static int vec_rows_f32(const act_ctx *c, size_t r0, size_t r1, double *acc)
+{
+    if (!c->vec)
+        return 0;
+    const float *b = c->bias.data;
+    int tanh_form = c->act == ATTN_ACT_GELU_TANH;
+    int unit = c->x.s1 == 1 && (!b || c->bias.s1 == 1)
+               && (c->dy.data ? c->dy.s1 == 1 && c->dx.s1 == 1
+                              : c->y.s1 == 1);
+    for (size_t r = r0; r < r1; r++) {
+        const float *x = (const float *)c->x.data + ROW(c->x, r);
+        if (!unit)
+            vec_row_strided(c, r, acc);
+        else if (c->dy.data)
+            attn__gelu_row_f32_avx2(
+                tanh_form, c->n, (float *)c->dx.data + ROW(c->dx, r), x, b,
+                (const float *)c->dy.data + ROW(c->dy, r), acc);
+        else
+            attn__gelu_row_f32_avx2(tanh_form, c->n,
+                                    (float *)c->y.data + ROW(c->y, r), x, b,
+                                    NULL, NULL);
+    }
+    return 1;
+}
+
+static int vec_rows_f64(const act_ctx *c, size_t r0, size_t r1, double *acc)
+{
+    (void)c, (void)r0, (void)r1, (void)acc;
+    return 0;
+}
+
+/* whether float32 gelu rows go to act_avx2.c                            */
+static int use_vec(attn_dtype dtype, attn_act act)
+{
+    return dtype == ATTN_F32
+           && (act == ATTN_ACT_GELU || act == ATTN_ACT_GELU_TANH)
+           && attn__gelu_avx2_ok();
 }
 
 DEFINE_ACT(float, uint32_t, f32, erff, tanhf, expf)
@@ -172,7 +246,8 @@ attn_status attn_bias_act(attn_dtype dtype, attn_act act, size_t nrows,
         return ATTN_EINVAL;
     if (n == 0)
         return ATTN_OK;
-    act_ctx c = {.act = act, .n = n, .y = y, .x = x, .bias = bias};
+    act_ctx c = {.act = act, .n = n, .y = y, .x = x, .bias = bias,
+                 .vec = use_vec(dtype, act)};
     return attn__rows_run(nrows, n, 0, NULL,
                           dtype == ATTN_F32 ? fwd_f32 : fwd_f64, &c,
                           act_work(act), ex);
@@ -188,7 +263,7 @@ attn_status attn_bias_act_backward(attn_dtype dtype, attn_act act,
     if (n == 0)
         return ATTN_OK;
     act_ctx c = {.act = act, .n = n, .x = x, .bias = bias, .dx = dx,
-                 .dy = dy};
+                 .dy = dy, .vec = use_vec(dtype, act)};
     double *sums = NULL;
     if (dbias.data) {
         if (n > SIZE_MAX / sizeof(double))

@@ -14,6 +14,27 @@
 #define CAT(a, b) CAT2(a, b)
 #define FN(name) CAT(name, SFX)
 
+/* BODY for j = 0 .. n-1 with lane l = j mod 8: whole blocks of 8 with a
+ * constant inner trip count, so that the compiler unrolls them and keeps
+ * the 8 lane sums in registers (a[j & 7] kept them in memory: a load, an
+ * add and a store per element), then the tail. The same sums in the same
+ * order as a plain loop over j.                                           */
+#ifndef LN_LANES
+#define LN_LANES(n, ...)                                                       \
+    do {                                                                       \
+        const size_t nb_ = (n) & ~(size_t)7;                                   \
+        size_t j, l;                                                           \
+        for (size_t j0_ = 0; j0_ < nb_; j0_ += 8)                              \
+            for (l = 0; l < 8; l++) {                                          \
+                j = j0_ + l;                                                   \
+                __VA_ARGS__                                                    \
+            }                                                                  \
+        for (j = nb_, l = 0; j < (n); j++, l++) {                              \
+            __VA_ARGS__                                                        \
+        }                                                                      \
+    } while (0)
+#endif
+
 /* the 8 partial sums, added in a fixed order */
 static inline double FN(lanes_total)(const double *a)
 {
@@ -25,10 +46,10 @@ static inline LN_INLINE double FN(row_var)(const T *s, ptrdiff_t st, size_t n,
                                            double mean)
 {
     double a[8] = {0};
-    for (size_t j = 0; j < n; j++) {
+    LN_LANES(n, {
         double d = (double)s[(ptrdiff_t)j * st] - mean;
-        a[j & 7] += d * d;
-    }
+        a[l] += d * d;
+    });
     return FN(lanes_total)(a) / (double)n;
 }
 
@@ -71,7 +92,7 @@ static inline LN_INLINE void FN(ln_fwd_row)(const attn_norm *p, size_t r,
     const T *w = p->weight.data, *b = p->bias.data;
     /* 1 */
     double a[8] = {0};
-    for (size_t j = 0; j < n; j++) {
+    LN_LANES(n, {
         T s = x[(ptrdiff_t)j * sx];
         if (res && shift)
             s += res[(ptrdiff_t)j * sr] + shift[(ptrdiff_t)j * sc];
@@ -82,8 +103,8 @@ static inline LN_INLINE void FN(ln_fwd_row)(const attn_norm *p, size_t r,
         y[(ptrdiff_t)j * sy] = s;
         if (sum)
             sum[(ptrdiff_t)j * ss] = s;
-        a[j & 7] += (double)s;
-    }
+        a[l] += (double)s;
+    });
     double mean = FN(lanes_total)(a) / (double)n;
     /* 2 */
     double var = FN(row_var)(y, sy, n, mean), rstd, k;
@@ -137,25 +158,24 @@ static inline LN_INLINE void FN(ln_bwd_row)(const attn_norm_grad *p,
     T *dx = (T *)p->dx.data + ROW(p->dx, r);
     /* 1 */
     double a[8] = {0};
-    for (size_t j = 0; j < n; j++)
-        a[j & 7] += (double)s[(ptrdiff_t)j * ss];
+    LN_LANES(n, a[l] += (double)s[(ptrdiff_t)j * ss];);
     double mean = FN(lanes_total)(a) / (double)n;
     double var = FN(row_var)(s, ss, n, mean), rstd, k;
     FN(row_scale)(var, p->eps, p->eps_in_sqrt, &rstd, &k);
     /* 2 */
     double ag[8] = {0}, agx[8] = {0};
     double *dw = acc, *db = acc ? acc + n : NULL;
-    for (size_t j = 0; j < n; j++) {
+    LN_LANES(n, {
         double xh = ((double)s[(ptrdiff_t)j * ss] - mean) * rstd;
         double d = (double)dy[(ptrdiff_t)j * sdy];
         double g = w ? d * (double)w[(ptrdiff_t)j * sw] : d;
-        ag[j & 7] += g;
-        agx[j & 7] += g * xh;
+        ag[l] += g;
+        agx[l] += g * xh;
         if (acc) {
             dw[j] += d * xh;
             db[j] += d;
         }
-    }
+    });
     double mg = FN(lanes_total)(ag) / (double)n;
     double mgx = FN(lanes_total)(agx) / (double)n;
     /* 3 */

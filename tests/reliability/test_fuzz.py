@@ -10,8 +10,8 @@ import re
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(TESTS)
 SUMMARY = re.compile(r"^fuzz_calls: seed=(\d+) calls=(\d+) ok=(\d+) "
                      r"expected_errors=(\d+) unexpected_errors=(\d+) "
                      r"failures=(\d+) distinct=(\d+)",
@@ -21,7 +21,7 @@ SUMMARY = re.compile(r"^fuzz_calls: seed=(\d+) calls=(\d+) ok=(\d+) "
 def run_fuzzer(*args, timeout=300):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep
                + os.environ.get("PYTHONPATH", ""), PYTHONFAULTHANDLER="1")
-    return subprocess.run([sys.executable, os.path.join(HERE, "fuzz_calls.py"),
+    return subprocess.run([sys.executable, os.path.join(TESTS, "fuzz_calls.py"),
                            *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout)
 

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MAX_FILE = 700
 MAX_FUNC = 120
 EXEMPT_FILES = {os.path.join("attnpy", "reference.py")}

@@ -4,7 +4,7 @@ independent torch autograd oracle, errors.
 The layer's backward calls attnpy.attention(..., return_lse=True) and
 attnpy.attention_backward. Here the fixture `attn_grad` installs the
 private NumPy versions of tests/_grad_np.py, so these tests check the
-layer's chain rule on their own; tests/pending_mha_grad_kernel.py runs the
+layer's chain rule on their own; tests/layer/test_mha_grad_kernel.py runs the
 very same tests over the C kernels (enable it when they are on main).
 """
 import numpy as np

@@ -16,7 +16,7 @@ import matplotlib  # noqa: F401
 import nbclient
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "examples" / "attention_walkthrough.ipynb"
 
 

@@ -30,7 +30,7 @@ WARMUP = 5_000
 RSS_SLACK = 2 << 20          # bytes
 BLOCK_SLACK = 2_000          # pymalloc blocks
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 rng = np.random.default_rng(5)
 Q = rng.standard_normal((2, 3, 4))
@@ -58,6 +58,11 @@ RO = np.empty((2, 3, 6))
 RO.flags.writeable = False
 HUGE = np.broadcast_to(np.zeros((1, 1)), (2 ** 45, 1))
 BCAST_Q = np.broadcast_to(Q[:1], (8, 2, 3, 4))
+# the attention variants: 4 query heads on 2 K/V heads, slopes per head
+GQ = rng.standard_normal((2, 4, 3, 4))
+GK, GV = rng.standard_normal((2, 2, 2, 5, 4))
+SLOPES = rng.uniform(0, 1, 4)
+GOUT, GLSE = attnpy.attention(GQ, GK, GV, enable_gqa=True, return_lse=True)
 V3 = np.ones((3, 5, 6))
 M44 = np.ones((4, 4))
 M0 = np.zeros((3, 5))
@@ -76,6 +81,13 @@ def sq_aliased():
 
 GOOD = {
     "attention": lambda: attnpy.attention(Q, K, V),
+    "attention-variants": lambda: attnpy.attention(
+        Q, K, V, causal=True, window=(1, None), softcap=2.0,
+        alibi_slopes=SLOPES[:2, None]),
+    "attention-gqa-alibi": lambda: attnpy.attention(
+        GQ, GK, GV, enable_gqa=True, alibi_slopes=SLOPES),
+    "attention_backward-variants": lambda: attnpy.attention_backward(
+        GOUT, GQ, GK, GV, GOUT, GLSE, enable_gqa=True),
     "attention-f32": lambda: attnpy.attention(Q32, K32, V32),
     "attention-mask-bias-causal": lambda: attnpy.attention(
         Q, K, V, mask=MASK, bias=BIAS, causal="bottom_right"),
@@ -122,6 +134,15 @@ GOOD = {
 
 BAD = {
     "attention-E-mismatch": (lambda: attnpy.attention(Q, V, V), ValueError),
+    "attention-bad-window": (lambda: attnpy.attention(Q, K, V,
+                                                      window=(-1, 0)),
+                             ValueError),
+    "attention-bad-alibi": (lambda: attnpy.attention(
+        Q, K, V, alibi_slopes=SLOPES), ValueError),
+    "attention-bad-softcap": (lambda: attnpy.attention(Q, K, V, softcap=0),
+                              ValueError),
+    "attention-gqa-heads": (lambda: attnpy.attention(
+        GQ, GK[:, :1].repeat(3, 1), GV, enable_gqa=True), ValueError),
     "attention-batch-mismatch": (lambda: attnpy.attention(Q, K, V3),
                                  ValueError),
     "attention-complex": (lambda: attnpy.attention(Q.astype(complex), K, V),
@@ -172,6 +193,7 @@ BAD = {
 
 WATCHED = [Q, K, V, Q32, Qh, Qi, Qt, Qbig, MASK, MASKF, BIAS, OUT, WOUT, OUT_T,
            SQ, X, XOUT, PE, H4, HOUT, RO, HUGE, BCAST_Q, *ZERO_S, R32, LSE,
+           GQ, GK, GV, SLOPES, GOUT, GLSE,
            np.dtype(np.float64), np.dtype(np.float32), np.dtype(bool),
            np.dtype(np.int32), np.dtype(np.float16),
            "zero", "uniform", "nan", "raise", "top_left", "bottom_right",
@@ -220,7 +242,7 @@ def check(call):
 @pytest.fixture(autouse=True, scope="module")
 def _one_thread():
     """Leak checks measure the binding; the result is the same for any
-    thread count (tests/test_threads.py)."""
+    thread count (tests/reliability/test_threads.py)."""
     old = attnpy.set_num_threads(1)
     yield
     attnpy.set_num_threads(old)

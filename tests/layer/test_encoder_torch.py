@@ -1,7 +1,8 @@
 """TransformerEncoderLayer, layer_norm, gelu and feed_forward against
 PyTorch (an oracle for the tests only; never a run-time dependency):
 torch.nn.TransformerEncoderLayer in eval mode with the same weights, for
-every option combination, 1e-8 in float64; the backward functions against
+every option combination, forward and backward (dx and every parameter's
+gradient), 1e-8 in float64; the backward functions against
 torch.autograd."""
 import itertools
 
@@ -89,20 +90,58 @@ def test_encoder_layer_matches_torch(activation, norm_first, eps_in_sqrt,
             setattr(layer.attention, f"b_{k}", rng.standard_normal(d) * 0.3)
     tl = _torch_layer(layer)
     x = rng.standard_normal((3, 9, d))
-    xt = torch.tensor(x)
     lengths = [9, 5, 1]
     # grad enabled: torch's layer runs its modules (the no_grad "fast
     # path" would bypass the tutorial-form norms)
     pad = torch.arange(9)[None, :] >= torch.tensor(lengths)[:, None]
     cases = [
-        (layer.forward(x), tl(xt)),
-        (layer.forward(x, causal=True),
-         tl(xt, src_mask=torch.ones(9, 9, dtype=torch.bool).triu(1))),
-        (layer.forward(x, attnpy.padding_mask(lengths, 9)),
-         tl(xt, src_key_padding_mask=pad)),
+        (dict(), dict()),
+        (dict(causal=True),
+         dict(src_mask=torch.ones(9, 9, dtype=torch.bool).triu(1))),
+        (dict(mask=attnpy.padding_mask(lengths, 9)),
+         dict(src_key_padding_mask=pad)),
     ]
-    for got, want in cases:
-        assert np.abs(got - want.detach().numpy()).max() < 1e-8
+    for ours, theirs in cases:
+        tl.zero_grad()
+        xt = torch.tensor(x, requires_grad=True)
+        yt = tl(xt, **theirs)
+        got = layer.forward(x, ours.get("mask"),
+                            causal=ours.get("causal", False))
+        assert np.abs(got - yt.detach().numpy()).max() < 1e-8
+        dy = rng.standard_normal(x.shape)
+        yt.backward(torch.tensor(dy))
+        dx = layer.backward(dy)
+        assert dx.shape == x.shape
+        assert np.abs(dx - xt.grad.numpy()).max() < 1e-8
+        want = _torch_grads(tl, bias)
+        assert sorted(layer.grads) == sorted(k for k in want if k[1] != "_")
+        mine = dict(layer.grads, **layer.attention.grads)
+        assert sorted(mine) == sorted(want)
+        for k, g in want.items():
+            assert mine[k].shape == g.shape, k
+            assert np.abs(mine[k] - g).max() < 1e-8, k
+
+
+def _torch_grads(t, bias):
+    """The gradients of torch's layer under attnpy's names and layouts
+    ((in, out) matrices)."""
+    d = t.linear1.in_features
+    g = lambda p: p.grad.numpy()  # noqa: E731
+    w_in, b_in = g(t.self_attn.in_proj_weight), g(t.self_attn.in_proj_bias)
+    out = {"W1": g(t.linear1.weight).T, "b1": g(t.linear1.bias),
+           "W2": g(t.linear2.weight).T, "b2": g(t.linear2.bias),
+           "W_o": g(t.self_attn.out_proj.weight).T}
+    for i in (1, 2):
+        norm = getattr(t, f"norm{i}")
+        out[f"norm{i}_weight"], out[f"norm{i}_bias"] = (g(norm.weight),
+                                                        g(norm.bias))
+    for j, k in enumerate("qkv"):
+        out[f"W_{k}"] = w_in[j * d:(j + 1) * d].T
+        if bias:
+            out[f"b_{k}"] = b_in[j * d:(j + 1) * d]
+    if bias:
+        out["b_o"] = g(t.self_attn.out_proj.bias)
+    return out
 
 
 @pytest.mark.parametrize("eps_in_sqrt", [False, True])

@@ -24,7 +24,7 @@ import pytest
 import _interrupt
 import attnpy
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 N_THREADS = 8
 
 rng = np.random.default_rng(11)

@@ -11,7 +11,7 @@ import pytest
 import attnpy
 from attnpy import reference
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def run_module(*args, env=None):

@@ -18,7 +18,7 @@ from attnpy import reference as ref
 
 from _arrays import TOLERANCES, all_arrays, layouts, snapshot, strided_empty
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def close(got, want, dtype=None):

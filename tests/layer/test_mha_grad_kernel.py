@@ -1,4 +1,4 @@
-"""The tests of tests/test_mha_grad.py over attnpy's own fused kernels
+"""The tests of tests/layer/test_mha_grad.py over attnpy's own fused kernels
 (test_mha_grad.py runs them over a private NumPy attention backward, so a
 bug in the kernel and one in the layer's chain rule are told apart)."""
 import pytest

@@ -106,6 +106,110 @@ def test_broadcast_kv_and_numpy_inputs():
     check(got.compute(), want, np.float64)
 
 
+def gqa_data(dtype=np.float64, seed=10):
+    """6 query heads over 2 K/V heads, a per-head mask and a shared bias;
+    the expected result repeats K/V heads explicitly (head h reads K/V head
+    h // 3), which is what enable_gqa means."""
+    Q, K, V = data((2, 6, 24, 8), 40, dtype=dtype, seed=seed, kv_batch=(2, 2))
+    rng = np.random.default_rng(seed + 1)
+    mask = rng.random((2, 6, 24, 40)) > 0.2
+    bias = rng.standard_normal((1, 24, 40)).astype(dtype)
+    return Q, K, V, mask, bias
+
+
+def gqa_want(Q, K, V, mask, bias, causal):
+    g = Q.shape[-3] // K.shape[-3]
+    return attnpy.attention(Q, np.repeat(K, g, axis=-3), np.repeat(V, g, axis=-3),
+                            mask=mask, bias=bias, causal=causal)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("causal", [False, True, "bottom_right"])
+@pytest.mark.parametrize("qc, kc", [((2, 6, 24, 8), (2, 2, 40, 8)),
+                                    ((1, 2, 10, 8), (1, 1, 15, 8)),    # heads not aligned with groups
+                                    ((2, 3, 24, 8), (2, 2, 7, 8))])
+def test_gqa(dtype, causal, qc, kc):
+    Q, K, V, mask, bias = gqa_data(dtype)
+    want = gqa_want(Q, K, V, mask, bias, causal)
+    got, lse = attnpy.dask.attention(
+        da.from_array(Q, chunks=qc), da.from_array(K, chunks=kc),
+        da.from_array(V, chunks=kc), mask=da.from_array(mask, chunks=(1, 3, 12, 20)),
+        bias=bias, causal=causal, enable_gqa=True, return_lse=True)
+    assert got.shape == Q.shape[:-1] + (8,) and lse.shape == Q.shape[:-1]
+    check(got.compute(scheduler="threads"), want, dtype)
+
+
+VARIANTS = [dict(window=(5, 0)), dict(window=(None, 3)), dict(window=(4, 6)),
+            dict(alibi_slopes=2.0 ** -np.arange(1, 7)), dict(softcap=2.0),
+            dict(window=(7, 2), alibi_slopes=np.linspace(0.1, 0.6, 6),
+                 softcap=3.0)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("causal", [False, True, "bottom_right"])
+@pytest.mark.parametrize("kw", VARIANTS)
+def test_variants_at_their_place_in_the_sequence(dtype, causal, kw):
+    """window, ALiBi and softcap over uneven query and key chunks equal the
+    one-process call: each block sees global positions."""
+    Q, K, V = data((2, 6, 30, 8), 41, dtype=dtype, seed=12)
+    want = attnpy.attention(Q, K, V, causal=causal, **kw)
+    got = attnpy.dask.attention(da.from_array(Q, chunks=(1, 4, 7, 8)),
+                                da.from_array(K, chunks=(2, 6, 9, 8)),
+                                da.from_array(V, chunks=(2, 6, 9, 8)),
+                                causal=causal, split_every=2, **kw)
+    check(got.compute(scheduler="threads"), want, dtype)
+
+
+def test_variants_with_gqa_and_mask():
+    Q, K, V, mask, bias = gqa_data(seed=13)
+    slopes = np.linspace(0.05, 0.3, 6)
+    kw = dict(window=(6, 1), alibi_slopes=slopes, softcap=4.0, causal="bottom_right")
+    want = attnpy.attention(Q, K, V, mask=mask, bias=bias, enable_gqa=True, **kw)
+    got = attnpy.dask.attention(da.from_array(Q, chunks=(1, 3, 10, 8)),
+                                da.from_array(K, chunks=(1, 2, 9, 8)),
+                                da.from_array(V, chunks=(1, 2, 9, 8)), mask=mask,
+                                bias=bias, enable_gqa=True, **kw)
+    check(got.compute(scheduler="threads"), want, np.float64)
+
+
+def test_window_skips_pairs_outside_it():
+    """A window of 4 keys over 8 key chunks: each query chunk's partials are
+    only the key chunks its rows can see."""
+    Q, K, V = data((1, 64, 4), 64, seed=14)
+    got = attnpy.dask.attention(da.from_array(Q, chunks=(1, 8, 4)),
+                                da.from_array(K, chunks=(1, 8, 4)),
+                                da.from_array(V, chunks=(1, 8, 4)),
+                                causal=True, window=(3, 0))
+    parts = [k for k in dict(got.__dask_graph__()) if isinstance(k, tuple)
+             and str(k[0]).endswith("-part")]
+    assert len(parts) == 8 + 7          # its own chunk, and the one before
+    check(got.compute(), attnpy.attention(Q, K, V, causal=True, window=(3, 0)),
+          np.float64)
+
+
+def test_variant_errors_are_named():
+    Q, K, V = data((1, 6, 4), 10, seed=15)
+    with pytest.raises(ValueError, match="window sides"):
+        attnpy.dask.attention(Q, K, V, window=(-1, 2))
+    with pytest.raises(TypeError, match="window must be"):
+        attnpy.dask.attention(Q, K, V, window=3)
+    with pytest.raises(ValueError, match="softcap"):
+        attnpy.dask.attention(Q, K, V, softcap=0.0)
+    with pytest.raises(ValueError, match="alibi_slopes of shape"):
+        attnpy.dask.attention(Q, K, V, alibi_slopes=np.ones(3))
+
+
+def test_gqa_bad_heads_are_named():
+    Q, K, V, mask, bias = gqa_data()
+    with pytest.raises(ValueError, match="multiple of the key/value heads"):
+        attnpy.dask.attention(Q, K[:, :1].repeat(4, axis=1), V[:, :1].repeat(4, axis=1),
+                              enable_gqa=True)
+    with pytest.raises(ValueError, match="mask has 4 heads"):
+        attnpy.dask.attention(Q, K, V, mask=mask[:, :4], enable_gqa=True)
+    with pytest.raises(ValueError, match="needs a head axis"):
+        attnpy.dask.attention(Q[0, 0], K[0, 0], V[0, 0], enable_gqa=True)
+
+
 @pytest.mark.parametrize("policy", ["zero", "uniform", "nan"])
 def test_fully_masked_policies(policy):
     Q, K, V = data((1, 6, 4), 10, seed=5)
@@ -172,6 +276,13 @@ def test_distributed_equals_local(client, dtype):
                                     da.from_array(V, chunks=(2, 1, 16, 8)),
                                     causal=causal)
         check(client.compute(got).result(), want, dtype)
+    Q, K, V, mask, bias = gqa_data(dtype, seed=11)         # GQA, mask, bias
+    want = gqa_want(Q, K, V, mask, bias, "bottom_right")
+    got = attnpy.dask.attention(da.from_array(Q, chunks=(1, 3, 12, 8)),
+                                da.from_array(K, chunks=(1, 2, 16, 8)),
+                                da.from_array(V, chunks=(1, 2, 16, 8)), mask=mask,
+                                bias=bias, causal="bottom_right", enable_gqa=True)
+    check(client.compute(got).result(), want, dtype)
 
 
 def _die_once(block, flag):

@@ -24,7 +24,7 @@ import attnpy
 from attnpy import _core
 from attnpy import reference as ref
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _available_isas():

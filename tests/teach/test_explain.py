@@ -22,7 +22,7 @@ from attnpy import teach
 from attnpy.teach import explain, show
 from attnpy.teach.cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # 000_: "the cat sat", Q = K = V = X
 X = np.array([[0.9, 0.3, 0.1, 0.5],

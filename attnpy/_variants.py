@@ -1,0 +1,154 @@
+"""The attention variants' plumbing shared by attention,
+scaled_dot_product_attention, attention_backward and explain.
+
+window, alibi_slopes, softcap (and the private pos_shift) go to the C
+binding as they are; it checks them. enable_gqa is done here with views:
+Q (..., Hq, L, E) is seen as (..., Hkv, g, L, E) and K, V (..., Hkv, S, E)
+as (..., Hkv, 1, S, E), g = Hq // Hkv, so that query head h = kv * g + r
+reads K/V head kv = h // g (PyTorch's convention) through the binding's
+ordinary broadcasting: nothing is copied, and attention_backward's sums
+over broadcast dims give dK, dV summed over each group.
+"""
+import numpy as np
+
+from . import _core
+
+#: The keyword documentation shared by the public functions' docstrings.
+VARIANT_PARAMS = """\
+enable_gqa : bool, optional
+    Grouped-query attention: Q (..., Hq, L, E) with K and V
+    (..., Hkv, S, E), Hq a multiple of Hkv; query head h reads K/V head
+    ``h // (Hq // Hkv)`` (PyTorch's convention). A mask, bias or
+    alibi_slopes with a head axis has Hq (or 1) heads there.
+window : (left, right), optional
+    Sliding window: query i sees only keys ``i' - left <= j <= i' + right``
+    (i' = i, or i + S - L with ``causal="bottom_right"``); either side may
+    be None (unbounded). Intersected with causal, mask and bias:
+    ``window=(w - 1, 0)`` with ``causal=True`` is Mistral's w-token window.
+alibi_slopes : array_like, optional
+    ALiBi: shape (H,) or (B, H) for Q (B, H, L, E) (broadcast over the
+    leading dims like a mask's); ``slope * |i' - j|`` is subtracted from
+    the score after the bias.
+softcap : float, optional
+    Soft-capping (Gemma 2, Grok): the scaled scores s become
+    ``softcap * tanh(s / softcap)`` before bias, ALiBi and masks. > 0.
+"""
+
+
+def _split_head(a, axis, Hkv, g, Hq, fname, name):
+    """a with its head axis `axis` (negative) of length Hq or 1 seen as two
+    axes (Hkv, g) or (1, 1); a is returned as is when it has no head axis."""
+    if a is None:
+        return None
+    a = _core.as_real(a, fname, name)
+    if a.ndim < -axis:
+        return a
+    n = a.shape[axis]
+    if n not in (Hq, 1):
+        raise ValueError(f"{fname}: {name} has {n} heads (axis {axis}) but "
+                         f"Q has {Hq} (enable_gqa=True) ({name}.shape="
+                         f"{a.shape})")
+    return _split(a, axis, (Hkv, g) if n == Hq and n != 1 else (1, 1))
+
+
+def _split(a, axis, two):
+    """A view of `a` whose axis `axis` (negative) is split into two axes."""
+    shape = a.shape[:a.ndim + axis] + tuple(two) + a.shape[a.ndim + axis + 1:]
+    return np.reshape(a, shape, copy=False)   # a split never needs a copy
+
+
+def _merge(a, axis):
+    """`a` (a new C-contiguous result) with axes axis-1 and axis merged."""
+    k = a.ndim + axis
+    return a.reshape(a.shape[:k - 1] + (a.shape[k - 1] * a.shape[k],)
+                     + a.shape[k + 1:])
+
+
+class Gqa:
+    """The views of one enable_gqa call, and how to undo them."""
+
+    def __init__(self, fname, Q, K, V):
+        Q = _core.as_real(Q, fname, "Q")
+        K = _core.as_real(K, fname, "K")
+        V = _core.as_real(V, fname, "V")
+        if Q.ndim < 3 or K.ndim < 3 or V.ndim < 3:
+            raise ValueError(
+                f"{fname}: enable_gqa=True needs a head axis: Q (..., Hq, L, "
+                f"E), K and V (..., Hkv, S, E), got Q.shape={Q.shape}, "
+                f"K.shape={K.shape}, V.shape={V.shape}")
+        Hq, Hkv = Q.shape[-3], K.shape[-3]
+        if V.shape[-3] != Hkv:
+            raise ValueError(f"{fname}: K has {Hkv} heads but V has "
+                             f"{V.shape[-3]} (K.shape={K.shape}, "
+                             f"V.shape={V.shape})")
+        if Hkv == 0 or Hq % Hkv:
+            raise ValueError(f"{fname}: enable_gqa=True needs Q's heads to be "
+                             f"a multiple of K's, got Hq={Hq}, Hkv={Hkv} "
+                             f"(Q.shape={Q.shape}, K.shape={K.shape})")
+        self.fname, self.Hq, self.Hkv, self.g = fname, Hq, Hkv, Hq // Hkv
+        self.Q0, self.K0, self.V0 = Q, K, V
+        self.Q = _split(Q, -3, (Hkv, self.g))
+        self.K = K[..., None, :, :]
+        self.V = V[..., None, :, :]
+
+    def heads(self, a, name, axis=-3):
+        """A mask / bias (head axis -3) or slopes (axis -1) of Hq heads."""
+        return _split_head(a, axis, self.Hkv, self.g, self.Hq, self.fname,
+                           name)
+
+    def dest(self, a, axis=-3):
+        """A caller's out= array of Hq heads as a (..., Hkv, g, ...) view."""
+        if isinstance(a, np.ndarray) and a.ndim >= -axis and \
+                a.shape[axis] == self.Hq:
+            return _split(a, axis, (self.Hkv, self.g))
+        return a          # None, or wrong: the binding says what is wrong
+
+    def result(self, a, user=None, axis=-3):
+        """A result of the split call with the caller's head axis."""
+        return user if user is not None else _merge(a, axis)
+
+
+def sdpa(Q, K, V, mask, bias, causal, scale, fully_masked, out, weights_out,
+         want, fname, enable_gqa, window, alibi_slopes, softcap,
+         pos_shift=0):
+    """_core.sdpa with the variants (want: 0 out, 1 + weights, 3 + lse)."""
+    if not enable_gqa:
+        return _core.sdpa(Q, K, V, mask, bias, causal, scale, fully_masked,
+                          out, weights_out, want, fname, window,
+                          alibi_slopes, softcap, pos_shift)
+    v = Gqa(fname, Q, K, V)
+    r = _core.sdpa(v.Q, v.K, v.V, v.heads(mask, "mask"),
+                   v.heads(bias, "bias"), causal, scale, fully_masked,
+                   v.dest(out), v.dest(weights_out), want, fname, window,
+                   v.heads(alibi_slopes, "alibi_slopes", -1), softcap,
+                   pos_shift)
+    if want == 0:
+        return v.result(r, out)
+    if want == 1:
+        return v.result(r[0], out), v.result(r[1], weights_out)
+    return v.result(r[0], out), v.result(r[1], None, -2)
+
+
+def sdpa_bwd(dout, Q, K, V, out, lse, mask, bias, causal, scale,
+             fully_masked, bias_grad, enable_gqa, window, alibi_slopes,
+             softcap, pos_shift=0):
+    """(dQ, dK, dV, dbias or None, Q, K, V, bias): the per-batch-item
+    gradients of _core.sdpa_bwd and the operands they belong to (views under
+    enable_gqa), ready to be summed to those operands' shapes."""
+    fname = "attention_backward"
+    if not enable_gqa:
+        return _core.sdpa_bwd(Q, K, V, mask, bias, causal, scale,
+                              fully_masked, dout, out, lse, bias_grad, fname,
+                              window, alibi_slopes, softcap, pos_shift), \
+            (Q, K, V, bias)
+    v = Gqa(fname, Q, K, V)
+    bias_v = v.heads(bias, "bias")
+    split = [_split_head(a, ax, v.Hkv, v.g, v.Hq, fname, n)
+             for a, n, ax in ((dout, "dout", -3), (out, "out", -3),
+                              (lse, "lse", -2))]
+    grads = _core.sdpa_bwd(v.Q, v.K, v.V, v.heads(mask, "mask"), bias_v,
+                           causal, scale, fully_masked, *split, bias_grad,
+                           fname, window,
+                           v.heads(alibi_slopes, "alibi_slopes", -1),
+                           softcap, pos_shift)
+    return grads, (v.Q, v.K, v.V, bias_v)

@@ -1,0 +1,28 @@
+/*
+ * layer/act_vec.h -- the activations' constants, and the vector rows of
+ * act_avx2.c (internal to the layer family).
+ */
+#ifndef ATTNPY_LAYER_ACT_VEC_H
+#define ATTNPY_LAYER_ACT_VEC_H
+
+#include <stddef.h>
+
+#include "runtime/platform.h"
+
+#define GELU_SQRT1_2 0.70710678118654752440   /* 1 / sqrt(2)              */
+#define GELU_INV_SQRT_2PI 0.39894228040143267794 /* 1 / sqrt(2 pi)        */
+#define GELU_BETA 0.79788456080286535588      /* sqrt(2 / pi)             */
+#define GELU_KAPPA 0.044715
+
+/* 1 when attn__gelu_row_f32_avx2 may run (x86 with AVX2 + FMA)          */
+int attn__gelu_avx2_ok(void);
+
+/* One unit-stride float32 row of n elements, h = x + b (b may be NULL):
+ * dy == NULL: out = gelu(h); else out = dy * gelu'(h) and, when acc is
+ * not NULL, acc[j] += out[j]. tanh_form: the tanh approximation. out may
+ * be x or dy (in place).                                                  */
+void attn__gelu_row_f32_avx2(int tanh_form, size_t n, float *out,
+                             const float *x, const float *b, const float *dy,
+                             double *acc);
+
+#endif /* ATTNPY_LAYER_ACT_VEC_H */

@@ -1,0 +1,165 @@
+/*
+ * python/variants.c -- the arguments of the attention variants (DESIGN.md,
+ * "Decoding and variants"): window, softcap and the private pos_shift,
+ * checked and written into an attn_problem as csrc/core/attn.h wants them.
+ * (alibi_slopes is an array operand: attention.c broadcasts it with Q, K,
+ * V, mask and bias.)
+ */
+#include "args.h" /* first: Python.h before any system header */
+#include <math.h>
+
+#define AP_MAX_SHIFT (PTRDIFF_MAX / 4)
+
+/* an int argument (bool rejected) as Py_ssize_t; *big = +1 when it is a
+ * Python int above PY_SSIZE_T_MAX, -1 below PY_SSIZE_T_MIN              */
+static int as_index(PyObject *o, const char *fname, const char *arg,
+                    Py_ssize_t *v, int *big)
+{
+    *big = 0;
+    if (PyBool_Check(o) || PyArray_IsScalar(o, Bool) || !PyIndex_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s: %s must be an integer, got %s",
+                     fname, arg, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    PyObject *n = PyNumber_Index(o);
+    if (!n)
+        return -1;
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(n, &overflow);
+    Py_DECREF(n);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow || x > PY_SSIZE_T_MAX || x < PY_SSIZE_T_MIN) {
+        *big = overflow ? overflow : (x > 0 ? 1 : -1);
+        *v = *big > 0 ? PY_SSIZE_T_MAX : PY_SSIZE_T_MIN;
+        return 0;
+    }
+    *v = (Py_ssize_t)x;
+    return 0;
+}
+
+/* one side of a window: None -> -1 (unbounded), else an int >= 0 (ints
+ * beyond Py_ssize_t are unbounded too: no sequence is that long)        */
+static int window_side(PyObject *o, PyObject *window, const char *fname,
+                       ptrdiff_t *w)
+{
+    if (o == Py_None) {
+        *w = -1;
+        return 0;
+    }
+    Py_ssize_t v;
+    int big;
+    if (as_index(o, fname, "window", &v, &big) < 0) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError,
+                         "%s: window must be None or (left, right) with each "
+                         "side None or an integer >= 0, got %R", fname,
+                         window);
+        }
+        return -1;
+    }
+    if (v < 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: window sides must be >= 0 (or None: unbounded), "
+                     "got %R", fname, window);
+        return -1;
+    }
+    *w = big > 0 ? -1 : (ptrdiff_t)v;
+    return 0;
+}
+
+int parse_window(PyObject *o, const char *fname, attn_problem *p)
+{
+    p->window = 0;
+    p->wleft = p->wright = 0;
+    if (o == Py_None)
+        return 0;
+    if (!(PyTuple_Check(o) || PyList_Check(o)) || PySequence_Size(o) != 2) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: window must be None or a pair (left, right), got %R",
+                     fname, o);
+        return -1;
+    }
+    PyObject *seq = PySequence_Fast(o, "window");
+    if (!seq)
+        return -1;
+    int r = window_side(PySequence_Fast_GET_ITEM(seq, 0), o, fname,
+                        &p->wleft);
+    if (r == 0)
+        r = window_side(PySequence_Fast_GET_ITEM(seq, 1), o, fname,
+                        &p->wright);
+    Py_DECREF(seq);
+    if (r == 0)
+        p->window = 1;
+    return r;
+}
+
+int parse_softcap(PyObject *o, const char *fname, double *cap)
+{
+    *cap = 0.0;
+    if (o == Py_None)
+        return 0;
+    if (PyBool_Check(o) || PyUnicode_Check(o) || PyBytes_Check(o) ||
+        PyComplex_Check(o) || PyArray_IsScalar(o, ComplexFloating)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: softcap must be None or a real number, got %s",
+                     fname, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    double v = PyFloat_AsDouble(o);
+    if (v == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError,
+                     "%s: softcap must be None or a real number, got %s",
+                     fname, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    if (!(isfinite(v) && v > 0.0)) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: softcap must be a finite number > 0 (or None), "
+                     "got %R", fname, o);
+        return -1;
+    }
+    *cap = v;
+    return 0;
+}
+
+int parse_pos_shift(PyObject *o, const char *fname, ptrdiff_t *shift)
+{
+    Py_ssize_t v;
+    int big;
+    if (as_index(o, fname, "pos_shift", &v, &big) < 0)
+        return -1;
+    if (big || v > AP_MAX_SHIFT || v < -AP_MAX_SHIFT) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: pos_shift must be between %zd and %zd, got %R",
+                     fname, (Py_ssize_t)-AP_MAX_SHIFT,
+                     (Py_ssize_t)AP_MAX_SHIFT, o);
+        return -1;
+    }
+    *shift = (ptrdiff_t)v;
+    return 0;
+}
+
+int clamp_window(attn_problem *p, const char *fname)
+{
+    if (!p->window)
+        return 0;
+    /* the widest window that can matter: |i' - j| < L + S + |pos_shift| */
+    const size_t lim = (size_t)AP_MAX_SHIFT;
+    const size_t shift = p->pos_shift < 0 ? (size_t)-p->pos_shift
+                                          : (size_t)p->pos_shift;
+    if (p->L > lim || p->S > lim || p->L + p->S > lim - shift) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: L + S + |pos_shift| = %zu + %zu + %zu is too large "
+                     "for a window", fname, p->L, p->S, shift);
+        return -1;
+    }
+    const ptrdiff_t wide = (ptrdiff_t)(p->L + p->S + shift);
+    if (p->wleft < 0 || p->wleft > wide)
+        p->wleft = wide;
+    if (p->wright < 0 || p->wright > wide)
+        p->wright = wide;
+    return 0;
+}

@@ -1,0 +1,95 @@
+"""The ``decode`` part of ``python -m attnpy bench`` on small shapes: its
+rows (attnpy, torch, the NumPy readers, the one-head thread count and
+1-thread time, the windowed decode), its targets among the run's, its
+JSON, and its correctness guard stopping a wrong kernel. No timing is
+asserted: the machines are noisy."""
+import json
+
+import numpy as np
+import torch  # noqa: F401  (a test dependency: the torch column must run)
+
+import attnpy
+from attnpy import bench
+from attnpy.bench import decode
+
+SMALL = [((1, 4, 1, 16), 512, True), ((1, 1, 1, 16), 4096, True),
+         ((2, 2, 3, 8), 300, False)]
+SMALL_WINDOW = dict(shape=(1, 1, 1, 16), S=4096, W=64)
+
+
+def _env():
+    args, cfg = bench.cli._parse(["--quick", "--repeat", "1"])
+    return bench.env.Env(args), cfg
+
+
+def test_decode_part_rows_on_small_shapes(capsys):
+    env, cfg = _env()
+    try:
+        res = decode.bench_decode(env, cfg, 1, cases=SMALL, window=SMALL_WINDOW)
+    finally:
+        env.close()
+    out = capsys.readouterr().out
+    assert "decode: one query row against a K/V cache" in out
+    assert res["guards_ok"]
+    assert len(res["rows"]) == 3
+    for r in res["rows"]:
+        assert r["guard"]["ok"] and r["guard"]["against"] == "torch"
+        names = set(r["results"])
+        assert {"attnpy", "torch"} <= names
+        assert {n for n in names if n.startswith("read:")} == {
+            "read: f32 sum", "read: i64 sum", "read: f32 max", "read: f32 dot"}
+        assert r["read_s"] == min(v["median_s"] for k, v in r["results"].items()
+                                  if k.startswith("read:"))
+        assert np.isclose(r["of_read"], r["read_s"] / r["attnpy_s"])
+        assert r["bytes"] == 2 * r["S"] * np.prod(r["shape"]) // r["shape"][2] * 4
+    one = res["rows"][1]                    # B * H == 1: threads and 1 thread
+    assert one["attnpy_1thread_s"] > 0
+    assert 1 <= len(one["thread_shares"]) and max(one["thread_shares"]) == 1.0
+    assert "thread_shares" not in res["rows"][0]
+    w = res["window"]
+    assert w["guard"]["ok"]
+    assert set(w["results"]) == {"window", "last W keys", "full cache"}
+    assert "window: the last 64 of 4096 keys" in out
+    # targets: the two target rows only, each vs torch and the read rate,
+    # and the one-head row's threads
+    names = [t["target"] for t in res["targets"]]
+    assert len(names) == 5 and all(t["status"] in ("PASS", "FAIL")
+                                   for t in res["targets"])
+    assert sum("threads used" in n for n in names) == 1
+    assert not any("(2,2,3,8)" in n for n in names)
+
+
+def test_decode_part_from_the_command_line(monkeypatch, tmp_path, capsys):
+    """--only decode runs just this part; its targets join the run's
+    targets and its rows the JSON."""
+    monkeypatch.setattr(decode, "CASES", SMALL[:2])
+    monkeypatch.setattr(decode, "WINDOW", SMALL_WINDOW)
+    path = tmp_path / "r.json"
+    rc = bench.main(["--only", "decode", "--repeat", "1", "--json", str(path)])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "decode: one query row" in out and "tiny: Q, K, V" not in out
+    R = json.loads(path.read_text())
+    assert len(R["decode"]["rows"]) == 2
+    decode_targets = [t for t in R["targets"] if t["target"].startswith("decode ")]
+    assert len(decode_targets) == 5
+    assert all(t["required"] for t in decode_targets)
+
+
+def test_wrong_decode_is_caught_and_not_timed(monkeypatch, capsys):
+    real = attnpy.attention
+
+    def wrong(Q, K, V, **kw):
+        return real(Q, K, V, **kw) + 1e-2
+
+    monkeypatch.setattr(attnpy, "attention", wrong)
+    env, cfg = _env()
+    try:
+        res = decode.bench_decode(env, cfg, 1, cases=SMALL[:1], window=False)
+    finally:
+        env.close()
+    out = capsys.readouterr().out
+    assert "WRONG RESULT, not timed" in out
+    assert not res["guards_ok"]
+    assert "results" not in res["rows"][0]
+    assert res["targets"][0]["status"] == "FAIL"
