@@ -57,6 +57,19 @@ run_c_tests() {
     mapfile -t progs < <(build_c_programs "$ROOT" "$out/bin" $CROSS_FLAGS) \
         || return 1
     [ ${#progs[@]} -ge 2 ] || { echo "run_c_tests: nothing built" >&2; return 1; }
+    # a program that failed to build ends the list early (the build runs in
+    # a process substitution, whose status is lost): every tests/c program
+    # with a main() must be there, or the run fails
+    local want=1 f
+    for f in "$ROOT"/tests/c/*.c; do
+        case $(basename "$f") in bench_*) continue ;; esac
+        grep -Eq '^[[:space:]]*int[[:space:]]+main[[:space:]]*\(' "$f" \
+            && want=$((want + 1))
+    done
+    if [ ${#progs[@]} -ne $want ]; then
+        echo "run_c_tests: ${#progs[@]} of $want programs built" >&2
+        fail=1
+    fi
     for p in "${progs[@]}"; do
         [ -e "$p.exe" ] && p=$p.exe
         echo "--- $(basename "$p")"
