@@ -1,14 +1,18 @@
 /*
  * tests/c/check.h -- what every C test program of the core shares: the
  * CHECK counter macro and a small deterministic random generator
- * (splitmix64). Header-only (static inline); a program may set
- * TEST_RNG_SEED before including it.
+ * (splitmix64), the instruction sets every program runs its checks on,
+ * and the summary line tests/c/test_c_core.py parses. Header-only (static
+ * inline); a program may set TEST_RNG_SEED before including it.
  */
 #ifndef ATTNPY_TEST_CHECK_H
 #define ATTNPY_TEST_CHECK_H
 
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
+
+#include "attn.h"
 
 #ifndef TEST_RNG_SEED
 #define TEST_RNG_SEED 0x9E3779B97F4A7C15ULL
@@ -40,5 +44,36 @@ static inline uint64_t rnd(void)
 }
 static inline double urand(void) { return (double)(rnd() >> 11) * 0x1.0p-53; }
 static inline size_t irand(size_t n) { return n ? (size_t)(rnd() % n) : 0; }
+
+/* The instruction sets the programs try, in order: name i (i < CHECK_NISA) */
+#define CHECK_NISA 5
+static inline const char *check_isa(int i)
+{
+    static const char *const names[CHECK_NISA] = {
+        "portable", "avx2", "avx512", "neon", "baseline"};
+    return names[i];
+}
+
+/* Select instruction set i and announce it; 0 (and say so) when this CPU
+ * or build lacks it.                                                      */
+static inline int check_use_isa(int i)
+{
+    if (attn_set_isa(check_isa(i)) != 0) {
+        printf("isa %s: not supported by this CPU, not tested\n", check_isa(i));
+        return 0;
+    }
+    printf("isa %s\n", check_isa(i));
+    fflush(stdout);
+    return 1;
+}
+
+/* The last line of every program (test_c_core.py reads it); the exit
+ * status. t0: clock() at the start.                                       */
+static inline int check_summary(clock_t t0)
+{
+    printf("%d passed, %d failed (%.1f s cpu)\n", n_pass, n_fail,
+           (double)(clock() - t0) / CLOCKS_PER_SEC);
+    return n_fail ? 1 : 0;
+}
 
 #endif /* ATTNPY_TEST_CHECK_H */

@@ -355,13 +355,9 @@ int main(int argc, char **argv)
     uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 4321;
     clock_t t0 = clock();
     attn__min_flops_per_thread = 0; /* use threads even on tiny problems */
-    static const char *isas[] = {"portable", "avx2", "avx512", "neon",
-                                 "baseline"};
-    for (int i = 0; i < 5; i++) {
-        if (attn_set_isa(isas[i]) != 0) {
-            printf("isa %s: not supported by this CPU, not tested\n", isas[i]);
+    for (int i = 0; i < CHECK_NISA; i++) {
+        if (!check_use_isa(i))
             continue;
-        }
         /* the path's own backward kernels run (bwd.c falls back to the
          * portable ones for a desc without them) */
         const attn_isa_desc *d = attn__isa_current();
@@ -370,13 +366,13 @@ int main(int argc, char **argv)
         CHECK(d->bwd_a[0] && d->bwd_a[1] && d->bwd_b[0] && d->bwd_b[1]
                   && (port || (d->bwd_a[0] != attn__isa_portable.bwd_a[0]
                                && d->bwd_b[1] != attn__isa_portable.bwd_b[1])),
-              "[%s] backward: not the path's own kernels", isas[i]);
-        printf("isa %s (backward kernels: %s, %zu f32 lanes)\n", isas[i],
+              "[%s] backward: not the path's own kernels", check_isa(i));
+        printf("isa %s (backward kernels: %s, %zu f32 lanes)\n", check_isa(i),
                d->name, d->W[0]);
         fflush(stdout);
         rng_state = seed + (uint64_t)i;
-        test_bwd_random(isas[i], count, 0);
-        test_bwd_random(isas[i], count / 10 + 1, 1);
+        test_bwd_random(check_isa(i), count, 0);
+        test_bwd_random(check_isa(i), count / 10 + 1, 1);
         printf("  worst error / tolerance: f32 %.3f, f64 %.3f\n",
                max_err_seen[0], max_err_seen[1]);
         max_err_seen[0] = max_err_seen[1] = 0;
@@ -386,7 +382,5 @@ int main(int argc, char **argv)
     CHECK(attn_set_isa("auto") == 0, "set_isa(auto)");
     rng_state = seed + 99;
     test_bwd_fd(count / 4 + 2);
-    printf("%d passed, %d failed (%.1f s cpu)\n", n_pass, n_fail,
-           (double)(clock() - t0) / CLOCKS_PER_SEC);
-    return n_fail ? 1 : 0;
+    return check_summary(t0);
 }

@@ -1042,22 +1042,16 @@ int main(int argc, char **argv)
     clock_t t0 = clock();
     attn__min_flops_per_thread = 0; /* use threads even on tiny problems */
     test_small_kernels();
-    static const char *isas[] = {"portable", "avx2", "avx512", "neon",
-                                 "baseline"};
-    for (int i = 0; i < 5; i++) {
-        if (attn_set_isa(isas[i]) != 0) {
-            printf("isa %s: not supported by this CPU, not tested\n", isas[i]);
+    for (int i = 0; i < CHECK_NISA; i++) {
+        if (!check_use_isa(i))
             continue;
-        }
-        CHECK(strcmp(attn_isa_name(), isas[i]) == 0, "isa name %s after "
-              "set_isa(%s)", attn_isa_name(), isas[i]);
-        printf("isa %s\n", isas[i]);
-        fflush(stdout);
+        CHECK(strcmp(attn_isa_name(), check_isa(i)) == 0, "isa name %s after "
+              "set_isa(%s)", attn_isa_name(), check_isa(i));
         test_exp(attn__isa_current());
         rng_state = seed + (uint64_t)i;
-        test_random_problems(isas[i], count, 0);
-        test_random_problems(isas[i], count / 10 + 1, 1);
-        test_edges(isas[i]);
+        test_random_problems(check_isa(i), count, 0);
+        test_random_problems(check_isa(i), count / 10 + 1, 1);
+        test_edges(check_isa(i));
         test_concurrent();
         printf("  worst error / tolerance: f32 %.3f, f64 %.3f\n",
                max_err_seen[0], max_err_seen[1]);
@@ -1071,8 +1065,6 @@ int main(int argc, char **argv)
 #else
     printf("fork: not on this system, not tested\n");
 #endif
-    printf("%d passed, %d failed (%.1f s cpu)\n", n_pass, n_fail,
-           (double)(clock() - t0) / CLOCKS_PER_SEC);
-    return n_fail ? 1 : 0;
+    return check_summary(t0);
 }
 #endif /* ATTNPY_TEST_CORE_C */

@@ -71,33 +71,42 @@ static int same_bytes(const operand *o, const unsigned char *ref)
     return !o->buf || memcmp(o->buf, ref, o->nbytes) == 0;
 }
 
-/* check_fast at 1 thread, then at 2, 3 and 5: the same bits each time   */
+/* check_fast at 1 thread, then at each of the n thread counts nts: the
+ * same bits each time; and, when weights or scores were asked for, the
+ * same output without them (d describes the problem)                     */
+static void check_threads_bitwise(prob *t, const char *isa, const char *d,
+                                  const int *nts, size_t n)
+{
+    check_fast(t, isa, 1);
+    unsigned char *o1 = dup_buf(&t->out), *w1 = dup_buf(&t->w),
+                  *s1 = dup_buf(&t->sc);
+    for (size_t k = 0; k < n; k++) {
+        check_fast(t, isa, nts[k]);
+        if (t->st_naive == ATTN_OK)
+            CHECK(same_bytes(&t->out, o1) && same_bytes(&t->w, w1)
+                      && same_bytes(&t->sc, s1),
+                  "[%s] 1 and %d threads differ bitwise: %s", isa, nts[k], d);
+    }
+    if (t->st_naive == ATTN_OK && (t->w.buf || t->sc.buf)) {
+        attn_exec ex = {nts[0], NULL, NULL};
+        memset(&t->p.weights, 0, sizeof t->p.weights);
+        memset(&t->p.scores, 0, sizeof t->p.scores);
+        op_fill_sentinel(&t->out, -12345.0);
+        CHECK(attn_sdpa(&t->p, &ex) == ATTN_OK && same_bytes(&t->out, o1),
+              "[%s] out differs with/without weights: %s", isa, d);
+    }
+    free(o1);
+    free(w1);
+    free(s1);
+}
+
+/* the decode problems at 1, 2, 3 and 5 threads                          */
 static void check_threads(prob *t, const char *isa)
 {
     static const int nts[] = {2, 3, 5};
     char d[400];
     describe(t, d, sizeof d);
-    check_fast(t, isa, 1);
-    unsigned char *o1 = dup_buf(&t->out), *w1 = dup_buf(&t->w),
-                  *s1 = dup_buf(&t->sc);
-    for (size_t n = 0; n < sizeof nts / sizeof *nts; n++) {
-        check_fast(t, isa, nts[n]);
-        if (t->st_naive == ATTN_OK)
-            CHECK(same_bytes(&t->out, o1) && same_bytes(&t->w, w1)
-                      && same_bytes(&t->sc, s1),
-                  "[%s] 1 and %d threads differ bitwise: %s", isa, nts[n], d);
-    }
-    if (t->st_naive == ATTN_OK && (t->w.buf || t->sc.buf)) {
-        attn_exec ex = {2, NULL, NULL};
-        memset(&t->p.weights, 0, sizeof t->p.weights);
-        memset(&t->p.scores, 0, sizeof t->p.scores);
-        op_fill_sentinel(&t->out, -12345.0);
-        CHECK(attn_sdpa(&t->p, &ex) == ATTN_OK && same_bytes(&t->out, o1),
-              "[%s] decode out differs with/without weights: %s", isa, d);
-    }
-    free(o1);
-    free(w1);
-    free(s1);
+    check_threads_bitwise(t, isa, d, nts, sizeof nts / sizeof *nts);
 }
 
 static void test_decode_random(const char *isa, int count)
@@ -400,24 +409,16 @@ int main(int argc, char **argv)
     test_rope();
     test_merge();
     test_decode_poll();
-    static const char *isas[] = {"portable", "avx2", "avx512", "neon",
-                                 "baseline"};
-    for (int i = 0; i < 5; i++) {
-        if (attn_set_isa(isas[i]) != 0) {
-            printf("isa %s: not supported by this CPU, not tested\n", isas[i]);
+    for (int i = 0; i < CHECK_NISA; i++) {
+        if (!check_use_isa(i))
             continue;
-        }
-        printf("isa %s\n", isas[i]);
-        fflush(stdout);
-        test_decode_random(isas[i], count);
+        test_decode_random(check_isa(i), count);
         if (count >= 20)
-            test_decode_long(isas[i]);
+            test_decode_long(check_isa(i));
         printf("  worst error / tolerance: f32 %.3f, f64 %.3f\n",
                max_err_seen[0], max_err_seen[1]);
         max_err_seen[0] = max_err_seen[1] = 0;
     }
     CHECK(attn_set_isa("auto") == 0, "set_isa(auto)");
-    printf("%d passed, %d failed (%.1f s cpu)\n", n_pass, n_fail,
-           (double)(clock() - t0) / CLOCKS_PER_SEC);
-    return n_fail ? 1 : 0;
+    return check_summary(t0);
 }

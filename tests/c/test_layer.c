@@ -721,7 +721,5 @@ int main(int argc, char **argv)
     test_ln_finite_differences();
     test_bias_act(count * 4);
     test_threads();
-    printf("%d passed, %d failed (%.1f s cpu)\n", n_pass, n_fail,
-           (double)(clock() - t0) / CLOCKS_PER_SEC);
-    return n_fail ? 1 : 0;
+    return check_summary(t0);
 }

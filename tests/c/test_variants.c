@@ -192,29 +192,10 @@ static void oracle_equiv_one(void)
 /* ------------------------------------------------------------------------ */
 static void check_fwd_threads(prob *t, const char *isa)
 {
+    static const int nts[] = {2, 3, 4};
     char d[600];
     describe_v(t, d, sizeof d);
-    check_fast(t, isa, 1);
-    unsigned char *o1 = dup_buf(&t->out), *w1 = dup_buf(&t->w),
-                  *s1 = dup_buf(&t->sc);
-    for (int nt = 2; nt <= 4; nt++) {
-        check_fast(t, isa, nt);
-        if (t->st_naive == ATTN_OK)
-            CHECK(same_bytes(&t->out, o1) && same_bytes(&t->w, w1)
-                      && same_bytes(&t->sc, s1),
-                  "[%s] 1 and %d threads differ bitwise: %s", isa, nt, d);
-    }
-    if (t->st_naive == ATTN_OK && (t->w.buf || t->sc.buf)) {
-        attn_exec ex = {3, NULL, NULL};
-        memset(&t->p.weights, 0, sizeof t->p.weights);
-        memset(&t->p.scores, 0, sizeof t->p.scores);
-        op_fill_sentinel(&t->out, -12345.0);
-        CHECK(attn_sdpa(&t->p, &ex) == ATTN_OK && same_bytes(&t->out, o1),
-              "[%s] out differs with/without weights: %s", isa, d);
-    }
-    free(o1);
-    free(w1);
-    free(s1);
+    check_threads_bitwise(t, isa, d, nts, sizeof nts / sizeof *nts);
 }
 
 static void test_fwd_variants(const char *isa, int count)
@@ -341,21 +322,15 @@ int main(int argc, char **argv)
     in_bwd = 1;
     test_bwd_fd(count / 4 + 2);
     in_bwd = 0;
-    static const char *isas[] = {"portable", "avx2", "avx512", "neon",
-                                 "baseline"};
-    for (int i = 0; i < 5; i++) {
-        if (attn_set_isa(isas[i]) != 0) {
-            printf("isa %s: not supported by this CPU, not tested\n", isas[i]);
+    for (int i = 0; i < CHECK_NISA; i++) {
+        if (!check_use_isa(i))
             continue;
-        }
-        printf("isa %s\n", isas[i]);
-        fflush(stdout);
         rng_state = seed + (uint64_t)i;
-        test_fwd_variants(isas[i], 2 * count);
-        test_decode_window_long(isas[i]);
+        test_fwd_variants(check_isa(i), 2 * count);
+        test_decode_window_long(check_isa(i));
         in_bwd = 1;
-        test_bwd_random(isas[i], count, 0);
-        test_bwd_random(isas[i], count / 10 + 1, 1);
+        test_bwd_random(check_isa(i), count, 0);
+        test_bwd_random(check_isa(i), count / 10 + 1, 1);
         in_bwd = 0;
         printf("  worst error / tolerance: f32 %.3f, f64 %.3f\n",
                max_err_seen[0], max_err_seen[1]);
@@ -367,7 +342,5 @@ int main(int argc, char **argv)
 #else
     printf("unreadable pages: not on this system, not tested\n");
 #endif
-    printf("%d passed, %d failed (%.1f s cpu)\n", n_pass, n_fail,
-           (double)(clock() - t0) / CLOCKS_PER_SEC);
-    return n_fail ? 1 : 0;
+    return check_summary(t0);
 }

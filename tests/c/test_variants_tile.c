@@ -114,29 +114,21 @@ int main(int argc, char **argv)
     uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 777;
     clock_t t0 = clock();
     attn__min_flops_per_thread = 0; /* use threads even on tiny problems */
-    static const char *isas[] = {"portable", "avx2", "avx512", "neon",
-                                 "baseline"};
-    for (int i = 0; i < 5; i++) {
-        if (attn_set_isa(isas[i]) != 0) {
-            printf("isa %s: not supported by this CPU, not tested\n", isas[i]);
+    for (int i = 0; i < CHECK_NISA; i++) {
+        if (!check_use_isa(i))
             continue;
-        }
-        printf("isa %s\n", isas[i]);
-        fflush(stdout);
         rng_state = seed + (uint64_t)i;
-        test_random_problems(isas[i], 2 * count, 0);
-        test_random_problems(isas[i], count / 5 + 1, 1);
+        test_random_problems(check_isa(i), 2 * count, 0);
+        test_random_problems(check_isa(i), count / 5 + 1, 1);
         in_bwd = 1;
-        test_bwd_random(isas[i], count, 0);
-        test_bwd_random(isas[i], count / 10 + 1, 1);
+        test_bwd_random(check_isa(i), count, 0);
+        test_bwd_random(check_isa(i), count / 10 + 1, 1);
         in_bwd = 0;
-        test_window_skips(isas[i]);
+        test_window_skips(check_isa(i));
         printf("  worst error / tolerance: f32 %.3f, f64 %.3f\n",
                max_err_seen[0], max_err_seen[1]);
         max_err_seen[0] = max_err_seen[1] = 0;
     }
     CHECK(attn_set_isa("auto") == 0, "set_isa(auto)");
-    printf("%d passed, %d failed (%.1f s cpu)\n", n_pass, n_fail,
-           (double)(clock() - t0) / CLOCKS_PER_SEC);
-    return n_fail ? 1 : 0;
+    return check_summary(t0);
 }
