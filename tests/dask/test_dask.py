@@ -137,6 +137,8 @@ def test_gqa(dtype, causal, qc, kc):
         bias=bias, causal=causal, enable_gqa=True, return_lse=True)
     assert got.shape == Q.shape[:-1] + (8,) and lse.shape == Q.shape[:-1]
     check(got.compute(scheduler="threads"), want, dtype)
+    check(want, attnpy.attention(Q, K, V, mask=mask, bias=bias, causal=causal,
+                                 enable_gqa=True), dtype)   # the same contract
 
 
 VARIANTS = [dict(window=(5, 0)), dict(window=(None, 3)), dict(window=(4, 6)),
