@@ -5,6 +5,7 @@
  *
  * Written once as a macro body instantiated for float and double.
  */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,7 +21,8 @@
 
 /* Per batch item b (shapes as in attn.h):
  *   1. per row i: D_i; fully masked rows (lse -inf) by policy
- *   2. per row i, key j: s (softcap, bias, ALiBi), P = exp(s - lse),
+ *   2. per row i, key j: s (softcap, bias, ALiBi), P = exp(s - lse)
+ *      (0 below the element type's smallest normal, as the kernels' exp),
  *      dP = dout_i . V_j, dS = P (dP - D), dbias = dS, g = dS times the
  *      softcap factor 1 - (capped / softcap)^2 (or dS);
  *      dq_i += g K_j, dk_j += g Q_i, dv_j += P dout_i
@@ -86,7 +88,10 @@ static attn_status bwd_naive_##SFX(attn_bwd_problem *bp, double *buf)           
                         s += (double)*AT(T, f->bias, b, i, j);                  \
                     if (f->alibi.data)                                          \
                         s -= slope * (double)attn__var_dist(ip, j);             \
-                    const double P = s == -INFINITY ? 0 : exp(s - lse);         \
+                    double P = s == -INFINITY ? 0 : exp(s - lse);               \
+                    if (P < (sizeof(T) == sizeof(float) ? FLT_MIN : DBL_MIN))   \
+                        P = 0; /* below the type's normals: 0, as the       */ \
+                               /* kernels' exp gives (matters with an inf) */ \
                     if (P != 0) {                                               \
                         for (size_t c = 0; c < Ev; c++) {                       \
                             const double g = *AT(T, bp->dout, b, i, c);         \
