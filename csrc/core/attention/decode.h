@@ -18,7 +18,7 @@
  * (b, key chunk c): keys c*CK .. c*CK + CK - 1 of batch item b for all L
  * rows; chunks no row may see (causality, the window) are no items at all,
  * so a window of w keys reads about w keys of K and V whatever S is. It streams K and V once, in place (no packing unless a row is
- * strided), computes dot products along E for a few keys at a time,
+ * strided), computes dot products along E one key after the other,
  * softmax over the chunk, acc += p_j V_j, and leaves (out_c, lse_c) per
  * row. The chunk size comes from the shape only (never from the thread
  * count) and the partials are merged in chunk order, so the result is the

@@ -1,14 +1,12 @@
 /*
  * attention/decode_avx2.c -- the split-K decode kernel (decode_tile.h) for
- * AVX2 + FMA (8 floats / 4 doubles): dot products 4 keys at a time (4
- * accumulators, 4 loads of K and 1 of q per step), P V with 8 value
- * vectors in registers.
+ * AVX2 + FMA (8 floats / 4 doubles): dot products one key at a time,
+ * P V with 8 value vectors in registers.
  */
 #include "attention/decode.h"
 
 #if ATTN_HAVE_X86
 
-#define DK_NK 4
 #define DK_NV 8
 
 #define ATTN_VEC_F64 0

@@ -1,13 +1,12 @@
 /*
  * attention/decode_avx512.c -- the split-K decode kernel (decode_tile.h)
- * for AVX-512F (16 floats / 8 doubles): dot products 8 keys at a time (8
- * accumulators), P V with 8 value vectors (128 floats) in registers.
+ * for AVX-512F (16 floats / 8 doubles): dot products one key at a time,
+ * P V with 8 value vectors (128 floats) in registers.
  */
 #include "attention/decode.h"
 
 #if ATTN_HAVE_X86
 
-#define DK_NK 8
 #define DK_NV 8
 
 #define ATTN_VEC_F64 0

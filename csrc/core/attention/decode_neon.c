@@ -1,13 +1,12 @@
 /*
  * attention/decode_neon.c -- the split-K decode kernel (decode_tile.h) for
- * AArch64 NEON (4 floats / 2 doubles): dot products 4 keys at a time,
+ * AArch64 NEON (4 floats / 2 doubles): dot products one key at a time,
  * P V with 8 value vectors in registers.
  */
 #include "attention/decode.h"
 
 #if ATTN_HAVE_NEON
 
-#define DK_NK 4
 #define DK_NV 8
 
 #define ATTN_VEC_F64 0

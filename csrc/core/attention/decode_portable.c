@@ -5,7 +5,6 @@
  */
 #include "attention/decode.h"
 
-#define DK_NK 4
 #define DK_NV 8
 
 #define ATTN_VEC_F64 0
