@@ -39,6 +39,9 @@
 #define STACK_SCRATCH 8192
 #define STACK_BUFFERS 4096
 
+/* decode_tile.h's dk_dots_nr has a case for each L up to 4              */
+typedef char attn__decode_max_l_is_4[ATTN_DECODE_MAX_L == 4 ? 1 : -1];
+
 int attn__decode_wanted(const attn_problem *p)
 {
     if (p->L < 1 || p->L > ATTN_DECODE_MAX_L)
@@ -156,13 +159,16 @@ static attn_status make_dplan(attn_dplan *dp, const attn_problem *p)
      * row (and scratch) is short                                        */
     const size_t ckeys = dp->CK < p->S ? dp->CK : p->S;
     dp->SP = (ckeys + 15) & ~(size_t)15;
+    dp->SR = dp->SP + 16; /* a row's scores may start anywhere in it and
+                             are padded to the vector width             */
     dp->qpos = attn__var_qpos(p);
     dec_chunk_span(dp);
     dp->pack_k = p->E > 1 && p->k.s1 != 1;
     dp->pack_v = p->Ev > 1 && p->v.s1 != 1;
     size_t a = 0, n;
     int ok = mul_to(p->L, p->E, &n)
-             && grab(&a, n, esz, &dp->off_q) && grab(&a, dp->SP, esz, &dp->off_s)
+             && grab(&a, n, esz, &dp->off_q) && mul_to(p->L, dp->SR, &n)
+             && grab(&a, n, esz, &dp->off_s)
              && mul_to(dp->pack_k ? ckeys : 0, p->E, &n)
              && grab(&a, n, esz, &dp->off_kp)
              && mul_to(dp->pack_v ? ckeys : 0, p->Ev, &n)

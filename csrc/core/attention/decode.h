@@ -55,6 +55,7 @@ typedef struct {
                            window alone decide; all of ceil(S / CK) when
                            weights or scores are wanted)                 */
     size_t SP;          /* min(CK, S) rounded up to 16: score row         */
+    size_t SR;          /* SP + 16: the score rows' stride in scratch     */
     ptrdiff_t qpos;     /* row i sits at key position i + qpos (variants.h) */
     int pack_k, pack_v; /* K / V rows strided: copy each chunk            */
     size_t b0;          /* first batch item of this round                 */
@@ -67,7 +68,7 @@ typedef struct {
     double fm_weight;   /* weights of a fully masked row (0, 1/S, NaN)    */
     /* per-thread scratch: byte offsets from a 64-byte aligned base       */
     size_t off_q;       /* the item's query rows, L x E                   */
-    size_t off_s;       /* scores / probabilities of one row, SP          */
+    size_t off_s;       /* scores / probabilities of the L rows, L x SR   */
     size_t off_kp;      /* packed K chunk, min(CK, S) x E (if pack_k)     */
     size_t off_vp;      /* packed V chunk, min(CK, S) x Ev (if pack_v)    */
     size_t scratch_bytes;

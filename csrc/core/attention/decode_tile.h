@@ -16,7 +16,8 @@
  *      first and last key of the chunk causality, the window and the mask
  *      leave visible) are not computed at all. Dot products run along
  *      E, one key at a time, in one accumulator vector whose lanes VRSUM
- *      sums, the E % W tail in scalar.
+ *      sums, the E % W tail in scalar; the L rows go together (each
+ *      vector of K loaded once), over the union of their keys.
  *   2. m = max_j s_j, p_j = exp(s_j - m), l = sum_j p_j        (vectors)
  *   3. out_c = (sum over j with p_j != 0 of p_j V_j) / l, DK_NV value
  *      vectors at a time in registers; lse_c = m + log(l) (double).
@@ -42,24 +43,62 @@
 /* 1. scores                                                               */
 /* ---------------------------------------------------------------------- */
 
-/* s[j] = q . k_j for j < nk (row stride ks), one key after the other,
- * each row read front to back: a long cache then streams from DRAM in
- * address order. (Reading 4-8 rows side by side, a vector of each in
- * turn, halved what the hardware prefetchers gave one thread: 10-14 GB/s
- * against 26-27 GB/s on an AMD EPYC, (1, 1, 1, 128), S = 65536.) The
- * out-of-order core overlaps the FMA chains of successive keys.          */
+/* s[r * sr + j] = q_r . k_j for the NR query rows q_r = q + r E and the
+ * keys j < nk (row stride ks), one key after the other, each row of K
+ * read front to back and each vector of it loaded once for all NR rows:
+ * a long cache then streams from DRAM in address order (reading 4-8 key
+ * rows side by side, a vector of each in turn, halved what the hardware
+ * prefetchers gave one thread: 10-14 GB/s against 26-27 GB/s on an AMD
+ * EPYC, (1, 1, 1, 128), S = 65536). Each (row, key) pair gets the same
+ * operations whatever NR is: one accumulator vector along E, VRSUM, the
+ * E % W tail in scalar.                                                 */
+TI void SFX(dk_dots_rows)(const int NR, T *s, size_t sr, const T *q,
+                          const T *k, ptrdiff_t ks, size_t E, size_t nk)
+{
+    for (size_t j = 0; j < nk; j++, k += ks) {
+        VT acc[ATTN_DECODE_MAX_L];
+        for (int r = 0; r < NR; r++)
+            acc[r] = VZERO();
+        size_t e = 0;
+        for (; e + W <= E; e += W) {
+            const VT kv = VLOADU(k + e);
+            for (int r = 0; r < NR; r++)
+                acc[r] = VFMA(kv, VLOADU(q + (size_t)r * E + e), acc[r]);
+        }
+        for (int r = 0; r < NR; r++) {
+            const T *q_r = q + (size_t)r * E;
+            T t = VRSUM(acc[r]);
+            for (size_t x = e; x < E; x++)
+                t += q_r[x] * k[x];
+            s[(size_t)r * sr + j] = t;
+        }
+    }
+}
+
+/* s[j] = q . k_j for j < nk                                              */
 TF void SFX(dk_dots)(T *s, const T *q, const T *k, ptrdiff_t ks, size_t E,
                      size_t nk)
 {
-    for (size_t j = 0; j < nk; j++, k += ks) {
-        VT acc = VZERO();
-        size_t e = 0;
-        for (; e + W <= E; e += W)
-            acc = VFMA(VLOADU(k + e), VLOADU(q + e), acc);
-        T t = VRSUM(acc);
-        for (; e < E; e++)
-            t += q[e] * k[e];
-        s[j] = t;
+    SFX(dk_dots_rows)(1, s, 0, q, k, ks, E, nk);
+}
+
+/* dk_dots_rows for nr = 1 .. ATTN_DECODE_MAX_L rows                      */
+TF void SFX(dk_dots_nr)(int nr, T *s, size_t sr, const T *q, const T *k,
+                        ptrdiff_t ks, size_t E, size_t nk)
+{
+    switch (nr) {
+    case 1:
+        SFX(dk_dots_rows)(1, s, sr, q, k, ks, E, nk);
+        break;
+    case 2:
+        SFX(dk_dots_rows)(2, s, sr, q, k, ks, E, nk);
+        break;
+    case 3:
+        SFX(dk_dots_rows)(3, s, sr, q, k, ks, E, nk);
+        break;
+    default:
+        SFX(dk_dots_rows)(4, s, sr, q, k, ks, E, nk);
+        break;
     }
 }
 
@@ -234,17 +273,16 @@ TI const T *SFX(dk_rows)(attn_mat m, size_t b, size_t j0, size_t nk,
 }
 
 /* ---------------------------------------------------------------------- */
-/* one row of the item: steps 1-3; returns lse_c, out_c written to o       */
+/* one row of the item: steps 1 (its raw dot products with keys lo .. hi-1
+ * of the chunk are in s, which has room for W - 1 more; v = V row lo) to
+ * 3; returns lse_c, writes out_c to o                                     */
 /* ---------------------------------------------------------------------- */
-TF double SFX(dk_row)(const attn_dplan *dp, char *sb, size_t b, size_t r,
-                      size_t j0, size_t lo, size_t hi, const T *kblk,
-                      ptrdiff_t ks, const T *vblk, ptrdiff_t vs, T *o)
+TF double SFX(dk_row)(const attn_dplan *dp, T *s, size_t b, size_t r,
+                      size_t j0, size_t lo, size_t hi, const T *v,
+                      ptrdiff_t vs, T *o)
 {
     const attn_problem *p = dp->p;
     const size_t n = hi - lo, np = (n + W - 1) / W * W;
-    const T *q_r = (const T *)(sb + dp->off_q) + r * p->E;
-    T *s = (T *)(sb + dp->off_s);
-    SFX(dk_dots)(s, q_r, kblk + (ptrdiff_t)lo * ks, ks, p->E, n);
     SFX(dk_finish)(dp, s, b, r, j0 + lo, n);
     for (size_t j = n; j < np; j++)
         s[j] = (T)-INFINITY;
@@ -272,7 +310,7 @@ TF double SFX(dk_row)(const attn_dplan *dp, char *sb, size_t b, size_t r,
     }
     const T l = VRSUM(sum);
     /* 3. */
-    SFX(dk_pv)(o, s, vblk + (ptrdiff_t)lo * vs, vs, n, p->Ev, (T)1 / l);
+    SFX(dk_pv)(o, s, v, vs, n, p->Ev, (T)1 / l);
     return (double)m + log((double)l);
 }
 
@@ -291,21 +329,33 @@ TF void SFX(dchunk)(const attn_dplan *dp, void *scratch, size_t b, size_t c)
     const T *kblk = NULL, *vblk = NULL;
     ptrdiff_t ks = 0, vs = 0;
     SFX(dk_pack_q)(p, (T *)(sb + dp->off_q), b);
+    /* the keys each row may see; their union [ulo, uhi) */
+    size_t lo[ATTN_DECODE_MAX_L], hi[ATTN_DECODE_MAX_L];
+    size_t ulo = nk, uhi = 0;
     for (size_t r = 0; r < L; r++) {
-        size_t lo, hi;
-        SFX(dk_range)(dp, b, r, j0, nk, &lo, &hi);
-        if (lo >= hi) {
+        SFX(dk_range)(dp, b, r, j0, nk, &lo[r], &hi[r]);
+        if (lo[r] < hi[r]) {
+            ulo = lo[r] < ulo ? lo[r] : ulo;
+            uhi = hi[r] > uhi ? hi[r] : uhi;
+        }
+    }
+    if (ulo < uhi) { /* all L rows' dot products with the union's keys */
+        kblk = SFX(dk_rows)(p->k, b, j0, nk, p->E, dp->pack_k,
+                            (T *)(sb + dp->off_kp), &ks);
+        vblk = SFX(dk_rows)(p->v, b, j0, nk, Ev, dp->pack_v,
+                            (T *)(sb + dp->off_vp), &vs);
+        SFX(dk_dots_nr)((int)L, (T *)(sb + dp->off_s), dp->SR,
+                        (const T *)(sb + dp->off_q),
+                        kblk + (ptrdiff_t)ulo * ks, ks, p->E, uhi - ulo);
+    }
+    for (size_t r = 0; r < L; r++) {
+        if (lo[r] >= hi[r]) {
             pl[r] = -INFINITY;
             continue;
         }
-        if (!kblk) { /* the first row that sees a key of the chunk */
-            kblk = SFX(dk_rows)(p->k, b, j0, nk, p->E, dp->pack_k,
-                                (T *)(sb + dp->off_kp), &ks);
-            vblk = SFX(dk_rows)(p->v, b, j0, nk, Ev, dp->pack_v,
-                                (T *)(sb + dp->off_vp), &vs);
-        }
-        pl[r] = SFX(dk_row)(dp, sb, b, r, j0, lo, hi, kblk, ks, vblk, vs,
-                            po + r * Ev);
+        T *s_r = (T *)(sb + dp->off_s) + r * dp->SR + (lo[r] - ulo);
+        pl[r] = SFX(dk_row)(dp, s_r, b, r, j0, lo[r], hi[r],
+                            vblk + (ptrdiff_t)lo[r] * vs, vs, po + r * Ev);
     }
 }
 
