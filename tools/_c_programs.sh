@@ -11,6 +11,12 @@
 #   when the variable CORE_OBJS lists object files of the core built with the same flags
 #   (sanitize.sh reuses the extension's), linked from those.
 #   Prints the paths of the programs built, one per line, on stdout.
+#
+# each_parallel DIR FN PROG...
+#   Runs "FN PROG" for every PROG, as many at a time as there are CPUs,
+#   each with its stdout and stderr in DIR/<name>.out and its exit status
+#   in DIR/<name>.rc, and returns when all are done (the caller then reads
+#   the results in order).
 
 build_c_programs() {
     local src=$1 out=$2
@@ -62,4 +68,24 @@ build_c_programs() {
         "$cc" "${flags[@]}" -o "$out/$name" "$m" "${objs[@]}" -lm >&2
         echo "$out/$name"
     done
+}
+
+each_parallel() {
+    local dir=$1 fn=$2
+    shift 2
+    local jobs prog name
+    jobs=$(nproc 2>/dev/null || echo 2)
+    mkdir -p "$dir"
+    for prog in "$@"; do
+        while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+            wait -n || true
+        done
+        name=$(basename "$prog")
+        (
+            set +e
+            "$fn" "$prog" >"$dir/$name.out" 2>&1
+            echo $? >"$dir/$name.rc"
+        ) &
+    done
+    wait
 }

@@ -89,17 +89,27 @@ export CORE_OBJS
 phase "building the C test programs"
 mapfile -t programs < <(build_c_programs "$WORK" "$WORK/_cbin" -O1 -g \
     -fsanitize=address,undefined -fno-omit-frame-pointer)
+# one program per CPU at a time; their output is shown in order after
+san_one() {
+    local args=()
+    [ "$(basename "$1")" = c_smoke ] || args=(${SANITIZE_C_ARGS:-40})
+    ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:log_path=$LOGS/c-asan" \
+        UBSAN_OPTIONS="$UBSAN_COMMON:log_path=$LOGS/c-ubsan" \
+        "$1" "${args[@]}"
+}
+phase "running ${#programs[@]} C programs (ASan+UBSan+LSan)"
+each_parallel "$WORK/_cruns" san_one "${programs[@]}"
 for prog in "${programs[@]}"; do
-    phase "running $(basename "$prog") (ASan+UBSan+LSan)"
-    args=()
-    [ "$(basename "$prog")" = c_smoke ] || args=(${SANITIZE_C_ARGS:-40})
-    if ! ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:log_path=$LOGS/c-asan" \
-         UBSAN_OPTIONS="$UBSAN_COMMON:log_path=$LOGS/c-ubsan" \
-         "$prog" "${args[@]}"; then
-        echo "sanitize.sh: FAILED: $(basename "$prog")" >&2
+    name=$(basename "$prog")
+    echo "sanitize.sh: $name:"
+    tail -3 "$WORK/_cruns/$name.out"
+    if [ "$(cat "$WORK/_cruns/$name.rc")" != 0 ]; then
+        cat "$WORK/_cruns/$name.out" >&2
+        echo "sanitize.sh: FAILED: $name" >&2
         fail=1
     fi
 done
+phase "C programs done"
 
 # --- 4. Python -------------------------------------------------------------------------
 phase "running pytest on the sanitized extension"

@@ -41,27 +41,34 @@ VG_ERR=99
 MEM_ERRORS='^==[0-9]+== (Invalid (read|write|free)|Conditional jump or move depends|Use of uninitialised|Syscall param|Mismatched free|Source and destination overlap|Argument .* of function .* has a fishy)'
 
 mapfile -t programs < <(build_c_programs "$ROOT" "$OUT" -O1 -g)
-status=0
-for prog in "${programs[@]}"; do
+# one valgrind per CPU at a time (each program is one process under
+# valgrind, which serialises its threads); the results are read in order
+vg_one() {
+    local prog=$1 name args=() pid
     name=$(basename "$prog")
-    args=()
     # the tests/c programs take a count of random problems (their own
     # default, 6-8, unless VALGRIND_C_ARGS is set) on top of their fixed
     # cases, which run whatever the count; valgrind runs ~50x slower
     [ "$name" = c_smoke ] || [ -z "${VALGRIND_C_ARGS:-}" ] \
         || args=($VALGRIND_C_ARGS)
     mkdir -p "$OUT/logs-$name"
-    echo "valgrind.sh: running $name ${args[*]}"
-    set +e
     valgrind --error-exitcode=$VG_ERR --leak-check=full \
         --errors-for-leak-kinds=definite,indirect \
         --show-leak-kinds=definite,indirect --track-origins=yes \
         --log-file="$OUT/logs-$name/vg.%p" "$prog" "${args[@]}" \
         >"$OUT/logs-$name/stdout.txt" 2>&1 &
     pid=$!
+    echo "$pid" >"$OUT/logs-$name/main.pid"
     wait "$pid"
-    rc=$?
-    set -e
+}
+echo "valgrind.sh: running ${#programs[@]} programs, $(nproc 2>/dev/null || echo 2) at a time"
+each_parallel "$OUT/runs" vg_one "${programs[@]}"
+status=0
+for prog in "${programs[@]}"; do
+    name=$(basename "$prog")
+    echo "valgrind.sh: $name"
+    rc=$(cat "$OUT/runs/$name.rc")
+    pid=$(cat "$OUT/logs-$name/main.pid")
     tail -3 "$OUT/logs-$name/stdout.txt"
     main_log="$OUT/logs-$name/vg.$pid"
     bad=0
