@@ -13,9 +13,11 @@ gcc does on AArch64), so every platform rounds the same operations.
 import glob
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 sources = sorted(glob.glob(os.path.join("csrc", "**", "*.c"), recursive=True))
 
@@ -59,4 +61,45 @@ ext = Extension(
     extra_link_args=link_args,
 )
 
-setup(ext_modules=[ext])
+def build_jobs():
+    """Compiler processes at once: ATTNPY_BUILD_JOBS, else one per CPU."""
+    try:
+        return max(1, int(os.environ.get("ATTNPY_BUILD_JOBS", "0"))
+                   or len(os.sched_getaffinity(0)))
+    except (AttributeError, ValueError):
+        return os.cpu_count() or 1
+
+
+class parallel_build_ext(build_ext):
+    """build_ext compiling the extension's C files in parallel (setuptools
+    compiles one file at a time; its --parallel only builds several
+    extensions at once). Only for the unix-style compilers (gcc, clang,
+    mingw), whose compile() is _setup_compile then _compile per file;
+    MSVC keeps its own."""
+
+    def build_extensions(self):
+        cc = self.compiler
+        jobs = build_jobs()
+        if cc.compiler_type in ("unix", "mingw32", "cygwin") and jobs > 1:
+            def compile(sources, output_dir=None, macros=None,
+                        include_dirs=None, debug=0, extra_preargs=None,
+                        extra_postargs=None, depends=None):
+                macros, objects, extra_postargs, pp_opts, build = \
+                    cc._setup_compile(output_dir, macros, include_dirs,
+                                      sources, depends, extra_postargs)
+                cc_args = cc._get_cc_args(pp_opts, debug, extra_preargs)
+
+                def one(obj):
+                    src, ext_ = build[obj]
+                    cc._compile(obj, src, ext_, cc_args, extra_postargs,
+                                pp_opts)
+
+                with ThreadPoolExecutor(jobs) as pool:
+                    list(pool.map(one, [o for o in objects if o in build]))
+                return objects
+
+            cc.compile = compile
+        super().build_extensions()
+
+
+setup(ext_modules=[ext], cmdclass={"build_ext": parallel_build_ext})

@@ -35,12 +35,22 @@ need_tools() {
 compile_core_clean() {
     local out=$1 cc=$2
     shift 2
-    mkdir -p "$out/obj"
-    local c log=$out/compile.log fail=0
-    : >"$log"
+    mkdir -p "$out/obj" "$out/clog"
+    local c o log=$out/compile.log fail=0 jobs
+    jobs=$(nproc 2>/dev/null || echo 2)
+    rm -f "$out"/obj/*.o "$out"/clog/*
+    for c in "$ROOT"/csrc/core/*/*.c; do # one compiler per CPU at a time
+        while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+            wait -n || true
+        done
+        o=$(basename "${c%.c}")
+        "$cc" "$@" -Werror -I"$ROOT/csrc/core" -c "$c" -o "$out/obj/$o.o" \
+            >"$out/clog/$o.txt" 2>&1 &
+    done
+    wait
+    cat "$out"/clog/* >"$log"
     for c in "$ROOT"/csrc/core/*/*.c; do
-        "$cc" "$@" -Werror -I"$ROOT/csrc/core" -c "$c" \
-            -o "$out/obj/$(basename "${c%.c}").o" >>"$log" 2>&1 || fail=1
+        [ -e "$out/obj/$(basename "${c%.c}").o" ] || fail=1
     done
     if [ $fail = 1 ] || [ -s "$log" ]; then
         cat "$log" >&2
@@ -70,13 +80,17 @@ run_c_tests() {
         echo "run_c_tests: ${#progs[@]} of $want programs built" >&2
         fail=1
     fi
+    # the programs run one per CPU at a time; their results are read in order
+    local i
+    for i in "${!progs[@]}"; do
+        [ -e "${progs[$i]}.exe" ] && progs[$i]=${progs[$i]}.exe
+    done
+    _RUNNER=("$@")
+    each_parallel "$out/runs" _run_with_runner "${progs[@]}"
     for p in "${progs[@]}"; do
-        [ -e "$p.exe" ] && p=$p.exe
         echo "--- $(basename "$p")"
-        local log=$out/$(basename "$p").log
-        if ! "$@" "$p" >"$log" 2>&1; then
-            fail=1
-        fi
+        local log=$out/runs/$(basename "$p").out
+        [ "$(cat "$out/runs/$(basename "$p").rc")" = 0 ] || fail=1
         grep -E 'FAIL|passed|OK|not tested|skipped|isa ' "$log" | grep -v '^  ' || true
         if ! tail -1 "$log" | grep -Eq '(^| )0 failed|: OK'; then
             fail=1
@@ -85,3 +99,5 @@ run_c_tests() {
     done
     return $fail
 }
+
+_run_with_runner() { "${_RUNNER[@]}" "$1"; }

@@ -120,8 +120,10 @@ phase "running pytest on the sanitized extension"
     export UBSAN_OPTIONS="$UBSAN_COMMON:log_path=$LOGS/py-ubsan"
     export PYTHONMALLOC=malloc
     export PYTHONFAULTHANDLER=1
+    # tests/c builds the C programs without the sanitizers: they ran
+    # above with them
     "$PY" -m pytest -q -p no:cacheprovider \
-        --ignore=tests/reliability/test_leaks.py "$@"
+        --ignore=tests/reliability/test_leaks.py --ignore=tests/c "$@"
 ) || fail=1
 
 phase "pytest done"
