@@ -48,5 +48,9 @@ echo "core objects: no pthread symbols (Win32 threads)"
 
 export CC CROSS_FLAGS="-O2 -Werror -static"
 export WINEDEBUG=-all WINEPREFIX=${WINEPREFIX:-$OUT/wineprefix}
+# the prefix, and a server that stays up until cleanup(), before the
+# programs run side by side (two first calls at once race to create them)
+"$WINE" wineboot -i >/dev/null 2>&1 || true
+"$WINESERVER" -p 2>/dev/null || true
 run_c_tests "$OUT" "$WINE"
 echo "cross_windows.sh: OK"
