@@ -35,22 +35,16 @@ need_tools() {
 compile_core_clean() {
     local out=$1 cc=$2
     shift 2
-    mkdir -p "$out/obj" "$out/clog"
-    local c o log=$out/compile.log fail=0 jobs
-    jobs=$(nproc 2>/dev/null || echo 2)
-    rm -f "$out"/obj/*.o "$out"/clog/*
-    for c in "$ROOT"/csrc/core/*/*.c; do # one compiler per CPU at a time
-        while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
-            wait -n || true
-        done
-        o=$(basename "${c%.c}")
-        "$cc" "$@" -Werror -I"$ROOT/csrc/core" -c "$c" -o "$out/obj/$o.o" \
-            >"$out/clog/$o.txt" 2>&1 &
-    done
-    wait
-    cat "$out"/clog/* >"$log"
+    mkdir -p "$out/obj"
+    rm -rf "$out"/obj/*.o "$out/clog"
+    local c fail=0 log=$out/compile.log
+    _CC=("$cc" "$@" -Werror -I"$ROOT/csrc/core")
+    _OBJ=$out/obj
+    # one compiler per CPU at a time (tools/_c_programs.sh)
+    each_parallel "$out/clog" _compile_one "$ROOT"/csrc/core/*/*.c
+    cat "$out"/clog/*.out >"$log"
     for c in "$ROOT"/csrc/core/*/*.c; do
-        [ -e "$out/obj/$(basename "${c%.c}").o" ] || fail=1
+        [ "$(cat "$out/clog/$(basename "$c").rc")" = 0 ] || fail=1
     done
     if [ $fail = 1 ] || [ -s "$log" ]; then
         cat "$log" >&2
@@ -58,6 +52,12 @@ compile_core_clean() {
         return 1
     fi
     echo "$cc $*: $(ls "$ROOT"/csrc/core/*/*.c | wc -l) core files, no warnings"
+}
+
+_compile_one() {
+    local o
+    o=$(basename "${1%.c}")
+    "${_CC[@]}" -c "$1" -o "$_OBJ/$o.o"
 }
 
 run_c_tests() {
