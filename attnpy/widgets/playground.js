@@ -47,6 +47,7 @@ function buildPlane(parent, n) {
   p.query = svgEl("circle", {r: 10, fill: COLOR.query, stroke: "#ffffff", "stroke-width": 2,
     tabindex: 0, "data-role": "query", class: "attnpy-query",
     "aria-label": "query: drag it, or use the arrow keys"}, plane);
+  p.olabel = svgEl("text", {class: "attnpy-label", fill: COLOR.output}, plane);
   p.qlabel = svgEl("text", {class: "attnpy-label attnpy-qlabel", fill: COLOR.query}, plane);
   return p;
 }
@@ -75,6 +76,9 @@ function drawPlane(p, model) {
     .forEach(([k, v]) => p.output.setAttribute(k, v));
   Object.entries({cx: qa, cy: qb, "data-x": qx, "data-y": qy})
     .forEach(([k, v]) => p.query.setAttribute(k, v));
+  p.olabel.setAttribute("x", pa + 9);
+  p.olabel.setAttribute("y", pb + 16);
+  p.olabel.textContent = "output";
   p.qlabel.setAttribute("x", qa + 12);
   p.qlabel.setAttribute("y", qb + 20);
   p.qlabel.textContent = `q (${qx.toFixed(2)}, ${qy.toFixed(2)})`;
