@@ -18,7 +18,22 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 from . import _model, _page
 
 
-class Playground(anywidget.AnyWidget):
+class _Figure(anywidget.AnyWidget):
+    """What both figures share: their numbers as float64 arrays."""
+
+    @property
+    def scores(self):
+        """The scores: the playground's ``q . k`` per key; the matrix's
+        scores before the softmax (and before the causal mask)."""
+        return np.array(self._scores)
+
+    @property
+    def weights(self):
+        """The attention weights (softmax of the scaled, masked scores)."""
+        return np.array(self._weights)
+
+
+class Playground(_Figure):
     """The 2-D query/key figure (see :func:`attnpy.playground`)."""
 
     _esm = t.Unicode(_page.esm("playground")).tag(sync=True)
@@ -74,16 +89,6 @@ class Playground(anywidget.AnyWidget):
         return _model.lift(self.query, self.key_xy, self._extras, self.dim)
 
     @property
-    def scores(self):
-        """Raw scores q . k_j of the query with each key (float64)."""
-        return np.array(self._scores)
-
-    @property
-    def weights(self):
-        """The attention weights, softmax of the (scaled) scores."""
-        return np.array(self._weights)
-
-    @property
     def output(self):
         """The output's plane position: the weighted mean of the keys."""
         return np.array(self._output)
@@ -97,7 +102,7 @@ class Playground(anywidget.AnyWidget):
         return _page.write(path, "playground", state, "attnpy playground")
 
 
-class AttentionMatrix(anywidget.AnyWidget):
+class AttentionMatrix(_Figure):
     """The attention-matrix figure (see :func:`attnpy.attention_matrix`)."""
 
     _esm = t.Unicode(_page.esm("matrix")).tag(sync=True)
@@ -148,16 +153,6 @@ class AttentionMatrix(anywidget.AnyWidget):
     def inputs(self):
         """(Q, K, V, scale) given to ``explain``."""
         return self._inputs
-
-    @property
-    def scores(self):
-        """The scores the softmax sees (before the causal mask), (n, n)."""
-        return np.array(self._scores)
-
-    @property
-    def weights(self):
-        """The softmax weights, row by row (causal cells 0), (n, n)."""
-        return np.array(self._weights)
 
     def save_html(self, path):
         """Write the figure as one self-contained page (no kernel needed)."""

@@ -12,13 +12,16 @@ NOTEBOOK = ROOT / "examples" / "playground.ipynb"
 
 @pytest.fixture(scope="module")
 def executed():
-    return execute(NOTEBOOK)
+    """The executed notebook, and its outputs' text (errors: none)."""
+    nb = execute(NOTEBOOK)
+    text, _, _, errors = outputs(nb)
+    assert errors == []
+    return nb, text
 
 
 def test_runs_and_shows_the_widgets(executed):
-    text, _, _, errors = outputs(executed)
-    assert errors == []
-    views = [o for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", [])
+    nb, text = executed
+    views = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
              if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
     assert len(views) == 3
     assert re.search(r"^sat +score +0\.000 +weight", text, re.M)
@@ -27,7 +30,7 @@ def test_runs_and_shows_the_widgets(executed):
 
 
 def test_head_width_table(executed):
-    text, _, _, _ = outputs(executed)
+    text = executed[1]
     rows = re.findall(r"^ *(\d+) +(on|off) +([\d.]+) +([\d.e+-]+)$", text, re.M)
     assert [(int(d), s) for d, s, _, _ in rows] == [
         (d, s) for d in (2, 16, 64, 512) for s in ("on", "off")]
@@ -39,7 +42,7 @@ def test_head_width_table(executed):
 
 
 def test_matrix_cells(executed):
-    text, _, _, _ = outputs(executed)
+    text = executed[1]
     assert "row sums: [1. 1. 1. 1. 1. 1.]" in text
     assert '"sat" attends most to "cat"' in text
     assert "[0.06  0.807 0.133 0.    0.    0.   ]" in text
