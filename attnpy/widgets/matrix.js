@@ -28,7 +28,10 @@ function buildMatrix(root, model) {
   const body = htmlEl("tbody", {}, table);
   for (let i = 0; i < n; i++) {
     const tr = htmlEl("tr", {"data-role": "row", "data-row": i}, body);
-    htmlEl("th", {"data-role": "row-label", "data-row": i}, tr, tokens[i]);
+    const label = htmlEl("th", {"data-role": "row-label", "data-row": i, tabindex: 0}, tr, tokens[i]);
+    label.addEventListener("keydown", (e) => {     // keyboard: Enter or Space picks the row
+      if (e.key === "Enter" || e.key === " ") { e.preventDefault(); tr.click(); }
+    });
     m.cells.push(tokens.map((_, j) => htmlEl("td", {"data-role": "cell", "data-row": i, "data-col": j}, tr)));
     m.sums.push(htmlEl("td", {"data-role": "row-sum", "data-row": i}, tr));
     tr.addEventListener("click", () => {

@@ -169,3 +169,8 @@ def check_matrix(page, root, name):
     note = root.locator('[data-role="row-note"]').text_content()
     assert '"sat"' in note and '"cat"' in note, note
     shot(page, f"{name}-3-scores-row2")
+    root.locator('[data-role="row-label"][data-row="5"]').focus()     # the keyboard
+    page.keyboard.press("Enter")
+    eventually("row 5 by keyboard", lambda: root.locator('tr[data-row="5"]').get_attribute(
+        "data-selected") == "true" and root.locator('tr[data-row="2"]').get_attribute(
+        "data-selected") == "false")
