@@ -99,7 +99,7 @@ def check_playground(page, root, name):
     pg, want = expected_playground(q)
     eventually("weights after the drag", lambda: weights_match(root, want))
     out = eventually("output after the drag", lambda: (
-        np.allclose(point_of(root, "output"), pg.output, rtol=0, atol=1e-9)
+        np.allclose(point_of(root, "output"), pg.output, rtol=0, atol=1e-12)
         and point_of(root, "output")))
     assert not np.allclose(out, before_out)
     assert root.locator('[data-role="output"]').bounding_box() != out_box
