@@ -34,6 +34,14 @@ from .teach import AttentionTrace, explain, show
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name):
+    # the interactive figures load anywidget, so only on first use
+    if name in ("playground", "attention_matrix"):
+        from . import widgets
+        return getattr(widgets, name)
+    raise AttributeError(f"module 'attnpy' has no attribute {name!r}")
+
 __all__ = [
     "softmax", "softmax_backward", "softmax_jacobian",
     "scaled_dot_product_attention", "attention", "attention_backward",

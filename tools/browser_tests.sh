@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# tools/browser_tests.sh -- the interactive figures in a real browser.
+#
+#   tools/browser_tests.sh [extra pytest args...]
+#
+# Runs the tests marked `browser` (tests/widgets/test_widgets_browser.py):
+# headless Chromium, driven by Playwright, against the pages that
+# save_html writes and against the live widgets in a JupyterLab server the
+# test starts on 127.0.0.1 (free port, random token, temporary directory).
+# Screenshots of every state go to tests/widgets/_screenshots/ (ignored by
+# git). About 30 s.
+#
+# Playwright drives the system's Chromium (no browser download):
+# /usr/bin/chromium, or $ATTNPY_CHROMIUM. When it is missing and apt-get
+# is there, it is installed (Debian/Ubuntu: the `chromium` package).
+# The Python packages: pip install -e ".[browser]" (anywidget, jupyterlab,
+# playwright, ipykernel). The extension must be built (in place or
+# installed) for the Python that runs this ($PYTHON, default python3).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PY=${PYTHON:-python3}
+CHROMIUM=${ATTNPY_CHROMIUM:-/usr/bin/chromium}
+
+if [ ! -x "$CHROMIUM" ]; then
+    if command -v apt-get >/dev/null 2>&1; then
+        SUDO=""
+        [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+        $SUDO apt-get update && $SUDO apt-get install -y chromium
+    fi
+    if [ ! -x "$CHROMIUM" ]; then
+        echo "browser_tests.sh: no Chromium at $CHROMIUM (set ATTNPY_CHROMIUM)" >&2
+        exit 1
+    fi
+fi
+export ATTNPY_CHROMIUM=$CHROMIUM
+
+cd "$ROOT"
+exec "$PY" -m pytest -p no:cacheprovider -m browser tests/widgets "$@"
