@@ -24,7 +24,7 @@ output.
 """
 import numpy as np
 
-from .handcheck import CellDiff, CheckReport, _expected_array
+from .handcheck import CellDiff, CheckReport, _decimals_arg, _expected_array
 from .text import _fmt, _labels, _short, _table
 
 STEPS = ("dV", "dP", "dS", "dQ", "dK")
@@ -155,7 +155,7 @@ class BackwardTrace:
 
     # -- check ------------------------------------------------------------
 
-    def check(self, step, expected, decimals=3):
+    def check(self, step, expected, decimals=None):
         """Compare a gradient table computed by hand with the exact one.
 
         A cell that differs from the exact value by more than rounding at
@@ -169,6 +169,8 @@ class BackwardTrace:
         expected : array_like
             Your table, the shape of that step (None: a cell not checked).
         decimals : int, optional
+            The decimals the table was computed with; by default read off
+            the table (the most decimals any cell shows).
 
         Returns
         -------
@@ -192,17 +194,13 @@ class BackwardTrace:
         if step not in STEPS:
             raise ValueError(f"BackwardTrace.check: step must be one of "
                              f"{STEPS}, not {step!r}")
-        if isinstance(decimals, bool) or not isinstance(
-                decimals, (int, np.integer)) or not 0 <= decimals <= 12:
-            raise ValueError("BackwardTrace.check: decimals must be an int "
-                             "in 0..12")
-        d = int(decimals)
         exact = getattr(self, step).astype(np.float64)
         try:
             vals, given = _expected_array(expected, exact.shape, step)
         except (TypeError, ValueError) as exc:   # name this method
             raise type(exc)(str(exc).replace("AttentionTrace.check",
                                              "BackwardTrace.check")) from None
+        d = _decimals_arg(decimals, "BackwardTrace.check", expected, given)
         hand = self._hand_tables(d)[step]
         tol = 0.5 * 10.0 ** -d + 1e-9 * np.maximum(1.0, np.abs(exact))
         with np.errstate(invalid="ignore"):
