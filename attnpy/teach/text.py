@@ -116,3 +116,15 @@ def _approx(x, d):
         if not math.isfinite(float(x)) or _round1(float(s), d) == want:
             return s
     return _fmt(x, d + 8)
+
+
+def _drift(pairs, d, why):
+    """'' when every (name, by hand, exact) agrees at d decimals, else the
+    line that says where the hand value and the exact one part (the exact
+    one printed as the tables print it)."""
+    bad = [(n, _fmt(_round1(h, d), d), _fmt(e, d)) for n, h, e in pairs]
+    bad = [b for b in bad if b[1] != b[2]]
+    if not bad:
+        return ""
+    return ("; ".join(f"{n}: exact {e}; by hand {h}" for n, h, e in bad)
+            + f" ({why})")

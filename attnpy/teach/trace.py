@@ -477,7 +477,8 @@ class AttentionTrace:
         Parameters
         ----------
         query : str or int
-            A query token (its first occurrence) or a 0-based query index.
+            A query token (its first occurrence; the text names the
+            others) or a 0-based query index.
 
         Returns
         -------
@@ -511,7 +512,9 @@ class AttentionTrace:
                              f"dimensions {self.batch_shape}; index it first, "
                              "e.g. trace[0, 1].focus(...)")
         i = self._query_index(query, "focus")
-        return Focus(self, i)
+        also = ([k for k, t in enumerate(self.tokens) if t == query and k != i]
+                if isinstance(query, str) else [])
+        return Focus(self, i, also)
 
     # -- check ------------------------------------------------------------
 
