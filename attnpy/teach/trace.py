@@ -647,7 +647,7 @@ class AttentionTrace:
         Raises
         ------
         ImportError
-            When matplotlib is not installed (``pip install attnpy[plot]``).
+            When matplotlib is not installed (``pip install "attnpy[plot]"``).
         """
         return _plot(self, ax, cmap, annotate, title)
 

@@ -565,7 +565,7 @@ def test_plot_multi_head_grid(agg):
 def test_plot_without_matplotlib(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
-    with pytest.raises(ImportError, match=r"pip install attnpy\[plot\]"):
+    with pytest.raises(ImportError, match=r'pip install "attnpy\[plot\]"'):
         cat_sat().plot()
 
 
