@@ -82,14 +82,14 @@ def test_notebook_runs_without_errors(executed):
 
 def test_notebook_prints_the_tutorials_numbers(executed):
     text, _, _, _ = outputs(executed)
-    # 000_: scores, scaled scores, weights
+    # "the cat sat": scores, scaled scores, weights
     assert "the  1.160  0.470  0.810" in text
     assert "the  0.580  0.235  0.405" in text
     assert "cat  0.307  0.371  0.321" in text
     assert "e^0.405 = 1.500" in text          # the tutorial's own rounding
     assert "explained by hand rounding of intermediates" in text
     assert "WRONG: differs beyond rounding" in text
-    # 003_: the causal table and "cat" as a weighted sum
+    # the GPT-2 causal table and "cat" as a weighted sum
     assert "output_2 = 0.289 * V_1 + 0.711 * V_2" in text
     assert "no contribution from V_3: masked" in text
     # multi-head: explain's heads == MultiHeadAttention.forward, bit for bit
