@@ -204,21 +204,27 @@ def _expected_array(expected, shape, step):
 
 def _infer_decimals(expected, given):
     """The decimals a table was written with: the most any given cell
-    shows in its shortest form (0.29 -> 2, 1 -> 0), at most 12."""
+    shows (0.29 -> 2, 1 -> 0), a cell's decimals being the fewest that
+    give its value to within a few units of its float type's last place
+    (so 0.1 + 0.05 and float32(0.15) count as 2), at most 12."""
+    arr = expected if isinstance(expected, np.ndarray) else None
+    dtype = arr.dtype if arr is not None and arr.dtype.kind == "f" \
+        else np.dtype(np.float64)
     obj = np.array(expected, dtype=object)
     most = 0
     for v, g in zip(obj.flat, given.flat):
         if not g:
             continue
         try:
-            x = v if isinstance(v, np.floating) else float(v)
+            x = float(v)
         except (TypeError, ValueError):
             continue
         if not np.isfinite(x) or abs(x) >= 1e9:
             continue
-        s = np.format_float_positional(x, unique=True, trim="-")
-        most = max(most, len(s.split(".")[1]) if "." in s else 0)
-    return min(most, 12)
+        ulp = 4 * float(np.spacing(dtype.type(abs(x))))
+        k = next((k for k in range(13) if abs(x - round(x, k)) <= ulp), 12)
+        most = max(most, k)
+    return most
 
 
 def _hand_chain(tr, d):

@@ -95,3 +95,14 @@ def test_backward_check_reads_decimals_off_the_table():
     bw = tr.backward(d_out)
     two = np.round(bw.dS, 2)
     assert bw.check("dS", two).ok and bw.check("dS", two).decimals == 2
+
+
+def test_decimals_of_float32_and_computed_tables():
+    tr = attnpy.explain(X.astype(np.float32), X.astype(np.float32),
+                        X.astype(np.float32))
+    two = np.round(tr.weights, 2)                  # float32 0.39, 0.28, ...
+    assert tr.check("weights", two).decimals == 2
+    assert tr.check("weights", np.round(tr.weights.astype(float), 2)
+                    + 0.0).decimals == 2
+    noisy = np.round(cat_sat().weights, 2) + 0.01 - 0.01   # 0.39000000000000001
+    assert cat_sat().check("weights", noisy).decimals == 2
