@@ -13,8 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import paths
 from .paths import as_rows, best_path, cell_paths
 from .text import STEPS, _fmt, _labels, _vec
+
+
+SHOWN = 30          # cells (and notes) a report prints; all are attributes
 
 
 @dataclass(frozen=True)
@@ -130,8 +134,9 @@ class CheckReport:
                 k = len(self.wrong)
                 bits.append(f"{k} {'is' if k == 1 else 'are'} wrong")
             lines.append("  " + "; ".join(bits))
+            shown = self.differences[:SHOWN]
             rows = [("cell", "row", "col", "expected", "exact", "diff")]
-            for c in self.differences:
+            for c in shown:
                 rows.append((str(list(c.index)), c.row, c.col,
                              _fmt(c.expected, d), _fmt(c.exact, d + 2),
                              ("" if not math.isfinite(c.diff) else
@@ -142,7 +147,7 @@ class CheckReport:
                 return "  " + "  ".join(r[k].ljust(w[k]) if k < 3 else
                                         r[k].rjust(w[k]) for k in range(6))
             lines.append(line(rows[0]) + "  verdict")
-            for r, c in zip(rows[1:], self.differences):
+            for r, c in zip(rows[1:], shown):
                 lines.append(line(r) + "  " + (
                     "explained by hand rounding of intermediates"
                     if c.explained else "WRONG: differs beyond rounding"))
@@ -161,7 +166,13 @@ class CheckReport:
                             else f"{_fmt(lo, d)} .. {_fmt(hi, d)}")
                     lines.append(f"      hand rounding gives {span}; "
                                  f"exact {_fmt(c.exact, d)}")
-        lines += ["  note: " + s for s in self.notes]
+            if n > SHOWN:
+                lines.append(f"  ... and {n - SHOWN} more cells "
+                             "(report.differences lists them all)")
+        notes = self.notes[:SHOWN] + ([f"... and {len(self.notes) - SHOWN} "
+                                       "more notes"]
+                                      if len(self.notes) > SHOWN else [])
+        lines += ["  note: " + s for s in notes]
         return "\n".join(lines)
 
     def __repr__(self):
@@ -258,16 +269,28 @@ def _hand_chain(tr, d):
 
 
 def _bases(tr, step, d, previous, pgood):
-    """The ways of writing the previous table (see paths.cell_paths)."""
+    """The ways of writing the previous table: a list of (table, fixed)
+    (see paths.cell_paths); [(None, None)] for the first step."""
     if step == "scores":
-        return [None]
+        return [(None, None)]
     pstep = STEPS[STEPS.index(step) - 1]
     exact = _round(getattr(tr, pstep).astype(np.float64), d)
     if previous is not None:          # the user's numbers where right
-        return [as_rows(np.where(pgood, previous, exact), pgood)]
+        return [(np.where(pgood, previous, exact), pgood)]
     chain = _round(_hand_chain(tr, d)[pstep], d)
     same = np.array_equal(chain, exact, equal_nan=True)
-    return [as_rows(exact)] + ([] if same else [as_rows(chain)])
+    return [(exact, None)] + ([] if same else [(chain, None)])
+
+
+def _candidates(tr, step, d, bases, vals, tol):
+    """Cells a hand path might explain: within the paths' reach of an
+    all-nearest hand value (the others are wrong without a search)."""
+    near = np.zeros(vals.shape, bool)
+    with np.errstate(all="ignore"):
+        for table, _ in bases:
+            base, bound = paths.quick_bounds(tr, step, d, table)
+            near |= np.abs(vals - base) <= bound * (1 + 1e-9) + 2 * tol
+    return near
 
 
 def _softmax_notes(tr, vals, given, wrong, d):
@@ -312,8 +335,9 @@ def _check(tr, step, expected, decimals, previous):
     prep = None
     if previous is not None:
         pvals, pgood, prep = _check_previous(tr, step, previous, d)
-    bases = _bases(tr, step, d, None if previous is None else pvals,
-                   None if previous is None else pgood)
+    tables = _bases(tr, step, d, None if previous is None else pvals,
+                    None if previous is None else pgood)
+    bases = [None if t is None else as_rows(t, fx) for t, fx in tables]
     tol = 0.5 * 10.0 ** -d + 1e-9 * np.maximum(1.0, np.abs(exact))
     with np.errstate(all="ignore"):
         finite = np.isfinite(exact)
@@ -324,11 +348,15 @@ def _check(tr, step, expected, decimals, previous):
     ql = _labels(tr.tokens, tr.weights.shape[-2])
     cl = (_labels(tr.key_tokens, tr.weights.shape[-1]) if step != "output"
           else [str(k) for k in range(tr.output.shape[-1])])
+    reach = _candidates(tr, step, d, tables, vals, tol)
     diffs = []
     for idx in zip(*np.nonzero(given & ~match)):
         idx = tuple(int(k) for k in idx)
         e, x = float(vals[idx]), float(exact[idx])
-        paths = cell_paths(tr, step, idx, d, bases) if finite[idx] else []
+        paths = cell_paths(tr, step, idx, d, bases if reach[idx]
+                           else bases[:1], search=bool(reach[idx]),
+                           expected=e, tol=float(tol[idx])) \
+            if finite[idx] else []
         hit = best_path(paths, e, float(tol[idx])) if np.isfinite(e) else None
         vs = [p[0] for p in paths if np.isfinite(p[0])] or [x]
         with np.errstate(all="ignore"):

@@ -152,40 +152,131 @@ CELL = {"scores": _scores, "scaled": _scaled, "masked": _masked,
         "weights": _weights, "output": _output}
 
 
-def cell_paths(tr, step, idx, d, bases):
-    """Every accepted hand path of one cell: a list of
-    (value, text, cost, moved), the all-nearest paths first (cost 0).
+def _fast(tr, step, lead, i, j, d, row):
+    """{slot: (value, moved)} of the one-number-moved paths of a sum or a
+    softmax cell, each in O(1) from the all-nearest numbers (None for the
+    steps whose cells are O(1) anyway). Only a guide: the chosen path is
+    recomputed in full."""
+    def dev(x):
+        o = other_way(x, d)
+        return None if o is None else (o, abs(o - x))
+
+    out = {}
+    if step == "scores":
+        prods = [a * b for a, b in zip(tr.Q[lead][i].astype(float),
+                                       tr.K[lead][j].astype(float))]
+        t = [_round1(x, d) for x in prods]
+        tot = sum(t)
+        for m, x in enumerate(prods):
+            o = dev(x)
+            if o is not None:
+                out[("prod", m)] = (tot - t[m] + o[0], o[1])
+        return out
+    if step == "output" and not tr.fully_masked_rows[lead][i]:
+        v = tr.V[lead][:, j].astype(float)
+        ks = [k for k in range(len(v)) if tr.mask[lead][i, k]]
+        w = {k: _round1(row[k][0], d) if not row[k][1] else row[k][0]
+             for k in ks}
+        t = {k: _round1(w[k] * v[k], d) for k in ks}
+        tot = sum(t.values())
+        for k in ks:
+            o = None if row[k][1] else dev(row[k][0])
+            if o is not None:
+                out[("prev", k)] = (tot - t[k] + _round1(o[0] * v[k], d), o[1])
+            o = dev(w[k] * v[k])
+            if o is not None:
+                out[("prod", k)] = (tot - t[k] + o[0], o[1])
+        return out
+    if step == "weights" and tr.mask[lead][i, j] and \
+            not tr.fully_masked_rows[lead][i]:
+        ks = [k for k in range(len(row)) if tr.mask[lead][i, k]]
+        x = {k: row[k][0] if row[k][1] else _round1(row[k][0], d)
+             for k in ks}
+        shift = _round1(exp_shift(max(x.values())), d)
+        e = {k: _round1(math.exp(x[k] - shift), d) for k in ks}
+        tot = sum(e.values())
+        for k in ks:
+            for slot, new in ((("prev", k), None if row[k][1] else dev(
+                    row[k][0])), (("e", k), dev(math.exp(x[k] - shift)))):
+                if new is None:
+                    continue
+                ek = new[0] if slot[0] == "e" else _round1(
+                    math.exp(new[0] - shift), d)
+                s2 = tot - e[k] + ek
+                if s2 > 0:
+                    out[slot] = ((ek if k == j else e[j]) / s2, new[1])
+        return out
+    return None
+
+
+def cell_paths(tr, step, idx, d, bases, search=True, expected=None,
+               tol=0.0):
+    """The accepted hand paths of one cell: a list of (value, text, cost,
+    moved), the all-nearest paths first (cost 0).
 
     bases: for each way of writing the previous table, a function
     row -> list of (value, fixed) of the previous step's row i (fixed:
-    the user's number, never rounded the other way).
+    the user's number, never rounded the other way). search False: the
+    all-nearest paths only. With `expected`, the paths of a sum or softmax
+    cell are screened quickly and only those that give `expected` (within
+    tol) are written out, with the extremes of the others' values.
     """
     *lead, i, j = idx
     lead = tuple(lead)
     fn = CELL[step]
-    out = []
+    out, runs = [], []
     for base in bases:
         row = base(lead, i) if base is not None else []
 
-        def prev(p, k, row=row):
-            v, fixed = row[k]
-            return v if fixed else p.r(("prev", k), v)
-
-        p0 = _Path(d)
-        val, text = fn(tr, lead, i, j, p0, prev)
-        out.append((val, text, 0, 0.0))
-        for slot in dict.fromkeys(p0.slots):
+        def run(slot, row=row):
+            def prev(p, k):
+                v, fixed = row[k]
+                return v if fixed else p.r(("prev", k), v)
             p = _Path(d, slot)
             val, text = fn(tr, lead, i, j, p, prev)
-            if p.moved is not None:
-                out.append((val, text, 1, p.moved))
-    return out
+            return p, val, text
+
+        p0, val, text = run(None)
+        out.append((val, text, 0, 0.0))
+        if not search:
+            continue
+        fast = None if expected is None else _fast(tr, step, lead, i, j, d,
+                                                   row)
+        if fast is None:
+            for slot in dict.fromkeys(p0.slots):
+                p, val, text = run(slot)
+                if p.moved is not None:
+                    out.append((val, text, 1, p.moved))
+            continue
+        for slot, (val, moved) in fast.items():
+            runs.append((run, slot))
+            out.append((val, len(runs) - 1, 1, moved))
+    if expected is not None and runs:
+        _write_out_best(out, runs, expected, tol)
+    return [(v, t if isinstance(t, str) else "", c, m) for v, t, c, m in out]
+
+
+def _write_out_best(out, runs, expected, tol):
+    """Write out in full (text and exact value) the quickly screened path
+    that best gives `expected`; a screened value that the full path does
+    not confirm is replaced by the full one."""
+    order = sorted(range(len(out)), key=lambda n: (out[n][2], out[n][3]))
+    for n in order:
+        val, text, cost, moved = out[n]
+        if isinstance(text, str) or abs(val - expected) > tol:
+            continue
+        run, slot = runs[text]
+        p, val, text = run(slot)
+        out[n] = (val, text, cost, moved)
+        if abs(val - expected) <= tol:
+            return
 
 
 def best_path(paths, expected, tol):
     """The path that gives `expected` with the fewest numbers rounded the
     other way, and of those the smallest move; None if none does."""
-    hits = [p for p in paths if abs(p[0] - expected) <= tol]
+    hits = [p for p in paths if abs(p[0] - expected) <= tol and (
+        p[1] or p[2] == 0)]
     if not hits:
         return None
     return min(hits, key=lambda p: (p[2], p[3]))
@@ -201,3 +292,50 @@ def as_rows(a, fixed=None):
         return [(float(v), bool(f)) for v, f in zip(a[lead][i],
                                                     fixed[lead][i])]
     return base
+
+
+def quick_bounds(tr, step, d, prev):
+    """(all-nearest hand values, bound) of every cell at once: no hand
+    path with one number rounded the other way lies farther than `bound`
+    from the all-nearest value, so a cell farther than that needs no
+    search. prev: the previous table as written (None for scores)."""
+    from .handcheck import _round
+    f = np.float64
+    u = 10.0 ** -d
+    with np.errstate(all="ignore"):
+        if step == "scores":
+            p = tr.Q.astype(f)[..., :, None, :] * tr.K.astype(f)[..., None, :, :]
+            return _round(p, d).sum(-1), np.full(tr.scores.shape, u)
+        if step == "scaled":
+            c = tr.scale
+            dc = abs(_round1(c, d) - c)
+            return prev * c, np.maximum(u * abs(c), np.abs(prev) * dc + u * dc)
+        if step == "masked":
+            v = prev if tr.softcap is None else _round(
+                tr.softcap * np.tanh(prev / tr.softcap), d)
+            for t in (tr.bias, tr.alibi):
+                if t is not None:
+                    v = v + t.astype(f)
+            return (np.where(tr.mask, v, -np.inf),
+                    np.full(tr.masked.shape, 2 * u))
+        if step == "weights":
+            x = np.where(tr.mask, prev, -np.inf)
+            top = np.max(x, axis=-1, keepdims=True, initial=-np.inf)
+            shift = _round(np.where((top > 30) | (top < -5), top, 0.0), d)
+            e = np.where(tr.mask, _round(np.exp(x - shift), d), 0.0)
+            s = e.sum(-1, keepdims=True)
+            emax = e.max(-1, keepdims=True, initial=0.0)
+            move = emax * math.expm1(u) + 2 * u    # one e^x, as far as it goes
+            bound = move / np.maximum(s - move, 1e-300)
+            w = np.where(tr.mask, e / s, 0.0)
+            return (np.broadcast_to(w, tr.weights.shape),
+                    np.broadcast_to(np.where(s > move, bound, np.inf),
+                                    tr.weights.shape))
+        if step == "output":
+            V = tr.V.astype(f)
+            t = _round(np.where(tr.mask, prev, 0.0)[..., :, :, None]
+                       * V[..., None, :, :], d)
+            vmax = np.max(np.abs(V), axis=-2, initial=0.0)[..., None, :]
+            bound = np.broadcast_to(u * (vmax + 2), tr.output.shape)
+            return t.sum(-2), bound
+    raise AssertionError(step)

@@ -106,3 +106,59 @@ def test_decimals_of_float32_and_computed_tables():
                     + 0.0).decimals == 2
     noisy = np.round(cat_sat().weights, 2) + 0.01 - 0.01   # 0.39000000000000001
     assert cat_sat().check("weights", noisy).decimals == 2
+
+
+def test_a_large_table_is_reported_briefly():
+    X64 = np.random.default_rng(0).standard_normal((64, 8))
+    tr = attnpy.explain(X64, X64, X64)
+    report = tr.check("weights", np.round(tr.weights, 3) + 0.002)
+    assert len(report.differences) == 64 * 64 and not report.ok
+    text = str(report)
+    assert "... and 4066 more cells" in text and len(text) < 60_000
+
+
+def test_the_quick_screen_never_drops_a_path():
+    """Cells the quick bound rules out are cells no path reaches: with the
+    screen off (every cell searched) the verdicts are the same."""
+    from attnpy.teach import handcheck
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        Xr = np.round(rng.uniform(-1, 1, (3, 4)), 1)
+        tr = attnpy.explain(Xr, Xr, Xr, causal=bool(rng.integers(2)))
+        for step in tr.steps:
+            exact = getattr(tr, step).astype(float)
+            noisy = np.round(exact + rng.integers(-3, 4, exact.shape) * 1e-3, 3)
+            noisy = np.where(np.isfinite(exact), noisy, -1e9)
+            screened = tr.check(step, noisy, 3)
+            keep = handcheck._candidates
+            handcheck._candidates = lambda tr_, st, d, tb, v, tol: np.ones(
+                v.shape, bool)
+            try:
+                full = tr.check(step, noisy, 3)
+            finally:
+                handcheck._candidates = keep
+            assert [c.explained for c in screened.differences] == \
+                [c.explained for c in full.differences], step
+
+
+def test_the_quick_path_values_are_the_full_ones():
+    """The O(1) screening of sum and softmax cells gives the values the
+    full hand computations give."""
+    from attnpy.teach import handcheck, paths
+    rng = np.random.default_rng(4)
+    seen = 0
+    for _ in range(15):
+        Xr = np.round(rng.uniform(-1, 1, (3, 4)), 1)
+        tr = attnpy.explain(Xr, Xr, Xr, causal=bool(rng.integers(2)))
+        for step in ("scores", "weights", "output"):
+            tables = handcheck._bases(tr, step, 3, None, None)
+            bases = [None if t is None else paths.as_rows(t, f)
+                     for t, f in tables]
+            for idx in np.ndindex(getattr(tr, step).shape):
+                full = paths.cell_paths(tr, step, idx, 3, bases)
+                quick = paths.cell_paths(tr, step, idx, 3, bases,
+                                         expected=1e9, tol=0.0)
+                assert sorted(round(v, 12) for v, *_ in full) == \
+                    sorted(round(v, 12) for v, *_ in quick), (step, idx)
+                seen += len(full)
+    assert seen > 1000
