@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import paths
 from .paths import as_rows, best_path, cell_paths
 from .text import STEPS, _fmt, _labels, _vec
 
@@ -282,17 +281,6 @@ def _bases(tr, step, d, previous, pgood):
     return [(exact, None)] + ([] if same else [(chain, None)])
 
 
-def _candidates(tr, step, d, bases, vals, tol):
-    """Cells a hand path might explain: within the paths' reach of an
-    all-nearest hand value (the others are wrong without a search)."""
-    near = np.zeros(vals.shape, bool)
-    with np.errstate(all="ignore"):
-        for table, _ in bases:
-            base, bound = paths.quick_bounds(tr, step, d, table)
-            near |= np.abs(vals - base) <= bound * (1 + 1e-9) + 2 * tol
-    return near
-
-
 def _softmax_notes(tr, vals, given, wrong, d):
     """Rows of a weights table mostly wrong: say what softmax gives."""
     notes = []
@@ -348,15 +336,12 @@ def _check(tr, step, expected, decimals, previous):
     ql = _labels(tr.tokens, tr.weights.shape[-2])
     cl = (_labels(tr.key_tokens, tr.weights.shape[-1]) if step != "output"
           else [str(k) for k in range(tr.output.shape[-1])])
-    reach = _candidates(tr, step, d, tables, vals, tol)
     diffs = []
     for idx in zip(*np.nonzero(given & ~match)):
         idx = tuple(int(k) for k in idx)
         e, x = float(vals[idx]), float(exact[idx])
-        paths = cell_paths(tr, step, idx, d, bases if reach[idx]
-                           else bases[:1], search=bool(reach[idx]),
-                           expected=e, tol=float(tol[idx])) \
-            if finite[idx] else []
+        paths = cell_paths(tr, step, idx, d, bases, expected=e,
+                           tol=float(tol[idx])) if finite[idx] else []
         hit = best_path(paths, e, float(tol[idx])) if np.isfinite(e) else None
         vs = [p[0] for p in paths if np.isfinite(p[0])] or [x]
         with np.errstate(all="ignore"):
