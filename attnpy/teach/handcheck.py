@@ -87,6 +87,11 @@ class CheckReport:
         The differences hand rounding does not explain.
     explained : list of CellDiff
         The differences hand rounding explains.
+    previous : CheckReport or None
+        The check of the table given as ``previous=`` (done first).
+    notes : list of str
+        Rows of weights that do not sum to 1 or are not the softmax of
+        the scores.
     """
 
     def __init__(self, step, decimals, checked, differences, notes,
