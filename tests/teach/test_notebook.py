@@ -150,6 +150,8 @@ def test_notebook_prints_the_tutorials_numbers(executed):
     assert "same weights as forward: True" in text
     assert "same output as forward:  True" in text
     assert "(1, 2, 6, 4)" in text
+    # the prose's claims, shown by the numbers
+    assert "shuffled tokens give the shuffled output rows: True" in text
 
 
 def test_notebook_shows_tables_and_plots(executed):
