@@ -4,6 +4,7 @@
 ``python -m attnpy explain``   the walkthrough of any example (see --help)
 ``python -m attnpy bench``     attnpy vs the tutorial NumPy code vs PyTorch
 """
+import os
 import sys
 
 
@@ -19,5 +20,19 @@ def main(argv=None):
     return demo_main(argv)
 
 
+def run():
+    """main(), quiet when the reader stops early (``| head``)."""
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader has gone: send what is left of stdout nowhere, so the
+        # interpreter's own flush at exit does not complain again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

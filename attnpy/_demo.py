@@ -1,9 +1,10 @@
 """``python -m attnpy``: the "the cat sat" worked example, step by step.
 
-The example of the tutorial in shared/seeds/000_*: three tokens embedded in 4
-dimensions, Q = K = V = X. Every number is computed by attnpy's C core
-(``scores`` are the raw Q K^T the kernel computed) and printed with 3
-decimals, then compared with the figures the tutorial printed by hand.
+The tutorials' first example: three tokens embedded in 4 dimensions,
+Q = K = V = X. The walk-through is ``print(attnpy.explain(X, X, X))`` (the
+same steps and worked lines as in Python), then the figures the tutorial
+printed by hand are compared with the exact ones, with the hand computation
+that gives each of them.
 """
 import argparse
 
@@ -36,17 +37,6 @@ def compute(X=X, decimals=3):
             "output": out, "output[0]": out[0]}
 
 
-def _table(a, decimals, rows=TOKENS, cols=None):
-    w = decimals + 4
-    lines = []
-    if cols is not None:
-        lines.append(" " * 6 + "".join(f"{c:>{w}}" for c in cols))
-    for name, row in zip(rows, np.atleast_2d(a)):
-        lines.append(f"{name:>5} " + "".join(f"{v:>{w}.{decimals}f}"
-                                             for v in row))
-    return "\n".join(lines)
-
-
 def differences(steps, decimals=3):
     """(step, index, published, exact) for each published figure that is
     not the exact value rounded to `decimals`."""
@@ -59,31 +49,33 @@ def differences(steps, decimals=3):
     return found
 
 
+def _hand_paths():
+    """{(step, index): the hand computation that gives the tutorial's
+    figure}, from check() at the tutorial's 3 decimals."""
+    from .teach import explain
+    tr = explain(X, X, X, tokens=" ".join(TOKENS))
+    w = PUBLISHED["weights"]
+    out = [PUBLISHED["output[0]"], [None] * 4, [None] * 4]
+    paths = {}
+    for step, report in (("weights", tr.check("weights", w, 3)),
+                         ("output", tr.check("output", out, 3, previous=w))):
+        for c in report.explained:
+            paths[(step, c.index)] = c.how_other or c.how
+    return paths
+
+
 def render(decimals=3):
+    """The text `python -m attnpy` prints."""
+    from .teach import explain
+    trace = explain(X, X, X, tokens=" ".join(TOKENS))
+    trace.decimals = decimals
+    walk = str(trace).splitlines()
+    parts = ['attnpy worked example: "the cat sat" (Q = K = V = X, d_k = 4);'
+             " in Python: print(attnpy.explain(X, X, X, tokens=\"the cat "
+             'sat"))', ""] + walk[:-1]
     s = compute(decimals=decimals)
-    d = X.shape[-1]
-    parts = [
-        'attnpy worked example: "the cat sat" (Q = K = V = X, d_k = 4)',
-        "",
-        "X (3 x 4), one row per token:",
-        _table(X, decimals),
-        "",
-        "Step 1  scores = Q @ K^T  (3 x 3)",
-        _table(s["scores"], decimals, cols=TOKENS),
-        "",
-        f"Step 2  scaled = scores / sqrt(d_k) = scores / {np.sqrt(d):g}",
-        _table(s["scaled"], decimals, cols=TOKENS),
-        "",
-        "Step 3  weights = softmax(scaled), row by row",
-        _table(s["weights"], decimals, cols=TOKENS),
-        "        row sums: " + ", ".join(
-            f"{v:.{decimals}f}" for v in s["weights"].sum(axis=-1)),
-        "",
-        "Step 4  output = weights @ V  (3 x 4)",
-        _table(s["output"], decimals),
-        "",
-    ]
     diffs = differences(s, decimals)
+    paths = _hand_paths() if decimals == 3 else {}
     if diffs:
         parts.append("Where the tutorial's hand-rounded figures differ from "
                      "the exact ones:")
@@ -93,9 +85,14 @@ def render(decimals=3):
                      else f"{name}[{inner}]")
             parts.append(f"  {where:<14} tutorial {pub:.{decimals}f}   exact "
                          f"{exact:.5f} (rounds to {exact:.{decimals}f})")
-        parts.append("  The tutorial rounded e^x and the weights to 3 "
-                     "decimals before dividing and summing; the exact "
-                     "figures above are attnpy's.")
+            key = ("output", (0,) + idx) if name == "output[0]" else (
+                name, idx)
+            if key in paths:
+                parts.append(f"    by hand: {paths[key]}")
+        parts.append("  The tutorial wrote e^x and the weights with 3 "
+                     "decimals before dividing and summing (one e^x rounded "
+                     "up: e^0.405 = 1.4993 written 1.500); trace.check(step, "
+                     "table) finds such paths.")
     else:
         parts.append("Every figure the tutorial printed matches the exact "
                      "value.")
@@ -103,15 +100,23 @@ def render(decimals=3):
 
 
 def main(argv=None):
+    from . import __version__
+    from .teach.cli import DECIMALS, int_in
     ap = argparse.ArgumentParser(
         prog="python -m attnpy",
-        description='The "the cat sat" worked example, computed by attnpy. '
-                    "Subcommands: 'explain' (any example, step by step), "
-                    "'bench' (speed against NumPy and PyTorch).")
-    ap.add_argument("--decimals", type=int, default=3,
-                    help="decimals to print (default 3)")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description='The "the cat sat" worked example, computed by attnpy, '
+                    "step by step.",
+        epilog="commands:\n"
+               "  python -m attnpy explain ...  any example step by step "
+               "(python -m attnpy explain --help)\n"
+               "  python -m attnpy bench ...    speed against NumPy and "
+               "PyTorch (python -m attnpy bench --help)")
+    ap.add_argument("--decimals", type=int_in(*DECIMALS), default=3,
+                    metavar="N", help="decimals to print, %d..%d (default 3)"
+                    % DECIMALS)
+    ap.add_argument("--version", action="version",
+                    version=f"attnpy {__version__}")
     args = ap.parse_args(argv)
-    if not 0 <= args.decimals <= 12:
-        ap.error("--decimals must be between 0 and 12")
     print(render(args.decimals))
     return 0

@@ -207,7 +207,7 @@ class _Plan:
         self.mask = self._score_operand(mask, "mask")
         self.bias = self._score_operand(bias, "bias")
         self.causal = causal
-        # query i sits at key position i + coff (DESIGN: i' = i, or
+        # query i sits at key position i + coff (i' = i, or
         # i + S - L with causal="bottom_right")
         if causal in (False, None, True, "top_left"):
             self.coff = 0

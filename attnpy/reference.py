@@ -383,7 +383,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
     to (..., L, S) and may add leading dims. scale defaults to 1/sqrt(E)
     (1.0 when E == 0). Fully masked rows follow `fully_masked`.
 
-    The variants (DESIGN.md, "Decoding and variants"), with query row i at
+    The variants (sliding window, ALiBi, soft-capping), with query row i at
     key position i' = i (+ S - L when causal="bottom_right"):
 
         enable_gqa    K, V (..., Hkv, S, E) serve Q (..., Hq, L, E): query
@@ -1165,7 +1165,7 @@ def transformer_encoder_layer(x, p, num_heads, mask=None, *, causal=False,
 
 
 # ---------------------------------------------------------------------------
-# The tutorials' own code (seeds/002_*), written out again.
+# The tutorials' own code, written out again.
 # These keep the tutorial's formulas exactly -- including the -1e9 fill of
 # masked scores -- so tests can compare attnpy with what a reader of the
 # tutorial would compute.

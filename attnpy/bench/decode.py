@@ -21,7 +21,7 @@ keys outside the window are never read).
 
 Every attnpy output is checked first (against torch, or the NumPy
 reference, or the explicit window): a wrong result is reported, not timed.
-The targets of issue 12: attnpy >= 1.5x torch and >= 70% of the read rate
+The decode targets: attnpy >= 1.5x torch and >= 70% of the read rate
 on (1, 32, 1, 128) S = 4096 and (1, 1, 1, 128) S = 65536, and every thread
 used on the one-head case.
 """
@@ -36,7 +36,7 @@ import attnpy
 from .report import _p
 from .timing import Contender, _estimate, time_interleaved
 
-CASES = [  # (B, H, L, E), S, one of the issue's targets
+CASES = [  # (B, H, L, E), S, one of the decode targets
     ((1, 32, 1, 128), 4096, True),
     ((1, 1, 1, 128), 65536, True),
     ((16, 8, 1, 64), 2048, False),
@@ -182,7 +182,7 @@ def _print_row(r):
 
 
 def decode_targets(rows, threads):
-    """[{target, status, measured, required}] of issue 12's decode targets."""
+    """[{target, status, measured, required}] of the decode targets."""
     res = []
 
     def add(name, ok, measured, required):

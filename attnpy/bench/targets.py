@@ -134,7 +134,7 @@ def evaluate_targets(R):
 
 
 def _window_target(R):
-    """Issue 12: a sliding window skips the key blocks it excludes."""
+    """The window target: a sliding window skips the key blocks it excludes."""
     w = (R.get("variants") or {}).get("window")
     t = {"target": "window 256 over 8192, per query, vs causal 512",
          "required": "<= 2.00x"}
@@ -149,7 +149,7 @@ def _window_target(R):
 
 
 def _decode_targets(R):
-    """Issue 12's decode targets, when the decode part ran (bench/decode.py
+    """The decode targets, when the decode part ran (bench/decode.py
     judged them: >= 1.5x torch, >= 70% of the read rate, every thread)."""
     return [{"target": t["target"], "status": t["status"], "measured": t["measured"],
              "required": t["required"]}

@@ -1,7 +1,7 @@
 """The tutorial's NumPy attention (the baseline every row is timed against),
 and the correctness guard that compares attnpy with it before timing.
 
-The tutorial's code (002_: "Implementing scaled dot-product attention"),
+The tutorial's code ("Implementing scaled dot-product attention"),
 in our own words with the same formulas. The tutorial transposes K with
 K.transpose(0, 2, 1) for 3-D inputs and K.transpose(0, 1, 3, 2) for the
 4-D heads of its MultiHeadAttention; swapaxes(-1, -2) is both.

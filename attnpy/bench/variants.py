@@ -1,9 +1,9 @@
 """The ``variants`` part of ``python -m attnpy bench``: the attention
-variants (DESIGN.md "Decoding and variants"), forward, medians of
-interleaved samples.
+variants (sliding window, grouped-query heads, ALiBi, soft-capping),
+forward, medians of interleaved samples.
 
 - window: a causal sliding window of W = 256 keys over L = S = 8192,
-  against a causal call of 2W = 512 tokens, per query (the issue's target:
+  against a causal call of 2W = 512 tokens, per query (the target:
   a query of the window costs at most 2x a query of the 512-token call,
   whose queries see 256 keys on average: the window must skip the blocks
   it excludes); the full causal 8192 call for scale;

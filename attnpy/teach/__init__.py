@@ -5,8 +5,9 @@ One module per job:
 - trace      ``explain`` and :class:`AttentionTrace`: every intermediate
              table of one attention call (the C core's numbers, bitwise)
 - walk       the printed walk-through (``print(trace)``) and ``focus``
-- handcheck  ``trace.check``: hand-computed tables against the exact ones,
-             and the hand-rounding model
+- handcheck  ``trace.check``: hand-computed tables against the exact ones
+- paths      the hand computations check accepts for one cell (every
+             number to nearest, or one rounded the other way)
 - html       heatmap tables for notebooks (``_repr_html_``)
 - view       ``show``: masks and small arrays as tables
 - plot       matplotlib heatmaps (``trace.plot()``), imported lazily

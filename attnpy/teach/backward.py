@@ -24,8 +24,8 @@ output.
 """
 import numpy as np
 
-from .handcheck import CellDiff, CheckReport, _expected_array
-from .text import _fmt, _labels, _short, _table
+from .handcheck import CellDiff, CheckReport, _decimals_arg, _expected_array
+from .text import _drift, _fmt, _labels, _round1, _short, _table
 
 STEPS = ("dV", "dP", "dS", "dQ", "dK")
 
@@ -126,36 +126,47 @@ class BackwardTrace:
         return dict(dV=dV, dP=dP, dS=dS, dQ=dQ, dK=dK)
 
     def _how(self, step, idx, d):
-        """The computation of one cell, written out with d decimals."""
+        """The computation of one cell, written out with d decimals, its
+        result from the numbers as written (and the exact value where the
+        two part)."""
         tr = self.forward
+        r = lambda x: _round1(x, d)  # noqa: E731
         f = lambda x: _fmt(x, d)  # noqa: E731
         *b, i, j = idx
         b = tuple(b)
+        name = f"{step}[{', '.join(str(k) for k in idx)}]"
         if step == "dS":
-            P, dP, D = tr.weights[b + (i, j)], self.dP[b + (i, j)], self.D[
-                b + (i,)]
+            P, dP, D = (r(tr.weights[b + (i, j)]), r(self.dP[b + (i, j)]),
+                        r(self.D[b + (i,)]))
             if self._dead[b + (i,)]:
                 return "0 (a fully masked row: its weights ignore the scores)"
-            return (f"weights * (dP - D) = {f(P)} * ({f(dP)} - {f(D)}) = "
-                    f"{f(P * (dP - D))}")
-        dSc = self.dS * self._dfac          # the scaled scores' gradient
-        a, x, y, pre = {
-            "dV": (_t(tr.weights), self.d_output, "d_output", ""),
-            "dP": (self.d_output, _t(tr.V), "V", ""),
-            "dQ": (dSc, tr.K, "K", f"{_short(tr.scale, 6)} * "),
-            "dK": (_t(dSc), tr.Q, "Q", f"{_short(tr.scale, 6)} * "),
-        }[step]
-        row, col = a[b + (i,)], x[b + (slice(None), j)]
-        terms = " + ".join(f"{f(p)}*{f(q)}" for p, q in zip(row, col))
-        total = float(np.dot(row.astype(np.float64), col.astype(np.float64)))
-        if pre:
-            total *= tr.scale
-        return f"{pre}({terms}) = {f(total)}" if pre else \
-            f"{terms} = {f(total)}"
+            hand = P * (dP - D)
+            text = (f"weights * (dP - D) = {f(P)} * ({f(dP)} - {f(D)}) = "
+                    f"{f(r(hand))}")
+        else:
+            dSc = self.dS * self._dfac          # the scaled scores' gradient
+            a, x, pre = {
+                "dV": (_t(tr.weights), self.d_output, ""),
+                "dP": (self.d_output, _t(tr.V), ""),
+                "dQ": (dSc, tr.K, _short(tr.scale, 6)),
+                "dK": (_t(dSc), tr.Q, _short(tr.scale, 6)),
+            }[step]
+            row = [r(v) for v in a[b + (i,)]]
+            col = [r(v) for v in x[b + (slice(None), j)]]
+            terms = " + ".join(f"{f(p)}*{f(q)}" for p, q in zip(row, col))
+            hand = sum(p * q for p, q in zip(row, col))
+            if pre:
+                hand *= float(pre)
+                text = f"{pre} * ({terms}) = {f(r(hand))}"
+            else:
+                text = f"{terms} = {f(r(hand))}"
+        drift = _drift([(name, hand, getattr(self, step)[idx])], d,
+                       "the numbers above are rounded")
+        return text + (f"\n    {drift}" if drift else "")
 
     # -- check ------------------------------------------------------------
 
-    def check(self, step, expected, decimals=3):
+    def check(self, step, expected, decimals=None):
         """Compare a gradient table computed by hand with the exact one.
 
         A cell that differs from the exact value by more than rounding at
@@ -169,6 +180,8 @@ class BackwardTrace:
         expected : array_like
             Your table, the shape of that step (None: a cell not checked).
         decimals : int, optional
+            The decimals the table was computed with; by default read off
+            the table (the most decimals any cell shows).
 
         Returns
         -------
@@ -192,17 +205,13 @@ class BackwardTrace:
         if step not in STEPS:
             raise ValueError(f"BackwardTrace.check: step must be one of "
                              f"{STEPS}, not {step!r}")
-        if isinstance(decimals, bool) or not isinstance(
-                decimals, (int, np.integer)) or not 0 <= decimals <= 12:
-            raise ValueError("BackwardTrace.check: decimals must be an int "
-                             "in 0..12")
-        d = int(decimals)
         exact = getattr(self, step).astype(np.float64)
         try:
             vals, given = _expected_array(expected, exact.shape, step)
         except (TypeError, ValueError) as exc:   # name this method
             raise type(exc)(str(exc).replace("AttentionTrace.check",
                                              "BackwardTrace.check")) from None
+        d = _decimals_arg(decimals, "BackwardTrace.check", expected, given)
         hand = self._hand_tables(d)[step]
         tol = 0.5 * 10.0 ** -d + 1e-9 * np.maximum(1.0, np.abs(exact))
         with np.errstate(invalid="ignore"):
@@ -234,6 +243,25 @@ class BackwardTrace:
         a = np.abs(np.nan_to_num(getattr(self, step).astype(np.float64)))
         return tuple(int(k) for k in np.unravel_index(np.argmax(a), a.shape))
 
+    def _dx_lines(self, d):
+        """Q = K = V = X: the gradient of X is the sum of the three."""
+        dX = sum(getattr(self, n).astype(np.float64) for n in ("dQ", "dK",
+                                                                 "dV"))
+        rl, cl = self._labels("dQ")
+        lines = ["Q = K = V = X, so X gets all three gradients: "
+                 "dX = dQ + dK + dV, shape " + str(dX.shape)]
+        lines += _table(dX, rl, cl, d)
+        if dX.size:
+            t = [_round1(getattr(self, n)[0, 0], d) for n in ("dQ", "dK",
+                                                               "dV")]
+            lines.append(f"  e.g. dX[{rl[0]}, {cl[0]}] = " + " + ".join(
+                _fmt(v, d) for v in t) + f" = {_fmt(_round1(sum(t), d), d)}")
+            drift = _drift([(f"dX[{rl[0]}, {cl[0]}]", sum(t), dX[0, 0])], d,
+                           "the three terms above are rounded")
+            if drift:
+                lines.append("    " + drift)
+        return lines
+
     def __str__(self):
         tr = self.forward
         d = tr.decimals
@@ -258,6 +286,8 @@ class BackwardTrace:
                 idx = self._worked_cell(step)
                 lines.append(f"  by hand: {step}[{rl[idx[0]]}, {cl[idx[1]]}]"
                              f" = {self._how(step, idx, d)}")
+        if tr._same_qkv:
+            lines += self._dx_lines(d)
         lines.append("dQ, dK, dV: the gradients with respect to Q, K, V; dS "
                      "is also the bias's. Check a table of yours with "
                      "check(step, table).")

@@ -9,26 +9,27 @@ from .trace import explain
 
 def _examples():
     """The worked examples of the tutorials, as explain() arguments."""
-    X = np.array([[0.9, 0.3, 0.1, 0.5],      # "the"   (000_)
+    X = np.array([[0.9, 0.3, 0.1, 0.5],      # "the"
                   [0.1, 0.8, 0.4, 0.2],      # "cat"
                   [0.6, 0.1, 0.9, 0.3]])     # "sat"
-    table = np.array([[1.0, 0.5, 2.0],       # 003_: given scaled scores
+    table = np.array([[1.0, 0.5, 2.0],       # given scaled scores (GPT-2)
                       [0.2, 1.1, 1.5],
                       [0.3, 0.7, 1.2]])
-    K4 = np.array([[1.0, 0.0, 0.0, 1.0],     # 004_: K_I, K_love, K_Paris
+    K4 = np.array([[1.0, 0.0, 0.0, 1.0],     # K_I, K_love, K_Paris
                    [0.0, 1.0, 1.0, 0.0],
                    [1.0, 0.0, 1.0, 0.0]])
     return {
         "cat-sat": dict(Q=X, K=X, V=X, tokens="the cat sat",
-                        about="000_: 'the cat sat', Q = K = V = X"),
+                        about="'the cat sat', Q = K = V = X"),
         "causal-table": dict(Q=table, K=np.eye(3), V=np.eye(3), scale=1.0,
                              causal=True, tokens="The cat sat",
-                             about="003_: the given scaled table, causal "
-                                   "(Q = table, K = V = I, scale = 1)"),
+                             about="the GPT-2 walkthrough's scaled "
+                                   "table, causal (Q = table, K = V = I, "
+                                   "scale = 1)"),
         "love-paris": dict(Q=np.array([[1.0, 0.0, 1.0, 0.0]]), K=K4,
                            V=np.eye(3), tokens="love",
                            key_tokens="I love Paris",
-                           about="004_: the query 'love' against I, love, "
+                           about="the query 'love' against I, love, "
                                  "Paris (V = I)"),
     }
 
@@ -46,21 +47,26 @@ def _parse_matrix(text):
     return m
 
 
-def cli(argv=None):
-    """``python -m attnpy explain``: print a walk-through. Returns 0 or 2.
+DECIMALS = (0, 12)      # what check() and the walk-through both accept
 
-    Examples
-    --------
-    >>> from attnpy.teach.cli import cli
-    >>> cli(["--tokens", "the cat sat", "--focus", "cat"])  # doctest: +ELLIPSIS
-    Attention, step by step: the cat sat
-    ...
-    output for query "cat" (i = 2; Python index 1):
-      output_2 = 0.307 * V_1 + 0.371 * V_2 + 0.321 * V_3
-    ...
-    0
-    """
-    ex = _examples()
+
+def int_in(lo, hi=None):
+    """An argparse type: an int in lo..hi (hi None: no upper bound)."""
+    def parse(text):
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") \
+                from None
+        if v < lo or (hi is not None and v > hi):
+            span = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+            raise argparse.ArgumentTypeError(f"must be {span}, not {v}")
+        return v
+    parse.__name__ = "int"
+    return parse
+
+
+def _parser(ex):
     p = argparse.ArgumentParser(
         prog="python -m attnpy explain",
         description="Scaled dot-product attention step by step, with the "
@@ -80,61 +86,98 @@ def cli(argv=None):
     p.add_argument("--causal", action="store_true",
                    help="causal mask: each token sees itself and the "
                         "tokens before it")
-    p.add_argument("--decimals", type=int, default=3, metavar="N",
-                   help="decimals printed (default 3)")
+    p.add_argument("--decimals", type=int_in(*DECIMALS), default=3,
+                   metavar="N", help="decimals printed, %d..%d (default 3)"
+                   % DECIMALS)
     p.add_argument("--focus", default=None, metavar="TOKEN",
-                   help="also write this query's output as a weighted sum")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed for a random X (default 0)")
-    p.add_argument("--dim", type=int, default=4,
-                   help="features of a random X (default 4)")
-    try:
-        args = p.parse_args(argv)
-    except SystemExit as exc:          # --help or a usage error
-        return exc.code if isinstance(exc.code, int) else 2
-    if not 0 <= args.decimals <= 15:
-        p.print_usage(sys.stderr)
-        print("python -m attnpy explain: error: --decimals must be in "
-              "0..15", file=sys.stderr)
-        return 2
+                   help="also write this query's output as a weighted sum "
+                        "(a token or a 0-based index)")
+    p.add_argument("--seed", type=int_in(0), default=0,
+                   help="seed for a random X, >= 0 (default 0)")
+    p.add_argument("--dim", type=int_in(1, 64), default=4,
+                   help="features of a random X, 1..64 (default 4)")
+    return p
+
+
+def _spec(p, args, ex):
+    """explain()'s arguments from the command line (p.error on bad ones)."""
     spec = dict(ex[args.example or "cat-sat"])
     spec.pop("about")
     toks = args.tokens.split() if args.tokens is not None else None
+    if toks is not None and not toks:
+        p.error("argument --tokens: give at least one token")
     if args.x is not None:
         X = args.x
         spec = dict(Q=X, K=X, V=X, tokens=None)
     elif toks is not None and args.example is None and len(toks) != 3:
         rng = np.random.default_rng(args.seed)
-        X = np.round(rng.uniform(0.0, 1.0, (len(toks), max(args.dim, 1))), 1)
+        X = np.round(rng.uniform(0.0, 1.0, (len(toks), args.dim)), 1)
         spec = dict(Q=X, K=X, V=X, tokens=None)
     if toks is not None:
         n = spec["K"].shape[0]
         if len(toks) != n and spec.get("key_tokens") is None:
-            print(f"python -m attnpy explain: error: {len(toks)} tokens for "
-                  f"{n} rows of X", file=sys.stderr)
-            return 2
+            p.error(f"argument --tokens: {len(toks)} tokens for {n} rows "
+                    "of X")
         if spec.get("key_tokens") is not None:
+            if len(toks) < spec["Q"].shape[0]:
+                p.error(f"argument --tokens: {len(toks)} tokens for "
+                        f"{spec['K'].shape[0]} keys")
             spec["key_tokens"] = toks
             spec["tokens"] = toks[-spec["Q"].shape[0]:]
         else:
             spec["tokens"] = toks
     if args.causal:
         spec["causal"] = True
-    Q, K, V = spec.pop("Q"), spec.pop("K"), spec.pop("V")
+    return spec
+
+
+def _focus_query(p, trace, q):
+    """The --focus argument as focus() takes it, checked before printing."""
+    if trace.tokens is not None and q in trace.tokens:
+        return q
+    L = trace.weights.shape[-2]
     try:
-        trace = explain(Q, K, V, **spec)
+        i = int(q)
+    except ValueError:
+        names = (f"the tokens are {' '.join(trace.tokens)}"
+                 if trace.tokens is not None else "the trace has no tokens")
+        p.error(f"argument --focus: no query token {q!r}; {names} (or "
+                f"give an index 0..{L - 1})")
+    if not 0 <= i < L:
+        p.error(f"argument --focus: query index {i} out of range 0..{L - 1}")
+    return i
+
+
+def cli(argv=None):
+    """``python -m attnpy explain``: print a walk-through. Returns 0 or 2.
+
+    Examples
+    --------
+    >>> from attnpy.teach.cli import cli
+    >>> cli(["--tokens", "the cat sat", "--focus", "cat"])  # doctest: +ELLIPSIS
+    Attention, step by step: the cat sat
+    ...
+    output for query "cat" (i = 2; Python index 1):
+      output_2 = 0.307 * V_1 + 0.371 * V_2 + 0.321 * V_3
+    ...
+    0
+    """
+    ex = _examples()
+    p = _parser(ex)
+    try:
+        args = p.parse_args(argv)
+        spec = _spec(p, args, ex)
+        Q, K, V = spec.pop("Q"), spec.pop("K"), spec.pop("V")
+        try:
+            trace = explain(Q, K, V, **spec)
+        except (ValueError, TypeError) as exc:
+            p.error(str(exc))
         trace.decimals = args.decimals
-        print(trace)
-        if args.focus is not None:
-            q = args.focus
-            if trace.tokens is None or q not in trace.tokens:
-                try:
-                    q = int(q)
-                except ValueError:
-                    pass
-            print()
-            print(trace.focus(q))
-    except (ValueError, TypeError, IndexError) as exc:
-        print(f"python -m attnpy explain: error: {exc}", file=sys.stderr)
-        return 2
+        q = None if args.focus is None else _focus_query(p, trace, args.focus)
+    except SystemExit as exc:          # --help or a usage error
+        return exc.code if isinstance(exc.code, int) else 2
+    print(trace)
+    if q is not None:
+        print()
+        print(trace.focus(q))
     return 0

@@ -1,16 +1,23 @@
 """``trace.check``: a table computed by hand against the exact one, and the
 hand-rounding model that tells a rounding difference from a slip.
 
-A difference is *explained by hand rounding of intermediates* when the
-value can be reached by doing the step by hand at `decimals` decimals: every
-number written down on the way rounded down or up, as the tutorials do.
+A difference is *explained by hand rounding of intermediates* when doing
+the step by hand at the table's decimals gives it: every number written
+down rounded to nearest, or one of them rounded the other way (as the
+tutorial writes e^0.405 = 1.4993 as 1.500), starting from the user's own
+previous table when given (checked first) and from the exact one rounded
+otherwise (paths.py).
 """
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from .text import STEPS, _fmt, _labels, _short
+from .paths import as_rows, best_path, cell_paths
+from .text import STEPS, _fmt, _labels, _vec
+
+
+SHOWN = 30          # cells (and notes) a report prints; all are attributes
 
 
 @dataclass(frozen=True)
@@ -35,14 +42,15 @@ class CellDiff:
     hand : float
         The step done by hand from rounded numbers (rounding to nearest).
     hand_low, hand_high : float
-        The range reachable by rounding each intermediate down or up.
+        The smallest and largest values of the hand paths check accepts
+        (every number to nearest, or one rounded the other way).
     how : str
         The hand computation of this cell (rounding to nearest), written
         out.
     how_other : str
         When `expected` is explained but rounding to nearest does not give
-        it: the same computation with the intermediates rounded the other
-        way, which does ('' otherwise).
+        it: the computation with the one number rounded the other way that
+        gives it ('' otherwise).
     """
     index: tuple
     row: str
@@ -79,16 +87,23 @@ class CheckReport:
         The differences hand rounding does not explain.
     explained : list of CellDiff
         The differences hand rounding explains.
+    previous : CheckReport or None
+        The check of the table given as ``previous=`` (done first).
+    notes : list of str
+        Rows of weights that do not sum to 1 or are not the softmax of
+        the scores.
     """
 
-    def __init__(self, step, decimals, checked, differences, notes):
+    def __init__(self, step, decimals, checked, differences, notes,
+                 previous=None):
         self.step = step
+        self.previous = previous
         self.decimals = decimals
         self.checked = checked
         self.differences = differences
         self.wrong = [c for c in differences if not c.explained]
         self.explained = [c for c in differences if c.explained]
-        self.ok = not self.wrong
+        self.ok = not self.wrong and (previous is None or previous.ok)
         self.exact = not differences
         self.notes = notes
 
@@ -100,6 +115,15 @@ class CheckReport:
         n = len(self.differences)
         lines = [f"check of {self.step!r} at {d} decimals: "
                  + ("OK" if self.ok else "NOT OK")]
+        if self.previous is not None:
+            p = self.previous
+            lines.append(f"  your previous table ({p.step!r}, previous=) was "
+                         "checked first:")
+            lines += ["    " + t for t in str(p).splitlines()]
+            if p.wrong:
+                lines.append(f"  its wrong cells were not used: the hand "
+                             f"computation below takes the exact {p.step} "
+                             "there")
         if not n:
             lines.append(f"  all {self.checked} cells equal the exact values "
                          f"at {d} decimals")
@@ -114,8 +138,9 @@ class CheckReport:
                 k = len(self.wrong)
                 bits.append(f"{k} {'is' if k == 1 else 'are'} wrong")
             lines.append("  " + "; ".join(bits))
+            shown = self.differences[:SHOWN]
             rows = [("cell", "row", "col", "expected", "exact", "diff")]
-            for c in self.differences:
+            for c in shown:
                 rows.append((str(list(c.index)), c.row, c.col,
                              _fmt(c.expected, d), _fmt(c.exact, d + 2),
                              ("" if not math.isfinite(c.diff) else
@@ -126,21 +151,32 @@ class CheckReport:
                 return "  " + "  ".join(r[k].ljust(w[k]) if k < 3 else
                                         r[k].rjust(w[k]) for k in range(6))
             lines.append(line(rows[0]) + "  verdict")
-            for r, c in zip(rows[1:], self.differences):
+            for r, c in zip(rows[1:], shown):
                 lines.append(line(r) + "  " + (
                     "explained by hand rounding of intermediates"
                     if c.explained else "WRONG: differs beyond rounding"))
-                lines.append(f"      by hand: {c.how}")
+                src = (f" from your {self.previous.step}" + (
+                    " (the exact ones where yours are wrong)"
+                    if self.previous.wrong else "")
+                       if self.previous is not None else "")
+                if c.how:
+                    lines.append(f"      by hand{src}: {c.how}")
                 if c.how_other:
-                    lines.append(f"      rounded the other way: "
-                                 f"{c.how_other}")
+                    lines.append(f"      with one number rounded the other "
+                                 f"way: {c.how_other}")
                 if math.isfinite(c.hand_low) and math.isfinite(c.hand_high):
                     lo, hi = _round(c.hand_low, d), _round(c.hand_high, d)
                     span = (_fmt(lo, d) if lo == hi
                             else f"{_fmt(lo, d)} .. {_fmt(hi, d)}")
-                    lines.append(f"      hand rounding can give {span}; "
+                    lines.append(f"      hand rounding gives {span}; "
                                  f"exact {_fmt(c.exact, d)}")
-        lines += ["  note: " + s for s in self.notes]
+            if n > SHOWN:
+                lines.append(f"  ... and {n - SHOWN} more cells "
+                             "(report.differences lists them all)")
+        notes = self.notes[:SHOWN] + ([f"... and {len(self.notes) - SHOWN} "
+                                       "more notes"]
+                                      if len(self.notes) > SHOWN else [])
+        lines += ["  note: " + s for s in notes]
         return "\n".join(lines)
 
     def __repr__(self):
@@ -162,292 +198,6 @@ def _round(x, d):
         return np.where(np.isfinite(x), out, x)
 
 
-def _down_up(x, d):
-    """(x rounded down, x rounded up) to d decimals, x itself if exact there."""
-    with np.errstate(all="ignore"):
-        t = np.asarray(x, dtype=np.float64) * 10.0 ** d
-        r = np.round(t)
-        near = np.abs(t - r) <= 1e-9 * np.maximum(1.0, np.abs(t))
-        lo = np.where(near, r, np.floor(t)) / 10.0 ** d
-        hi = np.where(near, r, np.ceil(t)) / 10.0 ** d
-        lo = np.where(np.isfinite(x), lo, x)
-        hi = np.where(np.isfinite(x), hi, x)
-    return lo, hi
-
-
-def _hull(*arrays):
-    """Elementwise min and max over arrays (NaN-ignoring where possible)."""
-    st = np.stack(np.broadcast_arrays(*arrays))
-    with np.errstate(all="ignore"):
-        lo = np.min(st, axis=0)
-        hi = np.max(st, axis=0)
-    return lo, hi
-
-
-def _prev_range(exact, hand, previous, d):
-    """The range of a previous-step value as written down by hand."""
-    dn, up = _down_up(exact, d)
-    cands = [exact, dn, up, _round(hand, d)]
-    if previous is not None:
-        cands.append(_round(previous, d))
-    return _hull(*cands)
-
-
-def _hand_chain(tr, d):
-    """Each step done by hand from the previous step rounded to d decimals."""
-    f = np.float64
-    Q, K = tr.Q.astype(f), tr.K.astype(f)
-    with np.errstate(all="ignore"):
-        prod = Q[..., :, None, :] * K[..., None, :, :]   # (..., L, S, E)
-        scores = _round(prod, d).sum(axis=-1)
-    chain = {"scores": scores}
-    chain["scaled"] = _hand_scaled(tr, _round(scores, d))
-    chain["masked"] = _hand_masked(tr, _round(chain["scaled"], d))
-    chain["weights"] = _hand_weights(tr, _round(chain["masked"], d), d)
-    chain["output"] = _hand_output(tr, _round(chain["weights"], d), d)
-    return chain
-
-
-def _hand_scaled(tr, scores_r):
-    with np.errstate(all="ignore"):
-        return scores_r * tr.scale
-
-
-def _capped(tr, scaled):
-    """The soft-cap of scaled scores (identity without softcap); it is
-    increasing, so it maps a range's ends to the range's ends."""
-    if tr.softcap is None:
-        return scaled
-    return tr.softcap * np.tanh(scaled / tr.softcap)
-
-
-def _added(tr, lead=(), i=slice(None), j=slice(None)):
-    """bias + alibi (float64) of the cells, 0.0 when neither."""
-    add = 0.0
-    for t in (tr.bias, tr.alibi):
-        if t is not None:
-            add = add + t[lead][..., i, j].astype(np.float64)
-    return add
-
-
-def _hand_masked(tr, scaled_r):
-    with np.errstate(all="ignore"):
-        return np.where(tr.mask, _capped(tr, scaled_r) + _added(tr), -np.inf)
-
-
-def _exp_shift(x_hi_row_max):
-    """Hand softmax uses e^x; with big scores, e^(x - max) instead."""
-    return np.where(x_hi_row_max > 30, x_hi_row_max, 0.0)
-
-
-def _hand_weights(tr, masked_r, d):
-    exact = tr.weights.astype(np.float64)
-    with np.errstate(all="ignore"):
-        m = np.max(np.where(tr.mask, masked_r, -np.inf), axis=-1,
-                   keepdims=True, initial=-np.inf)
-        shift = _exp_shift(m)
-        e = np.where(tr.mask, _round(np.exp(masked_r - shift), d), 0.0)
-        w = e / e.sum(axis=-1, keepdims=True)
-    fully = tr.fully_masked_rows[..., None]
-    return np.where(fully | ~np.isfinite(w), exact, w)
-
-
-def _hand_output(tr, weights_r, d):
-    V = tr.V.astype(np.float64)
-    with np.errstate(all="ignore"):
-        t = _round(weights_r[..., :, :, None] * V[..., None, :, :], d)
-        o = t.sum(axis=-2)
-    fully = tr.fully_masked_rows[..., None]
-    return np.where(fully, tr.output.astype(np.float64), o)
-
-
-def _exact_where_undefined(tr, exact, lo, hi):
-    """Fully masked rows and non-finite bounds: no hand range, the exact
-    value only."""
-    fully = tr.fully_masked_rows[..., None] | ~np.isfinite(lo) | ~np.isfinite(hi)
-    return np.where(fully, exact, lo), np.where(fully, exact, hi)
-
-
-def _ranges(tr, step, d, chain, previous):
-    """(low, high, hand) arrays of the step done by hand at d decimals."""
-    f = np.float64
-    with np.errstate(all="ignore"):
-        if step == "scores":
-            p = tr.Q.astype(f)[..., :, None, :] * tr.K.astype(f)[..., None, :, :]
-            dn, up = _down_up(p, d)
-            lo, hi = _hull(p, dn, up)
-            return lo.sum(-1), hi.sum(-1), chain["scores"]
-        if step == "scaled":
-            slo, shi = _prev_range(tr.scores.astype(f), chain["scores"],
-                                   previous, d)
-            c_dn, c_up = _down_up(np.float64(tr.scale), d)
-            clo, chi = min(tr.scale, c_dn), max(tr.scale, c_up)
-            lo, hi = _hull(slo * clo, slo * chi, shi * clo, shi * chi)
-            start = (chain["scores"] if previous is None else previous)
-            return lo, hi, _hand_scaled(tr, _round(start, d))
-        if step == "masked":
-            slo, shi = _prev_range(tr.scaled.astype(f), chain["scaled"],
-                                   previous, d)
-            b = _added(tr)
-            lo = np.where(tr.mask, _capped(tr, slo) + b, -np.inf)
-            hi = np.where(tr.mask, _capped(tr, shi) + b, -np.inf)
-            start = chain["scaled"] if previous is None else previous
-            return lo, hi, _hand_masked(tr, _round(start, d))
-        if step == "weights":
-            xlo, xhi = _prev_range(tr.masked.astype(f), chain["masked"],
-                                   previous, d)
-            m = np.max(np.where(tr.mask, xhi, -np.inf), axis=-1,
-                       keepdims=True, initial=-np.inf)
-            shift = _exp_shift(m)
-            elo_x, ehi_x = np.exp(xlo - shift), np.exp(xhi - shift)
-            a, _ = _down_up(elo_x, d)
-            _, b = _down_up(ehi_x, d)
-            elo = np.where(tr.mask, np.minimum(elo_x, a), 0.0)
-            ehi = np.where(tr.mask, np.maximum(ehi_x, b), 0.0)
-            slo = elo.sum(-1, keepdims=True)
-            shi = ehi.sum(-1, keepdims=True)
-            lo = elo / (elo + (shi - ehi))
-            hi = ehi / (ehi + (slo - elo))
-            lo = np.where(tr.mask, lo, 0.0)
-            hi = np.where(tr.mask, hi, 0.0)
-            exact = tr.weights.astype(f)
-            lo, hi = _exact_where_undefined(tr, exact, lo, hi)
-            start = chain["masked"] if previous is None else previous
-            return lo, hi, _hand_weights(tr, _round(start, d), d)
-        if step == "output":
-            wlo, whi = _prev_range(tr.weights.astype(f), chain["weights"],
-                                   previous, d)
-            V = tr.V.astype(f)[..., None, :, :]            # (..., 1, S, Ev)
-            p1 = wlo[..., :, :, None] * V
-            p2 = whi[..., :, :, None] * V
-            plo, phi = np.minimum(p1, p2), np.maximum(p1, p2)
-            a, _ = _down_up(plo, d)
-            _, b = _down_up(phi, d)
-            zero = (wlo == 0) & (whi == 0)
-            plo = np.where(zero[..., None], 0.0, np.minimum(plo, a))
-            phi = np.where(zero[..., None], 0.0, np.maximum(phi, b))
-            lo, hi = plo.sum(-2), phi.sum(-2)
-            exact = tr.output.astype(f)
-            lo, hi = _exact_where_undefined(tr, exact, lo, hi)
-            start = chain["weights"] if previous is None else previous
-            return lo, hi, _hand_output(tr, _round(start, d), d)
-    raise AssertionError(step)
-
-
-def _how(tr, step, idx, d, chain, previous, extreme=None):
-    """The hand computation of one cell, written out, and its value.
-
-    extreme None: every number rounded to nearest (the hand chain);
-    "low" / "high": every number rounded the way that makes the cell
-    smallest / largest (the ends of the range check() accepts).
-    """
-    *lead, i, j = idx
-    lead = tuple(lead)
-    f = np.float64
-    prev_step = {"scaled": "scores", "masked": "scaled", "weights": "masked",
-                 "output": "weights"}.get(step)
-    if prev_step is not None:
-        src = chain[prev_step] if previous is None else np.asarray(previous,
-                                                                   f)
-        near = _round(src, d)[lead][i]
-        plo, phi = _prev_range(getattr(tr, prev_step).astype(f)[lead][i],
-                               chain[prev_step][lead][i],
-                               None if previous is None
-                               else np.asarray(previous, f)[lead][i], d)
-
-    def pick(k, up):
-        """Previous value k: nearest, or the low/high end of its range."""
-        if extreme is None:
-            return near[k]
-        return phi[k] if up else plo[k]
-
-    def rnd(x, up):
-        if extreme is None:
-            return float(_round(x, d))
-        lo_, hi_ = _down_up(x, d)
-        return float(hi_ if up else lo_)
-
-    hi = extreme == "high"
-    with np.errstate(all="ignore"):
-        if step == "scores":
-            q, k = tr.Q[lead][i].astype(f), tr.K[lead][j].astype(f)
-            t = [rnd(a * b, hi) for a, b in zip(q, k)]
-            parts = [f"{_short(a, d)}*{_short(b, d)} = {_fmt(tk, d)}"
-                     for a, b, tk in zip(q[:6], k[:6], t[:6])]
-            if len(t) > 6:
-                parts.append("...")
-            val = float(sum(t))
-            return ", ".join(parts) + f"; sum = {_fmt(val, d)}", val
-        if step == "scaled":
-            c_lo, c_hi = _down_up(f(tr.scale), d)
-            combos = [(pick(j, u), c) for u in (False, True)
-                      for c in (min(tr.scale, c_lo), max(tr.scale, c_hi))]
-            if extreme is None:
-                sv, c = near[j], tr.scale
-            else:
-                key = (lambda sc: sc[0] * sc[1])
-                sv, c = (max if hi else min)(combos, key=key)
-            val = float(sv * c)
-            return (f"{_fmt(sv, d)} * {_short(c, d + 3)} = "
-                    f"{_fmt(val, d + 1)}"), val
-        if step == "masked":
-            if not tr.mask[lead][i, j]:
-                return "blocked: -inf", -np.inf
-            sv = pick(j, hi)
-            if tr.bias is None and tr.alibi is None and tr.softcap is None:
-                return f"allowed: the scaled score {_fmt(sv, d)}", float(sv)
-            cv = float(_capped(tr, sv))
-            text = (f"{_fmt(sv, d)}" if tr.softcap is None else
-                    f"{_short(tr.softcap, d)} * tanh({_fmt(sv, d)} / "
-                    f"{_short(tr.softcap, d)}) = {_fmt(cv, d + 1)}")
-            for name, t in (("bias", tr.bias), ("alibi", tr.alibi)):
-                if t is not None:
-                    text += f" + {name} {_fmt(t[lead][i, j], d)}"
-            val = cv + float(_added(tr, lead, i, j))
-            return f"{text} = {_fmt(val, d + 1)}", val
-        if step == "weights":
-            w_exact = float(tr.weights[lead][i, j])
-            if tr.fully_masked_rows[lead][i]:
-                return (f"fully masked row: fully_masked="
-                        f"{tr.fully_masked!r} gives {_fmt(w_exact, d)}",
-                        w_exact)
-            allowed = tr.mask[lead][i]
-            if not allowed[j]:
-                return "blocked key: weight 0", 0.0
-            ks = [k for k in range(len(allowed)) if allowed[k]]
-            x = {k: pick(k, hi == (k == j)) for k in ks}
-            m = max(np.max(np.where(allowed, phi, -np.inf)), 0.0)
-            shift = float(_exp_shift(m))
-            e = {k: rnd(math.exp(x[k] - shift), hi == (k == j)) for k in ks}
-            nm = "e^" if shift == 0 else f"e^-{_short(shift, d)}*e^"
-            parts = [f"{nm}{_short(x[k], d)} = {_fmt(e[k], d)}"
-                     for k in ks[:6]]
-            if len(ks) > 6:
-                parts.append("...")
-            tot = float(sum(e.values()))
-            val = e[j] / tot if tot > 0 else w_exact
-            return (", ".join(parts) + f"; sum = {_fmt(tot, d)}; "
-                    f"{_fmt(e[j], d)}/{_fmt(tot, d)} = {_fmt(val, d + 1)}",
-                    val)
-        if step == "output":
-            o_exact = float(tr.output[lead][i, j])
-            if tr.fully_masked_rows[lead][i]:
-                return (f"fully masked row: fully_masked="
-                        f"{tr.fully_masked!r} gives {_fmt(o_exact, d)}",
-                        o_exact)
-            v = tr.V[lead][:, j].astype(f)
-            ks = [k for k in range(len(v)) if not (plo[k] == 0 == phi[k])]
-            w = {k: pick(k, hi == (v[k] >= 0)) for k in ks}
-            t = {k: rnd(w[k] * v[k], hi) for k in ks}
-            parts = [f"{_fmt(w[k], d)}*{_short(v[k], d)} = {_fmt(t[k], d)}"
-                     for k in ks[:6]]
-            if len(ks) > 6:
-                parts.append("...")
-            val = float(sum(t.values()))
-            return ", ".join(parts) + f"; sum = {_fmt(val, d)}", val
-    raise AssertionError(step)
-
-
 def _expected_array(expected, shape, step):
     """(values as float64, checked-cell mask) from a nested list/array."""
     obj = np.array(expected, dtype=object)
@@ -465,40 +215,129 @@ def _expected_array(expected, shape, step):
     return vals, given
 
 
+
+
+def _infer_decimals(expected, given):
+    """The decimals a table was written with: the most any given cell
+    shows (0.29 -> 2, 1 -> 0), a cell's decimals being the fewest that
+    give its value to within a few units of its float type's last place
+    (so 0.1 + 0.05 and float32(0.15) count as 2), at most 12."""
+    arr = expected if isinstance(expected, np.ndarray) else None
+    dtype = arr.dtype if arr is not None and arr.dtype.kind == "f" \
+        else np.dtype(np.float64)
+    obj = np.array(expected, dtype=object)
+    most = 0
+    for v, g in zip(obj.flat, given.flat):
+        if not g:
+            continue
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            continue
+        if not np.isfinite(x) or abs(x) >= 1e9:
+            continue
+        ulp = 4 * float(np.spacing(dtype.type(abs(x))))
+        k = next((k for k in range(13) if abs(x - round(x, k)) <= ulp), 12)
+        most = max(most, k)
+    return most
+
+
+def _hand_chain(tr, d):
+    """Every step done by hand from the inputs, every number written down
+    rounded to nearest at d decimals (float64 tables)."""
+    f = np.float64
+    with np.errstate(all="ignore"):
+        prod = tr.Q.astype(f)[..., :, None, :] * tr.K.astype(f)[..., None, :, :]
+        chain = {"scores": _round(prod, d).sum(axis=-1)}
+        chain["scaled"] = _round(chain["scores"], d) * tr.scale
+        sc = _round(chain["scaled"], d)
+        if tr.softcap is not None:
+            sc = _round(tr.softcap * np.tanh(sc / tr.softcap), d)
+        for t in (tr.bias, tr.alibi):
+            if t is not None:
+                sc = sc + t.astype(f)
+        chain["masked"] = np.where(tr.mask, sc, -np.inf)
+        x = _round(chain["masked"], d)
+        top = np.max(x, axis=-1, keepdims=True, initial=-np.inf)
+        shift = _round(np.where((top > 30) | (top < -5), top, 0.0), d)
+        e = np.where(tr.mask, _round(np.exp(x - shift), d), 0.0)
+        w = e / e.sum(axis=-1, keepdims=True)
+        w = np.where(tr.fully_masked_rows[..., None] | ~np.isfinite(w),
+                     tr.weights.astype(f), w)
+        chain["weights"] = w
+        t = _round(_round(w, d)[..., :, :, None]
+                   * tr.V.astype(f)[..., None, :, :], d)
+        chain["output"] = np.where(tr.fully_masked_rows[..., None],
+                                   tr.output.astype(f), t.sum(axis=-2))
+    return chain
+
+
+def _bases(tr, step, d, previous, pgood):
+    """The ways of writing the previous table: a list of (table, fixed)
+    (see paths.cell_paths); [(None, None)] for the first step."""
+    if step == "scores":
+        return [(None, None)]
+    pstep = STEPS[STEPS.index(step) - 1]
+    exact = _round(getattr(tr, pstep).astype(np.float64), d)
+    if previous is not None:          # the user's numbers where right
+        return [(np.where(pgood, previous, exact), pgood)]
+    chain = _round(_hand_chain(tr, d)[pstep], d)
+    same = np.array_equal(chain, exact, equal_nan=True)
+    return [(exact, None)] + ([] if same else [(chain, None)])
+
+
+def _softmax_notes(tr, vals, given, wrong, d):
+    """Rows of a weights table mostly wrong: say what softmax gives."""
+    notes = []
+    L = tr.weights.shape[-2]
+    ql = _labels(tr.tokens, L)
+    for idx in np.ndindex(*wrong.shape[:-1]):
+        nw = int(np.count_nonzero(wrong[idx]))
+        if nw < 2 or nw * 2 < int(np.count_nonzero(given[idx])):
+            continue
+        shown = list(idx[:-1]) + [ql[idx[-1]]] if idx[:-1] else ql[idx[-1]]
+        notes.append(
+            f"row {shown}: these weights are not the softmax of the masked "
+            f"scores {_vec(tr.masked[idx], d)}: softmax gives "
+            f"{_vec(tr.weights[idx], d)}, yours {_vec(vals[idx], d)}")
+    return notes
+
+
+def _check_previous(tr, step, previous, d):
+    """The user's previous table, checked first: (values, good, report)."""
+    if step == "scores":
+        raise ValueError("AttentionTrace.check: 'scores' is the first "
+                         "step; it has no previous table")
+    pstep = STEPS[STEPS.index(step) - 1]
+    pshape = getattr(tr, pstep).shape
+    pvals, pgiven = _expected_array(previous, pshape, pstep)
+    prep = _check(tr, pstep, previous, d, None)
+    bad = np.zeros(pshape, bool)
+    for c in prep.wrong:
+        bad[c.index] = True
+    return np.nan_to_num(pvals, nan=0.0), pgiven & ~bad, prep
+
+
 def _check(tr, step, expected, decimals, previous):
     if step not in STEPS:
         raise ValueError(f"AttentionTrace.check: step must be one of {STEPS},"
                          f" not {step!r}")
-    if isinstance(decimals, bool) or not isinstance(decimals,
-                                                    (int, np.integer)):
-        raise TypeError("AttentionTrace.check: decimals must be an int")
-    if not 0 <= decimals <= 12:
-        raise ValueError("AttentionTrace.check: decimals must be in 0..12")
-    d = int(decimals)
     exact = getattr(tr, step).astype(np.float64)
     vals, given = _expected_array(expected, exact.shape, step)
+    d = _decimals_arg(decimals, "AttentionTrace.check", expected, given)
+    prep = None
     if previous is not None:
-        if step == "scores":
-            raise ValueError("AttentionTrace.check: 'scores' is the first "
-                             "step; it has no previous table")
-        pstep = STEPS[STEPS.index(step) - 1]
-        pshape = getattr(tr, pstep).shape
-        previous, pgiven = _expected_array(previous, pshape, pstep)
-        previous = np.where(pgiven, previous,
-                            getattr(tr, pstep).astype(np.float64))
-    chain = _hand_chain(tr, d)
-    lo, hi, hand = _ranges(tr, step, d, chain, previous)
-    half = 0.5 * 10.0 ** -d
+        pvals, pgood, prep = _check_previous(tr, step, previous, d)
+    tables = _bases(tr, step, d, None if previous is None else pvals,
+                    None if previous is None else pgood)
+    bases = [None if t is None else as_rows(t, fx) for t, fx in tables]
+    tol = 0.5 * 10.0 ** -d + 1e-9 * np.maximum(1.0, np.abs(exact))
     with np.errstate(all="ignore"):
-        eps = 1e-9 * np.maximum(1.0, np.abs(exact))
-        tol = half + eps
         finite = np.isfinite(exact)
         match = np.where(finite, np.abs(vals - exact) <= tol,
                          (vals == exact) | (np.isnan(vals) & np.isnan(exact)))
         if step == "masked":                        # -1e9 fills blocked cells
             match |= np.isneginf(exact) & (vals <= -1e9)
-        explained = (finite & np.isfinite(lo) & np.isfinite(hi)
-                     & (vals >= lo - tol) & (vals <= hi + tol))
     ql = _labels(tr.tokens, tr.weights.shape[-2])
     cl = (_labels(tr.key_tokens, tr.weights.shape[-1]) if step != "output"
           else [str(k) for k in range(tr.output.shape[-1])])
@@ -506,19 +345,23 @@ def _check(tr, step, expected, decimals, previous):
     for idx in zip(*np.nonzero(given & ~match)):
         idx = tuple(int(k) for k in idx)
         e, x = float(vals[idx]), float(exact[idx])
+        paths = cell_paths(tr, step, idx, d, bases, expected=e,
+                           tol=float(tol[idx])) if finite[idx] else []
+        hit = best_path(paths, e, float(tol[idx])) if np.isfinite(e) else None
+        vs = [p[0] for p in paths if np.isfinite(p[0])] or [x]
         with np.errstate(all="ignore"):
             diff = e - x
-        how, hv = _how(tr, step, idx, d, chain, previous)
-        other = ""
-        if explained[idx] and not abs(e - hv) <= tol[idx]:
-            other, _ = _how(tr, step, idx, d, chain, previous,
-                            extreme="high" if e > hv else "low")
         diffs.append(CellDiff(
             index=idx, row=ql[idx[-2]], col=cl[idx[-1]], expected=e, exact=x,
-            diff=diff, explained=bool(explained[idx]), hand=float(hand[idx]),
-            hand_low=float(lo[idx]), hand_high=float(hi[idx]),
-            how=how, how_other=other))
-    notes = []
+            diff=diff, explained=hit is not None,
+            hand=paths[0][0] if paths else x, hand_low=min(vs),
+            hand_high=max(vs), how=paths[0][1] if paths else "",
+            how_other="" if hit is None or hit is paths[0] else hit[1]))
+    wrong = np.zeros(exact.shape, bool)
+    for c in diffs:
+        wrong[c.index] = not c.explained
+    notes = _softmax_notes(tr, vals, given, wrong, d) \
+        if step == "weights" else []
     if step == "weights":
         with np.errstate(all="ignore"):
             rs = np.where(given, vals, 0.0).sum(-1)
@@ -528,4 +371,17 @@ def _check(tr, step, expected, decimals, previous):
             idx = tuple(int(k) for k in idx)
             notes.append(f"row {list(idx)} of your table sums to "
                          f"{_fmt(rs[idx], d)}, not 1")
-    return CheckReport(step, d, int(np.count_nonzero(given)), diffs, notes)
+    return CheckReport(step, d, int(np.count_nonzero(given)), diffs, notes,
+                       previous=prep)
+
+
+def _decimals_arg(decimals, who, expected, given):
+    """check's decimals: as given (0..12), or read off the table."""
+    if decimals is None:
+        return _infer_decimals(expected, given)
+    if isinstance(decimals, bool) or not isinstance(decimals,
+                                                    (int, np.integer)):
+        raise TypeError(f"{who}: decimals must be an int or None")
+    if not 0 <= decimals <= 12:
+        raise ValueError(f"{who}: decimals must be in 0..12, not {decimals}")
+    return int(decimals)

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from .text import _fmt, _short
+from .text import _elide, _fmt, _short
 
 
 _CELL = ("padding:2px 6px;text-align:right;font-family:monospace;"
@@ -27,9 +27,15 @@ def _blue(t):
     return f"background-color:rgb({r},{g},{b});color:{fg};"
 
 
+_DOTS = _CELL + "color:#9a9a9a;text-align:center;"
+
+
 def _html_table(a, row_labels, col_labels, d, *, cls, blocked=None,
-                lo=None, hi=None, caption=None, extra=None, text=None):
-    """A heatmap <table>: one <td class=cls> per cell of the 2-D array a."""
+                lo=None, hi=None, caption=None, extra=None, text=None,
+                limit=32):
+    """A heatmap <table>: one <td class=cls> per cell of the 2-D array a;
+    more than `limit` rows or columns are shortened with '...' (first and
+    last ones shown), as the text tables are."""
     e = html.escape
     a = np.asarray(a, dtype=np.float64)
     nr, nc = a.shape
@@ -38,42 +44,54 @@ def _html_table(a, row_labels, col_labels, d, *, cls, blocked=None,
         lo = float(np.min(a[ok])) if ok.any() else 0.0
         hi = float(np.max(a[ok])) if ok.any() else 1.0
     span = (hi - lo) or 1.0
+    rows, cols = _elide(nr, limit), _elide(nc, limit)
+    if len(rows) < nr or len(cols) < nc:
+        caption = ((caption + "; ") if caption else "") + (
+            f"{nr} x {nc}, first and last rows/columns shown")
     out = ['<table style="border-collapse:collapse;margin:4px 16px 4px 0;">']
     if caption:
         out.append('<caption style="caption-side:top;text-align:left;'
                    f'font-size:12px;color:#333333;">{e(caption)}</caption>')
     out.append(f'<thead><tr><th style="{_HEAD}"></th>')
-    for c in col_labels:
-        out.append(f'<th style="{_HEAD}">{e(c)}</th>')
+    for c in cols:
+        out.append(f'<th style="{_HEAD}">'
+                   f'{"..." if c is None else e(col_labels[c])}</th>')
     if extra is not None:
         out.append(f'<th style="{_HEAD}">{e(extra[0])}</th>')
     out.append("</tr></thead><tbody>")
-    for r in range(nr):
+    for r in rows:
         out.append(f'<tr><th style="{_HEAD}text-align:left;">'
-                   f'{e(row_labels[r])}</th>')
-        for c in range(nc):
-            v = a[r, c]
-            is_blocked = blocked is not None and bool(blocked[r, c])
-            label = text(r, c) if text is not None else _fmt(v, d)
-            if is_blocked:
-                style = _CELL + _GREY
-                klass = f"{cls} attnpy-blocked"
-            elif math.isfinite(v):
-                style = _CELL + _blue((v - lo) / span)
-                klass = cls
-            else:
-                style = _CELL + "background-color:#fff3cd;color:#7a5b00;"
-                klass = cls
-            out.append(f'<td class="{klass}" style="{style}" '
-                       f'title="[{r}, {c}] = {e(repr(float(v)))}">'
-                       f'{e(label)}</td>')
+                   f'{"..." if r is None else e(row_labels[r])}</th>')
+        for c in cols:
+            if r is None or c is None:
+                out.append(f'<td style="{_DOTS}">...</td>')
+                continue
+            out.append(_html_cell(a[r, c], r, c, d, cls, blocked, text,
+                                  lo, span))
         if extra is not None:
             out.append(f'<td class="attnpy-extra" style="{_CELL}color:#555555;'
-                       f'border-left:2px solid #cccccc;">{e(extra[1][r])}'
-                       '</td>')
+                       f'border-left:2px solid #cccccc;">'
+                       f'{"..." if r is None else e(extra[1][r])}</td>')
         out.append("</tr>")
     out.append("</tbody></table>")
     return "".join(out)
+
+
+def _html_cell(v, r, c, d, cls, blocked, text, lo, span):
+    e = html.escape
+    is_blocked = blocked is not None and bool(blocked[r, c])
+    label = text(r, c) if text is not None else _fmt(v, d)
+    if is_blocked:
+        style = _CELL + _GREY
+        klass = f"{cls} attnpy-blocked"
+    elif math.isfinite(v):
+        style = _CELL + _blue((v - lo) / span)
+        klass = cls
+    else:
+        style = _CELL + "background-color:#fff3cd;color:#7a5b00;"
+        klass = cls
+    return (f'<td class="{klass}" style="{style}" '
+            f'title="[{r}, {c}] = {e(repr(float(v)))}">{e(label)}</td>')
 
 
 def _trace_tables(tr):
@@ -124,7 +142,7 @@ def _trace_html(tr):
             parts.append(_html_table(
                 sub.weights, sub._qlabels(), sub._klabels(), tr.decimals,
                 cls="attnpy-w", blocked=~sub.mask, lo=0.0, hi=1.0,
-                caption=f"trace{list(idx)}.weights"))
+                caption=f"trace{list(idx)}.weights", limit=16))
         parts.append("</div>")
     parts.append("</div>")
     return "".join(parts)

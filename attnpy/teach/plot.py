@@ -3,13 +3,29 @@ import numpy as np
 
 from .text import _fmt
 
+MAX_INCHES = 20.0        # a figure's side at most; larger maps shrink
+
+
+def _fit(w, h):
+    """(w, h) scaled down to MAX_INCHES a side, keeping the aspect."""
+    k = min(1.0, MAX_INCHES / w, MAX_INCHES / h)
+    return (w * k, h * k)
+
+
+def _ticks(n, labels, most=32):
+    """Tick positions and labels: all of them, or about `most` evenly
+    spaced ones for a long axis."""
+    step = max(1, -(-n // most))
+    pos = list(range(0, n, step))
+    return pos, [labels[k] for k in pos]
+
 
 def _import_pyplot():
     try:
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ImportError("AttentionTrace.plot needs matplotlib, which is not "
-                          "installed: pip install attnpy[plot]") from exc
+                          'installed: pip install "attnpy[plot]"') from exc
     return plt
 
 
@@ -18,11 +34,12 @@ def _draw(ax, tr, cmap, annotate, d, *, fontsize=9, xlabel=True,
     import matplotlib
     cm = matplotlib.colormaps[cmap].with_extremes(bad="#d9d9d9")
     data = np.ma.masked_array(tr.weights.astype(np.float64), mask=~tr.mask)
-    im = ax.imshow(data, cmap=cm, vmin=0.0, vmax=1.0, aspect="equal")
+    im = ax.imshow(data, cmap=cm, vmin=0.0, vmax=1.0, aspect="equal",
+                   interpolation="nearest")
     L, S = tr.weights.shape
-    ax.set_xticks(range(S), tr._klabels())
-    ax.set_yticks(range(L), tr._qlabels())
     klabels = tr._klabels()
+    ax.set_xticks(*_ticks(S, klabels))
+    ax.set_yticks(*_ticks(L, tr._qlabels()))
     if S > 8 or max((len(k) for k in klabels), default=0) > 5:
         ax.tick_params(axis="x", labelrotation=45)
     if xlabel:
@@ -50,8 +67,8 @@ def _plot(tr, ax, cmap, annotate, title):
         if annotate is None:
             annotate = L <= 12 and S <= 12
         if ax is None:
-            fig, ax = plt.subplots(figsize=(1.6 + 0.75 * max(S, 3),
-                                            1.0 + 0.6 * max(L, 3)))
+            fig, ax = plt.subplots(figsize=_fit(1.6 + 0.75 * max(S, 3),
+                                                1.0 + 0.6 * max(L, 3)))
         else:
             fig = ax.figure
         im = _draw(ax, tr, cmap, annotate, d)
@@ -72,8 +89,8 @@ def _plot(tr, ax, cmap, annotate, title):
     if ax is None:
         side = 0.9 + 0.35 * max(S, L, 4)
         fig, axes = plt.subplots(nrows, ncols, squeeze=False,
-                                 figsize=(1.2 + side * ncols,
-                                          0.8 + side * nrows))
+                                 figsize=_fit(1.2 + side * ncols,
+                                              0.8 + side * nrows))
     else:
         flat_given = list(np.asarray(ax, dtype=object).flat)
         if len(flat_given) < n:

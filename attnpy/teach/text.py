@@ -94,3 +94,37 @@ def _split_tokens(t, what):
     except TypeError:
         raise TypeError(f"explain: {what} must be a string or a sequence of "
                         f"strings, not {type(t).__name__}") from None
+
+
+def _round1(x, d):
+    """x rounded to d decimals the way a person does: halves away from 0
+    (on the decimal the number stands for: 0.1965 becomes 0.197)."""
+    x = float(x)
+    if not math.isfinite(x):
+        return x
+    t = abs(x) * 10.0 ** d
+    r = math.floor(t + 0.5 + 1e-9 * max(1.0, t))
+    return math.copysign(r / 10.0 ** d, x) if r else 0.0
+
+
+def _approx(x, d):
+    """x with d + 2 decimals (more if needed) so that rounding what is
+    printed to d decimals gives x rounded to d decimals."""
+    want = _round1(x, d)
+    for extra in range(2, 8):
+        s = _fmt(x, d + extra)
+        if not math.isfinite(float(x)) or _round1(float(s), d) == want:
+            return s
+    return _fmt(x, d + 8)
+
+
+def _drift(pairs, d, why):
+    """'' when every (name, by hand, exact) agrees at d decimals, else the
+    line that says where the hand value and the exact one part (the exact
+    one printed as the tables print it)."""
+    bad = [(n, _fmt(_round1(h, d), d), _fmt(e, d)) for n, h, e in pairs]
+    bad = [b for b in bad if b[1] != b[2]]
+    if not bad:
+        return ""
+    return ("; ".join(f"{n}: exact {e}; by hand {h}" for n, h, e in bad)
+            + f" ({why})")

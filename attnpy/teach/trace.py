@@ -477,7 +477,8 @@ class AttentionTrace:
         Parameters
         ----------
         query : str or int
-            A query token (its first occurrence) or a 0-based query index.
+            A query token (its first occurrence; the text names the
+            others) or a 0-based query index.
 
         Returns
         -------
@@ -511,22 +512,24 @@ class AttentionTrace:
                              f"dimensions {self.batch_shape}; index it first, "
                              "e.g. trace[0, 1].focus(...)")
         i = self._query_index(query, "focus")
-        return Focus(self, i)
+        also = ([k for k, t in enumerate(self.tokens) if t == query and k != i]
+                if isinstance(query, str) else [])
+        return Focus(self, i, also)
 
     # -- check ------------------------------------------------------------
 
-    def check(self, step, expected, decimals=3, *, previous=None):
+    def check(self, step, expected, decimals=None, *, previous=None):
         """Compare a table computed by hand with the exact one.
 
         Each cell of `expected` that differs from the exact value by more
         than rounding at `decimals` (half a unit in the last decimal) is
         listed. A difference is *explained by hand rounding of
-        intermediates* when the value can be reached by doing the step by
-        hand at `decimals` decimals: every number written down on the way
-        (the previous step's table, each product, each e^x) rounded down or
-        up to `decimals`, as the tutorials do (000_ writes e^0.405 = 1.500,
-        sums the rounded exponentials, and gets 0.330 where the exact weight
-        is 0.32950).
+        intermediates* when doing the step by hand at `decimals` decimals
+        gives it: every number written down on the way (the previous
+        step's table, each product, each e^x) rounded to nearest, or one of
+        them rounded the other way, as the tutorials do (e^0.405 = 1.4993
+        written as 1.500 gives 1.500 / 4.551 = 0.330 where the exact weight
+        is 0.32950). Every difference comes with the hand computation.
 
         Parameters
         ----------
@@ -537,16 +540,20 @@ class AttentionTrace:
             cell: not checked). ``-inf`` (or any value <= -1e9, the
             tutorials' fill) marks a blocked cell of "masked".
         decimals : int, optional
-            The decimals the table was computed with (default 3).
+            The decimals the table was computed with; by default read off
+            the table (the most decimals any cell shows: 0.29 has 2).
         previous : array_like, optional
             Your own table of the step before (e.g. your weights when
-            checking "output"), used as the start of the hand computation.
+            checking "output"). It is checked first (its report is
+            ``report.previous``, and the report is not OK when it is not);
+            its right cells are the start of the hand computation, its
+            wrong ones are replaced by the exact values.
 
         Returns
         -------
         CheckReport
             ``ok`` (every cell exact to `decimals` or explained by hand
-            rounding), ``differences`` (the cells that differ: expected,
+            rounding, and the previous table OK), ``differences`` (the cells that differ: expected,
             exact, diff, explained, hand range), and a readable str().
 
         Examples
@@ -640,7 +647,7 @@ class AttentionTrace:
         Raises
         ------
         ImportError
-            When matplotlib is not installed (``pip install attnpy[plot]``).
+            When matplotlib is not installed (``pip install "attnpy[plot]"``).
         """
         return _plot(self, ax, cmap, annotate, title)
 

@@ -20,9 +20,23 @@ class ArrayView:
             raise TypeError(f"show: cannot show an array of dtype {a.dtype}")
         self.array = a
         self.tokens = _split_tokens(tokens, "tokens")
+        ncols = a.shape[-1] if a.ndim else 1
+        if self.tokens is not None and len(self.tokens) != ncols:
+            raise ValueError(f"show: tokens has {len(self.tokens)} entries "
+                             f"but the array has {ncols} columns (shape "
+                             f"{a.shape}); give one token per column")
         self.decimals = decimals
         self.is_mask = a.dtype == bool or (
             a.size > 0 and bool(np.all((a == 0) | (a == 1))))
+
+    def _kind(self):
+        """What the title says: only what the array tells."""
+        a = self.array
+        if a.dtype == bool:
+            return "mask (1 = may attend)"
+        if self.is_mask:
+            return f"{a.dtype} array of 0 and 1 (as a mask: 1 = may attend)"
+        return str(a.dtype)
 
     def _panels(self):
         """[(title, 2-D array, row labels, col labels)]."""
@@ -63,8 +77,7 @@ class ArrayView:
 
     def __str__(self):
         a = self.array
-        kind = "mask (1 = may attend)" if self.is_mask else str(a.dtype)
-        lines = [f"{kind}, shape {a.shape}"]
+        lines = [f"{self._kind()}, shape {a.shape}"]
         for title, p, rl, cl in self._panels():
             if title:
                 lines.append(title)
@@ -81,23 +94,24 @@ class ArrayView:
     def _repr_html_(self):
         a = self.array
         e = html.escape
-        kind = ("mask: 1 = may attend, grey 0 = blocked" if self.is_mask
-                else f"{a.dtype}")
+        kind = self._kind() + (", grey 0 = blocked" if self.is_mask else "")
         parts = ['<div class="attnpy-show" style="font-family:sans-serif;">',
                  f'<div style="font-size:12px;color:#333333;">{e(kind)}, '
                  f'shape {e(str(a.shape))}</div>',
                  '<div style="display:flex;flex-wrap:wrap;">']
-        for title, p, rl, cl in self._panels():
+        panels = self._panels()
+        limit = 32 if len(panels) == 1 else 12
+        for title, p, rl, cl in panels:
             if self.is_mask:
                 vals = (p != 0).astype(np.float64)
                 parts.append(_html_table(
                     vals, rl, cl, 0, cls="attnpy-m", blocked=vals == 0,
-                    lo=0.0, hi=2.5, caption=title or None,
+                    lo=0.0, hi=2.5, caption=title or None, limit=limit,
                     text=lambda r, c, v=vals: "1" if v[r, c] else "0"))
             else:
                 parts.append(_html_table(p.astype(np.float64), rl, cl,
                                          self.decimals, cls="attnpy-a",
-                                         caption=title or None))
+                                         caption=title or None, limit=limit))
         parts.append("</div></div>")
         return "".join(parts)
 
@@ -115,20 +129,27 @@ def show(mask_or_array, tokens=None, *, decimals=3):
         1-D, 2-D, or with leading dimensions (one table per leading index;
         shapes like (B, 1, 1, S) are one table with a row per index).
     tokens : str or sequence of str, optional
-        Labels of the columns (keys) and, when they fit, of the rows.
+        Labels of the columns (keys), one per column, and, when they fit,
+        of the rows (with fewer rows than columns, the last tokens).
     decimals : int, optional
         Decimals for non-mask arrays (default 3).
 
     Returns
     -------
     ArrayView
-        Has ``_repr_html_`` (notebook) and a text ``str()``.
+        Has ``_repr_html_`` (notebook) and a text ``str()``; large arrays
+        show their first and last rows and columns.
+
+    Raises
+    ------
+    ValueError
+        When `tokens` does not have one entry per column.
 
     Examples
     --------
     >>> import numpy as np
     >>> from attnpy import show
-    >>> print(show(np.tril(np.ones((3, 3))), tokens="the cat sat"))
+    >>> print(show(np.tril(np.ones((3, 3), bool)), tokens="the cat sat"))
     mask (1 = may attend), shape (3, 3)
            the  cat  sat
       the    1    0    0

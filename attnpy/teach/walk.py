@@ -4,7 +4,23 @@ from collections import namedtuple
 
 import numpy as np
 
-from .text import _fmt, _short, _table, _vec
+from .paths import exp_shift, exp_text
+from .text import _drift, _fmt, _round1, _short, _table, _vec
+
+
+def _par(s):
+    """A negative factor in parentheses: 0.8*(-0.5)."""
+    return f"({s})" if s.startswith("-") else s
+
+
+def _blend(weights, V, js, d):
+    """sum over j in js of weights[j] * V[j], from the numbers as printed
+    (each rounded to d decimals): what a reader gets by hand."""
+    out = np.zeros(V.shape[-1])
+    for j in js:
+        w = _round1(weights[j], d)
+        out += np.array([w * _round1(v, d) for v in V[j]])
+    return out
 
 
 def rowsum_lines(tr, indent):
@@ -17,10 +33,12 @@ def rowsum_lines(tr, indent):
     if live.any():
         dev = np.abs(sums[live] - 1.0)
         worst = float(np.max(dev)) if dev.size else 0.0
-        good = bool(np.all(dev <= tol))
-        lines.append(f"{indent}each row sums to 1: "
-                     f"{'yes' if good else 'NO'} (largest |row sum - 1| "
-                     f"= {worst:.1e})")
+        if worst <= tol:
+            lines.append(f"{indent}each row sums to 1: yes (every |row sum "
+                         f"- 1| <= {tol:.0e}, {tr.dtype} rounding)")
+        else:
+            lines.append(f"{indent}each row sums to 1: NO (largest |row "
+                         f"sum - 1| = {worst:.1e})")
     nf = int(np.count_nonzero(tr.fully_masked_rows))
     if nf:
         what = {"zero": "weights 0 and output 0",
@@ -80,14 +98,21 @@ def _wt_scores(tr, c):
                "key j")
     if L and S:
         i, j = 0, (1 if S > 1 else 0)
+        q = [_round1(v, d) for v in tr.Q[i]]
+        k = [_round1(v, d) for v in tr.K[j]]
         if E <= 8:
-            terms = " + ".join(f"{_short(tr.Q[i, k], d)}*"
-                               f"{_short(tr.K[j, k], d)}"
-                               for k in range(E)) or "0"
+            terms = " + ".join(f"{_short(a, d)}*{_par(_short(b, d))}"
+                               for a, b in zip(q, k)) or "0"
+            hand = sum(a * b for a, b in zip(q, k))
+            note = _drift([(f"scores[{i}, {j}]", hand, tr.scores[i, j])],
+                          d, "the inputs above are rounded")
+            out.append(f"  e.g. scores[{i}, {j}] = {terms} = "
+                       f"{_fmt(_round1(hand, d), d)}")
+            if note:
+                out.append("    " + note)
         else:
-            terms = f"(sum of {E} products)"
-        out.append(f"  e.g. scores[{i}, {j}] = {terms} = "
-                   f"{_fmt(tr.scores[i, j], d)}")
+            out.append(f"  e.g. scores[{i}, {j}] = (sum of {E} products) = "
+                       f"{_fmt(tr.scores[i, j], d)}")
     out += _table(tr.scores, ql, kl, d)
     out.append("")
     return out
@@ -106,6 +131,15 @@ def _wt_scaled(tr, c):
     else:
         why = f"{_short(tr.scale, d + 3)} (given)"
     out.append(f"Step 2. scaled = scores * scale, scale = {why}")
+    if c.L and c.S:
+        i, j = 0, (1 if c.S > 1 else 0)
+        sv, sc = _round1(tr.scores[i, j], d), float(_short(tr.scale, d + 3))
+        out.append(f"  e.g. scaled[{i}, {j}] = {_fmt(sv, d)} * "
+                   f"{_short(sc, d + 3)} = {_fmt(_round1(sv * sc, d), d)}")
+        note = _drift([(f"scaled[{i}, {j}]", sv * sc, tr.scaled[i, j])], d,
+                      "the score above is rounded")
+        if note:
+            out.append("    " + note)
     out += _table(tr.scaled, ql, kl, d)
     out.append("")
     return out
@@ -120,9 +154,14 @@ def _wt_capped(tr, c):
            f"{cap}: every score pulled into (-{cap}, {cap}), small ones "
            "almost unchanged"]
     if c.L and c.S:
-        x = float(tr.scaled[0, 0])
+        x = _round1(tr.scaled[0, 0], c.d)
+        hand = float(cap) * math.tanh(x / float(cap))
         out.append(f"  e.g. capped[0, 0] = {cap} * tanh({_fmt(x, c.d)} / "
-                   f"{cap}) = {_fmt(tr.capped[0, 0], c.d)}")
+                   f"{cap}) = {_fmt(_round1(hand, c.d), c.d)}")
+        note = _drift([("capped[0, 0]", hand, tr.capped[0, 0])], c.d,
+                      "the scaled score above is rounded")
+        if note:
+            out.append("    " + note)
     out += _table(tr.capped, c.ql, c.kl, c.d)
     out.append("")
     return out
@@ -190,35 +229,46 @@ def _wt_weights(tr, c):
     rows = np.flatnonzero(counts >= min(2, S)) if S else np.array([], int)
     ex = int(rows[0]) if rows.size else None
     if ex is not None:
-        i = ex
-        x = tr.masked[i].astype(np.float64)
-        ks = [j for j in range(S) if tr.mask[i, j]]
-        top = max(x[j] for j in ks)
-        shift = top if top > 30 else 0.0
-        with np.errstate(all="ignore"):
-            e = np.where(tr.mask[i], np.exp(x - shift), 0.0)
-        tot = float(np.sum(e))
-        name = "e^" if shift == 0.0 else f"e^(-{_short(shift, d)})*e^"
-        parts = [f"{name}{_short(x[j], d)} = {_fmt(e[j], d)}"
-                 for j in ks[:6]]
-        if len(ks) > 6:
-            parts.append("...")
-        blocked = S - len(ks)
-        keys = "key" if blocked == 1 else "keys"
-        note = (f" ({blocked} blocked {keys}: e^-inf = 0)" if blocked
-                else "")
-        out.append(f"  e.g. row {i} ({ql[i]}): " + ", ".join(parts)
-                   + f"; sum = {_fmt(tot, d)}{note}")
-        out.append(f"    so weights[{i}] = " + ", ".join(
-            f"{_fmt(e[j], d)}/{_fmt(tot, d)}" for j in ks[:4])
-            + (", ..." if len(ks) > 4 else "")
-            + (f", 0 for the blocked {keys}" if blocked else ""))
+        out += _softmax_row(tr, ex, d, S, ql)
     sums = tr.weights.astype(np.float64).sum(axis=-1)
     rs = [_fmt(s, d) for s in sums]
     out += _table(tr.weights, ql, kl, d, extra=("row sum", rs))
     out += rowsum_lines(tr, indent="  ")
     out.append("")
     return out, ex
+
+
+def _softmax_row(tr, i, d, S, ql):
+    """Row i of the softmax by hand: every e^x written with d decimals,
+    their sum, the quotients, and where those part from the exact weights."""
+    ks = [j for j in range(S) if tr.mask[i, j]]
+    x = {j: _round1(tr.masked[i, j], d) for j in ks}
+    shift = _round1(exp_shift(max(x.values())), d)
+    e = {j: _round1(math.exp(x[j] - shift), d) for j in ks}
+    tot = _round1(sum(e.values()), d)
+    parts = [f"{exp_text(x[j], shift, d)} = {_fmt(e[j], d)}" for j in ks[:6]]
+    blocked = S - len(ks)
+    keys = "key" if blocked == 1 else "keys"
+    note = f" ({blocked} blocked {keys}: e^-inf = 0)" if blocked else ""
+    if len(ks) > 6:
+        parts.append(f"... ({len(ks)} terms)")
+    out = [f"  e.g. row {i} ({ql[i]}): " + ", ".join(parts)
+           + f"; sum = {_fmt(tot, d)}{note}"]
+    if tot <= 0:
+        out.append("    every e^x rounds to 0 at these decimals: the weights "
+                   "need more of them")
+        return out
+    quot = [f"{_fmt(e[j], d)}/{_fmt(tot, d)} = {_fmt(_round1(e[j] / tot, d), d)}"
+            for j in ks[:4]]
+    out.append(f"    so weights[{i}] = " + ", ".join(quot)
+               + (", ..." if len(ks) > 4 else "")
+               + (f", 0 for the blocked {keys}" if blocked else ""))
+    drift = _drift([(f"weights[{i}, {j}]", e[j] / tot, tr.weights[i, j])
+                    for j in ks[:4]], d,
+                   f"the e^x above are rounded to {d} decimals")
+    if drift:
+        out.append("    " + drift)
+    return out
 
 
 def _wt_output(tr, c, c_ex):
@@ -231,12 +281,21 @@ def _wt_output(tr, c, c_ex):
     ex = c_ex
     if ex is not None:
         i = ex
-        js = [j for j in range(S) if tr.weights[i, j] != 0][:6]
+        nz = [j for j in range(S) if tr.weights[i, j] != 0]
         terms = " + ".join(f"{_fmt(tr.weights[i, j], d)} * V[{j}]"
-                           for j in js)
-        if len([j for j in range(S) if tr.weights[i, j] != 0]) > 6:
-            terms += " + ..."
-        out.append(f"  e.g. output[{i}] = {terms}")
+                           for j in nz[:6])
+        if len(nz) > 6:
+            out.append(f"  e.g. output[{i}] = {terms} + ... ({len(nz)} "
+                       "terms)")
+        else:
+            hand = _blend(tr.weights[i], tr.V, nz, d)
+            out.append(f"  e.g. output[{i}] = {terms} = "
+                       f"{_vec([_round1(h, d) for h in hand], d)}")
+            drift = _drift([(f"output[{i}, {k}]", h, x) for k, (h, x) in
+                            enumerate(zip(hand, tr.output[i]))], d,
+                           f"the weights above are rounded to {d} decimals")
+            if drift:
+                out.append("    " + drift)
     out += _table(tr.output, ql, vlabels, d)
     out.append("")
     some = ql[1] if L > 1 else (ql[0] if L else "0")
@@ -280,8 +339,9 @@ class Focus:
     0-based), ``values`` (V, (S, Ev)), ``output`` (the output row, Ev).
     """
 
-    def __init__(self, trace, i):
+    def __init__(self, trace, i, also=()):
         self.index = i
+        self._also = list(also)
         self.token = None if trace.tokens is None else trace.tokens[i]
         self.weights = trace.weights[i]
         self.values = trace.V
@@ -310,6 +370,10 @@ class Focus:
                if self.token is not None
                else f"query i = {i1} (Python index {self.index})")
         lines = [f"output for {who}:"]
+        if self._also:
+            where = ", ".join(f"i = {k + 1}: see trace.focus({k})"
+                              for k in self._also)
+            lines.append(f'  ("{self.token}" is also query {where})')
         if self.fully_masked and not self.terms:
             lines.append(f"  output_{i1}: the query may attend to no key "
                          f"(fully masked); fully_masked="
@@ -337,7 +401,18 @@ class Focus:
                    else "")
             lines.append(f"    V_{j + 1} = V[{j}]{lab} = "
                          f"{_vec(self.values[j], d)}")
-        lines.append(f"  output_{i1} = {_vec(self.output, d)}")
+        if len(self.terms) > 8:
+            lines.append(f"  output_{i1} = {_vec(self.output, d)}")
+            return "\n".join(lines)
+        hand = _blend(self.weights, self.values, [j for j, _ in self.terms],
+                      d)
+        lines.append(f"  output_{i1} = "
+                     f"{_vec([_round1(h, d) for h in hand], d)}")
+        drift = _drift([(f"column {k}", h, x) for k, (h, x) in
+                        enumerate(zip(hand, self.output))], d,
+                       f"the weights above are rounded to {d} decimals")
+        if drift:
+            lines.append("    " + drift)
         return "\n".join(lines)
 
     def __str__(self):

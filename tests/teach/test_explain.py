@@ -1,7 +1,7 @@
 """attnpy.explain and AttentionTrace: the tutorials' worked examples, checked.
 
-The expected tables below are copied from the tutorials in the project's
-seeds (000_ "the cat sat", 003_ the causal table, 004_ "I love Paris"):
+The expected tables below are copied from the attention tutorials ("the
+cat sat", the GPT-2 causal table, "I love Paris"):
 they are the specification the walk-through must reproduce. Everything
 else is computed here with NumPy.
 """
@@ -24,29 +24,29 @@ from attnpy.teach.cli import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# 000_: "the cat sat", Q = K = V = X
+# "the cat sat", Q = K = V = X
 X = np.array([[0.9, 0.3, 0.1, 0.5],
               [0.1, 0.8, 0.4, 0.2],
               [0.6, 0.1, 0.9, 0.3]])
 TOKENS = ["the", "cat", "sat"]
-T000_SCORES = [[1.16, 0.47, 0.81], [0.47, 0.85, 0.56], [0.81, 0.56, 1.27]]
-T000_SCALED = [[0.58, 0.235, 0.405], [0.235, 0.425, 0.28],
+CAT_SCORES = [[1.16, 0.47, 0.81], [0.47, 0.85, 0.56], [0.81, 0.56, 1.27]]
+CAT_SCALED = [[0.58, 0.235, 0.405], [0.235, 0.425, 0.28],
                [0.405, 0.28, 0.635]]
-T000_WEIGHTS = [[0.393, 0.278, 0.330], [0.307, 0.371, 0.321],
+CAT_WEIGHTS = [[0.393, 0.278, 0.330], [0.307, 0.371, 0.321],
                 [0.318, 0.281, 0.401]]
-T000_OUTPUT0 = [0.580, 0.373, 0.447, 0.352]
+CAT_OUTPUT0 = [0.580, 0.373, 0.447, 0.352]
 
-# 003_: the given scaled scores, causal, and the weights it prints
-T003_TABLE = np.array([[1.0, 0.5, 2.0], [0.2, 1.1, 1.5], [0.3, 0.7, 1.2]])
-T003_WEIGHTS = [[1.000, 0.000, 0.000], [0.289, 0.711, 0.000],
+# the GPT-2 walkthrough: given scaled scores, causal, and its weights
+GPT2_TABLE = np.array([[1.0, 0.5, 2.0], [0.2, 1.1, 1.5], [0.3, 0.7, 1.2]])
+GPT2_WEIGHTS = [[1.000, 0.000, 0.000], [0.289, 0.711, 0.000],
                 [0.202, 0.301, 0.497]]
 
-# 004_: "love" against I, love, Paris
-T004_Q = np.array([[1.0, 0.0, 1.0, 0.0]])
-T004_K = np.array([[1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 1.0, 0.0],
+# "love" against I, love, Paris
+PARIS_Q = np.array([[1.0, 0.0, 1.0, 0.0]])
+PARIS_K = np.array([[1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 1.0, 0.0],
                    [1.0, 0.0, 1.0, 0.0]])
-T004_SCALED = [0.5, 0.5, 1.0]
-T004_WEIGHTS = [0.27, 0.27, 0.45]
+PARIS_SCALED = [0.5, 0.5, 1.0]
+PARIS_WEIGHTS = [0.27, 0.27, 0.45]
 
 
 def np_softmax(s):
@@ -83,7 +83,7 @@ def cat_sat(**kw):
 
 
 def causal_table():
-    return explain(T003_TABLE, np.eye(3), np.eye(3), causal=True, scale=1.0,
+    return explain(GPT2_TABLE, np.eye(3), np.eye(3), causal=True, scale=1.0,
                    tokens="The cat sat")
 
 
@@ -183,21 +183,21 @@ def test_explain_is_attnpy_explain():
 # the walk-through reproduces the tutorials
 # ---------------------------------------------------------------------------
 
-def test_walkthrough_000_the_cat_sat():
+def test_walkthrough_the_cat_sat():
     text = str(cat_sat())
     scores = table_after(text, "Step 1.")
     scaled = table_after(text, "Step 2.")
     weights = table_after(text, "Step 4.")
     output = table_after(text, "Step 5.", ncols=4)
     for k, tok in enumerate(TOKENS):
-        assert scores[tok] == T000_SCORES[k]
-        assert scaled[tok] == T000_SCALED[k]
+        assert scores[tok] == CAT_SCORES[k]
+        assert scaled[tok] == CAT_SCALED[k]
         assert output[tok] == list(np.round((np_softmax(X @ X.T / 2) @ X)[k],
                                             3))
     # The weights are the tutorial's to 3 decimals except one cell: the
     # tutorial rounded by hand and wrote 0.330 where exactly it is 0.32950.
     got = np.array([weights[t] for t in TOKENS])
-    diff = np.argwhere(got != np.array(T000_WEIGHTS))
+    diff = np.argwhere(got != np.array(CAT_WEIGHTS))
     assert diff.tolist() == [[0, 2]]
     assert got[0, 2] == 0.329
     assert "e.g. scores[0, 1] = 0.9*0.1 + 0.3*0.8 + 0.1*0.4 + 0.5*0.2 = 0.470" \
@@ -209,10 +209,10 @@ def test_walkthrough_000_the_cat_sat():
     assert rowsums == ["1.000"] * 3
     assert "Q = K = V = X" in text
     # the tutorial's own output[0] differs only in hand rounding
-    assert np.max(np.abs(np.array(output["the"]) - T000_OUTPUT0)) <= 0.0015
+    assert np.max(np.abs(np.array(output["the"]) - CAT_OUTPUT0)) <= 0.0015
 
 
-def test_walkthrough_003_causal_table_and_focus_on_cat():
+def test_walkthrough_causal_table_and_focus_on_cat():
     tr = causal_table()
     text = str(tr)
     masked = text[text.index("Step 3."):text.index("Step 4.")]
@@ -221,9 +221,9 @@ def test_walkthrough_003_causal_table_and_focus_on_cat():
     assert ms["The"][0] == 1.0 and np.isneginf(ms["The"][1:]).all()
     assert ms["cat"][:2] == [0.2, 1.1] and np.isneginf(ms["cat"][2])
     w = table_after(text, "Step 4.")
-    assert [w[t] for t in ("The", "cat", "sat")] == T003_WEIGHTS
+    assert [w[t] for t in ("The", "cat", "sat")] == GPT2_WEIGHTS
     # the scaled scores are the tutorial's table
-    assert np.array_equal(tr.scaled, T003_TABLE)
+    assert np.array_equal(tr.scaled, GPT2_TABLE)
     focus = tr.focus("cat")
     s = str(focus)
     assert "output_2 = 0.289 * V_1 + 0.711 * V_2" in s
@@ -237,19 +237,19 @@ def test_walkthrough_003_causal_table_and_focus_on_cat():
     assert str(tr.focus(-2)) == s
 
 
-def test_walkthrough_004_i_love_paris():
-    tr = explain(T004_Q, T004_K, np.eye(3), tokens="love",
+def test_walkthrough_i_love_paris():
+    tr = explain(PARIS_Q, PARIS_K, np.eye(3), tokens="love",
                  key_tokens="I love Paris")
     tr.decimals = 2
     text = str(tr)
-    assert table_after(text, "Step 2.")["love"] == T004_SCALED
-    assert table_after(text, "Step 4.")["love"] == T004_WEIGHTS
+    assert table_after(text, "Step 2.")["love"] == PARIS_SCALED
+    assert table_after(text, "Step 4.")["love"] == PARIS_WEIGHTS
     assert "e^0.5 = 1.65, e^0.5 = 1.65, e^1 = 2.72; sum = 6.02" in text
     s = str(tr.focus("love"))
     assert "output_1 = 0.27 * V_1 + 0.27 * V_2 + 0.45 * V_3" in s
     assert 'V_3 = V[2] "Paris"' in s
     # the same with all three tokens as queries: the second row is "love"
-    tr3 = explain(T004_K, T004_K, np.eye(3), tokens="I love Paris")
+    tr3 = explain(PARIS_K, PARIS_K, np.eye(3), tokens="I love Paris")
     assert tr3.tokens == tr3.key_tokens == ["I", "love", "Paris"]
 
 
@@ -339,7 +339,7 @@ def test_batched_trace_summary_and_indexing():
 
 def test_check_accepts_the_tutorials_weights_with_rounding_explained():
     tr = cat_sat()
-    report = tr.check("weights", T000_WEIGHTS)
+    report = tr.check("weights", CAT_WEIGHTS)
     assert report.ok and bool(report) and not report.exact
     assert report.checked == 9
     assert len(report.differences) == 1 and not report.wrong
@@ -359,7 +359,7 @@ def test_check_accepts_the_tutorials_weights_with_rounding_explained():
 
 def test_check_flags_a_wrong_cell():
     tr = cat_sat()
-    bad = [row[:] for row in T000_WEIGHTS]
+    bad = [row[:] for row in CAT_WEIGHTS]
     bad[1][1] = 0.471
     report = tr.check("weights", bad)
     assert not report.ok
@@ -373,22 +373,22 @@ def test_check_flags_a_wrong_cell():
     assert "WRONG" in text and "NOT OK" in text
     assert "sums to 1.099" in text
     # a subtle slip, beyond what rounding can do, is flagged too
-    bad = [row[:] for row in T000_WEIGHTS]
+    bad = [row[:] for row in CAT_WEIGHTS]
     bad[2][2] = 0.404
     assert [c.index for c in tr.check("weights", bad).wrong] == [(2, 2)]
 
 
 def test_check_output_against_the_tutorial():
     tr = cat_sat()
-    row0 = [T000_OUTPUT0, [None] * 4, [None] * 4]
+    row0 = [CAT_OUTPUT0, [None] * 4, [None] * 4]
     report = tr.check("output", row0)
     assert report.ok and report.checked == 4
     exact0 = np.round(tr.output[0], 3)
     assert sorted(c.index for c in report.differences) == sorted(
-        (0, k) for k in range(4) if exact0[k] != T000_OUTPUT0[k])
+        (0, k) for k in range(4) if exact0[k] != CAT_OUTPUT0[k])
     assert all(c.explained for c in report.differences)
     # starting from the tutorial's own weights reproduces its output exactly
-    report = tr.check("output", row0, previous=T000_WEIGHTS)
+    report = tr.check("output", row0, previous=CAT_WEIGHTS)
     assert report.ok
     assert all(c.hand == pytest.approx(c.expected, abs=1e-12)
                for c in report.differences)
@@ -398,20 +398,20 @@ def test_check_output_against_the_tutorial():
 
 def test_check_other_steps():
     tr = cat_sat()
-    assert tr.check("scores", T000_SCORES).exact
-    assert tr.check("scaled", T000_SCALED).exact
-    assert tr.check("masked", T000_SCALED).exact
-    bad = [row[:] for row in T000_SCORES]
+    assert tr.check("scores", CAT_SCORES).exact
+    assert tr.check("scaled", CAT_SCALED).exact
+    assert tr.check("masked", CAT_SCALED).exact
+    bad = [row[:] for row in CAT_SCORES]
     bad[2][2] = 1.37
     r = tr.check("scores", bad)
     assert [c.index for c in r.wrong] == [(2, 2)]
-    assert "0.9*0.9 = 0.810" in r.wrong[0].how
+    assert "0.9*0.9 = 0.81" in r.wrong[0].how   # 2 decimals, as written
     ct = causal_table()
     masked = [[1.0, -np.inf, -1e9], [0.2, 1.1, -np.inf], [0.3, 0.7, 1.2]]
     assert ct.check("masked", masked).ok
     assert not ct.check("masked", [[1.0, 0.5, 2.0], [0.2, 1.1, 1.5],
                                    [0.3, 0.7, 1.2]]).ok
-    assert ct.check("weights", T003_WEIGHTS).exact
+    assert ct.check("weights", GPT2_WEIGHTS).exact
     two = [[1, 0, 0], [0.29, 0.71, 0], [0.20, 0.30, 0.50]]
     assert ct.check("weights", two, decimals=2).exact
     assert not ct.check("weights", two, decimals=3).ok
@@ -419,20 +419,20 @@ def test_check_other_steps():
 
 def test_check_batched_and_errors():
     b = explain(np.stack([X, X]), X, X, tokens="the cat sat")
-    exp = np.stack([T000_WEIGHTS, T000_WEIGHTS])
+    exp = np.stack([CAT_WEIGHTS, CAT_WEIGHTS])
     exp[1, 0, 0] = 0.5
     r = b.check("weights", exp)
     assert [c.index for c in r.wrong] == [(1, 0, 0)]
     assert [c.index for c in r.explained] == [(0, 0, 2), (1, 0, 2)]
     tr = cat_sat()
     with pytest.raises(ValueError, match="step must be one of"):
-        tr.check("softmax", T000_WEIGHTS)
+        tr.check("softmax", CAT_WEIGHTS)
     with pytest.raises(ValueError, match=r"shape \(2, 3\).*\(3, 3\)"):
-        tr.check("weights", T000_WEIGHTS[:2])
+        tr.check("weights", CAT_WEIGHTS[:2])
     with pytest.raises(TypeError, match="numbers"):
         tr.check("weights", [["a", "b", "c"]] * 3)
     with pytest.raises(ValueError, match="no previous"):
-        tr.check("scores", T000_SCORES, previous=T000_SCORES)
+        tr.check("scores", CAT_SCORES, previous=CAT_SCORES)
 
 
 # ---------------------------------------------------------------------------
@@ -565,7 +565,7 @@ def test_plot_multi_head_grid(agg):
 def test_plot_without_matplotlib(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
-    with pytest.raises(ImportError, match=r"pip install attnpy\[plot\]"):
+    with pytest.raises(ImportError, match=r'pip install "attnpy\[plot\]"'):
         cat_sat().plot()
 
 
@@ -593,9 +593,9 @@ def test_docs_heatmap_regenerates(agg, tmp_path):
 def test_cli_walkthrough(capsys):
     assert cli(["--tokens", "the cat sat"]) == 0
     text = capsys.readouterr().out
-    assert table_after(text, "Step 1.")["cat"] == T000_SCORES[1]
-    assert table_after(text, "Step 2.")["sat"] == T000_SCALED[2]
-    assert table_after(text, "Step 4.")["cat"] == T000_WEIGHTS[1]
+    assert table_after(text, "Step 1.")["cat"] == CAT_SCORES[1]
+    assert table_after(text, "Step 2.")["sat"] == CAT_SCALED[2]
+    assert table_after(text, "Step 4.")["cat"] == CAT_WEIGHTS[1]
 
 
 def test_cli_causal_decimals_focus(capsys):
@@ -604,7 +604,7 @@ def test_cli_causal_decimals_focus(capsys):
     text = capsys.readouterr().out
     w = np.round(np_softmax(np.array([0.235, 0.425])), 2).tolist()
     assert table_after(text, "Step 4.")["cat"] == w + [0.0]
-    assert table_after(text, "Step 1.")["the"] == T000_SCORES[0]
+    assert table_after(text, "Step 1.")["the"] == CAT_SCORES[0]
     assert "-inf" in text
     assert f"output_2 = {w[0]:.2f} * V_1 + {w[1]:.2f} * V_2" in text
 
@@ -612,7 +612,7 @@ def test_cli_causal_decimals_focus(capsys):
 def test_cli_other_inputs_and_errors(capsys):
     assert cli(["--example", "causal-table"]) == 0
     text = capsys.readouterr().out
-    assert table_after(text, "Step 4.")["cat"] == T003_WEIGHTS[1]
+    assert table_after(text, "Step 4.")["cat"] == GPT2_WEIGHTS[1]
     assert cli(["--x", "1 0; 0 1", "--tokens", "yes no"]) == 0
     assert "yes" in capsys.readouterr().out
     assert cli(["--tokens", "a b c d e", "--seed", "1"]) == 0
@@ -632,7 +632,7 @@ def test_cli_subprocess():
                         "the cat sat"], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert table_after(r.stdout, "Step 1.")["the"] == T000_SCORES[0]
+    assert table_after(r.stdout, "Step 1.")["the"] == CAT_SCORES[0]
     assert "each row sums to 1: yes" in r.stdout
     r = subprocess.run([sys.executable, "-m", "attnpy", "explain", "--nope"],
                        cwd=ROOT, env=env, capture_output=True, text=True,

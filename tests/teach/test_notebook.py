@@ -5,7 +5,9 @@ working directory and PYTHONPATH are the repository root, so it imports
 this checkout's attnpy. Its outputs are then checked: no errors, the
 tutorials' numbers printed, the HTML tables and the plots present.
 """
+import math
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -72,6 +74,57 @@ def outputs(nb):
     return "\n".join(text), "\n".join(htmls), pngs, errors
 
 
+NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?")
+
+
+def cell_texts(nb):
+    """{code cell index: the text it printed (streams and text/plain)}."""
+    out = {}
+    for k, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            out[k] = "".join(
+                o.text if o.output_type == "stream"
+                else o.get("data", {}).get("text/plain", "")
+                for o in cell.get("outputs", []))
+    return out
+
+
+def same_text(stored, fresh, rtol=0.0, words_only=False):
+    """The words of the two texts are equal, and their numbers too (within
+    rtol; not compared with words_only)."""
+    if not rtol and not words_only:
+        return stored == fresh
+    if NUMBER.sub("#", stored).split() != NUMBER.sub("#", fresh).split():
+        return False
+    if words_only:
+        return True
+    a = [float(x.rstrip("%")) for x in NUMBER.findall(stored)]
+    b = [float(x.rstrip("%")) for x in NUMBER.findall(fresh)]
+    return all(math.isclose(x, y, rel_tol=rtol, abs_tol=1e-12)
+               for x, y in zip(a, b))
+
+
+def stale_cells(path, fresh, tolerance=None):
+    """Code cells whose stored output is not what a fresh run prints;
+    tolerance: {cell index: rtol, or "words"} for cells whose last digits
+    depend on the machine (BLAS, instruction set)."""
+    stored = cell_texts(nbformat.read(path, as_version=4))
+    new = cell_texts(fresh)
+    tolerance = tolerance or {}
+    bad = []
+    for k in new:
+        tol = tolerance.get(k, 0.0)
+        ok = (same_text(stored[k], new[k], words_only=True) if tol == "words"
+              else same_text(stored[k], new[k], rtol=tol))
+        if not ok:
+            bad.append((k, stored[k][:300], new[k][:300]))
+    return bad
+
+
+def test_stored_outputs_are_what_a_fresh_run_prints(executed):
+    assert stale_cells(NOTEBOOK, executed) == []
+
+
 def test_notebook_runs_without_errors(executed):
     _, _, _, errors = outputs(executed)
     assert errors == []
@@ -82,20 +135,23 @@ def test_notebook_runs_without_errors(executed):
 
 def test_notebook_prints_the_tutorials_numbers(executed):
     text, _, _, _ = outputs(executed)
-    # 000_: scores, scaled scores, weights
+    # "the cat sat": scores, scaled scores, weights
     assert "the  1.160  0.470  0.810" in text
     assert "the  0.580  0.235  0.405" in text
     assert "cat  0.307  0.371  0.321" in text
-    assert "e^0.405 = 1.500" in text          # the tutorial's own rounding
+    assert "e^0.405 = 1.500; sum = 4.551; 1.500/4.551 = 0.32960" in text
+    assert "1.264" not in text                # no implausible rounding path
     assert "explained by hand rounding of intermediates" in text
     assert "WRONG: differs beyond rounding" in text
-    # 003_: the causal table and "cat" as a weighted sum
+    # the GPT-2 causal table and "cat" as a weighted sum
     assert "output_2 = 0.289 * V_1 + 0.711 * V_2" in text
     assert "no contribution from V_3: masked" in text
     # multi-head: explain's heads == MultiHeadAttention.forward, bit for bit
     assert "same weights as forward: True" in text
     assert "same output as forward:  True" in text
     assert "(1, 2, 6, 4)" in text
+    # the prose's claims, shown by the numbers
+    assert "shuffled tokens give the shuffled output rows: True" in text
 
 
 def test_notebook_shows_tables_and_plots(executed):
@@ -103,3 +159,11 @@ def test_notebook_shows_tables_and_plots(executed):
     assert 'class="attnpy-w' in htmls       # trace heatmap tables
     assert 'class="attnpy-m' in htmls       # show(causal_mask)
     assert pngs >= 3                         # causal, heads, positional
+
+
+def test_same_text_catches_a_changed_digit():
+    assert same_text("w 0.330 ok", "w 0.330 ok")
+    assert not same_text("w 0.330 ok", "w 0.329 ok")
+    assert same_text("loss 0.000092", "loss 0.000093", rtol=0.5)
+    assert not same_text("loss 0.000092", "loss 0.0092", rtol=0.5)
+    assert not same_text("max err 1e-9", "max ERR 1e-9", words_only=True)

@@ -1,11 +1,12 @@
 """examples/gradients.ipynb runs top to bottom and shows what it claims:
 the 1/sqrt(d) table, a falling training loss, gradients that match finite
 differences, the plots."""
+import math
 import re
 
 import pytest
 
-from test_notebook import ROOT, execute, outputs
+from test_notebook import ROOT, execute, outputs, stale_cells
 
 NOTEBOOK = ROOT / "examples" / "gradients.ipynb"
 
@@ -13,6 +14,29 @@ NOTEBOOK = ROOT / "examples" / "gradients.ipynb"
 @pytest.fixture(scope="module")
 def executed():
     return execute(NOTEBOOK)
+
+
+def test_stored_outputs_are_what_a_fresh_run_prints(executed):
+    # the finite-difference errors are rounding noise and the training's
+    # last digits follow the BLAS: their words must match, their numbers
+    # only roughly (training) or not at all (noise)
+    assert stale_cells(NOTEBOOK, executed, {9: "words", 10: 0.5}) == []
+
+
+def test_prose_says_what_the_table_shows(executed):
+    text, _, _, _ = outputs(executed)
+    raw = [float(r[3]) for r in re.findall(
+        r"^\s*(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.e+-]+)\s+([\d.e+-]+)\s+"
+        r"([\d.]+)%\s+([\d.]+)%$", text, re.M)]
+    prose = "".join(c.source for c in executed.cells
+                    if c.cell_type == "markdown")
+    assert "less than one order of magnitude from\n$d = 2$ to $d = 8$" in prose
+    assert raw[0] / raw[1] < 10                       # d = 2 -> 8
+    assert all(a / b >= 100 for a, b in zip(raw[1:], raw[2:]))
+    orders = [round(math.log10(a / b)) for a, b in zip(raw[2:], raw[3:])]
+    assert "(4 from $d = 32$ to\n$128$, 9 from $128$ to $512$, 18 from $512$ to $2048$)" in prose
+    assert orders == [4, 9, 18], orders
+    assert "orders of magnitude\nper doubling" not in prose
 
 
 def test_runs_without_errors(executed):
@@ -48,7 +72,7 @@ def test_gradients_checked_and_loss_falls(executed):
     attn = float(re.search(r"mean attention on the marked token ([\d.]+)",
                            text).group(1))
     assert attn > 0.5
-    assert "rows sum to" in text
+    assert "rows sum to 0 (to within 1e-15: True;" in text
 
 
 def test_backward_trace_section(executed):

@@ -1,4 +1,4 @@
-"""The NumPy tutorial (seeds/002_*) used with attnpy instead of its own code.
+"""The NumPy attention tutorial used with attnpy instead of its own code.
 
 Each test drives attnpy the way the tutorial drives its functions and checks
 that attnpy gives the same arrays as attnpy.reference and as the tutorial's

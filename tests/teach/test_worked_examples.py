@@ -4,7 +4,7 @@ Every expected figure is computed here independently with plain Python
 (math.exp, math.sin, ...) and compared with attnpy to 1e-12. The figures the
 tutorials print are also checked, within their hand rounding: the tutorials
 round intermediate values, so a few printed figures are off in the third
-decimal (seeds/README.md); those are identified exactly below.
+decimal; those are identified exactly below.
 """
 import math
 
@@ -56,7 +56,7 @@ X_CAT = [[0.9, 0.3, 0.1, 0.5],    # "the"
          [0.1, 0.8, 0.4, 0.2],    # "cat"
          [0.6, 0.1, 0.9, 0.3]]    # "sat"
 
-# as printed in seeds/000_*
+# as the tutorial prints them
 PUBLISHED_SCORES = [[1.16, 0.47, 0.81],
                     [0.47, 0.85, 0.56],
                     [0.81, 0.56, 1.27]]
@@ -70,7 +70,7 @@ PUBLISHED_OUTPUT0 = [0.580, 0.373, 0.447, 0.352]
 PUBLISHED_MASKED = [[0.58, -math.inf, -math.inf],
                     [0.235, 0.425, -math.inf],
                     [0.405, 0.28, 0.635]]
-# seeds/README.md: the exact figures the hand rounding drifts from
+# the exact figures the hand rounding drifts from, to 5 decimals
 README_EXACT_W02 = 0.32950
 README_EXACT_OUTPUT0 = [0.57876, 0.37309, 0.44700, 0.35070]
 
@@ -113,7 +113,7 @@ def test_cat_sat_published_figures():
     # weights and output[0]: within the tutorial's hand rounding
     within(w, PUBLISHED_WEIGHTS, 2e-3)
     within(out[0], PUBLISHED_OUTPUT0, 2e-3)
-    # ... and the exact values seeds/README.md quotes, to their 5 decimals
+    # ... and the exact values, to their 5 decimals
     within(w[0, 2], README_EXACT_W02, 5e-6)
     within(out[0], README_EXACT_OUTPUT0, 5e-6)
 
