@@ -60,7 +60,11 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
 }
-html_static_path = []
+# an explicit mode: with none, the theme's script logs a console error
+# ("invalid theme mode") on a reader's first visit
+html_context = {"default_mode": "light"}
+html_static_path = ["_static"]
+html_favicon = "_static/favicon.svg"
 
 # --- the API index, generated from attnpy.__all__ ----------------------------
 # Sections group the names a reader looks for together; a name of __all__
@@ -135,6 +139,19 @@ def drop_empty_guide_glob(app, docname, source):
             source[0] = source[0][:start] + source[0][end + 3:]
 
 
+def check_api_pages(app, exception):
+    """Fail the build when a public name has no page of its own."""
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir) / "api" / "generated"
+    missing = [n for n in public_names()
+               if not (out / ("attnpy.%s.html" % n)).exists()]
+    if missing:
+        from sphinx.errors import ExtensionError
+        raise ExtensionError("no API page for attnpy.%s" % ", attnpy.".join(missing))
+
+
 def setup(app):
     app.connect("config-inited", write_api_index)
+    app.connect("build-finished", check_api_pages)
     app.connect("source-read", drop_empty_guide_glob)
