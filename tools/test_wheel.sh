@@ -43,6 +43,8 @@ done
 [ $# -gt 0 ] || set -- -m "not slow" tests/attention tests/teach \
     tests/reliability/test_bad_input.py tests/reliability/test_threads.py \
     tests/layer/test_layer.py README.md --pyargs attnpy
+grep -q -- '--wheels' "$ROOT/tools/test_pythons.sh" || {
+    echo "test_wheel.sh: tools/test_pythons.sh has no --wheels option" >&2; exit 2; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/attnpy-wheel.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
