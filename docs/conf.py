@@ -49,7 +49,6 @@ autosummary_generate = True
 autosummary_generate_overwrite = True
 autosummary_imported_members = False
 autosummary_ignore_module_all = False
-autodoc_default_options = {"members": False}
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False

@@ -18,7 +18,9 @@
 #      unpacked, not installed) with NumPy's manylinux aarch64 wheel and
 #      the cp311 aarch64 wheel: the extension imports, reports the NEON
 #      path, `python -m attnpy` runs, and attention calls (plain, causal,
-#      float64, grouped heads with a window) match attnpy.reference. Only
+#      float64, grouped heads with a window) match attnpy.reference, and
+#      tests/attention/test_api_basic.py passes (but for its three tests
+#      that start a child Python: qemu-user cannot, see below). Only
 #      3.11: bookworm has no other arm64 CPython, and PyPI ships none.
 # Installs qemu-user with apt-get when missing, and adds dpkg's arm64
 # architecture (for `apt-get download`; nothing arm64 is installed).
@@ -96,9 +98,9 @@ command -v qemu-aarch64 >/dev/null || {
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install \
         -y -qq --no-install-recommends qemu-user; }
 A64=${XDG_CACHE_HOME:-$HOME/.cache}/attnpy/aarch64-python3.11
-if ! [ -x "$A64/root/usr/bin/python3.11" ] || ! [ -d "$A64/numpy" ]; then
+if ! [ -x "$A64/root/usr/bin/python3.11" ] || ! [ -d "$A64/pure" ]; then
     rm -rf "$A64"
-    mkdir -p "$A64/debs" "$A64/root" "$A64/numpy"
+    mkdir -p "$A64/debs" "$A64/root" "$A64/numpy" "$A64/pure"
     dpkg --print-foreign-architectures | grep -qx arm64 || {
         dpkg --add-architecture arm64 && apt-get update -qq; }
     (cd "$A64/debs" && apt-get download -q python3.11-minimal:arm64 \
@@ -110,12 +112,16 @@ if ! [ -x "$A64/root/usr/bin/python3.11" ] || ! [ -d "$A64/numpy" ]; then
     python3 -m pip download -q --only-binary=:all: --no-deps \
         --platform manylinux2014_aarch64 --python-version 3.11 \
         --implementation cp --abi cp311 -d "$A64/numpy" "numpy>=2"
+    python3 -m pip download -q --only-binary=:all: \
+        --platform manylinux2014_aarch64 --python-version 3.11 \
+        --implementation cp --abi cp311 -d "$A64/pure" "pytest>=7"
 fi
 # the guest's / is $A64/root (qemu -L), so the site directory goes there
 SITE=$A64/root/site
 rm -rf "$SITE"
 mkdir -p "$SITE"
-(cd "$SITE" && unzip -q "$A64"/numpy/numpy-*.whl \
+(cd "$SITE" && for w in "$A64"/pure/*.whl; do unzip -q -o "$w"; done \
+    && unzip -q "$A64"/numpy/numpy-*.whl \
     && unzip -q "$(ls "$WHEELS"/attnpy-*-cp311-*manylinux*_aarch64.whl)")
 a64() { (cd "$WORK" && PYTHONPATH=/site PYTHONNOUSERSITE=1 \
     qemu-aarch64 -L "$A64/root" "$A64/root/usr/bin/python3.11" "$@"); }
@@ -148,4 +154,17 @@ assert float(np.max(np.abs(out - ref))) < 1e-5
 print("aarch64 wheel: %s, Python %s, NumPy %s, isa %s, attention == reference: OK"
       % (platform.machine(), sys.version.split()[0], np.__version__, attnpy._core.isa()))
 EOF
+# the API tests too, from a copy of tests/ (no attnpy/ sources beside it);
+# the three that start `python` as a child process cannot run here: qemu-user
+# runs one program, and an AArch64 child needs binfmt_misc, which this
+# machine does not register
+mkdir -p "$WORK/a64"
+cp -r "$ROOT/tests" "$ROOT/pyproject.toml" "$WORK/a64/"
+t=tests/attention/test_api_basic.py
+(cd "$WORK/a64" && PYTHONPATH=/site PYTHONNOUSERSITE=1 qemu-aarch64 \
+    -L "$A64/root" "$A64/root/usr/bin/python3.11" -m pytest -q \
+    -p no:cacheprovider "$t" \
+    --deselect "$t::test_worked_example_cli_prints_exact_steps_and_tutorial_drift" \
+    --deselect "$t::test_worked_example_decimals_option" \
+    --deselect "$t::test_num_threads_setting_and_environment") | tail -n 1
 echo "test_wheel.sh: OK"
