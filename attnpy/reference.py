@@ -387,8 +387,8 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
     to (..., L, S) and may add leading dims. scale defaults to 1/sqrt(E)
     (1.0 when E == 0). Fully masked rows follow `fully_masked`.
 
-    The variants, with query row i at key position i' = i (+ S - L when
-    causal="bottom_right")::
+    The variants (sliding window, ALiBi, soft-capping), with query row i at
+    key position i' = i (+ S - L when causal="bottom_right")::
 
         enable_gqa    K, V (..., Hkv, S, E) serve Q (..., Hq, L, E): query
                       head h reads K/V head h // (Hq // Hkv)

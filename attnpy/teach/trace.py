@@ -524,7 +524,7 @@ class AttentionTrace:
         intermediates* when the value can be reached by doing the step by
         hand at `decimals` decimals: every number written down on the way
         (the previous step's table, each product, each e^x) rounded down or
-        up to `decimals`, as the tutorials do (one writes e^0.405 = 1.500,
+        up to `decimals`, as the tutorials do (000_ writes e^0.405 = 1.500,
         sums the rounded exponentials, and gets 0.330 where the exact weight
         is 0.32950).
 
