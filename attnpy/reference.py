@@ -217,9 +217,11 @@ def create_causal_mask(seq_len):
 def causal_mask(L, S=None, *, align="top_left"):
     """Boolean (L, S) mask, True where query i may see key j.
 
-    align="top_left":      j <= i              (np.tril(np.ones((L, S))))
-    align="bottom_right":  j <= i + S - L      (the last query sees every key,
-                                                as in KV-cache decoding)
+    ::
+
+        align="top_left":      j <= i          (np.tril(np.ones((L, S))))
+        align="bottom_right":  j <= i + S - L  (the last query sees every
+                                                key, as in KV-cache decoding)
 
     >>> causal_mask(2, 3, align="bottom_right").astype(int)
     array([[1, 1, 0],
@@ -376,6 +378,8 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
                                  softcap=None, _pos_shift=0):
     """(output, weights) of scaled dot-product attention.
 
+    ::
+
         weights = softmax(scale * Q K^T + bias, masked to -inf)   (..., L, S)
         output  = weights V                                       (..., L, Ev)
 
@@ -384,7 +388,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
     (1.0 when E == 0). Fully masked rows follow `fully_masked`.
 
     The variants (sliding window, ALiBi, soft-capping), with query row i at
-    key position i' = i (+ S - L when causal="bottom_right"):
+    key position i' = i (+ S - L when causal="bottom_right")::
 
         enable_gqa    K, V (..., Hkv, S, E) serve Q (..., Hq, L, E): query
                       head h reads K/V head h // (Hq // Hkv)
@@ -965,6 +969,8 @@ def _erf(x):
 def layer_norm(x, eps=1e-6, *, weight=None, bias=None, eps_in_sqrt=False,
                out=None):
     """Layer normalisation over the last axis.
+
+    ::
 
         mean = mean(x),  var = mean((x - mean)^2)     (per row)
         y    = (x - mean) / (sqrt(var) + eps)          the tutorial
