@@ -1288,8 +1288,8 @@ def rms_norm(x, eps=1e-6, *, weight=None, out=None):
     """
     dtype = compute_dtype(*(a for a in (x, weight) if a is not None))
     x64 = np.asarray(x, dtype=np.float64)
-    with _quiet():
-        ms = (x64 * x64).mean(axis=-1, keepdims=True)
+    with _quiet():                     # NaN/inf rows; n == 0: empty anyway
+        ms = (x64 * x64).sum(axis=-1, keepdims=True) / x64.shape[-1]
         y = x64 / np.sqrt(ms + eps)
     if weight is not None:
         y = y * np.asarray(weight, dtype=np.float64)
@@ -1309,11 +1309,11 @@ def rms_norm_backward(dy, x, eps=1e-6, *, weight=None):
     n = x64.shape[-1]
     w = 1.0 if weight is None else np.asarray(weight, dtype=np.float64)
     with _quiet():
-        r = 1.0 / np.sqrt((x64 * x64).mean(axis=-1, keepdims=True) + eps)
+        r = 1.0 / np.sqrt((x64 * x64).sum(axis=-1, keepdims=True) / n + eps)
         dxhat = dy64 * w
         dr = (dxhat * x64).sum(axis=-1, keepdims=True)    # through r
         dx = dxhat * r + dr * (-(r ** 3) * x64 / n)
-    dweight = (dy64 * x64 * r).sum(axis=tuple(range(x64.ndim - 1)))
+        dweight = (dy64 * x64 * r).sum(axis=tuple(range(x64.ndim - 1)))
     return dx.astype(dtype), dweight.astype(dtype)
 
 
