@@ -261,7 +261,7 @@ class SmolLM2:
         k = attnpy.rotary_embedding(k.transpose(1, 0, 2), **rope)
         K, V = cache.append(k[None], v.transpose(1, 0, 2)[None])
         if trace is not None:
-            trace.append(dict(q=q, K=K[0].copy()))
+            trace.append(dict(q=q, K=K[0].copy(), V=V[0].copy()))
         o = attnpy.attention(q[None], K, V, causal="bottom_right",
                              enable_gqa=True)[0]      # (H, L, hd)
         return o.transpose(1, 0, 2).reshape(L, H * hd) @ layer["o"].T
@@ -276,7 +276,8 @@ class SmolLM2:
         """Logits (vocab,) of the last of `ids` (or (L, vocab) of all with
         all_logits), the ids at positions pos, pos + 1, ... appended to
         `caches`. trace: a list that receives, per layer, the rotated
-        queries q (H, L, hd) and the cached keys K (Hkv, S, hd)."""
+        queries q (H, L, hd) and copies of the cache's keys K and values V
+        (Hkv, S, hd) the layer attended to."""
         h = self.embed[np.asarray(ids)]
         for layer, cache in zip(self.layers, caches):
             x = attnpy.rms_norm(h, self.eps, weight=layer["attn_norm"])
