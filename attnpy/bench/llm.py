@@ -16,8 +16,8 @@ At each context C (128, 1024, 4096 tokens):
   timed alone, over the step's median.
 
 Then the peak resident memory of each, in a fresh process: loading the
-model, a prefill of the longest context and 8 decode steps (ru_maxrss
-minus the process's size after its imports).
+model, a prefill of the longest context and 8 decode steps (the peak
+resident size, VmHWM, minus the resident size after the imports).
 
 First the outputs are compared: the first step's logits of a chat prompt
 (max |attnpy - transformers|) and 16 greedy tokens of another. Needs gguf, tokenizers
@@ -133,32 +133,51 @@ def _guard(ex_model, hf, torch):
 
 _MEM_SCRIPT = r"""
 import json, resource, sys
+
+def rss_kib(key):
+    # VmRSS / VmHWM of this process (ru_maxrss would start at the parent's
+    # size: Linux carries it across fork and exec)
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
 side, root, C, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 sys.path.insert(0, root)
-import numpy as np, torch, attnpy
-from threadpoolctl import threadpool_limits
+import numpy as np, attnpy
 from attnpy.bench import llm
-torch.set_num_threads(threads); attnpy.set_num_threads(threads)
-threadpool_limits(threads, user_api="blas")
+attnpy.set_num_threads(threads)
+try:
+    from threadpoolctl import threadpool_limits
+    threadpool_limits(threads, user_api="blas")
+except ImportError:
+    pass
+if side == "transformers":
+    import torch
+    torch.set_num_threads(threads)
 ex = llm.load_example(root)
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = rss_kib("VmRSS")
 model = ex.load()
 ids = llm._context_ids(model, C)
-with torch.inference_mode():
-    if side == "attnpy":
-        caches = model.new_caches(C + 8)
-        logits = model.forward(ids, caches, 0)
-        for t in range(8):
-            logits = model.forward([int(logits.argmax())], caches, C + t)
-    else:
-        hf = llm.load_transformers(ex.default_path(), torch)
-        del model
+if side == "attnpy":
+    caches = model.new_caches(C + 8)
+    logits = model.forward(ids, caches, 0)
+    for t in range(8):
+        logits = model.forward([int(logits.argmax())], caches, C + t)
+else:
+    hf = llm.load_transformers(ex.default_path(), torch)
+    del model
+    with torch.inference_mode():
         out = hf(torch.tensor([ids]), use_cache=True)
         cache = out.past_key_values
         for t in range(8):
             tok = out.logits[:, -1:].argmax(-1)
             out = hf(tok, past_key_values=cache, use_cache=True)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+peak = rss_kib("VmHWM")
 print(json.dumps({"base_kib": base, "peak_kib": peak}))
 """
 
