@@ -220,6 +220,9 @@ class SmolLM2:
     through every layer with a KV cache per layer (``new_caches``)."""
 
     def __init__(self, meta, tensors):
+        """meta, tensors: as read_gguf returns them; the layers' tensors
+        are taken out of `tensors` as they are used (so that the merged
+        copies below do not double the peak memory)."""
         a = "llama."
         self.n_layers = int(meta[a + "block_count"])
         self.d = int(meta[a + "embedding_length"])
@@ -235,7 +238,7 @@ class SmolLM2:
         self.norm = tensors["output_norm.weight"]
         self.layers = []
         for i in range(self.n_layers):
-            g = lambda n: tensors[f"blk.{i}.{n}.weight"]  # noqa: E731
+            g = lambda n: tensors.pop(f"blk.{i}.{n}.weight")  # noqa: E731
             self.layers.append(dict(
                 attn_norm=g("attn_norm"), ffn_norm=g("ffn_norm"),
                 # one product for q, k and v: (d + 2 kv dims, d)

@@ -146,7 +146,9 @@ def rss_kib(key):
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
-side, root, C, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+side, root, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ids = json.loads(sys.stdin.read())     # the context's token ids
+C = len(ids)
 sys.path.insert(0, root)
 import numpy as np, attnpy
 from attnpy.bench import llm
@@ -156,21 +158,20 @@ try:
     threadpool_limits(threads, user_api="blas")
 except ImportError:
     pass
-if side == "transformers":
+if side == "transformers":     # imported before the baseline, as attnpy
     import torch
+    import transformers  # noqa: F401
     torch.set_num_threads(threads)
 ex = llm.load_example(root)
 base = rss_kib("VmRSS")
-model = ex.load()
-ids = llm._context_ids(model, C)
 if side == "attnpy":
+    model = ex.load()
     caches = model.new_caches(C + 8)
     logits = model.forward(ids, caches, 0)
     for t in range(8):
         logits = model.forward([int(logits.argmax())], caches, C + t)
 else:
     hf = llm.load_transformers(ex.default_path(), torch)
-    del model
     with torch.inference_mode():
         out = hf(torch.tensor([ids]), use_cache=True)
         cache = out.past_key_values
@@ -182,14 +183,15 @@ print(json.dumps({"base_kib": base, "peak_kib": peak}))
 """
 
 
-def _peak_memory(env, C):
+def _peak_memory(env, ids):
     res = {}
     for side in ("attnpy", "transformers"):
         if side == "transformers" and env.torch is None:
             continue
         run = subprocess.run(
-            [sys.executable, "-c", _MEM_SCRIPT, side, env.root, str(C),
-             str(env.threads)], capture_output=True, text=True, timeout=1800)
+            [sys.executable, "-c", _MEM_SCRIPT, side, env.root,
+             str(env.threads)], input=json.dumps(ids), capture_output=True,
+            text=True, timeout=1800)
         if run.returncode:
             res[side] = {"error": run.stderr.strip().splitlines()[-1:]}
             continue
@@ -290,7 +292,7 @@ def bench_llm(env, cfg, repeat, contexts=CONTEXTS, memory=True):
               _yes(res["targets"], "prefill_%gx" % TARGET_PREFILL)))
     if memory:
         C = max(contexts)
-        mem = res["memory"] = _peak_memory(env, C)
+        mem = res["memory"] = _peak_memory(env, _context_ids(model, C))
         for side, r in mem.items():
             if "error" in r:
                 _p("  peak memory %s: ERROR %s" % (side, r["error"]))
