@@ -28,7 +28,9 @@ from ._grad import attention_backward
 from ._softmax_grad import softmax_backward, softmax_jacobian
 from ._encoder import TransformerEncoderLayer
 from ._layer import (feed_forward, feed_forward_backward, gelu,
-                     gelu_backward, layer_norm, layer_norm_backward)
+                     gelu_backward, layer_norm, layer_norm_backward,
+                     rms_norm, rms_norm_backward, silu, swiglu,
+                     swiglu_backward)
 from ._mha import MultiHeadAttention
 from .teach import AttentionTrace, explain, show
 
@@ -49,7 +51,9 @@ __all__ = [
     "positional_encoding", "add_positional_encoding", "split_heads",
     "combine_heads", "MultiHeadAttention", "TransformerEncoderLayer",
     "layer_norm", "layer_norm_backward", "gelu", "gelu_backward",
-    "feed_forward", "feed_forward_backward", "set_num_threads",
+    "feed_forward", "feed_forward_backward", "rms_norm",
+    "rms_norm_backward", "silu", "swiglu", "swiglu_backward",
+    "set_num_threads",
     "rotary_embedding", "merge_attention", "KVCache",
     "get_num_threads", "explain", "AttentionTrace", "show", "reference",
     "__version__",

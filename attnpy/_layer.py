@@ -1,5 +1,6 @@
 """The transformer layer's pieces around attention: layer_norm, gelu,
-feed_forward, and their backward functions.
+feed_forward, the Llama family's rms_norm, silu and swiglu, and their
+backward functions.
 
 Matrix products go through NumPy's matmul (its BLAS is the fastest GEMM at
 hand); the C core (csrc/core/layer/) does what surrounds them in one pass
@@ -11,12 +12,14 @@ number of threads.
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from . import _core
 from ._api import _real
 
 __all__ = ["layer_norm", "layer_norm_backward", "gelu", "gelu_backward",
-           "feed_forward", "feed_forward_backward"]
+           "feed_forward", "feed_forward_backward", "rms_norm",
+           "rms_norm_backward", "silu", "swiglu", "swiglu_backward"]
 
 _ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
 
@@ -348,3 +351,207 @@ def feed_forward_backward(dy, x, W1, b1, W2, b2, *, activation="relu"):
     dx2, dW1, db1, dW2, db2 = _ffn_grads(_rows(dy), x2, pre, hidden, W1, b1,
                                          W2, b2, act, fname)
     return dx2.reshape(x.shape), dW1, db1, dW2, db2
+
+
+# ---------------------------------------------------------------------------
+# the pieces of a Llama-family decoder
+# ---------------------------------------------------------------------------
+
+def rms_norm(x: ArrayLike, eps: float = 1e-6, *,
+             weight: ArrayLike | None = None,
+             out: NDArray[np.floating] | None = None
+             ) -> NDArray[np.floating]:
+    """Root-mean-square normalisation over the last axis (Llama's RMSNorm).
+
+    ``x / sqrt(mean(x**2) + eps) * weight`` per row of the last axis, with
+    eps inside the square root as ``torch.nn.functional.rms_norm`` and
+    ``LlamaRMSNorm``. No mean is subtracted. The mean of squares is
+    accumulated in float64 for either dtype; each result is computed in
+    float64 and rounded once.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., n)
+        Real input; float32 and float64 are computed in their own precision
+        (the result dtype follows NumPy's promotion of x and weight).
+    eps : float, optional
+        Added to the mean of squares (default 1e-6; SmolLM2 and Llama use
+        1e-5 or 1e-6, read it from the model's configuration).
+    weight : array_like, shape (n,), optional
+        Per-feature scale (the norm's learned gain).
+    out : ndarray, optional
+        Where to write the result (exactly its shape and dtype, any
+        strides); ``out=x`` normalises in place.
+
+    Returns
+    -------
+    ndarray, shape (..., n)
+
+    See Also
+    --------
+    rms_norm_backward : the gradients.
+
+    Examples
+    --------
+    >>> import numpy as np, attnpy
+    >>> x = np.array([[3.0, 4.0], [1.0, -1.0]])
+    >>> attnpy.rms_norm(x, eps=0.0)            # rms of [3, 4] is sqrt(12.5)
+    array([[ 0.84852814,  1.13137085],
+           [ 1.        , -1.        ]])
+    >>> attnpy.rms_norm(x, eps=0.0, weight=np.array([1.0, 0.5])).round(4)
+    array([[ 0.8485,  0.5657],
+           [ 1.    , -0.5   ]])
+    """
+    fname = "rms_norm"
+    return _core.rms_norm(x, weight, _eps(eps, fname), out, fname)
+
+
+def rms_norm_backward(dy: ArrayLike, x: ArrayLike, eps: float = 1e-6, *,
+                      weight: ArrayLike | None = None
+                      ) -> tuple[NDArray[np.floating], NDArray[np.floating]]:
+    """Gradients of :func:`rms_norm`: ``(dx, dweight)``.
+
+    `x`, `eps` and `weight` are those of the forward call (the root mean
+    square is recomputed from x with the forward pass's bits). With
+    ``rstd = 1 / sqrt(mean(x**2) + eps)``, ``xhat = x * rstd`` and
+    ``g = dy * weight``::
+
+        dx      = rstd * (g - xhat * mean(g * xhat))
+        dweight = sum over rows of dy * xhat
+
+    in float64, rounded once; the sum over rows in a fixed order (the same
+    bits for any number of threads).
+
+    Parameters
+    ----------
+    dy : array_like, shape (..., n)
+        Gradient of the loss with respect to rms_norm's output.
+    x, eps, weight
+        As in the forward call.
+
+    Returns
+    -------
+    dx : ndarray, shape (..., n)
+    dweight : ndarray, shape (n,)
+        The gradient for weight (as if weight were ones when it is None).
+
+    Examples
+    --------
+    >>> import numpy as np, attnpy
+    >>> rng = np.random.default_rng(0)
+    >>> x, dy = rng.standard_normal((2, 3, 8))
+    >>> w = rng.standard_normal(8)
+    >>> dx, dw = attnpy.rms_norm_backward(dy, x, weight=w)
+    >>> ref = attnpy.reference.rms_norm_backward(dy, x, weight=w)
+    >>> bool(np.allclose(dx, ref[0], rtol=1e-12, atol=1e-13))
+    True
+    >>> xhat = attnpy.rms_norm(x)
+    >>> bool(np.allclose(dw, (dy * xhat).sum(axis=0)))
+    True
+    """
+    fname = "rms_norm_backward"
+    return _core.rms_norm_backward(dy, x, weight, _eps(eps, fname), True,
+                                   None, fname)
+
+
+def silu(x: ArrayLike, *, out: NDArray[np.floating] | None = None
+         ) -> NDArray[np.floating]:
+    """Sigmoid linear unit (swish), element-wise: ``x * sigmoid(x)``.
+
+    Computed as ``x / (1 + exp(-x))`` in the precision of the dtype (float32
+    with ``expf``), as ``torch.nn.functional.silu``: silu(-inf) is NaN
+    there and here.
+
+    Parameters
+    ----------
+    x : array_like
+        Real input, at least 1-D.
+    out : ndarray, optional
+        Where to write the result; ``out=x`` works in place.
+
+    Returns
+    -------
+    ndarray, the shape of x
+
+    Examples
+    --------
+    >>> import numpy as np, attnpy
+    >>> attnpy.silu(np.array([-2.0, 0.0, 1.0, 10.0])).round(4)
+    array([-0.2384,  0.    ,  0.7311,  9.9995])
+    """
+    return _core.swiglu(x, None, out, "silu")
+
+
+def swiglu(gate: ArrayLike, up: ArrayLike, *,
+           out: NDArray[np.floating] | None = None) -> NDArray[np.floating]:
+    """The gated unit of Llama's feed-forward network: ``silu(gate) * up``.
+
+    One pass over memory instead of two (NumPy's ``gate / (1 +
+    np.exp(-gate)) * up`` makes three temporaries). ``silu(gate)`` is
+    rounded to the dtype before the product, as ``F.silu(gate) * up`` in
+    PyTorch. The feed-forward network is then
+    ``swiglu(x @ W_gate, x @ W_up) @ W_down``.
+
+    Parameters
+    ----------
+    gate, up : array_like, shape (..., n)
+        The two halves of the hidden layer (the same shape).
+    out : ndarray, optional
+        Where to write the result; ``out=gate`` works in place.
+
+    Returns
+    -------
+    ndarray, the shape of gate
+
+    See Also
+    --------
+    swiglu_backward : the gradients.
+
+    Examples
+    --------
+    >>> import numpy as np, attnpy
+    >>> gate, up = np.array([[0.0, 1.0, -2.0]]), np.array([[5.0, 2.0, 3.0]])
+    >>> attnpy.swiglu(gate, up).round(4)        # silu(gate) * up
+    array([[ 0.    ,  1.4621, -0.7152]])
+    """
+    fname = "swiglu"
+    if up is None:
+        raise TypeError(f"{fname}: up must be an array, got None (silu(x) "
+                        "is attnpy.silu)")
+    return _core.swiglu(gate, up, out, fname)
+
+
+def swiglu_backward(dy: ArrayLike, gate: ArrayLike, up: ArrayLike
+                    ) -> tuple[NDArray[np.floating], NDArray[np.floating]]:
+    """Gradients of :func:`swiglu`: ``(dgate, dup)``.
+
+    With ``s = sigmoid(gate)``::
+
+        dgate = dy * up * s * (1 + gate * (1 - s))
+        dup   = dy * silu(gate)
+
+    in the precision of the dtype, as PyTorch's autograd.
+
+    Parameters
+    ----------
+    dy : array_like, shape (..., n)
+        Gradient of the loss with respect to swiglu's output.
+    gate, up : array_like, shape (..., n)
+        As in the forward call.
+
+    Returns
+    -------
+    dgate, dup : ndarray, the shape of gate
+
+    Examples
+    --------
+    >>> import numpy as np, attnpy
+    >>> gate, up = np.array([0.0, 1.0]), np.array([2.0, 3.0])
+    >>> dgate, dup = attnpy.swiglu_backward(np.ones(2), gate, up)
+    >>> dgate.round(4), dup.round(4)      # silu'(0) = 0.5, silu(1) = 0.7311
+    (array([1.   , 2.783]), array([0.    , 0.7311]))
+    """
+    fname = "swiglu_backward"
+    if up is None:
+        raise TypeError(f"{fname}: up must be an array, got None")
+    return _core.swiglu_backward(dy, gate, up, fname)

@@ -88,14 +88,20 @@ def part_layer(env, args, cfg, R):
     R["layer"] = bench_layer(env, cfg, args.repeat)
 
 
+def part_llm(env, args, cfg, R):
+    from .llm import bench_llm
+    R["llm"] = bench_llm(env, cfg, args.repeat)
+
+
 def part_dask(env, args, cfg, R):
     from .dask_cluster import bench_dask
     R["dask"] = bench_dask(env)
 
 
 # in the order they run; config.MODES says which parts each mode includes
-# ("dask" is in none: it starts a local cluster, run it with --only dask)
+# ("dask" is in none: it starts a local cluster, run it with --only dask;
+# nor "llm": minutes, and a model package; run it with --only llm)
 PARTS = {"tiny": part_tiny, "memory": part_memory, "threads": part_threads,
          "mha": part_mha, "backward": part_backward, "decode": part_decode,
          "layer": part_layer,
-         "variants": part_variants, "dask": part_dask}
+         "variants": part_variants, "llm": part_llm, "dask": part_dask}

@@ -363,6 +363,55 @@ attn_status attn_bias_act_backward(attn_dtype dtype, attn_act act,
                                    attn_mat dbias, attn_mat dy, attn_mat x,
                                    attn_mat bias, const attn_exec *ex);
 
+/* ---- the pieces of a Llama-family decoder (layer/) -----------------------
+ * Row kernels like the ones above (same operands, threads, in place).    */
+
+/* RMS normalisation (Llama's RMSNorm, torch.nn.functional.rms_norm):
+ *   rstd = 1 / sqrt(sum_j x_j^2 / n + eps),  y_j = x_j * rstd [* weight_j]
+ * the mean of squares in double (8 lanes, fixed order), y in double,
+ * rounded once.                                                           */
+typedef struct {
+    attn_dtype dtype;
+    size_t nrows, n;
+    attn_mat y;        /* (nrows, n) written                                */
+    attn_mat x;        /* (nrows, n)                                        */
+    attn_mat weight;   /* (n) optional                                      */
+    double eps;
+} attn_rms;
+attn_status attn_rms_norm(const attn_rms *p, const attn_exec *ex);
+
+/* Its gradient (rstd recomputed with the forward pass's bits):
+ *   xhat_j = x_j rstd,  g_j = dy_j [* weight_j]
+ *   dx_j = rstd (g_j - xhat_j mean(g xhat))
+ *   dweight_j = sum_r dy_rj xhat_rj  (optional; double, chunk order)     */
+typedef struct {
+    attn_dtype dtype;
+    size_t nrows, n;
+    attn_mat dx;       /* (nrows, n) written                                */
+    attn_mat dweight;  /* (n) optional, written                             */
+    attn_mat dy;       /* (nrows, n)                                        */
+    attn_mat x;        /* (nrows, n) the forward pass's input               */
+    attn_mat weight;   /* (n) optional                                      */
+    double eps;
+} attn_rms_grad;
+attn_status attn_rms_norm_backward(const attn_rms_grad *p,
+                                   const attn_exec *ex);
+
+/* SiLU-gated unit: y(r, j) = silu(gate(r, j)) [* up(r, j)], silu(g) =
+ * g / (1 + exp(-g)) in the dtype's precision (expf / exp); up absent
+ * (data NULL): y = silu(gate).                                            */
+attn_status attn_swiglu(attn_dtype dtype, size_t nrows, size_t n, attn_mat y,
+                        attn_mat gate, attn_mat up, const attn_exec *ex);
+
+/* its gradient, s = sigmoid(gate):
+ *   dgate = dy [* up] * s (1 + gate (1 - s)),  dup = dy * silu(gate)
+ * (dup optional; up absent: the gradient of silu alone). dgate and dup
+ * may be the memory of dy, gate or up (element by element).              */
+attn_status attn_swiglu_backward(attn_dtype dtype, size_t nrows, size_t n,
+                                 attn_mat dgate, attn_mat dup, attn_mat dy,
+                                 attn_mat gate, attn_mat up,
+                                 const attn_exec *ex);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,7 @@
 /*
  * python/layer.c -- bindings of the layer family: layer_norm (with a fused
  * residual and shift), bias + activation (feed_forward's hidden layer,
- * gelu), and their backward passes.
+ * gelu), rms_norm, silu / swiglu, and their backward passes.
  *
  * Every function here works on "rows": the last axis of x (n features) is
  * the row, every leading axis is a row index. Operands are either rows of
@@ -377,6 +377,122 @@ fail:
     return result;
 }
 
+/* ------------------------------------------------------------------------ */
+/* rms_norm(x, weight, eps, out, fname) -> y                                */
+/* ------------------------------------------------------------------------ */
+static PyObject *core_rms_norm(PyObject *Py_UNUSED(mod), PyObject *const *args,
+                               Py_ssize_t nargs)
+{
+    lcall c = {0};
+    PyObject *result = NULL;
+    if (!(c.fname = fname_of(args, nargs, 5, "rms_norm")))
+        return NULL;
+    double eps = PyFloat_AsDouble(args[2]);
+    if (eps == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (lc_input(&c, args[0], "x", 0) < 0 ||
+        lc_input(&c, args[1], "weight", 1) < 0 || lc_inputs_done(&c) < 0 ||
+        lc_output(&c, args[3], "out", 0, 0, 1) < 0 || lc_mats(&c) < 0)
+        goto fail;
+    attn_rms p = {dtype_of(c.typenum), c.nrows, c.n, c.mat[2], c.mat[0],
+                  c.mat[1], eps};
+    attn_status st;
+    LC_RUN(st, attn_rms_norm(&p, ex));
+    if (raise_status(st, c.fname) == 0)
+        result = lc_result(&c, 2);
+fail:
+    lc_free(&c);
+    return result;
+}
+
+/* ------------------------------------------------------------------------ */
+/* rms_norm_backward(dy, x, weight, eps, want_dweight, out, fname)          */
+/*     -> (dx, dweight or None)                                             */
+/* ------------------------------------------------------------------------ */
+static PyObject *core_rms_norm_backward(PyObject *Py_UNUSED(mod),
+                                        PyObject *const *args,
+                                        Py_ssize_t nargs)
+{
+    lcall c = {0};
+    PyObject *result = NULL;
+    if (!(c.fname = fname_of(args, nargs, 7, "rms_norm_backward")))
+        return NULL;
+    double eps = PyFloat_AsDouble(args[3]);
+    int ww = PyObject_IsTrue(args[4]);
+    if ((eps == -1.0 && PyErr_Occurred()) || ww < 0)
+        return NULL;
+    /* x first: it sets the shape dy must have */
+    if (lc_input(&c, args[1], "x", 0) < 0 ||
+        lc_input(&c, args[0], "dy", 0) < 0 ||
+        lc_input(&c, args[2], "weight", 1) < 0 || lc_inputs_done(&c) < 0 ||
+        lc_output(&c, args[5], "out", 0, 1, 1) < 0 ||
+        lc_output(&c, Py_None, "dweight", 1, -1, ww) < 0 || lc_mats(&c) < 0)
+        goto fail;
+    attn_rms_grad p = {dtype_of(c.typenum), c.nrows, c.n, c.mat[3], c.mat[4],
+                       c.mat[1], c.mat[0], c.mat[2], eps};
+    attn_status st;
+    LC_RUN(st, attn_rms_norm_backward(&p, ex));
+    if (raise_status(st, c.fname) == 0)
+        result = lc_results(&c, 3, 2);
+fail:
+    lc_free(&c);
+    return result;
+}
+
+/* ------------------------------------------------------------------------ */
+/* swiglu(gate, up, out, fname) -> silu(gate) * up (up None: silu(gate),    */
+/* and the first argument is called x)                                      */
+/* ------------------------------------------------------------------------ */
+static PyObject *core_swiglu(PyObject *Py_UNUSED(mod), PyObject *const *args,
+                             Py_ssize_t nargs)
+{
+    lcall c = {0};
+    PyObject *result = NULL;
+    if (!(c.fname = fname_of(args, nargs, 4, "swiglu")))
+        return NULL;
+    const char *first = args[1] == Py_None ? "x" : "gate";
+    if (lc_input(&c, args[0], first, 0) < 0 ||
+        lc_input(&c, args[1], "up", 0) < 0 || lc_inputs_done(&c) < 0 ||
+        lc_output(&c, args[2], "out", 0, 0, 1) < 0 || lc_mats(&c) < 0)
+        goto fail;
+    attn_status st;
+    LC_RUN(st, attn_swiglu(dtype_of(c.typenum), c.nrows, c.n, c.mat[2],
+                           c.mat[0], c.mat[1], ex));
+    if (raise_status(st, c.fname) == 0)
+        result = lc_result(&c, 2);
+fail:
+    lc_free(&c);
+    return result;
+}
+
+/* ------------------------------------------------------------------------ */
+/* swiglu_backward(dy, gate, up, fname) -> (dgate, dup or None)             */
+/* ------------------------------------------------------------------------ */
+static PyObject *core_swiglu_backward(PyObject *Py_UNUSED(mod),
+                                      PyObject *const *args, Py_ssize_t nargs)
+{
+    lcall c = {0};
+    PyObject *result = NULL;
+    if (!(c.fname = fname_of(args, nargs, 4, "swiglu_backward")))
+        return NULL;
+    int has_up = args[2] != Py_None;
+    if (lc_input(&c, args[1], has_up ? "gate" : "x", 0) < 0 ||
+        lc_input(&c, args[0], "dy", 0) < 0 ||
+        lc_input(&c, args[2], "up", 0) < 0 || lc_inputs_done(&c) < 0 ||
+        lc_output(&c, Py_None, "dgate", 0, -1, 1) < 0 ||
+        lc_output(&c, Py_None, "dup", 0, -1, has_up) < 0 || lc_mats(&c) < 0)
+        goto fail;
+    attn_status st;
+    LC_RUN(st, attn_swiglu_backward(dtype_of(c.typenum), c.nrows, c.n,
+                                    c.mat[3], c.mat[4], c.mat[1], c.mat[0],
+                                    c.mat[2], ex));
+    if (raise_status(st, c.fname) == 0)
+        result = lc_results(&c, 3, 2);
+fail:
+    lc_free(&c);
+    return result;
+}
+
 PyMethodDef ap_layer_methods[] = {
     {"layer_norm", AP_FASTCALL(core_layer_norm), METH_FASTCALL,
      "layer_norm(x, residual, shift, weight, bias, eps, eps_in_sqrt, out, "
@@ -389,4 +505,12 @@ PyMethodDef ap_layer_methods[] = {
      "bias_act(x, bias, activation, out, fname)"},
     {"bias_act_backward", AP_FASTCALL(core_bias_act_backward), METH_FASTCALL,
      "bias_act_backward(dy, x, bias, activation, want_dbias, out, fname)"},
+    {"rms_norm", AP_FASTCALL(core_rms_norm), METH_FASTCALL,
+     "rms_norm(x, weight, eps, out, fname)"},
+    {"rms_norm_backward", AP_FASTCALL(core_rms_norm_backward), METH_FASTCALL,
+     "rms_norm_backward(dy, x, weight, eps, want_dweight, out, fname)"},
+    {"swiglu", AP_FASTCALL(core_swiglu), METH_FASTCALL,
+     "swiglu(gate, up, out, fname)"},
+    {"swiglu_backward", AP_FASTCALL(core_swiglu_backward), METH_FASTCALL,
+     "swiglu_backward(dy, gate, up, fname)"},
     {NULL, NULL, 0, NULL}};

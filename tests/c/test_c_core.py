@@ -11,7 +11,9 @@ forward's lse; test_platform.c the portability layer (x86 feature
 detection, the caller's floating-point environment on every pool thread).
 test_layer.c the layer family (layer norm, bias + activation, forward
 and backward, against long double oracles and finite differences;
-bitwise over 1, 2, 3 and 5 threads). test_variants.c the attention
+bitwise over 1, 2, 3 and 5 threads); test_llama.c the Llama pieces
+(RMS norm, silu / swiglu, forward and backward, the same way).
+test_variants.c the attention
 variants (window, pos_shift, ALiBi, softcap): the naive oracle against
 the equivalent explicit mask and bias, its backward against finite
 differences, the tile and decode paths forward and backward against it on
@@ -77,7 +79,8 @@ def core_objects(tmp_path_factory):
 @pytest.mark.skipif(sys.platform == "win32", reason="gcc/pthreads build")
 @pytest.mark.parametrize("program", ["test_core", "test_decode", "test_bwd",
                                      "test_platform", "test_layer",
-                                     "test_variants", "test_variants_tile"])
+                                     "test_llama", "test_variants",
+                                     "test_variants_tile"])
 def test_c_core(tmp_path, core_objects, program):
     exe = str(tmp_path / program)
     compile_checked([CC, *FLAGS, os.path.join(ROOT, "tests", "c", program + ".c"),

@@ -2,7 +2,8 @@
  * layer/act_avx2.c -- float32 gelu (erf and tanh forms) and its derivative,
  * 8 lanes at a time with AVX2 + FMA: one row of bias + activation, forward
  * or backward. act.c calls these for unit-stride float32 rows when the CPU
- * has AVX2 + FMA; every other case keeps act.c's scalar libm code.
+ * has AVX2 + FMA; every other case keeps act.c's scalar libm code. Also
+ * silu(g) [* u] (glu.c's float32 forward rows), from the same exp.
  *
  * No libm in a vector: erf and exp are computed here.
  *
@@ -203,6 +204,40 @@ ATTR void attn__gelu_row_f32_avx2(int tanh_form, size_t n, float *out,
                    dy ? dy + j : NULL, acc ? acc + j : NULL);
 }
 
+/* silu(g) [* u] of lanes [0, m), m <= 8: g sigmoid(g), the sigmoid from
+ * e = exp(-|g|) <= 1 as the tanh form's logistic (g < -87.3: e^g is
+ * flushed to 0, silu to -0; -inf gives NaN, as x / (1 + exp(-x)))       */
+static ATTR inline void silu_block(size_t m, float *y, const float *g,
+                                   const float *u)
+{
+    __m256i mask = first_lanes(m);
+    int full = m == 8;
+    V x = full ? _mm256_loadu_ps(g) : _mm256_maskload_ps(g, mask);
+    V e = exp_neg(_mm256_sub_ps(_mm256_setzero_ps(),
+                                _mm256_andnot_ps(S(-0.0), x)));
+    V inv = _mm256_div_ps(S(1), _mm256_add_ps(S(1), e));
+    V s = _mm256_blendv_ps(inv, _mm256_mul_ps(e, inv),
+                           _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ));
+    V r = _mm256_mul_ps(x, s);
+    if (u)
+        r = _mm256_mul_ps(r, full ? _mm256_loadu_ps(u)
+                                  : _mm256_maskload_ps(u, mask));
+    if (full)
+        _mm256_storeu_ps(y, r);
+    else
+        _mm256_maskstore_ps(y, mask, r);
+}
+
+ATTR void attn__swiglu_row_f32_avx2(size_t n, float *y, const float *g,
+                                    const float *u)
+{
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        silu_block(8, y + j, g + j, u ? u + j : NULL);
+    if (j < n)
+        silu_block(n - j, y + j, g + j, u ? u + j : NULL);
+}
+
 int attn__gelu_avx2_ok(void)
 {
     return (attn__x86_features() & ATTN_X86_AVX2_FMA) != 0;
@@ -218,6 +253,12 @@ void attn__gelu_row_f32_avx2(int tanh_form, size_t n, float *out,
 {
     (void)tanh_form, (void)n, (void)out, (void)x, (void)b, (void)dy;
     (void)acc;
+}
+
+void attn__swiglu_row_f32_avx2(size_t n, float *y, const float *g,
+                               const float *u)
+{
+    (void)n, (void)y, (void)g, (void)u;
 }
 
 #endif

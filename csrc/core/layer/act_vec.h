@@ -25,4 +25,9 @@ void attn__gelu_row_f32_avx2(int tanh_form, size_t n, float *out,
                              const float *x, const float *b, const float *dy,
                              double *acc);
 
+/* One unit-stride float32 row: y = silu(g) * u (u NULL: silu(g)), with
+ * act_avx2.c's exp; y may be g or u (in place).                          */
+void attn__swiglu_row_f32_avx2(size_t n, float *y, const float *g,
+                               const float *u);
+
 #endif /* ATTNPY_LAYER_ACT_VEC_H */

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "layer/lanes.h"
 #include "layer/rows.h"
 
 #if defined(__GNUC__)

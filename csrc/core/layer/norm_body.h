@@ -7,39 +7,12 @@
  *   #include "layer/norm_body.h"      (defines ln_fwd_f32, ln_bwd_f32)
  *
  * Every sum over a row is in double, in 8 partial sums (lane = j mod 8)
- * added in a fixed tree at the end, so the same row gives the same bits
- * in the forward and the backward pass, whatever its strides.
+ * added in a fixed tree at the end (lanes.h), so the same row gives the
+ * same bits in the forward and the backward pass, whatever its strides.
  */
 #define CAT2(a, b) a##_##b
 #define CAT(a, b) CAT2(a, b)
 #define FN(name) CAT(name, SFX)
-
-/* BODY for j = 0 .. n-1 with lane l = j mod 8: whole blocks of 8 with a
- * constant inner trip count, so that the compiler unrolls them and keeps
- * the 8 lane sums in registers (a[j & 7] kept them in memory: a load, an
- * add and a store per element), then the tail. The same sums in the same
- * order as a plain loop over j.                                           */
-#ifndef LN_LANES
-#define LN_LANES(n, ...)                                                       \
-    do {                                                                       \
-        const size_t nb_ = (n) & ~(size_t)7;                                   \
-        size_t j, l;                                                           \
-        for (size_t j0_ = 0; j0_ < nb_; j0_ += 8)                              \
-            for (l = 0; l < 8; l++) {                                          \
-                j = j0_ + l;                                                   \
-                __VA_ARGS__                                                    \
-            }                                                                  \
-        for (j = nb_, l = 0; j < (n); j++, l++) {                              \
-            __VA_ARGS__                                                        \
-        }                                                                      \
-    } while (0)
-#endif
-
-/* the 8 partial sums, added in a fixed order */
-static inline double FN(lanes_total)(const double *a)
-{
-    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-}
 
 /* sum_j (s_j - mean)^2 / n                                                */
 static inline LN_INLINE double FN(row_var)(const T *s, ptrdiff_t st, size_t n,
@@ -50,7 +23,7 @@ static inline LN_INLINE double FN(row_var)(const T *s, ptrdiff_t st, size_t n,
         double d = (double)s[(ptrdiff_t)j * st] - mean;
         a[l] += d * d;
     });
-    return FN(lanes_total)(a) / (double)n;
+    return attn__lanes_total(a) / (double)n;
 }
 
 /* rstd and the backward's factor k (see attn.h) from mean and var        */
@@ -105,7 +78,7 @@ static inline LN_INLINE void FN(ln_fwd_row)(const attn_norm *p, size_t r,
             sum[(ptrdiff_t)j * ss] = s;
         a[l] += (double)s;
     });
-    double mean = FN(lanes_total)(a) / (double)n;
+    double mean = attn__lanes_total(a) / (double)n;
     /* 2 */
     double var = FN(row_var)(y, sy, n, mean), rstd, k;
     FN(row_scale)(var, p->eps, p->eps_in_sqrt, &rstd, &k);
@@ -159,7 +132,7 @@ static inline LN_INLINE void FN(ln_bwd_row)(const attn_norm_grad *p,
     /* 1 */
     double a[8] = {0};
     LN_LANES(n, a[l] += (double)s[(ptrdiff_t)j * ss];);
-    double mean = FN(lanes_total)(a) / (double)n;
+    double mean = attn__lanes_total(a) / (double)n;
     double var = FN(row_var)(s, ss, n, mean), rstd, k;
     FN(row_scale)(var, p->eps, p->eps_in_sqrt, &rstd, &k);
     /* 2 */
@@ -176,8 +149,8 @@ static inline LN_INLINE void FN(ln_bwd_row)(const attn_norm_grad *p,
             db[j] += d;
         }
     });
-    double mg = FN(lanes_total)(ag) / (double)n;
-    double mgx = FN(lanes_total)(agx) / (double)n;
+    double mg = attn__lanes_total(ag) / (double)n;
+    double mgx = attn__lanes_total(agx) / (double)n;
     /* 3 */
     for (size_t j = 0; j < n; j++) {
         double xh = ((double)s[(ptrdiff_t)j * ss] - mean) * rstd;

