@@ -5,12 +5,14 @@ calls ``attnpy._core``, which converts the arrays, broadcasts, allocates and
 computes with the GIL released. ``attnpy.reference`` holds a plain NumPy twin
 of every function here.
 """
-import operator
 import textwrap
 
 import numpy as np
 
 from . import _core, _variants
+from ._validate import axis as _axis, empty as _empty
+from ._validate import float_dtype as _float_dtype, offset_base as _offset_base
+from ._validate import public, real as _real, size as _size
 
 __all__ = [
     "softmax", "scaled_dot_product_attention", "attention",
@@ -20,40 +22,7 @@ __all__ = [
 ]
 
 
-def _size(value, fname, arg):
-    """A non-negative int argument (bool and float rejected, like NumPy)."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{fname}: {arg} must be an integer, got bool")
-    try:
-        n = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{fname}: {arg} must be an integer, got "
-                        f"{type(value).__name__}") from None
-    if n < 0:
-        raise ValueError(f"{fname}: {arg} must be >= 0, got {n}")
-    return n
-
-
-def _real(value, fname, arg):
-    if isinstance(value, (str, bytes, complex, np.complexfloating)):
-        raise TypeError(f"{fname}: {arg} must be a real number, got "
-                        f"{type(value).__name__}")
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{fname}: {arg} must be a real number, got "
-                        f"{type(value).__name__}") from None
-
-
-def _offset_base(offset, base, fname):
-    """The offset (int >= 0) and base (real > 0) of position encodings."""
-    offset = _size(offset, fname, "offset")
-    base = _real(base, fname, "base")
-    if not base > 0:
-        raise ValueError(f"{fname}: base must be > 0, got {base}")
-    return offset, base
-
-
+@public("softmax")
 def softmax(x, axis=-1, *, out=None):
     """Numerically stable softmax along one axis.
 
@@ -91,23 +60,7 @@ def softmax(x, axis=-1, *, out=None):
     return _core.softmax(x, _axis(axis, x.ndim, "softmax"), out, "softmax")
 
 
-def _axis(axis, nd, fname):
-    """`axis` (an int, negative counts from the end) of an nd-dim array,
-    as a number in [0, nd); TypeError / AxisError naming `fname`."""
-    if isinstance(axis, (bool, np.bool_)):
-        raise TypeError(f"{fname}: axis must be an integer, got bool")
-    try:
-        axis = operator.index(axis)
-    except TypeError:
-        raise TypeError(f"{fname}: axis must be an integer, got "
-                        f"{type(axis).__name__}") from None
-    if not -nd <= axis < nd:
-        raise np.exceptions.AxisError(
-            f"{fname}: axis {axis} is out of bounds for an array of "
-            f"dimension {nd}")
-    return axis % nd
-
-
+@public("scaled_dot_product_attention")
 def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
                                  causal=False, scale=None,
                                  fully_masked="zero", out=None,
@@ -193,6 +146,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
                           enable_gqa, window, alibi_slopes, softcap)
 
 
+@public("attention")
 def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
               fully_masked="zero", out=None, return_lse=False,
               enable_gqa=False, window=None, alibi_slopes=None, softcap=None):
@@ -360,29 +314,6 @@ def padding_mask(lengths, S):
     np.less(np.arange(S), lengths.astype(np.intp)[:, None, None, None],
             out=keep)
     return keep
-
-
-def _empty(shape, dtype, fname, what="the result"):
-    """np.empty, with allocation errors that name the function."""
-    try:
-        return np.empty(shape, dtype=dtype)
-    except MemoryError:
-        raise MemoryError(f"{fname}: {what} of shape {shape} is too large to "
-                          f"allocate") from None
-    except ValueError as exc:
-        raise ValueError(f"{fname}: {what} of shape {shape} is too large to "
-                         f"allocate ({exc})") from None
-
-
-def _float_dtype(dtype, fname):
-    try:
-        dt = np.dtype(dtype)
-    except TypeError:
-        raise TypeError(f"{fname}: dtype must be float32 or float64, got "
-                        f"{dtype!r}") from None
-    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise TypeError(f"{fname}: dtype must be float32 or float64, got {dt}")
-    return dt
 
 
 def positional_encoding(max_len, d_model, *, base=10000.0, dtype=np.float64,

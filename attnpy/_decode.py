@@ -10,7 +10,8 @@ computed over separate parts of the keys.
 import numpy as np
 
 from . import _core
-from ._api import _float_dtype, _offset_base, _size
+from ._validate import float_dtype as _float_dtype, size as _size
+from ._validate import offset_base as _offset_base
 
 __all__ = ["rotary_embedding", "merge_attention", "KVCache"]
 

@@ -3,7 +3,7 @@ of torch.nn.TransformerEncoderLayer, built from attnpy's pieces."""
 import numpy as np
 
 from . import _core
-from ._api import _float_dtype, _size
+from ._validate import float_dtype as _float_dtype, public, size as _size
 from ._layer import (_activation, _eps, _ffn_grads, _ffn_hidden, _flag,
                      _rows)
 from ._mha import MultiHeadAttention
@@ -175,6 +175,7 @@ class TransformerEncoderLayer:
                                 self.activation, fname, False)
         return np.matmul(hidden, self._W2)
 
+    @public("TransformerEncoderLayer.forward")
     def forward(self, x, mask=None, *, causal=False):
         """The layer applied to x (..., seq, d_model) -> (..., seq, d_model).
 

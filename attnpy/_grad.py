@@ -10,6 +10,7 @@ import textwrap
 import numpy as np
 
 from . import _variants
+from ._validate import public
 
 __all__ = ["attention_backward"]
 
@@ -46,6 +47,7 @@ def _deliver(g, dest, name):
     return dest
 
 
+@public("attention_backward")
 def attention_backward(dout, Q, K, V, out, lse, *, mask=None, bias=None,
                        causal=False, scale=None, fully_masked="zero",
                        bias_grad=False, dq=None, dk=None, dv=None,

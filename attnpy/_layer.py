@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from . import _core
-from ._api import _real
+from ._validate import real as _real
 
 __all__ = ["layer_norm", "layer_norm_backward", "gelu", "gelu_backward",
            "feed_forward", "feed_forward_backward"]

@@ -4,8 +4,9 @@ import math
 import numpy as np
 
 from . import _core, _mha_grad
-from ._api import (_empty, _float_dtype, _size, combine_heads,
-                   split_heads)
+from ._api import combine_heads, split_heads
+from ._validate import empty as _empty, float_dtype as _float_dtype
+from ._validate import num_heads as _num_heads, public, size as _size
 
 __all__ = ["MultiHeadAttention"]
 
@@ -72,13 +73,7 @@ class MultiHeadAttention:
             raise TypeError(f"{fname}: bias must be True or False, got "
                             f"{type(bias).__name__}")
         d = _size(d_model, fname, "d_model")
-        h = _size(num_heads, fname, "num_heads")
-        if h > max(d, 1):
-            raise ValueError(f"{fname}: num_heads={h} must be between 1 and "
-                             f"d_model={d}")
-        if h == 0 or d % h:
-            raise ValueError(f"{fname}: d_model={d} is not divisible by "
-                             f"num_heads={h}")
+        h = _num_heads(_size(num_heads, fname, "num_heads"), d, fname)
         dt = _float_dtype(dtype, fname)
         self.d_model, self.num_heads, self.d_k, self.dtype = d, h, d // h, dt
         if not (seed is None or isinstance(seed, np.random.Generator)):
@@ -297,6 +292,7 @@ class MultiHeadAttention:
         """
         return _mha_grad.backward(self, self._tape, d_output)
 
+    @public("MultiHeadAttention.forward")
     def forward(self, X, mask=None, *, causal=False):
         """Self-attention: returns (output (..., seq, d_model), weights
         (..., heads, seq, seq)), as the tutorial's ``forward``."""
@@ -304,6 +300,7 @@ class MultiHeadAttention:
                             "MultiHeadAttention.forward", True,
                             ("X", "X", "X"))
 
+    @public("MultiHeadAttention")
     def __call__(self, query, key=None, value=None, *, mask=None,
                  causal=False, need_weights=False):
         """Attention of `query` over `key`/`value` (default: `query`, i.e.

@@ -1,6 +1,6 @@
 """Gradients of softmax: its backward pass and its Jacobian, in C."""
 from . import _core
-from ._api import _axis
+from ._validate import axis as _axis
 
 __all__ = ["softmax_backward", "softmax_jacobian"]
 

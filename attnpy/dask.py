@@ -34,6 +34,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 
 import attnpy
 from attnpy import _variants
+from attnpy._validate import keep_mask
 
 __all__ = ["attention"]
 
@@ -157,7 +158,10 @@ def _gqa_views(fname, Q, K, V, mask, bias):
 def _as_dask(x, name, fname):
     if x is None or isinstance(x, da.Array):
         return x
-    a = np.asarray(x)
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(f"{fname}: {name} is a numpy.ma masked array, which "
+                        f"attnpy does not support")
+    a = keep_mask(x, fname) if name == "mask" else np.asarray(x)
     if a.dtype.kind not in "biuf":
         raise TypeError(f"{fname}: {name} must be an array of real numbers, "
                         f"got dtype {a.dtype}")

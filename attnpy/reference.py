@@ -482,6 +482,12 @@ def _inputs(Q, K, V, mask, bias, func, enable_gqa):
     if mask is not None:
         mask = np.asarray(mask)
         _check_real("mask", mask.dtype)
+        # a keep-mask has no negative entries: -inf there means an additive
+        # mask, which belongs in bias
+        if mask.dtype.kind in "if" and np.any(mask < 0):
+            raise ValueError(f"{func}: mask holds negative values; an "
+                             f"additive mask (0 = attend, -inf = blocked) "
+                             f"goes in bias=")
     if bias is not None:
         bias = np.asarray(bias)
         _check_real("bias", bias.dtype)

@@ -89,6 +89,33 @@ static const char *describe_dtype_problem(PyArray_Descr *d)
     }
 }
 
+/* numpy.ma arrays are refused: their mask says "ignore this entry", which
+ * no kernel here can honour, and silently reading the hidden data is
+ * worse than an error. Only ndarray subclasses are looked at, and only
+ * when numpy.ma has been imported (else no masked array can exist). */
+static int reject_masked(PyObject *obj, const char *fname, const char *arg)
+{
+    if (!PyArray_Check(obj) || PyArray_CheckExact(obj))
+        return 0;
+    PyObject *name = PyUnicode_FromString("numpy.ma");
+    PyObject *ma = name ? PyImport_GetModule(name) : NULL;
+    Py_XDECREF(name);
+    if (!ma)
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *cls = PyObject_GetAttrString(ma, "MaskedArray");
+    Py_DECREF(ma);
+    if (!cls)
+        return -1;
+    int is_ma = PyObject_IsInstance(obj, cls);
+    Py_DECREF(cls);
+    if (is_ma > 0)
+        PyErr_Format(PyExc_TypeError,
+                     "%s: %s is a numpy.ma masked array, which attnpy does "
+                     "not support; pass %s.filled(...) or the data with the "
+                     "mask as mask=", fname, arg, arg);
+    return is_ma != 0 ? -1 : 0;
+}
+
 /* Any array-like -> ndarray in its own dtype (new reference), with a
  * message naming the function and argument on failure. Real dtypes only. */
 PyArrayObject *as_real_array(PyObject *obj, const char *fname,
@@ -100,6 +127,8 @@ PyArrayObject *as_real_array(PyObject *obj, const char *fname,
                      arg);
         return NULL;
     }
+    if (reject_masked(obj, fname, arg) < 0)
+        return NULL;
     PyArrayObject *a = (PyArrayObject *)PyArray_FromAny(obj, NULL, 0, 0, 0,
                                                         NULL);
     if (!a) {

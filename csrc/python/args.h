@@ -148,7 +148,7 @@ int raise_status(attn_status st, const char *fname);
 
 /* ---- threads (runtime.c) ------------------------------------------------- */
 int ap_num_threads(void);
-void ap_init_threads(void);
+int ap_init_threads(void);   /* -1: a warning raised */
 
 /* ---- the families' method tables, added to the module by module.c -------- */
 extern PyMethodDef ap_attention_methods[];

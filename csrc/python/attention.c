@@ -191,13 +191,56 @@ static int sdpa_alibi(sdpa_call *c)
     return 0;
 }
 
+/* A mask is a keep-mask (nonzero = may attend), so an additive float
+ * mask (0 attend, -inf blocked: PyTorch's float attn_mask) would be read
+ * backwards without a word. Negative entries have no meaning in a
+ * keep-mask: they are refused, pointing to bias=.                       */
+static int check_keep_mask(PyArrayObject *m, const char *fname)
+{
+    const char kind = PyArray_DESCR(m)->kind;
+    if (kind == 'b' || kind == 'u' || PyArray_SIZE(m) == 0)
+        return 0;
+    PyObject *zero = PyLong_FromLong(0);
+    PyObject *neg = zero ? PyObject_RichCompare((PyObject *)m, zero, Py_LT)
+                         : NULL;
+    Py_XDECREF(zero);
+    PyObject *any = neg ? PyObject_CallMethod(neg, "any", NULL) : NULL;
+    int bad = any ? PyObject_IsTrue(any) : -1;
+    Py_XDECREF(any);
+    if (bad <= 0) {
+        Py_XDECREF(neg);
+        return bad;
+    }
+    /* the first negative entry, for the message */
+    PyObject *i = PyObject_CallMethod(neg, "argmax", NULL);
+    PyObject *flat = i ? PyObject_GetAttrString((PyObject *)m, "flat") : NULL;
+    PyObject *v = flat ? PyObject_GetItem(flat, i) : NULL;
+    PyObject *f = v ? PyNumber_Float(v) : NULL;
+    PyObject *shape = f ? shape_of(m) : NULL;
+    if (shape)
+        PyErr_Format(PyExc_ValueError,
+                     "%s: mask holds negative values (e.g. %R), but mask is a "
+                     "keep-mask: nonzero/True = may attend. An additive mask "
+                     "(0 = attend, -inf = blocked, like PyTorch's float "
+                     "attn_mask) goes in bias= instead (mask.shape=%R)",
+                     fname, f, shape);
+    Py_XDECREF(shape);
+    Py_XDECREF(f);
+    Py_XDECREF(v);
+    Py_XDECREF(flat);
+    Py_XDECREF(i);
+    Py_DECREF(neg);
+    return -1;
+}
+
 static int sdpa_mask_bias(sdpa_call *c, PyObject *const *args)
 {
     for (int op = OP_MASK; op <= OP_BIAS; op++) {
         PyObject *o = args[op == OP_MASK ? 3 : 4];
         if (o == Py_None)
             continue;
-        if (!(c->raw[op] = as_real_array(o, c->fname, op_names[op])))
+        if (!(c->raw[op] = as_real_array(o, c->fname, op_names[op])) ||
+            (op == OP_MASK && check_keep_mask(c->raw[op], c->fname) < 0))
             return -1;
         PyArrayObject *a = as_type(c->raw[op],
                                    op == OP_MASK ? NPY_BOOL : c->typenum,

@@ -28,8 +28,7 @@ static int core_exec(PyObject *mod)
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
         if (PyModule_AddFunctions(mod, tables[i]) < 0)
             return -1;
-    ap_init_threads();
-    return 0;
+    return ap_init_threads();
 }
 
 /* No Py_mod_gil slot: a free-threaded CPython (3.13t) that imports the

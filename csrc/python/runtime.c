@@ -4,6 +4,7 @@
  * Python wrappers' own checks).
  */
 #include "args.h" /* first: Python.h before any system header */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -11,19 +12,27 @@ static atomic_int g_num_threads = 1;
 
 int ap_num_threads(void) { return atomic_load(&g_num_threads); }
 
-/* ATTNPY_NUM_THREADS if set to 1..1024, else the CPUs we may run on */
-void ap_init_threads(void)
+/* ATTNPY_NUM_THREADS if set to 1..1024, else the CPUs we may run on; any
+ * other value is ignored with a RuntimeWarning (a typo there would
+ * otherwise silently give the default). -1: the warning was an error.  */
+int ap_init_threads(void)
 {
     const char *env = getenv("ATTNPY_NUM_THREADS");
-    if (env && *env) {
-        char *end;
-        long n = strtol(env, &end, 10);
-        if (*end == '\0' && n >= 1 && n <= 1024) {
-            atomic_store(&g_num_threads, (int)n);
-            return;
-        }
-    }
     atomic_store(&g_num_threads, attn_available_cpus());
+    if (!env || !*env)
+        return 0;
+    char *end;
+    errno = 0;
+    long n = strtol(env, &end, 10);
+    if (*end == '\0' && errno == 0 && n >= 1 && n <= 1024) {
+        atomic_store(&g_num_threads, (int)n);
+        return 0;
+    }
+    return PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                            "attnpy: ignoring ATTNPY_NUM_THREADS='%s' (it must "
+                            "be an integer from 1 to 1024); using %d threads, "
+                            "the CPUs this process may run on", env,
+                            attn_available_cpus());
 }
 
 /* ------------------------------------------------------------------------ */
