@@ -5,6 +5,9 @@ calls ``attnpy._core``, which converts the arrays, broadcasts, allocates and
 computes with the GIL released. ``attnpy.reference`` holds a plain NumPy twin
 of every function here.
 """
+from __future__ import annotations
+
+from typing import Any
 import textwrap
 
 import numpy as np
@@ -13,6 +16,8 @@ from . import _core, _variants
 from ._validate import axis as _axis, empty as _empty
 from ._validate import float_dtype as _float_dtype, offset_base as _offset_base
 from ._validate import public, real as _real, size as _size
+from ._types import (Align, Array, ArrayLike, Causal, DTypeLike,
+                     FullyMasked, Window)
 
 __all__ = [
     "softmax", "scaled_dot_product_attention", "attention",
@@ -23,7 +28,8 @@ __all__ = [
 
 
 @public("softmax")
-def softmax(x, axis=-1, *, out=None):
+def softmax(x: ArrayLike, axis: int = -1, *,
+            out: Array | None = None) -> Array:
     """Numerically stable softmax along one axis.
 
     ``exp(x - max(x)) / sum(exp(x - max(x)))`` along `axis`, exactly the
@@ -61,12 +67,14 @@ def softmax(x, axis=-1, *, out=None):
 
 
 @public("scaled_dot_product_attention")
-def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
-                                 causal=False, scale=None,
-                                 fully_masked="zero", out=None,
-                                 weights_out=None, enable_gqa=False,
-                                 window=None, alibi_slopes=None,
-                                 softcap=None):
+def scaled_dot_product_attention(
+        Q: ArrayLike, K: ArrayLike, V: ArrayLike,
+        mask: ArrayLike | None = None, *, bias: ArrayLike | None = None,
+        causal: Causal = False, scale: float | None = None,
+        fully_masked: FullyMasked = "zero", out: Array | None = None,
+        weights_out: Array | None = None, enable_gqa: bool = False,
+        window: Window = None, alibi_slopes: ArrayLike | None = None,
+        softcap: float | None = None) -> tuple[Array, Array]:
     """Scaled dot-product attention, returning the output and the weights.
 
     ``softmax(Q @ K^T * scale + bias, masked) @ V``: the tutorial's
@@ -84,7 +92,10 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
     mask : array_like, optional
         Broadcastable to (..., L, S), any real or bool dtype: nonzero/True
         means "may attend" (the tutorial's 0/1 ``np.tril`` mask, PyTorch's
-        boolean convention).
+        boolean convention). A mask with negative entries (an additive
+        ``-inf`` mask, PyTorch's float ``attn_mask``) raises ValueError:
+        pass that as `bias`. ``numpy.ma`` arrays raise TypeError (their
+        hidden entries would be read as data).
     bias : array_like, optional
         Added to the scaled scores, broadcastable to (..., L, S); ``-inf``
         blocks (the additive mask ``M`` of GPT-2 style write-ups).
@@ -147,9 +158,13 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, bias=None,
 
 
 @public("attention")
-def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
-              fully_masked="zero", out=None, return_lse=False,
-              enable_gqa=False, window=None, alibi_slopes=None, softcap=None):
+def attention(Q: ArrayLike, K: ArrayLike, V: ArrayLike, *,
+              mask: ArrayLike | None = None, bias: ArrayLike | None = None,
+              causal: Causal = False, scale: float | None = None,
+              fully_masked: FullyMasked = "zero", out: Array | None = None,
+              return_lse: bool = False, enable_gqa: bool = False,
+              window: Window = None, alibi_slopes: ArrayLike | None = None,
+              softcap: float | None = None) -> Any:
     """Fused attention: the output of scaled dot-product attention only.
 
     Same arguments and semantics as :func:`scaled_dot_product_attention`,
@@ -239,10 +254,20 @@ for _f in (scaled_dot_product_attention, attention):
 del _f
 
 
-def create_causal_mask(seq_len):
+def create_causal_mask(seq_len: int) -> Array:
     """The tutorial's causal mask: ``np.tril(np.ones((seq_len, seq_len)))``.
 
     A float64 0/1 matrix: 1 where query i may see key j (j <= i).
+
+    Parameters
+    ----------
+    seq_len : int
+        The sequence length (>= 0).
+
+    Returns
+    -------
+    ndarray of float64, shape (seq_len, seq_len)
+        Pass it as ``mask=`` (1 = may attend), never as ``bias=``.
 
     Examples
     --------
@@ -256,7 +281,8 @@ def create_causal_mask(seq_len):
     return np.tri(n, n, dtype=np.float64)
 
 
-def causal_mask(L, S=None, *, align="top_left"):
+def causal_mask(L: int, S: int | None = None, *,
+                align: Align = "top_left") -> Array:
     """Boolean causal mask of shape (L, S): True where query i may see key j.
 
     Parameters
@@ -267,6 +293,10 @@ def causal_mask(L, S=None, *, align="top_left"):
         "top_left": j <= i (like ``np.tril``, PyTorch ``is_causal``).
         "bottom_right": j <= i + S - L (the last query sees every key, as
         when decoding the newest tokens against a KV cache).
+
+    Returns
+    -------
+    ndarray of bool, shape (L, S)
 
     Examples
     --------
@@ -287,10 +317,23 @@ def causal_mask(L, S=None, *, align="top_left"):
     return mask
 
 
-def padding_mask(lengths, S):
+def padding_mask(lengths: ArrayLike, S: int) -> Array:
     """Key padding mask of shape (B, 1, 1, S): True where key j < lengths[b].
 
     Broadcasts against scores of shape (B, H, L, S).
+
+    Parameters
+    ----------
+    lengths : array_like of int, shape (B,)
+        The number of real (not padding) tokens of each sequence, each
+        between 0 and S.
+    S : int
+        The padded key length.
+
+    Returns
+    -------
+    ndarray of bool, shape (B, 1, 1, S)
+        A keep-mask for ``mask=``.
 
     Examples
     --------
@@ -316,14 +359,32 @@ def padding_mask(lengths, S):
     return keep
 
 
-def positional_encoding(max_len, d_model, *, base=10000.0, dtype=np.float64,
-                        out=None):
+def positional_encoding(max_len: int, d_model: int, *, base: float = 10000.0,
+                        dtype: DTypeLike = np.float64,
+                        out: Array | None = None) -> Array:
     """Sinusoidal positional encodings, shape (max_len, d_model).
 
     ``PE[pos, 2i] = sin(pos / base**(2i/d_model))`` and
     ``PE[pos, 2i+1] = cos(pos / base**(2i/d_model))``, the tutorial's
     formula, computed in float64 and rounded to `dtype`. An odd `d_model`
     works (the cos columns use the first ``d_model // 2`` frequencies).
+
+    Parameters
+    ----------
+    max_len : int
+        Number of positions (rows).
+    d_model : int
+        Number of features (columns).
+    base : float, optional
+        The wavelength base (> 0), 10000 in the tutorials.
+    dtype : float32 or float64, optional
+        The result's dtype.
+    out : ndarray, optional
+        A (max_len, d_model) array of `dtype` to fill, any strides.
+
+    Returns
+    -------
+    ndarray, shape (max_len, d_model)
 
     Examples
     --------
@@ -355,12 +416,27 @@ def positional_encoding(max_len, d_model, *, base=10000.0, dtype=np.float64,
     return _core.posenc(out, 0.0, base, False, fname, "out")
 
 
-def add_positional_encoding(x, *, offset=0, base=10000.0):
+def add_positional_encoding(x: Array, *, offset: int = 0,
+                            base: float = 10000.0) -> Array:
     """Add sinusoidal positional encodings to `x` in place; returns `x`.
 
     `x` has shape (..., T, D) and dtype float32 or float64; position t of
     the sequence gets ``PE[t + offset]`` (use `offset` when the tokens are a
     continuation, e.g. decoding step by step).
+
+    Parameters
+    ----------
+    x : ndarray, shape (..., T, D), float32 or float64
+        Modified in place.
+    offset : int, optional
+        Position of x's first token.
+    base : float, optional
+        The wavelength base (> 0).
+
+    Returns
+    -------
+    ndarray
+        `x` itself.
 
     Examples
     --------
@@ -377,8 +453,19 @@ def add_positional_encoding(x, *, offset=0, base=10000.0):
     return _core.posenc(x, float(offset), base, True, fname, "x")
 
 
-def split_heads(x, num_heads):
+def split_heads(x: ArrayLike, num_heads: int) -> Array:
     """(..., T, H*dk) -> (..., H, T, dk): a zero-copy view when possible.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., T, d_model)
+    num_heads : int
+        H, which must divide d_model.
+
+    Returns
+    -------
+    ndarray, shape (..., H, T, d_model // H)
+        A view of `x` when `x` is an array (no copy).
 
     Examples
     --------
@@ -408,10 +495,20 @@ def split_heads(x, num_heads):
     return np.swapaxes(y, -3, -2)
 
 
-def combine_heads(x, *, out=None):
+def combine_heads(x: ArrayLike, *, out: Array | None = None) -> Array:
     """(..., H, T, dk) -> (..., T, H*dk), the inverse of :func:`split_heads`.
 
     A copy in x's own dtype (float32/float64 by the C core).
+
+    Parameters
+    ----------
+    x : array_like, shape (..., H, T, dk)
+    out : ndarray, optional
+        A (..., T, H*dk) array of x's dtype to fill, any strides.
+
+    Returns
+    -------
+    ndarray, shape (..., T, H*dk)
 
     Examples
     --------
@@ -449,11 +546,22 @@ def combine_heads(x, *, out=None):
     return out
 
 
-def set_num_threads(n):
+def set_num_threads(n: int) -> int:
     """Set how many threads attnpy's kernels use; returns the previous count.
 
     The default is the number of CPUs this process may run on, or the
-    environment variable ``ATTNPY_NUM_THREADS`` when set.
+    environment variable ``ATTNPY_NUM_THREADS`` when set (an integer from
+    1 to 1024; any other value is ignored with a RuntimeWarning).
+
+    Parameters
+    ----------
+    n : int
+        From 1 to 1024. Results are the same bits for any count.
+
+    Returns
+    -------
+    int
+        The previous count.
 
     Examples
     --------
@@ -466,6 +574,18 @@ def set_num_threads(n):
     return _core.set_num_threads(n)
 
 
-def get_num_threads():
-    """The number of threads attnpy's kernels use (see set_num_threads)."""
+def get_num_threads() -> int:
+    """The number of threads attnpy's kernels use (see set_num_threads).
+
+    Returns
+    -------
+    int
+        Between 1 and 1024.
+
+    Examples
+    --------
+    >>> import attnpy
+    >>> attnpy.get_num_threads() >= 1
+    True
+    """
     return _core.get_num_threads()

@@ -1,11 +1,15 @@
 """Gradients of softmax: its backward pass and its Jacobian, in C."""
+from __future__ import annotations
+
 from . import _core
 from ._validate import axis as _axis
+from ._types import Array, ArrayLike
 
 __all__ = ["softmax_backward", "softmax_jacobian"]
 
 
-def softmax_backward(dy, y, axis=-1, *, out=None):
+def softmax_backward(dy: ArrayLike, y: ArrayLike, axis: int = -1, *,
+                     out: Array | None = None) -> Array:
     """Gradient of a loss through ``y = softmax(x, axis)``.
 
     Given ``y`` (the softmax's output) and ``dy`` (the loss's gradient with
@@ -55,7 +59,7 @@ def softmax_backward(dy, y, axis=-1, *, out=None):
     return _core.softmax_backward(dy, y, axis, out, "softmax_backward")
 
 
-def softmax_jacobian(y, axis=-1):
+def softmax_jacobian(y: ArrayLike, axis: int = -1) -> Array:
     """The Jacobian of softmax, as an array you can print.
 
     For ``y = softmax(x, axis)``, ``J[..., i, j] = d y_i / d x_j =

@@ -173,7 +173,7 @@ def _call_hint(fname, sig, args, kwargs):
     return None
 
 
-def public(fname):
+def public(fname: str) -> Callable[[F], F]:
     """Decorator of a public function or method named `fname` in messages:
     a call that does not bind to its signature raises TypeError with a
     hint (keyword-only arguments, other libraries' keyword names). A call

@@ -20,6 +20,9 @@ How the work is cut:
 The same code runs on the threaded scheduler, on ``dask.distributed``
 with worker processes, and on any cluster ``dask.distributed`` reaches.
 """
+from __future__ import annotations
+
+from typing import Any
 import math
 
 import numpy as np
@@ -35,16 +38,19 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 import attnpy
 from attnpy import _variants
 from attnpy._validate import keep_mask
+from attnpy._types import ArrayLike, Causal, FullyMasked, Window
 
 __all__ = ["attention"]
 
 _FM = ("zero", "uniform", "nan", "raise")
 
 
-def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
-              fully_masked="zero", enable_gqa=False, window=None,
-              alibi_slopes=None, softcap=None, return_lse=False,
-              split_every=8):
+def attention(Q: Any, K: Any, V: Any, *, mask: Any = None, bias: Any = None,
+              causal: Causal = False, scale: float | None = None,
+              fully_masked: FullyMasked = "zero", enable_gqa: bool = False,
+              window: Window = None, alibi_slopes: ArrayLike | None = None,
+              softcap: float | None = None, return_lse: bool = False,
+              split_every: int = 8) -> Any:
     """:func:`attnpy.attention` on Dask arrays, lazily.
 
     Parameters
