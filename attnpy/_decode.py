@@ -14,57 +14,9 @@ import numpy as np
 
 from . import _core
 from ._validate import float_dtype as _float_dtype, size as _size
-from ._validate import offset_base as _offset_base
 from ._types import Array, ArrayLike, DTypeLike
 
-__all__ = ["rotary_embedding", "merge_attention", "KVCache"]
-
-
-def rotary_embedding(x: ArrayLike, *, offset: int = 0, base: float = 10000.0,
-                     interleaved: bool = False,
-                     out: Array | None = None) -> Array:
-    """Rotary position embedding (RoPE) of `x`, shape (..., T, E).
-
-    Feature pair i of position t is rotated by the angle
-    ``theta = (offset + t) * base**(-2i/E)``:
-    ``(a, b) -> (a cos(theta) - b sin(theta), b cos(theta) + a sin(theta))``.
-    The pairs are ``(x[..., i], x[..., i + E/2])`` ("rotate half": GPT-NeoX,
-    Llama, Mistral) or, with ``interleaved=True``, ``(x[..., 2i],
-    x[..., 2i+1])`` (GPT-J, the RoFormer paper). Angles and products are
-    computed in float64, rounded once to the dtype of `x`.
-
-    Parameters
-    ----------
-    x : array_like, shape (..., T, E)
-        Queries or keys, one head per trailing (T, E) matrix; E even.
-    offset : int
-        Position of the first row (the cache length when decoding).
-    base : float
-        The frequency base (10000 in most models; 500000 in Llama 3).
-    interleaved : bool
-        Which feature pairs rotate together (see above).
-    out : ndarray, optional
-        Where to write the result; pass ``out=x`` to rotate in place.
-
-    Returns
-    -------
-    ndarray of x's shape (float32 for float32/float16 input, else float64)
-
-    Examples
-    --------
-    >>> import numpy as np, attnpy
-    >>> x = np.ones((1, 3, 4))                  # (H, T, E)
-    >>> attnpy.rotary_embedding(x).round(3)
-    array([[[ 1.   ,  1.   ,  1.   ,  1.   ],
-            [-0.301,  0.99 ,  1.382,  1.01 ],
-            [-1.325,  0.98 ,  0.493,  1.02 ]]])
-    >>> y = attnpy.rotary_embedding(x, out=x)   # in place
-    >>> y is x
-    True
-    """
-    fname = "rotary_embedding"
-    offset, base = _offset_base(offset, base, fname)
-    return _core.rope(x, out, float(offset), base, bool(interleaved), fname)
+__all__ = ["merge_attention", "KVCache"]
 
 
 def merge_attention(outs: Sequence[ArrayLike],
@@ -120,7 +72,7 @@ def merge_attention(outs: Sequence[ArrayLike],
         raise ValueError(f"{fname}: nothing to merge (outs is empty)")
     outs = [_core.as_real(o, fname, f"outs[{k}]") for k, o in enumerate(outs)]
     lses = [_core.as_real(x, fname, f"lses[{k}]") for k, x in enumerate(lses)]
-    return _core.merge(*_broadcast_parts(outs, lses, fname), fname)
+    return _core.merge(*_broadcast_parts(outs, lses, fname), fname=fname)
 
 
 def _broadcast_parts(outs, lses, fname):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from . import _core, _mha_grad
-from ._api import combine_heads, split_heads
+from ._elementwise import combine_heads, split_heads
 from ._validate import empty as _empty, float_dtype as _float_dtype
 from ._validate import num_heads as _num_heads, public, size as _size
 from ._types import Array, ArrayLike, Causal, DTypeLike, Seed
@@ -225,8 +225,8 @@ class MultiHeadAttention:
         """The attention of the projected heads and the output projection:
         (output, weights or None)."""
         if need_weights:
-            out, w = _core.sdpa(Q, K, V, mask, None, causal, None, "zero",
-                                None, None, 1, fname)
+            out, w = _core.sdpa(Q, K, V, mask=mask, causal=causal,
+                                fname=fname, return_weights=True)
             return self._linear(self.combine_heads(out), self.W_o,
                                 self._b_o), w
         # the fused kernel, never the (..., heads, L, S) weights; it writes
@@ -235,12 +235,11 @@ class MultiHeadAttention:
         # combine_heads copy
         heads = self._heads_out(Q, K, V, mask)
         if heads is None:  # shapes that sdpa itself will reject or resolve
-            out = _core.sdpa(Q, K, V, mask, None, causal, None, "zero", None,
-                             None, 0, fname)
+            out = _core.sdpa(Q, K, V, mask=mask, causal=causal, fname=fname)
             return self._linear(self.combine_heads(out), self.W_o,
                                 self._b_o), None
-        _core.sdpa(Q, K, V, mask, None, causal, None, "zero",
-                   np.swapaxes(heads, -3, -2), None, 0, fname)
+        _core.sdpa(Q, K, V, mask=mask, causal=causal,
+                   out=np.swapaxes(heads, -3, -2), fname=fname)
         combined = heads.reshape(heads.shape[:-2] + (self.d_model,))
         return self._linear(combined, self.W_o, self._b_o), None
 

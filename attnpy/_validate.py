@@ -31,15 +31,20 @@ KEYWORD_HINTS = {
 }
 
 
-def size(value, fname, arg):
-    """A non-negative int argument (bool and float rejected, like NumPy)."""
+def integer(value, fname, arg):
+    """An int argument (bool and float rejected, like NumPy)."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{fname}: {arg} must be an integer, got bool")
     try:
-        n = operator.index(value)
+        return operator.index(value)
     except TypeError:
         raise TypeError(f"{fname}: {arg} must be an integer, got "
                         f"{type(value).__name__}") from None
+
+
+def size(value, fname, arg):
+    """A non-negative int argument."""
+    n = integer(value, fname, arg)
     if n < 0:
         raise ValueError(f"{fname}: {arg} must be >= 0, got {n}")
     return n
@@ -69,13 +74,7 @@ def offset_base(offset, base, fname):
 def axis(value, nd, fname):
     """`value` (an int, negative counts from the end) as an axis of an
     nd-dim array, in [0, nd); TypeError / AxisError naming `fname`."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{fname}: axis must be an integer, got bool")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{fname}: axis must be an integer, got "
-                        f"{type(value).__name__}") from None
+    value = integer(value, fname, "axis")
     if not -nd <= value < nd:
         raise np.exceptions.AxisError(
             f"{fname}: axis {value} is out of bounds for an array of "

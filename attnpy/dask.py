@@ -359,8 +359,8 @@ def _partial(q, k, v, mask, bias, how):
     the window and ALiBi see global positions."""
     scale, causal, shift, window, alibi, softcap = how
     return _variants.sdpa(q, k, v, mask, bias, causal, scale, "zero", None,
-                          None, 3, "attnpy.dask.attention", False, window,
-                          alibi, softcap, shift)
+                          None, "attnpy.dask.attention", False, window,
+                          alibi, softcap, shift, return_lse=True)
 
 
 def _merge(*parts):

@@ -380,13 +380,15 @@ fail:
 PyMethodDef ap_layer_methods[] = {
     {"layer_norm", AP_FASTCALL(core_layer_norm), METH_FASTCALL,
      "layer_norm(x, residual, shift, weight, bias, eps, eps_in_sqrt, out, "
-     "want_sum, fname)"},
+     "want_sum, fname, /)\n--\n\nLayer norm (+ residual, shift) in C."},
     {"layer_norm_backward", AP_FASTCALL(core_layer_norm_backward),
      METH_FASTCALL,
      "layer_norm_backward(dy, x, weight, eps, eps_in_sqrt, want_dweight, "
-     "want_dbias, out, fname)"},
+     "want_dbias, out, fname, /)\n--\n\nLayer norm's gradients in C."},
     {"bias_act", AP_FASTCALL(core_bias_act), METH_FASTCALL,
-     "bias_act(x, bias, activation, out, fname)"},
+     "bias_act(x, bias, activation, out, fname, /)\n--\n\n"
+     "act(x + bias) in C."},
     {"bias_act_backward", AP_FASTCALL(core_bias_act_backward), METH_FASTCALL,
-     "bias_act_backward(dy, x, bias, activation, want_dbias, out, fname)"},
+     "bias_act_backward(dy, x, bias, activation, want_dbias, out, fname, /)"
+     "\n--\n\nbias_act's gradients in C."},
     {NULL, NULL, 0, NULL}};

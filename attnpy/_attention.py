@@ -1,4 +1,5 @@
-"""The public functions of attnpy: thin wrappers over the C core.
+"""The attention functions: scaled_dot_product_attention (output and
+weights), attention (the fused kernel), and the masks they take.
 
 Each function checks the arguments that are cheap to check in Python, then
 calls ``attnpy._core``, which converts the arrays, broadcasts, allocates and
@@ -13,57 +14,11 @@ import textwrap
 import numpy as np
 
 from . import _core, _variants
-from ._validate import axis as _axis, empty as _empty
-from ._validate import float_dtype as _float_dtype, offset_base as _offset_base
-from ._validate import public, real as _real, size as _size
-from ._types import (Align, Array, ArrayLike, Causal, DTypeLike,
-                     FullyMasked, Window)
+from ._validate import empty as _empty, public, size as _size
+from ._types import Align, Array, ArrayLike, Causal, FullyMasked, Window
 
-__all__ = [
-    "softmax", "scaled_dot_product_attention", "attention",
-    "create_causal_mask", "causal_mask", "padding_mask",
-    "positional_encoding", "add_positional_encoding",
-    "split_heads", "combine_heads", "set_num_threads", "get_num_threads",
-]
-
-
-@public("softmax")
-def softmax(x: ArrayLike, axis: int = -1, *,
-            out: Array | None = None) -> Array:
-    """Numerically stable softmax along one axis.
-
-    ``exp(x - max(x)) / sum(exp(x - max(x)))`` along `axis`, exactly the
-    tutorial's formula, computed in C. NaN and infinities propagate as they
-    do in NumPy (a row of all ``-inf`` gives NaN, a row with one ``+inf``
-    gives NaN where the others are finite).
-
-    Parameters
-    ----------
-    x : array_like
-        Real input. float32 and float64 are computed in their own precision;
-        float16 is computed as float32, integers and booleans as float64.
-    axis : int, optional
-        The axis to normalise along (default: the last).
-    out : ndarray, optional
-        Where to write the result: exactly x's shape and the result dtype,
-        any strides. ``out=x`` computes in place.
-
-    Returns
-    -------
-    ndarray
-        The probabilities; each slice along `axis` sums to 1.
-
-    Examples
-    --------
-    >>> import attnpy
-    >>> attnpy.softmax([1.0, 2.0, 3.0]).round(4)
-    array([0.09  , 0.2447, 0.6652])
-    >>> attnpy.softmax([[0.0, 0.0], [0.0, float("-inf")]])
-    array([[0.5, 0.5],
-           [1. , 0. ]])
-    """
-    x = _core.as_real(x, "softmax", "x")
-    return _core.softmax(x, _axis(axis, x.ndim, "softmax"), out, "softmax")
+__all__ = ["scaled_dot_product_attention", "attention",
+           "create_causal_mask", "causal_mask", "padding_mask"]
 
 
 @public("scaled_dot_product_attention")
@@ -153,8 +108,9 @@ def scaled_dot_product_attention(
            [0, 1, 1]])
     """
     return _variants.sdpa(Q, K, V, mask, bias, causal, scale, fully_masked,
-                          out, weights_out, 1, "scaled_dot_product_attention",
-                          enable_gqa, window, alibi_slopes, softcap)
+                          out, weights_out, "scaled_dot_product_attention",
+                          enable_gqa, window, alibi_slopes, softcap,
+                          return_weights=True)
 
 
 @public("attention")
@@ -243,8 +199,8 @@ def attention(Q: ArrayLike, K: ArrayLike, V: ArrayLike, *,
     True
     """
     return _variants.sdpa(Q, K, V, mask, bias, causal, scale, fully_masked,
-                          out, None, 3 if return_lse else 0, "attention",
-                          enable_gqa, window, alibi_slopes, softcap)
+                          out, None, "attention", enable_gqa, window,
+                          alibi_slopes, softcap, return_lse=bool(return_lse))
 
 
 for _f in (scaled_dot_product_attention, attention):
@@ -357,235 +313,3 @@ def padding_mask(lengths: ArrayLike, S: int) -> Array:
     np.less(np.arange(S), lengths.astype(np.intp)[:, None, None, None],
             out=keep)
     return keep
-
-
-def positional_encoding(max_len: int, d_model: int, *, base: float = 10000.0,
-                        dtype: DTypeLike = np.float64,
-                        out: Array | None = None) -> Array:
-    """Sinusoidal positional encodings, shape (max_len, d_model).
-
-    ``PE[pos, 2i] = sin(pos / base**(2i/d_model))`` and
-    ``PE[pos, 2i+1] = cos(pos / base**(2i/d_model))``, the tutorial's
-    formula, computed in float64 and rounded to `dtype`. An odd `d_model`
-    works (the cos columns use the first ``d_model // 2`` frequencies).
-
-    Parameters
-    ----------
-    max_len : int
-        Number of positions (rows).
-    d_model : int
-        Number of features (columns).
-    base : float, optional
-        The wavelength base (> 0), 10000 in the tutorials.
-    dtype : float32 or float64, optional
-        The result's dtype.
-    out : ndarray, optional
-        A (max_len, d_model) array of `dtype` to fill, any strides.
-
-    Returns
-    -------
-    ndarray, shape (max_len, d_model)
-
-    Examples
-    --------
-    >>> import attnpy
-    >>> pe = attnpy.positional_encoding(100, 64)
-    >>> pe.shape
-    (100, 64)
-    >>> pe[1, :4].round(3)
-    array([0.841, 0.54 , 0.682, 0.732])
-    """
-    fname = "positional_encoding"
-    n = _size(max_len, fname, "max_len")
-    d = _size(d_model, fname, "d_model")
-    base = _real(base, fname, "base")
-    if not base > 0:
-        raise ValueError(f"{fname}: base must be > 0, got {base}")
-    dt = _float_dtype(dtype, fname)
-    if out is None:
-        out = _empty((n, d), dt, fname)
-    elif not isinstance(out, np.ndarray):
-        raise TypeError(f"{fname}: out must be a NumPy array, got "
-                        f"{type(out).__name__}")
-    elif out.shape != (n, d):
-        raise ValueError(f"{fname}: out has shape {out.shape} but the result "
-                         f"has shape {(n, d)}")
-    elif out.dtype != dt:
-        raise TypeError(f"{fname}: out has dtype {out.dtype} but the result "
-                        f"has dtype {dt}")
-    return _core.posenc(out, 0.0, base, False, fname, "out")
-
-
-def add_positional_encoding(x: Array, *, offset: int = 0,
-                            base: float = 10000.0) -> Array:
-    """Add sinusoidal positional encodings to `x` in place; returns `x`.
-
-    `x` has shape (..., T, D) and dtype float32 or float64; position t of
-    the sequence gets ``PE[t + offset]`` (use `offset` when the tokens are a
-    continuation, e.g. decoding step by step).
-
-    Parameters
-    ----------
-    x : ndarray, shape (..., T, D), float32 or float64
-        Modified in place.
-    offset : int, optional
-        Position of x's first token.
-    base : float, optional
-        The wavelength base (> 0).
-
-    Returns
-    -------
-    ndarray
-        `x` itself.
-
-    Examples
-    --------
-    >>> import numpy as np, attnpy
-    >>> x = np.zeros((2, 3, 4))
-    >>> y = attnpy.add_positional_encoding(x, offset=1)
-    >>> y is x
-    True
-    >>> bool(np.array_equal(x[0], attnpy.positional_encoding(4, 4)[1:]))
-    True
-    """
-    fname = "add_positional_encoding"
-    offset, base = _offset_base(offset, base, fname)
-    return _core.posenc(x, float(offset), base, True, fname, "x")
-
-
-def split_heads(x: ArrayLike, num_heads: int) -> Array:
-    """(..., T, H*dk) -> (..., H, T, dk): a zero-copy view when possible.
-
-    Parameters
-    ----------
-    x : array_like, shape (..., T, d_model)
-    num_heads : int
-        H, which must divide d_model.
-
-    Returns
-    -------
-    ndarray, shape (..., H, T, d_model // H)
-        A view of `x` when `x` is an array (no copy).
-
-    Examples
-    --------
-    >>> import numpy as np, attnpy
-    >>> x = np.arange(12.0).reshape(1, 2, 6)       # (batch, T, d_model)
-    >>> h = attnpy.split_heads(x, 3)
-    >>> h.shape
-    (1, 3, 2, 2)
-    >>> bool(np.shares_memory(h, x))
-    True
-    """
-    fname = "split_heads"
-    H = _size(num_heads, fname, "num_heads")
-    x = _core.as_real(x, fname, "x")
-    if x.ndim < 2:
-        raise ValueError(f"{fname}: x must have at least 2 dimensions "
-                         f"(..., T, d_model), got shape {x.shape}")
-    d = x.shape[-1]
-    if H == 0 or d % H:
-        raise ValueError(f"{fname}: d_model={d} is not divisible by "
-                         f"num_heads={H} (x.shape={x.shape})")
-    try:
-        y = x.reshape(x.shape[:-1] + (H, d // H))
-    except (ValueError, OverflowError):  # only d == 0 with a huge H
-        raise ValueError(f"{fname}: cannot split x.shape={x.shape} into "
-                         f"num_heads={H} heads") from None
-    return np.swapaxes(y, -3, -2)
-
-
-def combine_heads(x: ArrayLike, *, out: Array | None = None) -> Array:
-    """(..., H, T, dk) -> (..., T, H*dk), the inverse of :func:`split_heads`.
-
-    A copy in x's own dtype (float32/float64 by the C core).
-
-    Parameters
-    ----------
-    x : array_like, shape (..., H, T, dk)
-    out : ndarray, optional
-        A (..., T, H*dk) array of x's dtype to fill, any strides.
-
-    Returns
-    -------
-    ndarray, shape (..., T, H*dk)
-
-    Examples
-    --------
-    >>> import numpy as np, attnpy
-    >>> x = np.arange(12.0).reshape(1, 2, 6)
-    >>> bool(np.array_equal(attnpy.combine_heads(attnpy.split_heads(x, 3)), x))
-    True
-    """
-    fname = "combine_heads"
-    x = _core.as_real(x, fname, "x")
-    if x.dtype.kind == "f" and x.dtype.itemsize in (4, 8):  # any byte order
-        return _core.combine_heads(x, out, fname)
-    # other real dtypes: a pure data move, so the dtype is kept (NumPy does
-    # it; the C core copies only the float types it computes in)
-    if x.ndim < 3:
-        raise ValueError(f"{fname}: x must have at least 3 dimensions "
-                         f"(..., H, T, dk), got shape {x.shape}")
-    *lead, H, T, dk = x.shape
-    result = _empty((*lead, T, H * dk), x.dtype, fname)
-    np.copyto(result.reshape(*lead, T, H, dk), np.swapaxes(x, -3, -2))
-    if out is None:
-        return result
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"{fname}: out must be a NumPy array, got "
-                        f"{type(out).__name__}")
-    if out.shape != result.shape:
-        raise ValueError(f"{fname}: out has shape {out.shape} but the result "
-                         f"has shape {result.shape}")
-    if out.dtype != result.dtype:
-        raise TypeError(f"{fname}: out has dtype {out.dtype} but the result "
-                        f"has dtype {result.dtype}")
-    if not out.flags.writeable:
-        raise ValueError(f"{fname}: out is read-only")
-    np.copyto(out, result)
-    return out
-
-
-def set_num_threads(n: int) -> int:
-    """Set how many threads attnpy's kernels use; returns the previous count.
-
-    The default is the number of CPUs this process may run on, or the
-    environment variable ``ATTNPY_NUM_THREADS`` when set (an integer from
-    1 to 1024; any other value is ignored with a RuntimeWarning).
-
-    Parameters
-    ----------
-    n : int
-        From 1 to 1024. Results are the same bits for any count.
-
-    Returns
-    -------
-    int
-        The previous count.
-
-    Examples
-    --------
-    >>> import attnpy
-    >>> old = attnpy.set_num_threads(1)
-    >>> attnpy.get_num_threads()
-    1
-    >>> _ = attnpy.set_num_threads(old)
-    """
-    return _core.set_num_threads(n)
-
-
-def get_num_threads() -> int:
-    """The number of threads attnpy's kernels use (see set_num_threads).
-
-    Returns
-    -------
-    int
-        Between 1 and 1024.
-
-    Examples
-    --------
-    >>> import attnpy
-    >>> attnpy.get_num_threads() >= 1
-    True
-    """
-    return _core.get_num_threads()
