@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
-from ._validate import axis as _axis, empty as _empty, public, size as _size
+from ._validate import axis as _axis, check_out as _check_out
+from ._validate import empty as _empty, public, size as _size
 from ._types import Array, ArrayLike
 
 __all__ = ["softmax", "softmax_backward", "softmax_jacobian", "split_heads",
@@ -225,15 +226,7 @@ def combine_heads(x: ArrayLike, *, out: Array | None = None) -> Array:
     np.copyto(result.reshape(*lead, T, H, dk), np.swapaxes(x, -3, -2))
     if out is None:
         return result
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"{fname}: out must be a NumPy array, got "
-                        f"{type(out).__name__}")
-    if out.shape != result.shape:
-        raise ValueError(f"{fname}: out has shape {out.shape} but the result "
-                         f"has shape {result.shape}")
-    if out.dtype != result.dtype:
-        raise TypeError(f"{fname}: out has dtype {out.dtype} but the result "
-                        f"has dtype {result.dtype}")
+    _check_out(out, result.shape, result.dtype, fname)
     if not out.flags.writeable:
         raise ValueError(f"{fname}: out is read-only")
     np.copyto(out, result)

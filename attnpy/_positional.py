@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
-from ._validate import empty as _empty, float_dtype as _float_dtype
+from ._validate import check_out as _check_out, empty as _empty
+from ._validate import float_dtype as _float_dtype
 from ._validate import offset_base as _offset_base, real as _real
 from ._validate import size as _size
 from ._types import Array, ArrayLike, DTypeLike
@@ -59,15 +60,8 @@ def positional_encoding(max_len: int, d_model: int, *, base: float = 10000.0,
     dt = _float_dtype(dtype, fname)
     if out is None:
         out = _empty((n, d), dt, fname)
-    elif not isinstance(out, np.ndarray):
-        raise TypeError(f"{fname}: out must be a NumPy array, got "
-                        f"{type(out).__name__}")
-    elif out.shape != (n, d):
-        raise ValueError(f"{fname}: out has shape {out.shape} but the result "
-                         f"has shape {(n, d)}")
-    elif out.dtype != dt:
-        raise TypeError(f"{fname}: out has dtype {out.dtype} but the result "
-                        f"has dtype {dt}")
+    else:
+        _check_out(out, (n, d), dt, fname)
     return _core.posenc(out, offset=0.0, base=base, accumulate=False,
                         fname=fname, argname="out")
 
