@@ -18,14 +18,15 @@ except ImportError as exc:  # pragma: no cover - depends on the install
         "'python -m pip install -e .' or run Python from another directory."
     ) from exc
 from . import reference
-from ._api import (add_positional_encoding, attention, causal_mask,
-                   combine_heads, create_causal_mask, get_num_threads,
-                   padding_mask, positional_encoding,
-                   scaled_dot_product_attention, set_num_threads, softmax,
-                   split_heads)
-from ._decode import KVCache, merge_attention, rotary_embedding
+from ._attention import (attention, causal_mask, create_causal_mask,
+                         padding_mask, scaled_dot_product_attention)
+from ._decode import KVCache, merge_attention
+from ._elementwise import (combine_heads, softmax, softmax_backward,
+                           softmax_jacobian, split_heads)
 from ._grad import attention_backward
-from ._softmax_grad import softmax_backward, softmax_jacobian
+from ._positional import (add_positional_encoding, positional_encoding,
+                          rotary_embedding)
+from ._runtime import get_num_threads, set_num_threads
 from ._encoder import TransformerEncoderLayer
 from ._layer import (feed_forward, feed_forward_backward, gelu,
                      gelu_backward, layer_norm, layer_norm_backward,

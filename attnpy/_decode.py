@@ -7,61 +7,20 @@ values without a copy per token; :func:`rotary_embedding` gives the rotary
 positions of Llama-type models; :func:`merge_attention` combines attention
 computed over separate parts of the keys.
 """
+from __future__ import annotations
+
+from typing import Any, Sequence
 import numpy as np
 
 from . import _core
-from ._api import _float_dtype, _offset_base, _size
+from ._validate import float_dtype as _float_dtype, size as _size
+from ._types import Array, ArrayLike, DTypeLike
 
-__all__ = ["rotary_embedding", "merge_attention", "KVCache"]
-
-
-def rotary_embedding(x, *, offset=0, base=10000.0, interleaved=False,
-                     out=None):
-    """Rotary position embedding (RoPE) of `x`, shape (..., T, E).
-
-    Feature pair i of position t is rotated by the angle
-    ``theta = (offset + t) * base**(-2i/E)``:
-    ``(a, b) -> (a cos(theta) - b sin(theta), b cos(theta) + a sin(theta))``.
-    The pairs are ``(x[..., i], x[..., i + E/2])`` ("rotate half": GPT-NeoX,
-    Llama, Mistral) or, with ``interleaved=True``, ``(x[..., 2i],
-    x[..., 2i+1])`` (GPT-J, the RoFormer paper). Angles and products are
-    computed in float64, rounded once to the dtype of `x`.
-
-    Parameters
-    ----------
-    x : array_like, shape (..., T, E)
-        Queries or keys, one head per trailing (T, E) matrix; E even.
-    offset : int
-        Position of the first row (the cache length when decoding).
-    base : float
-        The frequency base (10000 in most models; 500000 in Llama 3).
-    interleaved : bool
-        Which feature pairs rotate together (see above).
-    out : ndarray, optional
-        Where to write the result; pass ``out=x`` to rotate in place.
-
-    Returns
-    -------
-    ndarray of x's shape (float32 for float32/float16 input, else float64)
-
-    Examples
-    --------
-    >>> import numpy as np, attnpy
-    >>> x = np.ones((1, 3, 4))                  # (H, T, E)
-    >>> attnpy.rotary_embedding(x).round(3)
-    array([[[ 1.   ,  1.   ,  1.   ,  1.   ],
-            [-0.301,  0.99 ,  1.382,  1.01 ],
-            [-1.325,  0.98 ,  0.493,  1.02 ]]])
-    >>> y = attnpy.rotary_embedding(x, out=x)   # in place
-    >>> y is x
-    True
-    """
-    fname = "rotary_embedding"
-    offset, base = _offset_base(offset, base, fname)
-    return _core.rope(x, out, float(offset), base, bool(interleaved), fname)
+__all__ = ["merge_attention", "KVCache"]
 
 
-def merge_attention(outs, lses):
+def merge_attention(outs: Sequence[ArrayLike],
+                    lses: Sequence[ArrayLike]) -> tuple[Array, Array]:
     """Merge attention computed over disjoint sets of keys.
 
     If ``outs[k]`` is attention over the k-th part of the keys and
@@ -113,7 +72,7 @@ def merge_attention(outs, lses):
         raise ValueError(f"{fname}: nothing to merge (outs is empty)")
     outs = [_core.as_real(o, fname, f"outs[{k}]") for k, o in enumerate(outs)]
     lses = [_core.as_real(x, fname, f"lses[{k}]") for k, x in enumerate(lses)]
-    return _core.merge(*_broadcast_parts(outs, lses, fname), fname)
+    return _core.merge(*_broadcast_parts(outs, lses, fname), fname=fname)
 
 
 def _broadcast_parts(outs, lses, fname):
@@ -175,8 +134,9 @@ class KVCache:
     True
     """
 
-    def __init__(self, batch, num_heads, max_len, head_dim, *,
-                 dtype=np.float32, value_dim=None):
+    def __init__(self, batch: int, num_heads: int, max_len: int,
+                 head_dim: int, *, dtype: DTypeLike = np.float32,
+                 value_dim: int | None = None) -> None:
         fname = "KVCache"
         dims = [_size(batch, fname, "batch"),
                 _size(num_heads, fname, "num_heads"),
@@ -194,17 +154,17 @@ class KVCache:
         self._n = 0
 
     @property
-    def length(self):
+    def length(self) -> int:
         """Positions filled so far."""
         return self._n
 
     @property
-    def max_len(self):
+    def max_len(self) -> int:
         """Positions the cache can hold."""
         return self._k.shape[2]
 
     @property
-    def dtype(self):
+    def dtype(self) -> np.dtype[Any]:
         return self._k.dtype
 
     def _view(self, a):
@@ -213,20 +173,38 @@ class KVCache:
         return view
 
     @property
-    def keys(self):
+    def keys(self) -> Array:
         """Read-only view of the filled keys, (batch, num_heads, length, head_dim)."""
         return self._view(self._k)
 
     @property
-    def values(self):
+    def values(self) -> Array:
         """Read-only view of the filled values, (batch, num_heads, length, value_dim)."""
         return self._view(self._v)
 
-    def append(self, k, v):
+    def append(self, k: ArrayLike, v: ArrayLike) -> tuple[Array, Array]:
         """Write `k`, `v` (batch, num_heads, T, ...) after the filled part.
 
-        Returns the views (:attr:`keys`, :attr:`values`) of the filled part,
-        the new positions included. ValueError when they do not fit.
+        Parameters
+        ----------
+        k : array_like, shape (batch, num_heads, T, head_dim)
+        v : array_like, shape (batch, num_heads, T, value_dim)
+            The new tokens' keys and values (T of them), converted to the
+            cache's dtype. ValueError when they do not fit.
+
+        Returns
+        -------
+        keys, values : ndarray
+            The views (:attr:`keys`, :attr:`values`) of the filled part,
+            the new positions included.
+
+        Examples
+        --------
+        >>> import numpy as np, attnpy
+        >>> cache = attnpy.KVCache(1, 2, 16, 4)
+        >>> K, V = cache.append(np.ones((1, 2, 3, 4)), np.ones((1, 2, 3, 4)))
+        >>> cache.length, K.shape
+        (3, (1, 2, 3, 4))
         """
         fname = "KVCache.append"
         k, v = np.asarray(k), np.asarray(v)
@@ -255,8 +233,18 @@ class KVCache:
         self._n += T
         return self.keys, self.values
 
-    def reset(self):
-        """Forget the filled part (length 0); the storage is kept."""
+    def reset(self) -> None:
+        """Forget the filled part (length 0); the storage is kept.
+
+        Examples
+        --------
+        >>> import numpy as np, attnpy
+        >>> cache = attnpy.KVCache(1, 1, 8, 2)
+        >>> _ = cache.append(np.ones((1, 1, 5, 2)), np.ones((1, 1, 5, 2)))
+        >>> cache.reset()
+        >>> cache.length
+        0
+        """
         self._n = 0
 
     def __repr__(self):

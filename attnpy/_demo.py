@@ -30,8 +30,7 @@ PUBLISHED = {
 
 def compute(X=X, decimals=3):
     """The steps of the example: a dict of name -> array."""
-    out, weights, scores = _core.sdpa(X, X, X, None, None, False, None,
-                                      "zero", None, None, 2)
+    out, weights, scores = _core.sdpa(X, X, X, return_scores=True)
     scale = 1.0 / np.sqrt(X.shape[-1])
     return {"scores": scores, "scaled": scores * scale, "weights": weights,
             "output": out, "output[0]": out[0]}

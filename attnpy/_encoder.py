@@ -1,13 +1,16 @@
 """TransformerEncoderLayer: the tutorial's encoder layer, with the options
 of torch.nn.TransformerEncoderLayer, built from attnpy's pieces."""
+from __future__ import annotations
+
 import numpy as np
 
 from . import _core
-from ._api import _float_dtype, _size
+from ._validate import float_dtype as _float_dtype, public, size as _size
 from ._layer import (_activation, _eps, _ffn_grads, _ffn_hidden, _flag,
                      _rows)
 from ._mha import MultiHeadAttention
 from ._mha_grad import backward as _mha_backward
+from ._types import Activation, Array, ArrayLike, Causal, DTypeLike, Seed
 
 __all__ = ["TransformerEncoderLayer"]
 
@@ -101,9 +104,11 @@ class TransformerEncoderLayer:
     True
     """
 
-    def __init__(self, d_model, num_heads, d_ff, *, seed=None,
-                 dtype=np.float64, activation="relu", norm_first=False,
-                 layer_norm_eps=1e-6, eps_in_sqrt=False, bias=False):
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, *,
+                 seed: Seed = None, dtype: DTypeLike = np.float64,
+                 activation: Activation = "relu", norm_first: bool = False,
+                 layer_norm_eps: float = 1e-6, eps_in_sqrt: bool = False,
+                 bias: bool = False) -> None:
         fname = "TransformerEncoderLayer"
         d = _size(d_model, fname, "d_model")
         f = _size(d_ff, fname, "d_ff")
@@ -133,10 +138,10 @@ class TransformerEncoderLayer:
     def _param(name):
         attr = "_" + name
 
-        def get(self):
+        def get(self) -> Array | None:
             return getattr(self, attr)
 
-        def set(self, value):
+        def set(self, value: ArrayLike) -> None:
             fname = "TransformerEncoderLayer"
             a = _core.as_real(value, fname, name)
             want = _SHAPES[name](self.d_model, self.d_ff)
@@ -175,13 +180,39 @@ class TransformerEncoderLayer:
                                 self.activation, fname, False)
         return np.matmul(hidden, self._W2)
 
-    def forward(self, x, mask=None, *, causal=False):
+    @public("TransformerEncoderLayer.forward")
+    def forward(self, x: ArrayLike, mask: ArrayLike | None = None, *,
+                causal: Causal = False) -> Array:
         """The layer applied to x (..., seq, d_model) -> (..., seq, d_model).
 
-        `mask` and `causal` are those of :func:`attnpy.attention`
-        (nonzero/True = may attend; e.g. ``padding_mask(lengths, seq)``);
-        a query that may see no key gets a zero attention output. The
-        intermediates are kept for a backward pass.
+        A query that may see no key gets a zero attention output. The
+        call's arguments are kept for a backward pass.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., seq, d_model)
+        mask : array_like, optional
+            A keep-mask as in :func:`attnpy.attention` (nonzero/True = may
+            attend; e.g. ``padding_mask(lengths, seq)``). Negative entries
+            raise ValueError (an additive -inf mask is not a keep-mask).
+        causal : {False, True, "top_left", "bottom_right"}, optional
+            As in :func:`attnpy.attention`.
+
+        Returns
+        -------
+        ndarray, shape (..., seq, d_model)
+
+        Examples
+        --------
+        >>> import numpy as np, attnpy
+        >>> layer = attnpy.TransformerEncoderLayer(8, 2, 16, seed=0)
+        >>> x = np.random.default_rng(1).standard_normal((2, 5, 8))
+        >>> y = layer.forward(x, attnpy.padding_mask([5, 3], 5))
+        >>> y.shape
+        (2, 5, 8)
+        >>> bool(np.array_equal(layer(x, causal=True),
+        ...                     layer.forward(x, causal=True)))
+        True
         """
         fname = "TransformerEncoderLayer.forward"
         self._cache = None   # only a call that succeeded is differentiated
@@ -238,7 +269,7 @@ class TransformerEncoderLayer:
         self.grads.update(W1=dW1, b1=db1, W2=dW2, b2=db2)
         return dx
 
-    def backward(self, d_out):
+    def backward(self, d_out: ArrayLike) -> Array:
         """Gradients of the last :meth:`forward` call.
 
         Parameters

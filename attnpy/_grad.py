@@ -5,11 +5,15 @@ recompute scheme: P rebuilt from the forward pass's lse, never an L x S
 array); this wrapper sums them back to the shapes the caller passed, in
 NumPy's fixed order, and casts them to the inputs' dtypes.
 """
+from __future__ import annotations
+
 import textwrap
 
 import numpy as np
 
 from . import _variants
+from ._validate import public
+from ._types import Array, ArrayLike, Causal, FullyMasked, Window
 
 __all__ = ["attention_backward"]
 
@@ -46,11 +50,17 @@ def _deliver(g, dest, name):
     return dest
 
 
-def attention_backward(dout, Q, K, V, out, lse, *, mask=None, bias=None,
-                       causal=False, scale=None, fully_masked="zero",
-                       bias_grad=False, dq=None, dk=None, dv=None,
-                       enable_gqa=False, window=None, alibi_slopes=None,
-                       softcap=None):
+@public("attention_backward")
+def attention_backward(
+        dout: ArrayLike, Q: ArrayLike, K: ArrayLike, V: ArrayLike,
+        out: ArrayLike, lse: ArrayLike, *, mask: ArrayLike | None = None,
+        bias: ArrayLike | None = None, causal: Causal = False,
+        scale: float | None = None, fully_masked: FullyMasked = "zero",
+        bias_grad: bool = False, dq: Array | None = None,
+        dk: Array | None = None, dv: Array | None = None,
+        enable_gqa: bool = False, window: Window = None,
+        alibi_slopes: ArrayLike | None = None,
+        softcap: float | None = None) -> tuple[Array, ...]:
     """Gradients of :func:`attention` with respect to Q, K, V (and bias).
 
     Given ``out, lse = attention(Q, K, V, ..., return_lse=True)`` and the

@@ -9,13 +9,17 @@ added on the way), bias + activation. Row sums of the backward passes
 (dweight, dbias) are reduced in a fixed order: the same bits for any
 number of threads.
 """
+from __future__ import annotations
+
+from typing import Any
 import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import _core
-from ._api import _real
+from ._validate import real as _real
+from ._types import Activation, Approximate, Array, ArrayLike
 
 __all__ = ["layer_norm", "layer_norm_backward", "gelu", "gelu_backward",
            "feed_forward", "feed_forward_backward", "rms_norm",
@@ -52,8 +56,10 @@ def _activation(activation, fname):
                      f"'gelu_tanh', got {activation!r}")
 
 
-def layer_norm(x, eps=1e-6, *, weight=None, bias=None, eps_in_sqrt=False,
-               out=None):
+def layer_norm(x: ArrayLike, eps: float = 1e-6, *,
+               weight: ArrayLike | None = None,
+               bias: ArrayLike | None = None, eps_in_sqrt: bool = False,
+               out: Array | None = None) -> Array:
     """Layer normalisation over the last axis (the tutorial's layer_norm).
 
     ``(x - mean) / (std + eps)`` per row of the last axis, the tutorial's
@@ -104,8 +110,10 @@ def layer_norm(x, eps=1e-6, *, weight=None, bias=None, eps_in_sqrt=False,
                             False, fname)
 
 
-def layer_norm_backward(dy, x, eps=1e-6, *, weight=None, eps_in_sqrt=False,
-                        out=None):
+def layer_norm_backward(dy: ArrayLike, x: ArrayLike, eps: float = 1e-6, *,
+                        weight: ArrayLike | None = None,
+                        eps_in_sqrt: bool = False,
+                        out: Array | None = None) -> Any:
     """Gradients of :func:`layer_norm`: ``(dx, dweight, dbias)``.
 
     `x`, `eps`, `weight` and `eps_in_sqrt` are those of the forward call
@@ -156,7 +164,8 @@ def layer_norm_backward(dy, x, eps=1e-6, *, weight=None, eps_in_sqrt=False,
         True, out, fname)
 
 
-def gelu(x, *, approximate="none", out=None):
+def gelu(x: ArrayLike, *, approximate: Approximate = "none",
+         out: Array | None = None) -> Array:
     """Gaussian error linear unit, element-wise.
 
     ``x * Phi(x) = x * (1 + erf(x / sqrt(2))) / 2`` (``approximate="none"``,
@@ -172,6 +181,11 @@ def gelu(x, *, approximate="none", out=None):
     out : ndarray, optional
         Where to write the result; ``out=x`` works in place.
 
+    Returns
+    -------
+    ndarray
+        x's shape; float32 stays float32, the rest is float64.
+
     Examples
     --------
     >>> import numpy as np, attnpy
@@ -185,11 +199,29 @@ def gelu(x, *, approximate="none", out=None):
     return _core.bias_act(x, None, act, out, fname)
 
 
-def gelu_backward(dy, x, *, approximate="none", out=None):
+def gelu_backward(dy: ArrayLike, x: ArrayLike, *,
+                  approximate: Approximate = "none",
+                  out: Array | None = None) -> Array:
     """Gradient of :func:`gelu`: ``dy * gelu'(x)``.
 
     For "none", ``gelu'(x) = Phi(x) + x * exp(-x^2 / 2) / sqrt(2 pi)``; for
     "tanh" the derivative of the tanh formula. `out=dy` overwrites dy.
+
+    Parameters
+    ----------
+    dy : array_like
+        The loss's gradient with respect to ``gelu(x)``.
+    x : array_like
+        The forward input (dy's shape).
+    approximate : {"none", "tanh"}
+        That of the forward call.
+    out : ndarray, optional
+        Where to write the result.
+
+    Returns
+    -------
+    ndarray
+        The gradient with respect to x.
 
     Examples
     --------
@@ -266,7 +298,8 @@ def _ffn_grads(dy2, x2, pre, hidden, W1, b1, W2, b2, act, fname):
     return dx2, dW1, db1, dW2, db2
 
 
-def feed_forward(x, W1, b1, W2, b2, *, activation="relu"):
+def feed_forward(x: ArrayLike, W1: ArrayLike, b1: ArrayLike | None,
+                 W2: ArrayLike, b2: ArrayLike | None, *, activation: Activation = "relu") -> Array:
     """Position-wise feed-forward network: ``act(x @ W1 + b1) @ W2 + b2``.
 
     The tutorial's ``feed_forward`` (``activation="relu"``), or with
@@ -314,7 +347,11 @@ def feed_forward(x, W1, b1, W2, b2, *, activation="relu"):
     return y.reshape(x.shape[:-1] + (W2.shape[1],))
 
 
-def feed_forward_backward(dy, x, W1, b1, W2, b2, *, activation="relu"):
+def feed_forward_backward(dy: ArrayLike, x: ArrayLike, W1: ArrayLike,
+                          b1: ArrayLike | None, W2: ArrayLike,
+                          b2: ArrayLike | None, *,
+                          activation: Activation = "relu"
+                          ) -> tuple[Array, ...]:
     """Gradients of :func:`feed_forward`: ``(dx, dW1, db1, dW2, db2)``.
 
     The arguments after `dy` are those of the forward call; the hidden
@@ -326,6 +363,17 @@ def feed_forward_backward(dy, x, W1, b1, W2, b2, *, activation="relu"):
 
     (relu'(pre) = 1 where pre > 0, else 0). db1 / db2 are None when b1 /
     b2 are. Sums over rows are in float64.
+
+    Parameters
+    ----------
+    dy : array_like, shape (..., d_model)
+        The loss's gradient with respect to the output.
+    x, W1, b1, W2, b2, activation
+        Those of the forward call.
+
+    Returns
+    -------
+    dx, dW1, db1, dW2, db2 : ndarray (db1, db2: or None)
 
     Examples
     --------

@@ -1,11 +1,16 @@
 """MultiHeadAttention: the tutorial's class, with attention computed in C."""
+from __future__ import annotations
+
+from typing import Any
 import math
 
 import numpy as np
 
 from . import _core, _mha_grad
-from ._api import (_empty, _float_dtype, _size, combine_heads,
-                   split_heads)
+from ._elementwise import combine_heads, split_heads
+from ._validate import empty as _empty, float_dtype as _float_dtype
+from ._validate import num_heads as _num_heads, public, size as _size
+from ._types import Array, ArrayLike, Causal, DTypeLike, Seed
 
 __all__ = ["MultiHeadAttention"]
 
@@ -65,20 +70,14 @@ class MultiHeadAttention:
     (1, 5, 8)
     """
 
-    def __init__(self, d_model, num_heads, *, seed=None, dtype=np.float64,
-                 bias=False):
+    def __init__(self, d_model: int, num_heads: int, *, seed: Seed = None,
+                 dtype: DTypeLike = np.float64, bias: bool = False) -> None:
         fname = "MultiHeadAttention"
         if not isinstance(bias, (bool, np.bool_)):
             raise TypeError(f"{fname}: bias must be True or False, got "
                             f"{type(bias).__name__}")
         d = _size(d_model, fname, "d_model")
-        h = _size(num_heads, fname, "num_heads")
-        if h > max(d, 1):
-            raise ValueError(f"{fname}: num_heads={h} must be between 1 and "
-                             f"d_model={d}")
-        if h == 0 or d % h:
-            raise ValueError(f"{fname}: d_model={d} is not divisible by "
-                             f"num_heads={h}")
+        h = _num_heads(_size(num_heads, fname, "num_heads"), d, fname)
         dt = _float_dtype(dtype, fname)
         self.d_model, self.num_heads, self.d_k, self.dtype = d, h, d // h, dt
         if not (seed is None or isinstance(seed, np.random.Generator)):
@@ -109,10 +108,10 @@ class MultiHeadAttention:
     def _param(name, vector):
         attr = "_" + name
 
-        def get(self):
+        def get(self) -> Array | None:
             return getattr(self, attr)
 
-        def set(self, value):
+        def set(self, value: ArrayLike) -> None:
             fname = "MultiHeadAttention"
             if vector and not self.bias:
                 raise ValueError(f"{fname}: {name} cannot be set on a layer "
@@ -148,12 +147,45 @@ class MultiHeadAttention:
                 f"num_heads={self.num_heads}, dtype={self.dtype.name}"
                 f"{', bias=True' if self.bias else ''})")
 
-    def split_heads(self, x):
-        """(batch, seq, d_model) -> (batch, heads, seq, d_k)."""
+    def split_heads(self, x: ArrayLike) -> Array:
+        """(batch, seq, d_model) -> (batch, heads, seq, d_k).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., seq, d_model)
+
+        Returns
+        -------
+        ndarray, shape (..., heads, seq, d_k)
+            A view (see :func:`attnpy.split_heads`).
+
+        Examples
+        --------
+        >>> import numpy as np, attnpy
+        >>> mha = attnpy.MultiHeadAttention(8, 2, seed=0)
+        >>> mha.split_heads(np.zeros((1, 5, 8))).shape
+        (1, 2, 5, 4)
+        """
         return split_heads(x, self.num_heads)
 
-    def combine_heads(self, x):
-        """(batch, heads, seq, d_k) -> (batch, seq, d_model)."""
+    def combine_heads(self, x: ArrayLike) -> Array:
+        """(batch, heads, seq, d_k) -> (batch, seq, d_model).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., heads, seq, d_k)
+
+        Returns
+        -------
+        ndarray, shape (..., seq, d_model)
+
+        Examples
+        --------
+        >>> import numpy as np, attnpy
+        >>> mha = attnpy.MultiHeadAttention(8, 2, seed=0)
+        >>> mha.combine_heads(np.zeros((1, 2, 5, 4))).shape
+        (1, 5, 8)
+        """
         return combine_heads(x)
 
     def _check(self, x, arg, fname):
@@ -193,8 +225,8 @@ class MultiHeadAttention:
         """The attention of the projected heads and the output projection:
         (output, weights or None)."""
         if need_weights:
-            out, w = _core.sdpa(Q, K, V, mask, None, causal, None, "zero",
-                                None, None, 1, fname)
+            out, w = _core.sdpa(Q, K, V, mask=mask, causal=causal,
+                                fname=fname, return_weights=True)
             return self._linear(self.combine_heads(out), self.W_o,
                                 self._b_o), w
         # the fused kernel, never the (..., heads, L, S) weights; it writes
@@ -203,12 +235,11 @@ class MultiHeadAttention:
         # combine_heads copy
         heads = self._heads_out(Q, K, V, mask)
         if heads is None:  # shapes that sdpa itself will reject or resolve
-            out = _core.sdpa(Q, K, V, mask, None, causal, None, "zero", None,
-                             None, 0, fname)
+            out = _core.sdpa(Q, K, V, mask=mask, causal=causal, fname=fname)
             return self._linear(self.combine_heads(out), self.W_o,
                                 self._b_o), None
-        _core.sdpa(Q, K, V, mask, None, causal, None, "zero",
-                   np.swapaxes(heads, -3, -2), None, 0, fname)
+        _core.sdpa(Q, K, V, mask=mask, causal=causal,
+                   out=np.swapaxes(heads, -3, -2), fname=fname)
         combined = heads.reshape(heads.shape[:-2] + (self.d_model,))
         return self._linear(combined, self.W_o, self._b_o), None
 
@@ -253,7 +284,7 @@ class MultiHeadAttention:
         return np.empty(batch[:-1] + (Q.shape[-2], self.num_heads,
                                       self.d_k), dtype=dt)
 
-    def backward(self, d_output):
+    def backward(self, d_output: ArrayLike) -> Any:
         """Gradients of the last call (forward or __call__).
 
         Parameters
@@ -297,22 +328,89 @@ class MultiHeadAttention:
         """
         return _mha_grad.backward(self, self._tape, d_output)
 
-    def forward(self, X, mask=None, *, causal=False):
-        """Self-attention: returns (output (..., seq, d_model), weights
-        (..., heads, seq, seq)), as the tutorial's ``forward``."""
+    @public("MultiHeadAttention.forward")
+    def forward(self, X: ArrayLike, mask: ArrayLike | None = None, *,
+                causal: Causal = False) -> tuple[Array, Array]:
+        """Self-attention, as the tutorial's ``forward``.
+
+        Parameters
+        ----------
+        X : array_like, shape (..., seq, d_model)
+            The sequence; queries, keys and values are its projections.
+        mask : array_like, optional
+            A keep-mask broadcastable to (..., heads, seq, seq):
+            nonzero/True = may attend (the tutorial's
+            ``create_causal_mask(seq)``, or ``padding_mask(lengths, seq)``
+            for padded batches). Negative entries raise ValueError: an
+            additive -inf mask is not a keep-mask.
+        causal : {False, True, "top_left", "bottom_right"}, optional
+            As in :func:`attnpy.attention`; combines with `mask`.
+
+        Returns
+        -------
+        output : ndarray, shape (..., seq, d_model)
+        weights : ndarray, shape (..., heads, seq, seq)
+            Each head's attention weights; rows sum to 1.
+
+        Examples
+        --------
+        >>> import numpy as np, attnpy
+        >>> mha = attnpy.MultiHeadAttention(8, 2, seed=0)
+        >>> X = np.random.default_rng(1).standard_normal((2, 5, 8))
+        >>> out, w = mha.forward(X, attnpy.padding_mask([5, 3], 5))
+        >>> out.shape, w.shape
+        ((2, 5, 8), (2, 2, 5, 5))
+        >>> float(w[1, :, :, 3:].max())    # the padding keys get no weight
+        0.0
+        """
         return self._attend(X, X, X, mask, causal,
                             "MultiHeadAttention.forward", True,
                             ("X", "X", "X"))
 
-    def __call__(self, query, key=None, value=None, *, mask=None,
-                 causal=False, need_weights=False):
-        """Attention of `query` over `key`/`value` (default: `query`, i.e.
-        self-attention; `value` defaults to `key`). Returns the output, or
-        (output, weights) when `need_weights`.
+    @public("MultiHeadAttention")
+    def __call__(self, query: ArrayLike, key: ArrayLike | None = None,
+                 value: ArrayLike | None = None, *,
+                 mask: ArrayLike | None = None, causal: Causal = False,
+                 need_weights: bool = False) -> Any:
+        """Attention of `query` over `key`/`value`.
 
         Without `need_weights` the heads run through the fused kernel of
         :func:`attnpy.attention`: memory beyond the projections is O(L),
-        never the (..., heads, L, S) weights."""
+        never the (..., heads, L, S) weights.
+
+        Parameters
+        ----------
+        query : array_like, shape (..., L, d_model)
+        key : array_like, shape (..., S, d_model), optional
+            Default: `query` (self-attention).
+        value : array_like, shape (..., S, d_model), optional
+            Default: `key`.
+        mask : array_like, optional
+            A keep-mask broadcastable to (..., heads, L, S) (nonzero/True =
+            may attend), as in :meth:`forward`.
+        causal : {False, True, "top_left", "bottom_right"}, optional
+            As in :func:`attnpy.attention`.
+        need_weights : bool, optional
+            Also return the (..., heads, L, S) weights.
+
+        Returns
+        -------
+        output : ndarray, shape (..., L, d_model)
+        weights : ndarray, shape (..., heads, L, S)
+            Only with ``need_weights=True``.
+
+        Examples
+        --------
+        >>> import numpy as np, attnpy
+        >>> mha = attnpy.MultiHeadAttention(8, 2, seed=0)
+        >>> X = np.random.default_rng(1).standard_normal((1, 5, 8))
+        >>> memory = np.random.default_rng(2).standard_normal((1, 7, 8))
+        >>> mha(X, memory).shape
+        (1, 5, 8)
+        >>> out, w = mha(X, causal=True, need_weights=True)
+        >>> bool(np.allclose(out, mha.forward(X, causal=True)[0]))
+        True
+        """
         key = query if key is None else key
         value = key if value is None else value
         out, w = self._attend(query, key, value, mask, causal,

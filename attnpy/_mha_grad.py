@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _core
-from ._api import combine_heads, split_heads
+from ._elementwise import combine_heads, split_heads
 
 
 @dataclass

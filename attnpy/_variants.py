@@ -109,24 +109,28 @@ class Gqa:
 
 
 def sdpa(Q, K, V, mask, bias, causal, scale, fully_masked, out, weights_out,
-         want, fname, enable_gqa, window, alibi_slopes, softcap,
-         pos_shift=0):
-    """_core.sdpa with the variants (want: 0 out, 1 + weights, 3 + lse)."""
+         fname, enable_gqa, window, alibi_slopes, softcap, pos_shift=0, *,
+         return_weights=False, return_lse=False):
+    """_core.sdpa with the variants: out, (out, weights) or (out, lse)."""
+    kw = dict(causal=causal, scale=scale, fully_masked=fully_masked,
+              fname=fname, window=window, softcap=softcap,
+              pos_shift=pos_shift, return_weights=return_weights,
+              return_lse=return_lse)
     if not enable_gqa:
-        return _core.sdpa(Q, K, V, mask, bias, causal, scale, fully_masked,
-                          out, weights_out, want, fname, window,
-                          alibi_slopes, softcap, pos_shift)
+        return _core.sdpa(Q, K, V, mask=mask, bias=bias, out=out,
+                          weights_out=weights_out, alibi_slopes=alibi_slopes,
+                          **kw)
     v = Gqa(fname, Q, K, V)
-    r = _core.sdpa(v.Q, v.K, v.V, v.heads(mask, "mask"),
-                   v.heads(bias, "bias"), causal, scale, fully_masked,
-                   v.dest(out), v.dest(weights_out), want, fname, window,
-                   v.heads(alibi_slopes, "alibi_slopes", -1), softcap,
-                   pos_shift)
-    if want == 0:
-        return v.result(r, out)
-    if want == 1:
+    r = _core.sdpa(v.Q, v.K, v.V, mask=v.heads(mask, "mask"),
+                   bias=v.heads(bias, "bias"), out=v.dest(out),
+                   weights_out=v.dest(weights_out),
+                   alibi_slopes=v.heads(alibi_slopes, "alibi_slopes", -1),
+                   **kw)
+    if return_weights:
         return v.result(r[0], out), v.result(r[1], weights_out)
-    return v.result(r[0], out), v.result(r[1], None, -2)
+    if return_lse:
+        return v.result(r[0], out), v.result(r[1], None, -2)
+    return v.result(r, out)
 
 
 def sdpa_bwd(dout, Q, K, V, out, lse, mask, bias, causal, scale,
@@ -136,19 +140,20 @@ def sdpa_bwd(dout, Q, K, V, out, lse, mask, bias, causal, scale,
     gradients of _core.sdpa_bwd and the operands they belong to (views under
     enable_gqa), ready to be summed to those operands' shapes."""
     fname = "attention_backward"
+    kw = dict(causal=causal, scale=scale, fully_masked=fully_masked,
+              bias_grad=bias_grad, fname=fname, window=window,
+              softcap=softcap, pos_shift=pos_shift)
     if not enable_gqa:
-        return _core.sdpa_bwd(Q, K, V, mask, bias, causal, scale,
-                              fully_masked, dout, out, lse, bias_grad, fname,
-                              window, alibi_slopes, softcap, pos_shift), \
-            (Q, K, V, bias)
+        return _core.sdpa_bwd(Q, K, V, mask=mask, bias=bias, dout=dout,
+                              out=out, lse=lse, alibi_slopes=alibi_slopes,
+                              **kw), (Q, K, V, bias)
     v = Gqa(fname, Q, K, V)
     bias_v = v.heads(bias, "bias")
-    split = [_split_head(a, ax, v.Hkv, v.g, v.Hq, fname, n)
-             for a, n, ax in ((dout, "dout", -3), (out, "out", -3),
-                              (lse, "lse", -2))]
-    grads = _core.sdpa_bwd(v.Q, v.K, v.V, v.heads(mask, "mask"), bias_v,
-                           causal, scale, fully_masked, *split, bias_grad,
-                           fname, window,
-                           v.heads(alibi_slopes, "alibi_slopes", -1),
-                           softcap, pos_shift)
+    dout, out, lse = [_split_head(a, ax, v.Hkv, v.g, v.Hq, fname, n)
+                      for a, n, ax in ((dout, "dout", -3), (out, "out", -3),
+                                       (lse, "lse", -2))]
+    grads = _core.sdpa_bwd(v.Q, v.K, v.V, mask=v.heads(mask, "mask"),
+                           bias=bias_v, dout=dout, out=out, lse=lse,
+                           alibi_slopes=v.heads(alibi_slopes, "alibi_slopes",
+                                                -1), **kw)
     return grads, (v.Q, v.K, v.V, bias_v)

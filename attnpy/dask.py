@@ -20,6 +20,9 @@ How the work is cut:
 The same code runs on the threaded scheduler, on ``dask.distributed``
 with worker processes, and on any cluster ``dask.distributed`` reaches.
 """
+from __future__ import annotations
+
+from typing import Any
 import math
 
 import numpy as np
@@ -34,16 +37,20 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 
 import attnpy
 from attnpy import _variants
+from attnpy._validate import keep_mask
+from attnpy._types import ArrayLike, Causal, FullyMasked, Window
 
 __all__ = ["attention"]
 
 _FM = ("zero", "uniform", "nan", "raise")
 
 
-def attention(Q, K, V, *, mask=None, bias=None, causal=False, scale=None,
-              fully_masked="zero", enable_gqa=False, window=None,
-              alibi_slopes=None, softcap=None, return_lse=False,
-              split_every=8):
+def attention(Q: Any, K: Any, V: Any, *, mask: Any = None, bias: Any = None,
+              causal: Causal = False, scale: float | None = None,
+              fully_masked: FullyMasked = "zero", enable_gqa: bool = False,
+              window: Window = None, alibi_slopes: ArrayLike | None = None,
+              softcap: float | None = None, return_lse: bool = False,
+              split_every: int = 8) -> Any:
     """:func:`attnpy.attention` on Dask arrays, lazily.
 
     Parameters
@@ -157,7 +164,10 @@ def _gqa_views(fname, Q, K, V, mask, bias):
 def _as_dask(x, name, fname):
     if x is None or isinstance(x, da.Array):
         return x
-    a = np.asarray(x)
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(f"{fname}: {name} is a numpy.ma masked array, which "
+                        f"attnpy does not support")
+    a = keep_mask(x, fname) if name == "mask" else np.asarray(x)
     if a.dtype.kind not in "biuf":
         raise TypeError(f"{fname}: {name} must be an array of real numbers, "
                         f"got dtype {a.dtype}")
@@ -349,8 +359,8 @@ def _partial(q, k, v, mask, bias, how):
     the window and ALiBi see global positions."""
     scale, causal, shift, window, alibi, softcap = how
     return _variants.sdpa(q, k, v, mask, bias, causal, scale, "zero", None,
-                          None, 3, "attnpy.dask.attention", False, window,
-                          alibi, softcap, shift)
+                          None, "attnpy.dask.attention", False, window,
+                          alibi, softcap, shift, return_lse=True)
 
 
 def _merge(*parts):

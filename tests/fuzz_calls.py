@@ -414,6 +414,24 @@ SPECS = [spec_attention, spec_attention, spec_sdpa, spec_sdpa, spec_softmax,
          spec_positional_encoding, spec_add_positional_encoding,
          spec_split_heads, spec_combine_heads, spec_set_num_threads, spec_mha]
 
+# Functions of tests/_registry.py that have no spec here yet; the
+# registry's generic tests (tests/reliability/test_registry.py) and
+# tests/reliability/test_bad_input.py cover them meanwhile.
+# tests/reliability/test_registry.py fails for a registered function that
+# is neither fuzzed nor listed here.
+NOT_FUZZED = {
+    "attention_backward": "needs a consistent forward pass (out, lse)",
+    "merge_attention": "needs partial results over disjoint keys",
+    "rotary_embedding": "no spec yet",
+    "layer_norm": "no spec yet", "layer_norm_backward": "no spec yet",
+    "gelu": "no spec yet", "gelu_backward": "no spec yet",
+    "feed_forward": "no spec yet", "feed_forward_backward": "no spec yet",
+    "rms_norm": "no spec yet", "rms_norm_backward": "no spec yet",
+    "silu": "no spec yet", "swiglu": "no spec yet",
+    "swiglu_backward": "no spec yet",
+    "get_num_threads": "takes no argument",
+}
+
 
 # ---------------------------------------------------------------------------
 # checks

@@ -148,9 +148,10 @@ def explain(Q, K, V, mask=None, *, bias=None, causal=False, scale=None,
         v.heads(alibi_slopes, "alibi_slopes", -1)
     # The one C call: the same kernels (and bits) as the public functions,
     # plus the raw scores Q K^T. It validates every argument.
-    out, weights, scores = _core.sdpa(Qa, Ka, Va, mask, bias, causal, scale,
-                                      fully_masked, None, None, 2, "explain",
-                                      window, alibi_slopes, softcap, 0)
+    out, weights, scores = _core.sdpa(
+        Qa, Ka, Va, mask=mask, bias=bias, causal=causal, scale=scale,
+        fully_masked=fully_masked, fname="explain", window=window,
+        alibi_slopes=alibi_slopes, softcap=softcap, return_scores=True)
     dtype = weights.dtype
     batch = weights.shape[:-2]
     L, S = weights.shape[-2:]

@@ -5,6 +5,85 @@
 #include "args.h" /* first: Python.h before any system header */
 #include <string.h>
 
+static int intern_names(ap_argspec *spec)
+{
+    for (int i = 0; i < spec->n; i++)
+        if (!spec->interned[i] &&
+            !(spec->interned[i] = PyUnicode_InternFromString(spec->names[i])))
+            return -1;
+    return 0;
+}
+
+/* the slot of keyword `name`, or -1 (no exception) */
+static int slot_of(const ap_argspec *spec, PyObject *name)
+{
+    for (int i = 0; i < spec->n; i++)   /* keywords in code are interned */
+        if (spec->interned[i] == name)
+            return i;
+    for (int i = 0; i < spec->n; i++) {
+        int r = PyUnicode_Compare(name, spec->interned[i]);
+        if (r == 0)
+            return i;
+        if (r == -1 && PyErr_Occurred())
+            PyErr_Clear();
+    }
+    return -1;
+}
+
+int ap_parse_args(ap_argspec *spec, PyObject *const *args, Py_ssize_t nargs,
+                  PyObject *kwnames, PyObject **out)
+{
+    if (!spec->interned[spec->n - 1] && intern_names(spec) < 0)
+        return -1;
+    for (int i = 0; i < spec->n; i++)
+        out[i] = NULL;
+    if (nargs > spec->npos) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most %d positional "
+                     "arguments (%zd given)", spec->fname, spec->npos, nargs);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        out[i] = args[i];
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+        int i = slot_of(spec, name);
+        if (i < 0) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword "
+                         "argument %R", spec->fname, name);
+            return -1;
+        }
+        if (out[i]) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for "
+                         "argument '%s'", spec->fname, spec->names[i]);
+            return -1;
+        }
+        out[i] = args[nargs + k];
+    }
+    for (int i = 0; i < spec->nreq; i++)
+        if (!out[i]) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument "
+                         "'%s'", spec->fname, spec->names[i]);
+            return -1;
+        }
+    return 0;
+}
+
+int ap_flag(PyObject *o) { return o ? PyObject_IsTrue(o) : 0; }
+
+const char *ap_parse_named(ap_argspec *spec, PyObject *const *args,
+                           Py_ssize_t nargs, PyObject *kwnames,
+                           PyObject **out, int fname_slot)
+{
+    if (ap_parse_args(spec, args, nargs, kwnames, out) < 0)
+        return NULL;
+    const char *fname = out[fname_slot] ? PyUnicode_AsUTF8(out[fname_slot])
+                                        : spec->fname;
+    for (int i = 0; i < spec->n; i++)
+        out[i] = ap_or_none(out[i]);
+    return fname;
+}
+
 /* shape of an array as a Python tuple (new reference), for messages */
 PyObject *shape_of(PyArrayObject *a)
 {
@@ -89,6 +168,34 @@ static const char *describe_dtype_problem(PyArray_Descr *d)
     }
 }
 
+/* numpy.ma arrays are refused: their mask says "ignore this entry", which
+ * no kernel here can honour, and silently reading the hidden data is
+ * worse than an error. Only ndarray subclasses are looked at, and only
+ * when numpy.ma has been imported (else no masked array can exist). */
+int reject_masked(PyObject *obj, const char *fname, const char *arg)
+{
+    if (!PyArray_Check(obj) || PyArray_CheckExact(obj))
+        return 0;
+    PyObject *name = PyUnicode_FromString("numpy.ma");
+    PyObject *ma = name ? PyImport_GetModule(name) : NULL;
+    Py_XDECREF(name);
+    if (!ma)
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *cls = PyObject_GetAttrString(ma, "MaskedArray");
+    Py_DECREF(ma);
+    if (!cls)
+        return -1;
+    int is_ma = PyObject_IsInstance(obj, cls);
+    Py_DECREF(cls);
+    if (is_ma > 0)
+        PyErr_Format(PyExc_TypeError,
+                     "%s: %s is a numpy.ma masked array, which attnpy does "
+                     "not support (its hidden entries would be read as "
+                     "data); pass %s.filled(value), and to leave out keys "
+                     "use mask=", fname, arg, arg);
+    return is_ma != 0 ? -1 : 0;
+}
+
 /* Any array-like -> ndarray in its own dtype (new reference), with a
  * message naming the function and argument on failure. Real dtypes only. */
 PyArrayObject *as_real_array(PyObject *obj, const char *fname,
@@ -100,6 +207,8 @@ PyArrayObject *as_real_array(PyObject *obj, const char *fname,
                      arg);
         return NULL;
     }
+    if (reject_masked(obj, fname, arg) < 0)
+        return NULL;
     PyArrayObject *a = (PyArrayObject *)PyArray_FromAny(obj, NULL, 0, 0, 0,
                                                         NULL);
     if (!a) {

@@ -3,18 +3,23 @@
  *
  * The binding (csrc/python/) is the only code that includes Python.h and
  * NumPy's headers. Each family of functions has one file here
- * (attention.c, elementwise.c, heads.c, runtime.c); module.c only builds
+ * (attention.c, decode.c, elementwise.c, layer.c, positional.c,
+ * runtime.c); module.c only builds
  * the module from their method tables. This header is what they share:
  * converting arguments to arrays, validating them, broadcasting batch
  * dims into the core's offset tables, checking out= arrays, releasing the
  * GIL around the core and turning its status into an exception.
  *
  * How to bind a new core function (say attn_foo in csrc/core/attn.h):
- *   1. In the family's file, write
+ *   1. In the family's file, declare its arguments
+ *          AP_ARGSPEC(foo_spec, "foo", 1, 1, "x", "out", "fname");
+ *      and write
  *          static PyObject *core_foo(PyObject *mod, PyObject *const *args,
- *                                    Py_ssize_t nargs)
- *      taking positional arguments from the Python wrapper, including the
- *      public function's name (fname) for messages.
+ *                                    Py_ssize_t nargs, PyObject *kwnames)
+ *      starting with ap_parse_args(&foo_spec, ...) into a PyObject *a[3]:
+ *      inputs by position, everything else by keyword from the Python
+ *      wrapper, including the public function's name (fname) for
+ *      messages; named flags (return_lse=True), never codes.
  *   2. Inputs: as_real_array() (any array-like -> ndarray, TypeError naming
  *      fname and the argument), compute_type_of() / as_type() (the dtype
  *      rules of DESIGN.md: float32 stays float32, the rest float64),
@@ -28,9 +33,12 @@
  *   5. Compute: ap_nogil_begin() / ap_nogil_end() around the core call
  *      (they fill an attn_exec with the thread count and the Ctrl-C poll),
  *      then raise_status().
- *   6. Add {"foo", AP_FASTCALL(core_foo), METH_FASTCALL, "doc"} to the
- *      family's method table (ap_<family>_methods); module.c adds every
- *      table to the module. Declare a new family's table below.
+ *   6. Add {"foo", AP_FASTCALL(core_foo), AP_KW, "foo(x, /, *, out=None,
+ *      fname='foo')\n--\n\ndoc"} to the family's method table
+ *      (ap_<family>_methods): the first line is the text signature that
+ *      attnpy/_core.pyi must match (tests/reliability/test_core_stub.py);
+ *      module.c adds every table to the module. Declare a new family's
+ *      table below.
  * One `fail:` label per function releases every reference it holds.
  */
 #ifndef ATTNPY_PY_ARGS_H
@@ -49,7 +57,40 @@
 #include "attn.h"
 
 #define AP_FASTCALL(f) ((PyCFunction)(void (*)(void))(f))
+#define AP_KW (METH_FASTCALL | METH_KEYWORDS)
 #define AP_MAX_OPS 16  /* operands one fill_offsets() call may walk */
+
+/* ---- keyword arguments of the _core functions ----------------------------- */
+/* A _core function's arguments, declared once as a static table (as
+ * NumPy's npy_parse_arguments does): `names` in slot order, the first
+ * `npos` of which may come by position and the first `nreq` of which are
+ * required. ap_parse_args() puts each argument in its slot, whatever the
+ * order of the call: out[i] is borrowed, or NULL when not given (the
+ * function applies its default). The names are interned on first use,
+ * with the GIL held (the module does not declare free-threading).       */
+typedef struct {
+    const char *fname;             /* the _core function, for messages   */
+    int npos, nreq, n;
+    const char *const *names;
+    PyObject **interned;           /* n slots, filled on first use       */
+} ap_argspec;
+#define AP_ARGSPEC(var, func, npos, nreq, ...)                                 \
+    static const char *const var##_names[] = {__VA_ARGS__};                    \
+    static PyObject *var##_interned[sizeof var##_names / sizeof(char *)];      \
+    static ap_argspec var = {func, npos, nreq,                                 \
+                             (int)(sizeof var##_names / sizeof(char *)),       \
+                             var##_names, var##_interned}
+int ap_parse_args(ap_argspec *spec, PyObject *const *args, Py_ssize_t nargs,
+                  PyObject *kwnames, PyObject **out);
+/* ap_parse_args, then every absent slot None; returns the public name
+ * for messages (the str in slot fname_slot, else spec->fname) or NULL   */
+const char *ap_parse_named(ap_argspec *spec, PyObject *const *args,
+                           Py_ssize_t nargs, PyObject *kwnames,
+                           PyObject **out, int fname_slot);
+/* a slot's value, None when it was not given */
+static inline PyObject *ap_or_none(PyObject *o) { return o ? o : Py_None; }
+/* a flag slot: 0 or 1 (absent: 0), -1 with an exception                */
+int ap_flag(PyObject *o);
 
 /* ---- arrays and dtypes --------------------------------------------------- */
 PyObject *shape_of(PyArrayObject *a);                  /* tuple, new ref */
@@ -61,6 +102,9 @@ void err_shapes2(PyObject *exc, const char *msg, const char *na,
 int compute_type_of(PyArray_Descr *d);
 PyArrayObject *as_real_array(PyObject *obj, const char *fname,
                              const char *arg);
+/* -1 with a TypeError when obj is a numpy.ma masked array (as_real_array
+ * calls it; so must a binding that takes an ndarray as it is)           */
+int reject_masked(PyObject *obj, const char *fname, const char *arg);
 PyArrayObject *as_type(PyArrayObject *a, int typenum, const char *fname,
                        const char *arg);
 int elem_strides(PyArrayObject *a, ptrdiff_t *st);
@@ -148,14 +192,14 @@ int raise_status(attn_status st, const char *fname);
 
 /* ---- threads (runtime.c) ------------------------------------------------- */
 int ap_num_threads(void);
-void ap_init_threads(void);
+int ap_init_threads(void);   /* -1: a warning raised */
 
 /* ---- the families' method tables, added to the module by module.c -------- */
 extern PyMethodDef ap_attention_methods[];
 extern PyMethodDef ap_decode_methods[];
 extern PyMethodDef ap_elementwise_methods[];
-extern PyMethodDef ap_heads_methods[];
 extern PyMethodDef ap_layer_methods[];
+extern PyMethodDef ap_positional_methods[];
 extern PyMethodDef ap_runtime_methods[];
 
 #endif /* ATTNPY_PY_ARGS_H */

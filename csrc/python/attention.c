@@ -1,16 +1,18 @@
 /*
  * python/attention.c -- bindings of the attention family:
- *   sdpa(Q, K, V, mask, bias, causal, scale, fully_masked, out,
- *        weights_out, want[, fname[, window, alibi_slopes, softcap,
- *        pos_shift]])
- * behind attention, scaled_dot_product_attention and explain (the
- * variants' arguments are parsed by variants.c; alibi_slopes (..., H) is
- * one more operand broadcast over the batch dims).
+ *   sdpa(Q, K, V, /, *, mask, bias, causal, scale, fully_masked, out,
+ *        weights_out, fname, window, alibi_slopes, softcap, pos_shift,
+ *        return_weights, return_scores, return_lse)
+ * behind attention, scaled_dot_product_attention and explain, and
+ * sdpa_bwd behind attention_backward (keyword arguments: sdpa_spec and
+ * bwd_spec below; the variants' arguments are parsed by variants.c;
+ * alibi_slopes (..., H) is one more operand broadcast over batch dims).
  *
  * core_sdpa runs the steps below in order on one sdpa_call; each step
  * returns 0, or -1 with an exception set, and sdpa_release() frees what
  * the steps took.
- *   1. sdpa_header        want, the function's name, causal, fully_masked
+ *   1. sdpa_header        the results wanted, the function's name, causal,
+ *                         fully_masked
  *   2. sdpa_inputs        Q, K, V converted to their common compute type
  *   3. sdpa_core_dims     E and S agree between Q, K and V
  *   4. sdpa_mask_bias     mask (-> bool), bias and alibi_slopes (->
@@ -33,14 +35,11 @@ static const char *const op_names[N_OPS] = {
     "Q",   "K",    "V",  "mask", "bias", "alibi_slopes", "out",
     "weights_out", "scores", "lse", "dout", "dQ", "dK", "dV", "dbias"};
 /* sdpa: OP_OUT .. OP_LSE are results; sdpa_bwd: OP_OUT, OP_LSE, OP_DOUT
- * are inputs (the forward's out and lse, the output's gradient) and
- * OP_DQ .. OP_DB the results, one per batch item (summed by the caller
- * over broadcast dims)                                                  */
+ * are inputs and OP_DQ .. OP_DB results, per batch item (summed later) */
 
 typedef struct {
     const char *fname;
-    long want;                     /* 0 out, 1 + weights, 2 + scores,
-                                      3 out + lse                         */
+    long want;                     /* 0 out, 1 +weights, 2 +scores, 3 +lse */
     int bwd;                       /* sdpa_bwd                            */
     int typenum;                   /* NPY_FLOAT or NPY_DOUBLE             */
     PyArrayObject *arr[N_OPS];     /* converted operands (owned)          */
@@ -59,40 +58,69 @@ typedef struct {
     attn_mat dmat[5];              /* sdpa_bwd: dout, dq, dk, dv, dbias   */
 } sdpa_call;
 
-/* va: window, alibi_slopes, softcap, pos_shift */
+/* sdpa's and sdpa_bwd's arguments in slot order (the steps read slots by
+ * these indices; absent ones are None, fully_masked's absence "zero").  */
+AP_ARGSPEC(sdpa_spec, "sdpa", 3, 3, "Q", "K", "V", "mask", "bias", "causal",
+           "scale", "fully_masked", "out", "weights_out", "fname", "window",
+           "alibi_slopes", "softcap", "pos_shift", "return_weights",
+           "return_scores", "return_lse");
+AP_ARGSPEC(bwd_spec, "sdpa_bwd", 3, 3, "Q", "K", "V", "mask", "bias",
+           "causal", "scale", "fully_masked", "dout", "out", "lse",
+           "bias_grad", "fname", "window", "alibi_slopes", "softcap",
+           "pos_shift");
+enum { A_MASK = 3, A_BIAS, A_CAUSAL, A_SCALE, A_FM, A_OUT, A_W, A_FNAME,
+       A_VARIANTS, A_RW = A_VARIANTS + 4, A_RS, A_RL, N_SDPA_ARGS };
+enum { B_DOUT = 8, B_OUT, B_LSE, B_BIAS_GRAD, B_FNAME, B_VARIANTS,
+       N_BWD_ARGS = B_VARIANTS + 4 };
+
+/* va: window, alibi_slopes, softcap, pos_shift (None: 0) */
 static int sdpa_variant_args(sdpa_call *c, PyObject *const *va)
 {
     c->alibi = va[1] == Py_None ? NULL : va[1];
     return parse_window(va[0], c->fname, &c->p) < 0 ||
                    parse_softcap(va[2], c->fname, &c->p.softcap) < 0 ||
-                   parse_pos_shift(va[3], c->fname, &c->p.pos_shift) < 0
+                   (va[3] != Py_None &&
+                    parse_pos_shift(va[3], c->fname, &c->p.pos_shift) < 0)
                ? -1
                : 0;
 }
 
-static int sdpa_header(sdpa_call *c, PyObject *const *args, Py_ssize_t nargs)
+/* the slots after parsing: fully_masked as given (NULL: "zero"), every
+ * other absent slot None; the public name (default `dflt`), causal and
+ * fully_masked parsed                                                   */
+static int sdpa_common(sdpa_call *c, PyObject **a, int n, int fname_slot,
+                       const char *dflt)
+{
+    PyObject *fm = a[A_FM];
+    for (int i = 0; i < n; i++)
+        a[i] = ap_or_none(a[i]);
+    c->fname = dflt;
+    if (a[fname_slot] != Py_None &&
+        !(c->fname = PyUnicode_AsUTF8(a[fname_slot])))
+        return -1;
+    if (parse_causal(a[A_CAUSAL], c->fname, &c->p.causal) < 0)
+        return -1;
+    c->p.fully_masked = ATTN_FM_ZERO;
+    return fm ? parse_fully_masked(fm, c->fname, &c->p.fully_masked) : 0;
+}
+
+static int sdpa_header(sdpa_call *c, PyObject **a)
 {
     static const char *const default_names[4] = {
         "attention", "scaled_dot_product_attention", "explain", "attention"};
-    if (nargs != 11 && nargs != 12 && nargs != 16) {
-        PyErr_SetString(PyExc_TypeError,
-                        "sdpa() takes 11, 12 or 16 arguments");
+    int rw = ap_flag(a[A_RW]), rs = ap_flag(a[A_RS]), rl = ap_flag(a[A_RL]);
+    if (rw < 0 || rs < 0 || rl < 0)
+        return -1;
+    if (rl && (rw || rs)) {
+        PyErr_SetString(PyExc_ValueError, "sdpa(): return_lse cannot be "
+                        "combined with return_weights or return_scores");
         return -1;
     }
-    c->want = PyLong_AsLong(args[10]);
-    if (c->want == -1 && PyErr_Occurred())
+    /* 0 out, 1 + weights, 2 + weights + scores, 3 + lse */
+    c->want = rl ? 3 : rs ? 2 : rw ? 1 : 0;
+    if (sdpa_common(c, a, N_SDPA_ARGS, A_FNAME, default_names[c->want]) < 0)
         return -1;
-    if (c->want < 0 || c->want > 3) {
-        PyErr_SetString(PyExc_ValueError, "sdpa(): want must be 0 .. 3");
-        return -1;
-    }
-    c->fname = default_names[c->want];
-    if (nargs >= 12 && !(c->fname = PyUnicode_AsUTF8(args[11])))
-        return -1;
-    if (parse_causal(args[5], c->fname, &c->p.causal) < 0 ||
-        parse_fully_masked(args[7], c->fname, &c->p.fully_masked) < 0)
-        return -1;
-    return nargs == 16 ? sdpa_variant_args(c, args + 12) : 0;
+    return sdpa_variant_args(c, a + A_VARIANTS);
 }
 
 static int sdpa_inputs(sdpa_call *c, PyObject *const *args)
@@ -191,13 +219,56 @@ static int sdpa_alibi(sdpa_call *c)
     return 0;
 }
 
+/* A mask is a keep-mask (nonzero = may attend), so an additive float
+ * mask (0 attend, -inf blocked: PyTorch's float attn_mask) would be read
+ * backwards without a word. Negative entries have no meaning in a
+ * keep-mask: they are refused, pointing to bias=.                       */
+static int check_keep_mask(PyArrayObject *m, const char *fname)
+{
+    const char kind = PyArray_DESCR(m)->kind;
+    if (kind == 'b' || kind == 'u' || PyArray_SIZE(m) == 0)
+        return 0;
+    PyObject *zero = PyLong_FromLong(0);
+    PyObject *neg = zero ? PyObject_RichCompare((PyObject *)m, zero, Py_LT)
+                         : NULL;
+    Py_XDECREF(zero);
+    PyObject *any = neg ? PyObject_CallMethod(neg, "any", NULL) : NULL;
+    int bad = any ? PyObject_IsTrue(any) : -1;
+    Py_XDECREF(any);
+    if (bad <= 0) {
+        Py_XDECREF(neg);
+        return bad;
+    }
+    /* the first negative entry, for the message */
+    PyObject *i = PyObject_CallMethod(neg, "argmax", NULL);
+    PyObject *flat = i ? PyObject_GetAttrString((PyObject *)m, "flat") : NULL;
+    PyObject *v = flat ? PyObject_GetItem(flat, i) : NULL;
+    PyObject *f = v ? PyNumber_Float(v) : NULL;
+    PyObject *shape = f ? shape_of(m) : NULL;
+    if (shape)
+        PyErr_Format(PyExc_ValueError,
+                     "%s: mask holds negative values (e.g. %R), but mask is a "
+                     "keep-mask: nonzero/True = may attend. An additive mask "
+                     "(0 = attend, -inf = blocked, like PyTorch's float "
+                     "attn_mask) goes in bias= instead (mask.shape=%R)",
+                     fname, f, shape);
+    Py_XDECREF(shape);
+    Py_XDECREF(f);
+    Py_XDECREF(v);
+    Py_XDECREF(flat);
+    Py_XDECREF(i);
+    Py_DECREF(neg);
+    return -1;
+}
+
 static int sdpa_mask_bias(sdpa_call *c, PyObject *const *args)
 {
     for (int op = OP_MASK; op <= OP_BIAS; op++) {
-        PyObject *o = args[op == OP_MASK ? 3 : 4];
+        PyObject *o = args[op == OP_MASK ? A_MASK : A_BIAS];
         if (o == Py_None)
             continue;
-        if (!(c->raw[op] = as_real_array(o, c->fname, op_names[op])))
+        if (!(c->raw[op] = as_real_array(o, c->fname, op_names[op])) ||
+            (op == OP_MASK && check_keep_mask(c->raw[op], c->fname) < 0))
             return -1;
         PyArrayObject *a = as_type(c->raw[op],
                                    op == OP_MASK ? NPY_BOOL : c->typenum,
@@ -282,8 +353,8 @@ static int sdpa_results(sdpa_call *c, PyObject *const *args)
     PyArrayObject *ins[N_IN + 1] = {c->arr[OP_Q],    c->arr[OP_K],
                                     c->arr[OP_V],    c->arr[OP_MASK],
                                     c->arr[OP_BIAS], c->arr[OP_ALIBI], NULL};
-    if (args[8] != Py_None) {
-        if (!(c->user_out = check_out(args[8], c->fname, "out", nd, odims,
+    if (args[A_OUT] != Py_None) {
+        if (!(c->user_out = check_out(args[A_OUT], c->fname, "out", nd, odims,
                                       c->typenum)) ||
             !(c->arr[OP_OUT] = dest_for(c->user_out, ins, N_IN,
                                         &c->tmp_out)))
@@ -294,8 +365,8 @@ static int sdpa_results(sdpa_call *c, PyObject *const *args)
         return -1;
     if (c->want == 1 || c->want == 2) {
         ins[N_IN] = c->arr[OP_OUT];
-        if (args[9] != Py_None) {
-            if (!(c->user_w = check_out(args[9], c->fname, "weights_out", nd,
+        if (args[A_W] != Py_None) {
+            if (!(c->user_w = check_out(args[A_W], c->fname, "weights_out", nd,
                                         wdims, c->typenum)) ||
                 !(c->arr[OP_W] = dest_for(c->user_w, ins, N_IN + 1,
                                           &c->tmp_w)))
@@ -386,7 +457,7 @@ static int sdpa_problem(sdpa_call *c, PyObject *const *args)
     }
     if (clamp_window(p, c->fname) < 0)
         return -1;
-    return sdpa_scale(c, args[6]);
+    return sdpa_scale(c, args[A_SCALE]);
 }
 
 /* the (b, row) of a fully masked row under fully_masked="raise" */
@@ -461,13 +532,16 @@ static void sdpa_release(sdpa_call *c)
     Py_XDECREF(c->user_w);
 }
 
-static PyObject *core_sdpa(PyObject *Py_UNUSED(mod), PyObject *const *args,
-                           Py_ssize_t nargs)
+static PyObject *core_sdpa(PyObject *Py_UNUSED(mod), PyObject *const *argv,
+                           Py_ssize_t nargs, PyObject *kwnames)
 {
+    PyObject *args[N_SDPA_ARGS];
+    if (ap_parse_args(&sdpa_spec, argv, nargs, kwnames, args) < 0)
+        return NULL;
     sdpa_call c;
     memset(&c, 0, sizeof c);
     PyObject *result = NULL;
-    if (sdpa_header(&c, args, nargs) == 0 && sdpa_inputs(&c, args) == 0 &&
+    if (sdpa_header(&c, args) == 0 && sdpa_inputs(&c, args) == 0 &&
         sdpa_core_dims(&c) == 0 && sdpa_mask_bias(&c, args) == 0 &&
         sdpa_batch(&c) == 0 && sdpa_results(&c, args) == 0 &&
         sdpa_problem(&c, args) == 0 && sdpa_compute(&c) == 0)
@@ -477,33 +551,25 @@ static PyObject *core_sdpa(PyObject *Py_UNUSED(mod), PyObject *const *args,
 }
 
 /* ------------------------------------------------------------------------ */
-/* sdpa_bwd(Q, K, V, mask, bias, causal, scale, fully_masked, dout, out,    */
-/*          lse, bias_grad, fname[, window, alibi_slopes, softcap,          */
-/*          pos_shift]) -> (dQ, dK, dV, dbias or None)                      */
+/* sdpa_bwd(Q, K, V, /, *, mask, bias, causal, scale, fully_masked, dout,   */
+/*          out, lse, bias_grad, fname, window, alibi_slopes, softcap,      */
+/*          pos_shift) -> (dQ, dK, dV, dbias or None)                       */
 /* Steps 2-5 and 7 are sdpa's; the gradients have the broadcast batch       */
 /* shape (the wrapper sums them to the inputs' shapes).                     */
 /* ------------------------------------------------------------------------ */
-static int bwd_header(sdpa_call *c, PyObject *const *args, Py_ssize_t nargs)
+static int bwd_header(sdpa_call *c, PyObject **a)
 {
-    if (nargs != 13 && nargs != 17) {
-        PyErr_SetString(PyExc_TypeError, "sdpa_bwd() takes 13 or 17 "
-                        "arguments");
-        return -1;
-    }
     c->bwd = 1;
-    if (!(c->fname = PyUnicode_AsUTF8(args[12])))
+    if (sdpa_common(c, a, N_BWD_ARGS, B_FNAME, "attention_backward") < 0)
         return -1;
-    if (parse_causal(args[5], c->fname, &c->p.causal) < 0 ||
-        parse_fully_masked(args[7], c->fname, &c->p.fully_masked) < 0)
-        return -1;
-    return nargs == 17 ? sdpa_variant_args(c, args + 13) : 0;
+    return sdpa_variant_args(c, a + B_VARIANTS);
 }
 
 /* out, lse and dout: the compute type, exactly the forward's shapes */
 static int bwd_inputs(sdpa_call *c, PyObject *const *args)
 {
     static const int ops[3] = {OP_OUT, OP_LSE, OP_DOUT};
-    static const int argi[3] = {9, 10, 8};
+    static const int argi[3] = {B_OUT, B_LSE, B_DOUT};
     npy_intp dims[NPY_MAXDIMS];
     for (int d = 0; d < c->bnd; d++)
         dims[d] = c->bshape[d];
@@ -591,15 +657,19 @@ static int bwd_compute(sdpa_call *c)
 }
 
 static PyObject *core_sdpa_bwd(PyObject *Py_UNUSED(mod),
-                               PyObject *const *args, Py_ssize_t nargs)
+                               PyObject *const *argv, Py_ssize_t nargs,
+                               PyObject *kwnames)
 {
+    PyObject *args[N_BWD_ARGS];
+    if (ap_parse_args(&bwd_spec, argv, nargs, kwnames, args) < 0)
+        return NULL;
     sdpa_call c;
     memset(&c, 0, sizeof c);
     PyObject *result = NULL;
-    if (bwd_header(&c, args, nargs) == 0 && sdpa_inputs(&c, args) == 0 &&
+    if (bwd_header(&c, args) == 0 && sdpa_inputs(&c, args) == 0 &&
         sdpa_core_dims(&c) == 0 && sdpa_mask_bias(&c, args) == 0 &&
         sdpa_batch(&c) == 0 && bwd_inputs(&c, args) == 0 &&
-        bwd_results(&c, args[11]) == 0 && sdpa_problem(&c, args) == 0 &&
+        bwd_results(&c, args[B_BIAS_GRAD]) == 0 && sdpa_problem(&c, args) == 0 &&
         bwd_compute(&c) == 0)
         result = PyTuple_Pack(4, (PyObject *)c.arr[OP_DQ],
                               (PyObject *)c.arr[OP_DK],
@@ -611,15 +681,20 @@ static PyObject *core_sdpa_bwd(PyObject *Py_UNUSED(mod),
 }
 
 PyMethodDef ap_attention_methods[] = {
-    {"sdpa_bwd", AP_FASTCALL(core_sdpa_bwd), METH_FASTCALL,
-     "sdpa_bwd(Q, K, V, mask, bias, causal, scale, fully_masked, dout, out, "
-     "lse, bias_grad, fname[, window, alibi_slopes, softcap, pos_shift])"
-     "\n\nThe gradients of sdpa in C: (dQ, dK, dV, "
-     "dbias or None), each with the broadcast batch shape."},
-    {"sdpa", AP_FASTCALL(core_sdpa), METH_FASTCALL,
-     "sdpa(Q, K, V, mask, bias, causal, scale, fully_masked, out, "
-     "weights_out, want[, fname[, window, alibi_slopes, softcap, "
-     "pos_shift]])\n\nScaled dot-product attention in C. "
-     "want=0 -> out; 1 -> (out, weights); 2 -> (out, weights, raw scores); "
-     "3 -> (out, lse)."},
+    {"sdpa_bwd", AP_FASTCALL(core_sdpa_bwd), AP_KW,
+     "sdpa_bwd(Q, K, V, /, *, mask=None, bias=None, causal=False, "
+     "scale=None, fully_masked='zero', dout, out, lse, bias_grad=False, "
+     "fname='attention_backward', window=None, alibi_slopes=None, "
+     "softcap=None, pos_shift=0)\n--\n\n"
+     "The gradients of sdpa in C: (dQ, dK, dV, dbias or None), each with "
+     "the broadcast batch shape (dout, out and lse are required)."},
+    {"sdpa", AP_FASTCALL(core_sdpa), AP_KW,
+     "sdpa(Q, K, V, /, *, mask=None, bias=None, causal=False, scale=None, "
+     "fully_masked='zero', out=None, weights_out=None, fname=None, "
+     "window=None, alibi_slopes=None, softcap=None, pos_shift=0, "
+     "return_weights=False, return_scores=False, return_lse=False)"
+     "\n--\n\n"
+     "Scaled dot-product attention in C: out; (out, weights) with "
+     "return_weights; (out, weights, raw scores) with return_scores; "
+     "(out, lse) with return_lse."},
     {NULL, NULL, 0, NULL}};

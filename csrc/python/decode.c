@@ -1,77 +1,12 @@
 /*
- * python/decode.c -- bindings of the decoding family: rope
- * (attnpy.rotary_embedding) and merge (attnpy.merge_attention). The
- * split-K decode kernel needs no binding of its own: attention's sdpa
- * reaches it through attn_sdpa.
+ * python/decode.c -- the attention family's decoding binding: merge
+ * (attnpy.merge_attention). The split-K decode kernel needs no binding
+ * of its own: attention's sdpa reaches it through attn_sdpa.
  */
 #include "args.h"
 
 /* ------------------------------------------------------------------------ */
-/* rope(x, out, offset, base, interleaved, fname): x (..., T, E), E even     */
-/* ------------------------------------------------------------------------ */
-static PyObject *core_rope(PyObject *Py_UNUSED(mod), PyObject *const *args,
-                           Py_ssize_t nargs)
-{
-    ap_unary u = {0};
-    int ok = 0;
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "rope() takes 6 arguments");
-        return NULL;
-    }
-    const char *fname = PyUnicode_AsUTF8(args[5]);
-    if (!fname)
-        return NULL;
-    double offset = PyFloat_AsDouble(args[2]);
-    double base = PyFloat_AsDouble(args[3]);
-    int interleaved = PyObject_IsTrue(args[4]);
-    if (PyErr_Occurred() || interleaved < 0)
-        return NULL;
-    if (!(u.raw = as_real_array(args[0], fname, "x")))
-        goto fail;
-    int nd = PyArray_NDIM(u.raw);
-    if (nd < 2 || PyArray_DIM(u.raw, nd - 1) % 2) {
-        PyObject *s = shape_of(u.raw);
-        if (s && nd < 2)
-            PyErr_Format(PyExc_ValueError, "%s: x must have at least 2 "
-                         "dimensions (..., T, E), got shape %R", fname, s);
-        else if (s)
-            PyErr_Format(PyExc_ValueError, "%s: x has %zd features (an odd "
-                         "number); RoPE turns pairs (x.shape=%R)", fname,
-                         (Py_ssize_t)PyArray_DIM(u.raw, nd - 1), s);
-        Py_XDECREF(s);
-        goto fail;
-    }
-    u.typenum = compute_type_of(PyArray_DESCR(u.raw));
-    if (!(u.x = as_type(u.raw, u.typenum, fname, "x")) ||
-        ap_unary_dest(&u, args[1], fname, nd, PyArray_DIMS(u.x), 1) < 0)
-        goto fail;
-    ptrdiff_t st[2][NPY_MAXDIMS];
-    if (ensure_elem_strides(&u.x, st[0]) < 0 || elem_strides(u.dst, st[1]) < 0)
-        goto fail;
-    size_t B = 1;
-    for (int d = 0; d < nd - 2; d++)
-        B *= (size_t)PyArray_DIM(u.x, d);
-    const size_t T = (size_t)PyArray_DIM(u.x, nd - 2);
-    const size_t E = (size_t)PyArray_DIM(u.x, nd - 1);
-    if (B > 0 && T > 0 && E > 0) {
-        if (!(u.offs = alloc_offsets(2, B)))
-            goto fail;
-        fill_offsets(nd - 2, PyArray_DIMS(u.x), 2, st, u.offs, B);
-        attn_mat mi = mat_of(u.x, u.offs, st[0], nd);
-        attn_mat mo = mat_of(u.dst, u.offs + B, st[1], nd);
-        attn_status s;
-        AP_RUN_NOGIL(s, attn_rope(dtype_of(u.typenum), mo, mi, B, T, E,
-                                  offset, base, interleaved));
-        if (raise_status(s, fname) < 0)
-            goto fail;
-    }
-    ok = 1;
-fail:
-    return ap_unary_finish(&u, ok);
-}
-
-/* ------------------------------------------------------------------------ */
-/* merge(outs, lses, fname): lists of K >= 1 arrays, already broadcast by   */
+/* merge(outs, lses, /, *, fname): lists of K >= 1 arrays, broadcast by    */
 /* the wrapper to (..., L, Ev) and (..., L). Returns (out, lse).              */
 /* ------------------------------------------------------------------------ */
 typedef struct {
@@ -124,18 +59,22 @@ static int merge_inputs(merge_call *c, PyObject *lo, PyObject *ll,
     return typenum;
 }
 
-static PyObject *core_merge(PyObject *Py_UNUSED(mod), PyObject *const *args,
-                            Py_ssize_t nargs)
+AP_ARGSPEC(merge_spec, "merge", 2, 2, "outs", "lses", "fname");
+
+static PyObject *core_merge(PyObject *Py_UNUSED(mod), PyObject *const *argv,
+                            Py_ssize_t nargs, PyObject *kwnames)
 {
     merge_call c = {0};
     PyObject *result = NULL;
-    if (nargs != 3 || !PyList_Check(args[0]) || !PyList_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "merge() takes 2 lists and a name");
-        return NULL;
-    }
-    const char *fname = PyUnicode_AsUTF8(args[2]);
+    PyObject *args[3];
+    const char *fname = ap_parse_named(&merge_spec, argv, nargs, kwnames,
+                                       args, 2);
     if (!fname)
         return NULL;
+    if (!PyList_Check(args[0]) || !PyList_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "merge() takes 2 lists");
+        return NULL;
+    }
     c.K = PyList_GET_SIZE(args[0]);
     if (c.K < 1 || PyList_GET_SIZE(args[1]) != c.K) {
         PyErr_Format(PyExc_ValueError, "%s: need as many lses as outs, at "
@@ -205,8 +144,7 @@ fail:
 }
 
 PyMethodDef ap_decode_methods[] = {
-    {"rope", AP_FASTCALL(core_rope), METH_FASTCALL,
-     "rope(x, out, offset, base, interleaved, fname)"},
-    {"merge", AP_FASTCALL(core_merge), METH_FASTCALL,
-     "merge(outs, lses, fname) -> (out, lse)"},
+    {"merge", AP_FASTCALL(core_merge), AP_KW,
+     "merge(outs, lses, /, *, fname='merge_attention')\n--\n\n"
+     "(out, lse) of partial results over disjoint keys, in C."},
     {NULL, NULL, 0, NULL}};

@@ -1,6 +1,7 @@
 /*
  * python/elementwise.c -- bindings of the element-wise family: softmax,
- * softmax_backward, softmax_jacobian.
+ * softmax_backward, softmax_jacobian, and combine_heads (a batched
+ * strided copy).
  */
 #include "args.h"
 
@@ -34,18 +35,10 @@ static int row_offsets(int nd, const npy_intp *dims, int axis, int nops,
     return 0;
 }
 
-/* the public name (the last of `want` arguments) for messages, or NULL
- * with an exception when nargs != want                                  */
-static const char *fname_of(PyObject *const *args, Py_ssize_t nargs,
-                            Py_ssize_t want, const char *core)
-{
-    if (nargs != want) {
-        PyErr_Format(PyExc_TypeError, "%s() takes %zd arguments", core,
-                     want);
-        return NULL;
-    }
-    return PyUnicode_AsUTF8(args[want - 1]);
-}
+AP_ARGSPEC(softmax_spec, "softmax", 1, 2, "x", "axis", "out", "fname");
+AP_ARGSPEC(softmax_bwd_spec, "softmax_backward", 2, 3, "dy", "y", "axis",
+           "out", "fname");
+AP_ARGSPEC(jacobian_spec, "softmax_jacobian", 1, 2, "y", "axis", "fname");
 
 /* the axis argument (already normalised by the Python wrapper) of an
  * nd-dim array: 0, or -1 with an exception                              */
@@ -78,12 +71,14 @@ static int unary_input(ap_unary *u, PyObject *x, PyObject *axis_obj,
 /* ------------------------------------------------------------------------ */
 /* softmax(x, axis, out, fname): axis already normalised by the caller       */
 /* ------------------------------------------------------------------------ */
-static PyObject *core_softmax(PyObject *Py_UNUSED(mod), PyObject *const *args,
-                              Py_ssize_t nargs)
+static PyObject *core_softmax(PyObject *Py_UNUSED(mod), PyObject *const *argv,
+                              Py_ssize_t nargs, PyObject *kwnames)
 {
     ap_unary u = {0};
     int ok = 0;
-    const char *fname = fname_of(args, nargs, 4, "softmax");
+    PyObject *args[4];
+    const char *fname = ap_parse_named(&softmax_spec, argv, nargs, kwnames,
+                                       args, 3);
     if (!fname)
         return NULL;
     int axis;
@@ -127,12 +122,15 @@ static int same_view(PyArrayObject *a, PyArrayObject *b)
 /* exactly dy or exactly y (in place), other overlaps go through a temporary */
 /* ------------------------------------------------------------------------ */
 static PyObject *core_softmax_backward(PyObject *Py_UNUSED(mod),
-                                       PyObject *const *args, Py_ssize_t nargs)
+                                       PyObject *const *argv, Py_ssize_t nargs,
+                                       PyObject *kwnames)
 {
     ap_unary u = {0};
     PyArrayObject *graw = NULL, *g = NULL;
     int ok = 0;
-    const char *fname = fname_of(args, nargs, 5, "softmax_backward");
+    PyObject *args[5];
+    const char *fname = ap_parse_named(&softmax_bwd_spec, argv, nargs,
+                                       kwnames, args, 4);
     if (!fname)
         return NULL;
     int axis;
@@ -201,11 +199,14 @@ fail:
 /* softmax_jacobian(y, axis, fname) -> (y.shape without axis) + (n, n)       */
 /* ------------------------------------------------------------------------ */
 static PyObject *core_softmax_jacobian(PyObject *Py_UNUSED(mod),
-                                       PyObject *const *args, Py_ssize_t nargs)
+                                       PyObject *const *argv, Py_ssize_t nargs,
+                                       PyObject *kwnames)
 {
     ap_unary u = {0};
     int ok = 0;
-    const char *fname = fname_of(args, nargs, 3, "softmax_jacobian");
+    PyObject *args[3];
+    const char *fname = ap_parse_named(&jacobian_spec, argv, nargs, kwnames,
+                                       args, 2);
     if (!fname)
         return NULL;
     int axis;
@@ -249,11 +250,91 @@ fail:
     return ap_unary_finish(&u, ok);
 }
 
+/* ------------------------------------------------------------------------ */
+/* combine_heads(x, /, *, out, fname): x (..., H, T, dk) -> (..., T, H*dk) */
+/* ------------------------------------------------------------------------ */
+AP_ARGSPEC(combine_spec, "combine_heads", 1, 1, "x", "out", "fname");
+
+static PyObject *core_combine_heads(PyObject *Py_UNUSED(mod),
+                                    PyObject *const *argv, Py_ssize_t nargs,
+                                    PyObject *kwnames)
+{
+    ap_unary u = {0};
+    int ok = 0;
+    PyObject *args[3];
+    const char *fname = ap_parse_named(&combine_spec, argv, nargs, kwnames,
+                                       args, 2);
+    if (!fname)
+        return NULL;
+    if (!(u.raw = as_real_array(args[0], fname, "x")))
+        return NULL;
+    int nd = PyArray_NDIM(u.raw);
+    if (nd < 3) {
+        PyObject *s = shape_of(u.raw);
+        if (s)
+            PyErr_Format(PyExc_ValueError, "%s: x must have at least 3 "
+                         "dimensions (..., H, T, dk), got shape %R", fname, s);
+        Py_XDECREF(s);
+        goto fail;
+    }
+    u.typenum = compute_type_of(PyArray_DESCR(u.raw));
+    if (!(u.x = as_type(u.raw, u.typenum, fname, "x")))
+        goto fail;
+    npy_intp H = PyArray_DIM(u.x, nd - 3), T = PyArray_DIM(u.x, nd - 2),
+             dk = PyArray_DIM(u.x, nd - 1);
+    npy_intp odims[NPY_MAXDIMS];
+    for (int d = 0; d < nd - 3; d++)
+        odims[d] = PyArray_DIM(u.x, d);
+    odims[nd - 3] = T;
+    if (H != 0 && dk > NPY_MAX_INTP / H) {
+        PyErr_Format(PyExc_ValueError, "%s: H*dk overflows", fname);
+        goto fail;
+    }
+    odims[nd - 2] = H * dk;
+    if (ap_unary_dest(&u, args[1], fname, nd - 1, odims, 0) < 0)
+        goto fail;
+    ptrdiff_t sx[NPY_MAXDIMS], so[NPY_MAXDIMS];
+    if (ensure_elem_strides(&u.x, sx) < 0 || elem_strides(u.dst, so) < 0)
+        goto fail;
+    /* batch = (..., H): x steps by its own strides; out by its leading
+     * strides and, along H, by dk columns */
+    int bnd = nd - 2;
+    size_t B = 1;
+    ptrdiff_t bst[2][NPY_MAXDIMS];
+    for (int d = 0; d < bnd; d++) {
+        B *= (size_t)PyArray_DIM(u.x, d);
+        bst[0][d] = sx[d];
+        bst[1][d] = d < bnd - 1 ? so[d] : (ptrdiff_t)dk * so[nd - 2];
+    }
+    if (B > 0 && T > 0 && dk > 0) {
+        if (!(u.offs = alloc_offsets(2, B)))
+            goto fail;
+        fill_offsets(bnd, PyArray_DIMS(u.x), 2, bst, u.offs, B);
+        attn_mat mi = {PyArray_DATA(u.x), u.offs, sx[nd - 2], sx[nd - 1]};
+        attn_mat mo = {PyArray_DATA(u.dst), u.offs + B, so[nd - 3],
+                       so[nd - 2]};
+        attn_status st;
+        AP_RUN_NOGIL(st, attn_copy2d(dtype_of(u.typenum), mo, mi, B,
+                                     (size_t)T, (size_t)dk));
+        if (raise_status(st, fname) < 0)
+            goto fail;
+    }
+    ok = 1;
+fail:
+    return ap_unary_finish(&u, ok);
+}
+
 PyMethodDef ap_elementwise_methods[] = {
-    {"softmax", AP_FASTCALL(core_softmax), METH_FASTCALL,
-     "softmax(x, axis, out, fname)"},
-    {"softmax_backward", AP_FASTCALL(core_softmax_backward), METH_FASTCALL,
-     "softmax_backward(dy, y, axis, out, fname)"},
-    {"softmax_jacobian", AP_FASTCALL(core_softmax_jacobian), METH_FASTCALL,
-     "softmax_jacobian(y, axis, fname)"},
+    {"softmax", AP_FASTCALL(core_softmax), AP_KW,
+     "softmax(x, /, *, axis, out=None, fname='softmax')\n--\n\n"
+     "Softmax along axis (normalised by the caller) in C."},
+    {"softmax_backward", AP_FASTCALL(core_softmax_backward), AP_KW,
+     "softmax_backward(dy, y, /, *, axis, out=None, "
+     "fname='softmax_backward')\n--\n\ny * (dy - sum(dy * y)) in C."},
+    {"softmax_jacobian", AP_FASTCALL(core_softmax_jacobian), AP_KW,
+     "softmax_jacobian(y, /, *, axis, fname='softmax_jacobian')\n--\n\n"
+     "diag(y) - y y^T along axis, in C."},
+    {"combine_heads", AP_FASTCALL(core_combine_heads), AP_KW,
+     "combine_heads(x, /, *, out=None, fname='combine_heads')\n--\n\n"
+     "(..., H, T, dk) -> (..., T, H*dk), a strided copy in C."},
     {NULL, NULL, 0, NULL}};

@@ -496,21 +496,24 @@ fail:
 PyMethodDef ap_layer_methods[] = {
     {"layer_norm", AP_FASTCALL(core_layer_norm), METH_FASTCALL,
      "layer_norm(x, residual, shift, weight, bias, eps, eps_in_sqrt, out, "
-     "want_sum, fname)"},
+     "want_sum, fname, /)\n--\n\nLayer norm (+ residual, shift) in C."},
     {"layer_norm_backward", AP_FASTCALL(core_layer_norm_backward),
      METH_FASTCALL,
      "layer_norm_backward(dy, x, weight, eps, eps_in_sqrt, want_dweight, "
-     "want_dbias, out, fname)"},
+     "want_dbias, out, fname, /)\n--\n\nLayer norm's gradients in C."},
     {"bias_act", AP_FASTCALL(core_bias_act), METH_FASTCALL,
-     "bias_act(x, bias, activation, out, fname)"},
+     "bias_act(x, bias, activation, out, fname, /)\n--\n\n"
+     "act(x + bias) in C."},
     {"bias_act_backward", AP_FASTCALL(core_bias_act_backward), METH_FASTCALL,
-     "bias_act_backward(dy, x, bias, activation, want_dbias, out, fname)"},
+     "bias_act_backward(dy, x, bias, activation, want_dbias, out, fname, /)"
+     "\n--\n\nbias_act's gradients in C."},
     {"rms_norm", AP_FASTCALL(core_rms_norm), METH_FASTCALL,
-     "rms_norm(x, weight, eps, out, fname)"},
+     "rms_norm(x, weight, eps, out, fname, /)\n--\n\nRMS norm in C."},
     {"rms_norm_backward", AP_FASTCALL(core_rms_norm_backward), METH_FASTCALL,
-     "rms_norm_backward(dy, x, weight, eps, want_dweight, out, fname)"},
+     "rms_norm_backward(dy, x, weight, eps, want_dweight, out, fname, /)"
+     "\n--\n\nrms_norm's gradients in C."},
     {"swiglu", AP_FASTCALL(core_swiglu), METH_FASTCALL,
-     "swiglu(gate, up, out, fname)"},
+     "swiglu(gate, up, out, fname, /)\n--\n\nsilu(gate) * up (silu when up is None) in C."},
     {"swiglu_backward", AP_FASTCALL(core_swiglu_backward), METH_FASTCALL,
-     "swiglu_backward(dy, gate, up, fname)"},
+     "swiglu_backward(dy, gate, up, fname, /)\n--\n\nswiglu's gradients in C."},
     {NULL, NULL, 0, NULL}};

@@ -5,10 +5,11 @@
  * Python.h and NumPy: args.c holds the argument plumbing they share (see
  * args.h, which also says how to bind a new function), and each family
  * has its own file with its method table:
- *   attention.c    sdpa (attention, scaled_dot_product_attention, explain)
- *   decode.c       rope, merge (rotary_embedding, merge_attention)
- *   elementwise.c  softmax
- *   heads.c        posenc, combine_heads
+ *   attention.c    sdpa (attention, scaled_dot_product_attention, explain),
+ *                  sdpa_bwd (attention_backward)
+ *   decode.c       merge (merge_attention)
+ *   elementwise.c  softmax, its backward and Jacobian, combine_heads
+ *   positional.c   posenc, rope (positional_encoding, rotary_embedding)
  *   layer.c        layer_norm, bias_act (feed_forward, gelu), backward
  *   runtime.c      threads, instruction set, CPU count, as_real
  * Module init imports NumPy's C-API, adds every family's functions and
@@ -23,13 +24,12 @@ static int core_exec(PyObject *mod)
     if (PyArray_ImportNumPyAPI() < 0)
         return -1;
     PyMethodDef *tables[] = {ap_attention_methods, ap_decode_methods,
-                             ap_elementwise_methods, ap_heads_methods,
-                             ap_layer_methods, ap_runtime_methods};
+                             ap_elementwise_methods, ap_layer_methods,
+                             ap_positional_methods, ap_runtime_methods};
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
         if (PyModule_AddFunctions(mod, tables[i]) < 0)
             return -1;
-    ap_init_threads();
-    return 0;
+    return ap_init_threads();
 }
 
 /* No Py_mod_gil slot: a free-threaded CPython (3.13t) that imports the

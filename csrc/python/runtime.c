@@ -4,6 +4,7 @@
  * Python wrappers' own checks).
  */
 #include "args.h" /* first: Python.h before any system header */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -11,19 +12,27 @@ static atomic_int g_num_threads = 1;
 
 int ap_num_threads(void) { return atomic_load(&g_num_threads); }
 
-/* ATTNPY_NUM_THREADS if set to 1..1024, else the CPUs we may run on */
-void ap_init_threads(void)
+/* ATTNPY_NUM_THREADS if set to 1..1024, else the CPUs we may run on; any
+ * other value is ignored with a RuntimeWarning (a typo there would
+ * otherwise silently give the default). -1: the warning was an error.  */
+int ap_init_threads(void)
 {
     const char *env = getenv("ATTNPY_NUM_THREADS");
-    if (env && *env) {
-        char *end;
-        long n = strtol(env, &end, 10);
-        if (*end == '\0' && n >= 1 && n <= 1024) {
-            atomic_store(&g_num_threads, (int)n);
-            return;
-        }
-    }
     atomic_store(&g_num_threads, attn_available_cpus());
+    if (!env || !*env)
+        return 0;
+    char *end;
+    errno = 0;
+    long n = strtol(env, &end, 10);
+    if (*end == '\0' && errno == 0 && n >= 1 && n <= 1024) {
+        atomic_store(&g_num_threads, (int)n);
+        return 0;
+    }
+    return PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                            "attnpy: ignoring ATTNPY_NUM_THREADS='%s' (it must "
+                            "be an integer from 1 to 1024); using %d threads, "
+                            "the CPUs this process may run on", env,
+                            attn_available_cpus());
 }
 
 /* ------------------------------------------------------------------------ */
@@ -90,14 +99,15 @@ static PyObject *core_available_cpus(PyObject *Py_UNUSED(mod),
     return PyLong_FromLong(attn_available_cpus());
 }
 
+AP_ARGSPEC(as_real_spec, "as_real", 3, 3, "obj", "fname", "arg");
+
 /* as_real(obj, fname, arg): ndarray of real numbers in its own dtype */
-static PyObject *core_as_real(PyObject *Py_UNUSED(mod), PyObject *const *args,
-                              Py_ssize_t nargs)
+static PyObject *core_as_real(PyObject *Py_UNUSED(mod), PyObject *const *argv,
+                              Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "as_real() takes 3 arguments");
+    PyObject *args[3];
+    if (ap_parse_args(&as_real_spec, argv, nargs, kwnames, args) < 0)
         return NULL;
-    }
     const char *fname = PyUnicode_AsUTF8(args[1]);
     const char *arg = fname ? PyUnicode_AsUTF8(args[2]) : NULL;
     if (!arg)
@@ -106,16 +116,19 @@ static PyObject *core_as_real(PyObject *Py_UNUSED(mod), PyObject *const *args,
 }
 
 PyMethodDef ap_runtime_methods[] = {
-    {"as_real", AP_FASTCALL(core_as_real), METH_FASTCALL,
-     "as_real(obj, fname, arg): obj as an ndarray of real numbers, or a "
-     "TypeError naming the function and argument"},
+    {"as_real", AP_FASTCALL(core_as_real), AP_KW,
+     "as_real(obj, fname, arg)\n--\n\nobj as an ndarray of real numbers, "
+     "or a TypeError naming the function and argument"},
     {"set_num_threads", core_set_num_threads, METH_O,
-     "set_num_threads(n) -> previous count"},
+     "set_num_threads(n, /)\n--\n\nSet the thread count; returns the "
+     "previous one."},
     {"get_num_threads", core_get_num_threads, METH_NOARGS,
-     "get_num_threads() -> int"},
-    {"isa", core_isa, METH_NOARGS, "isa() -> name of the kernel path in use"},
+     "get_num_threads()\n--\n\nThe thread count."},
+    {"isa", core_isa, METH_NOARGS,
+     "isa()\n--\n\nThe name of the kernel path in use."},
     {"set_isa", core_set_isa, METH_O,
-     "set_isa(name) -> name; 'auto', 'portable' or a SIMD path"},
+     "set_isa(name, /)\n--\n\nSelect 'auto', 'portable' or a SIMD path; "
+     "returns its name."},
     {"available_cpus", core_available_cpus, METH_NOARGS,
-     "available_cpus() -> CPUs this process may run on"},
+     "available_cpus()\n--\n\nThe CPUs this process may run on."},
     {NULL, NULL, 0, NULL}};

@@ -1,11 +1,9 @@
-"""Decoding: the split-K decode path of attention, rotary_embedding,
-merge_attention, KVCache and the token-by-token example.
+"""Decoding: the split-K decode path of attention, merge_attention,
+KVCache and the token-by-token example (rotary_embedding:
+tests/positional/test_rotary.py).
 
-rotary_embedding is checked against two NumPy implementations written the
-way models write them (complex rotation for GPT-J's interleaved pairs,
-``x * cos + rotate_half(x) * sin`` for GPT-NeoX / Llama), merge_attention
-against attention over all keys, the decode path against the reference
-and bitwise over thread counts.
+merge_attention is checked against attention over all keys, the decode
+path against the reference and bitwise over thread counts.
 """
 import importlib.util
 import os
@@ -16,7 +14,7 @@ import pytest
 import attnpy
 from attnpy import reference as ref
 
-from _arrays import TOLERANCES, all_arrays, layouts, snapshot, strided_empty
+from _arrays import TOLERANCES, layouts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -24,134 +22,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def close(got, want, dtype=None):
     rtol, atol = TOLERANCES[np.dtype(dtype or got.dtype)]
     np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
-
-
-# ---------------------------------------------------------------------------
-# RoPE: NumPy implementations of both conventions, as models write them
-# ---------------------------------------------------------------------------
-
-def _angles(T, E, offset, base):
-    inv_freq = 1.0 / base ** (np.arange(0, E, 2, dtype=np.float64) / E)
-    return np.outer(offset + np.arange(T), inv_freq)          # (T, E/2)
-
-
-def rope_gptj(x, offset=0, base=10000.0):
-    """Interleaved pairs as complex numbers times e^(i theta)."""
-    T, E = x.shape[-2:]
-    z = x[..., 0::2].astype(np.float64) + 1j * x[..., 1::2]
-    z = z * np.exp(1j * _angles(T, E, offset, base))
-    y = np.empty(x.shape, np.float64)
-    y[..., 0::2], y[..., 1::2] = z.real, z.imag
-    return y
-
-
-def rope_neox(x, offset=0, base=10000.0):
-    """Llama / GPT-NeoX: x * cos + rotate_half(x) * sin."""
-    T, E = x.shape[-2:]
-    th = _angles(T, E, offset, base)
-    cos = np.concatenate([np.cos(th)] * 2, axis=-1)
-    sin = np.concatenate([np.sin(th)] * 2, axis=-1)
-    x = x.astype(np.float64)
-    x1, x2 = x[..., :E // 2], x[..., E // 2:]
-    return x * cos + np.concatenate([-x2, x1], axis=-1) * sin
-
-
-@pytest.mark.parametrize("interleaved", [False, True])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_rope_reference_matches_numpy_models(interleaved, dtype):
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((2, 3, 7, 16)).astype(dtype)
-    model = rope_gptj if interleaved else rope_neox
-    for offset, base in ((0, 10000.0), (5, 10000.0), (1000, 500000.0)):
-        want = model(x, offset, base)
-        got = ref.rotary_embedding(x, offset=offset, base=base,
-                                   interleaved=interleaved)
-        assert got.dtype == dtype
-        close(got, want)
-
-
-@pytest.mark.parametrize("interleaved", [False, True])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_rope_matches_reference_and_models(interleaved, dtype):
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((3, 2, 9, 32)).astype(dtype)
-    model = rope_gptj if interleaved else rope_neox
-    for offset in (0, 1, 77):
-        got = attnpy.rotary_embedding(x, offset=offset,
-                                      interleaved=interleaved)
-        assert got.dtype == dtype and got.shape == x.shape
-        close(got, ref.rotary_embedding(x, offset=offset,
-                                        interleaved=interleaved))
-        close(got, model(x, offset))
-
-
-def test_rope_generated_arrays_match_reference():
-    rng = np.random.default_rng(10)
-    shapes = [(3, 4), (2, 3, 6), (2, 1, 3, 8), (0, 4), (3, 0), (2, 0, 2)]
-    for desc, x in all_arrays(rng, shapes=shapes):
-        before = snapshot(x)
-        got = attnpy.rotary_embedding(x, offset=3, interleaved=True)
-        want = ref.rotary_embedding(x, offset=3, interleaved=True)
-        assert got.dtype == want.dtype and got.shape == want.shape, desc
-        close(got, want)
-        assert snapshot(x) == before, desc   # the input is left alone
-        out = strided_empty(x.shape, want.dtype)
-        assert attnpy.rotary_embedding(x, offset=3, interleaved=True,
-                                       out=out) is out
-        close(out, want)
-
-
-def test_rope_positions_offset_and_relative_angle():
-    rng = np.random.default_rng(2)
-    x = rng.standard_normal((4, 10, 8))
-    full = attnpy.rotary_embedding(x)
-    # the tail of a sequence is the sequence started at an offset
-    np.testing.assert_allclose(attnpy.rotary_embedding(x[:, 6:], offset=6),
-                               full[:, 6:], rtol=1e-14, atol=1e-14)
-    # q_m . k_n depends on m - n only
-    q, k = rng.standard_normal((2, 8))
-    rq = attnpy.rotary_embedding(np.tile(q, (30, 1)))
-    rk = attnpy.rotary_embedding(np.tile(k, (30, 1)))
-    d1, d2 = rq[12] @ rk[9], rq[25] @ rk[22]
-    assert abs(d1 - d2) < 1e-12 and abs(d1 - q @ k) > 1e-3
-    # a rotation keeps the norm of every pair
-    np.testing.assert_allclose(np.linalg.norm(full, axis=-1),
-                               np.linalg.norm(x, axis=-1), rtol=1e-13)
-
-
-def test_rope_in_place_out_and_layouts():
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal((2, 5, 12)).astype(np.float32)
-    want = attnpy.rotary_embedding(x)
-    # a transposed (non-contiguous) view, rotated in place
-    buf = np.ascontiguousarray(np.swapaxes(x, -1, -2))
-    view = np.swapaxes(buf, -1, -2)
-    assert attnpy.rotary_embedding(view, out=view) is view
-    assert view.tobytes() == want.tobytes()
-    out = np.empty_like(x)
-    assert attnpy.rotary_embedding(x, out=out) is out
-    assert out.tobytes() == want.tobytes()
-    # other dtypes convert: float16 -> float32, int -> float64
-    assert attnpy.rotary_embedding(x.astype(np.float16)).dtype == np.float32
-    xi = np.arange(24).reshape(2, 12)
-    close(attnpy.rotary_embedding(xi), ref.rotary_embedding(xi))
-
-
-def test_rope_errors():
-    with pytest.raises(ValueError, match=r"rotary_embedding.*odd.*\(2, 5\)"):
-        attnpy.rotary_embedding(np.zeros((2, 5)))
-    with pytest.raises(ValueError, match="rotary_embedding"):
-        ref.rotary_embedding(np.zeros((2, 5)))
-    with pytest.raises(ValueError, match="rotary_embedding: x"):
-        attnpy.rotary_embedding(np.zeros(4))
-    with pytest.raises(TypeError, match="rotary_embedding: x"):
-        attnpy.rotary_embedding(np.zeros((2, 4), np.complex128))
-    with pytest.raises(ValueError, match="rotary_embedding: offset"):
-        attnpy.rotary_embedding(np.zeros((2, 4)), offset=-1)
-    with pytest.raises(ValueError, match="rotary_embedding: base"):
-        attnpy.rotary_embedding(np.zeros((2, 4)), base=0)
-    with pytest.raises(ValueError, match=r"rotary_embedding: out .*\(2, 6\)"):
-        attnpy.rotary_embedding(np.zeros((2, 4)), out=np.zeros((2, 6)))
 
 
 # ---------------------------------------------------------------------------

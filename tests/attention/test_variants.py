@@ -121,8 +121,8 @@ def test_pos_shift_vs_reference(case, shift):
                                 "fully_masked")]
     var = [kw.get(k) for k in ("enable_gqa", "window", "alibi_slopes",
                                "softcap")]
-    out, lse = _variants.sdpa(Q, K, V, *args, None, None, 3, "attention",
-                              *var, shift)
+    out, lse = _variants.sdpa(Q, K, V, *args, None, None, "attention",
+                              *var, shift, return_lse=True)
     r_out, r_lse = ref.attention(Q, K, V, return_lse=True, _pos_shift=shift,
                                  **kw)
     close(out, r_out, out.dtype)
@@ -293,9 +293,10 @@ def test_pos_shift_is_a_block_of_the_whole(causal):
                                   alibi_slopes=slopes, **var)
     a, b, c, d = 20, 28, 10, 34          # rows 20..27 see keys 14..29
     shift = (a - c) - ((d - c) - (b - a) if causal == "bottom_right" else 0)
-    part, plse = _core.sdpa(Q[:, a:b], K[:, c:d], V[:, c:d], None, None,
-                            causal, None, "zero", None, None, 3, "attention",
-                            var["window"], slopes, var["softcap"], shift)
+    part, plse = _core.sdpa(Q[:, a:b], K[:, c:d], V[:, c:d], causal=causal,
+                            window=var["window"], alibi_slopes=slopes,
+                            softcap=var["softcap"], pos_shift=shift,
+                            return_lse=True)
     np.testing.assert_allclose(part, whole[:, a:b], rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(plse, lse[:, a:b], rtol=1e-12, atol=1e-13)
     r = ref.attention(Q[:, a:b], K[:, c:d], V[:, c:d], causal=causal,

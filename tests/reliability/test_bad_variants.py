@@ -102,15 +102,15 @@ def test_wide_windows_and_large_sides_are_unbounded():
 
 
 def test_private_pos_shift():
-    args = (Q, Q, Q, None, None, True, None, "zero", None, None, 0,
-            "attention", None, None, None)
+    kw = dict(causal=True, fname="attention")
     for bad, exc in ((1.0, TypeError), (True, TypeError), ("1", TypeError),
                      (2 ** 62, ValueError), (-(2 ** 62), ValueError),
                      (2 ** 80, ValueError)):
         with pytest.raises(exc, match="^attention: pos_shift"):
-            _core.sdpa(*args, bad)
-    with pytest.raises(TypeError, match="takes 11, 12 or 16 arguments"):
-        _core.sdpa(*args)
+            _core.sdpa(Q, Q, Q, pos_shift=bad, **kw)
+    with pytest.raises(TypeError, match="sdpa.. got an unexpected keyword "
+                                        "argument 'want'"):
+        _core.sdpa(Q, Q, Q, want=0, **kw)
     big = 2 ** 60                      # allowed: every query far after keys
-    out = _core.sdpa(*args[:-3], (0, None), None, None, big)
+    out = _core.sdpa(Q, Q, Q, window=(0, None), pos_shift=big, **kw)
     np.testing.assert_array_equal(out, np.zeros_like(out))

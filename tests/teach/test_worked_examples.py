@@ -19,9 +19,9 @@ EXACT = dict(rtol=1e-12, atol=1e-12)
 
 def raw_scores(Q, K, V):
     """Q @ K^T as attnpy's core computes it (unscaled, unmasked): the
-    third result of the private entry point _core.sdpa(..., want=2)."""
-    out, weights, scores = _core.sdpa(Q, K, V, None, None, False, None,
-                                      "zero", None, None, 2)
+    third result of the private entry point
+    _core.sdpa(..., return_scores=True)."""
+    out, weights, scores = _core.sdpa(Q, K, V, return_scores=True)
     return scores
 
 

@@ -1,31 +1,37 @@
 /*
- * python/heads.c -- bindings of heads and positions: the sinusoidal
- * positional encoding and combine_heads (a batched strided copy).
+ * python/positional.c -- bindings of the positional family: the
+ * sinusoidal encoding (posenc) and the rotary embedding (rope).
  */
 #include "args.h"
 
 /* ------------------------------------------------------------------------ */
-/* posenc(x, offset, base, accumulate, fname): x (..., T, D) float32/64,     */
+/* posenc(x, /, *, offset, base, accumulate, fname, argname): x (..., T, */
+/* D) float32/64,                                                           */
 /* written in place (x = PE, or x += PE). Returns x.                         */
 /* ------------------------------------------------------------------------ */
-static PyObject *core_posenc(PyObject *Py_UNUSED(mod), PyObject *const *args,
-                             Py_ssize_t nargs)
+AP_ARGSPEC(posenc_spec, "posenc", 1, 4, "x", "offset", "base", "accumulate",
+           "fname", "argname");
+
+static PyObject *core_posenc(PyObject *Py_UNUSED(mod), PyObject *const *argv,
+                             Py_ssize_t nargs, PyObject *kwnames)
 {
     PyArrayObject *w = NULL;
     ptrdiff_t *offs = NULL;
     PyObject *result = NULL;
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "posenc() takes 6 arguments");
-        return NULL;
-    }
-    const char *fname = PyUnicode_AsUTF8(args[4]);
-    const char *argname = fname ? PyUnicode_AsUTF8(args[5]) : NULL;
+    PyObject *args[6];
+    const char *fname = ap_parse_named(&posenc_spec, argv, nargs, kwnames,
+                                       args, 4);
+    const char *argname = !fname               ? NULL
+                          : args[5] == Py_None ? "x"
+                                               : PyUnicode_AsUTF8(args[5]);
     if (!argname)
         return NULL;
     double offset = PyFloat_AsDouble(args[1]);
     double base = PyFloat_AsDouble(args[2]);
     int accumulate = PyObject_IsTrue(args[3]);
     if (PyErr_Occurred() || accumulate < 0)
+        return NULL;
+    if (reject_masked(args[0], fname, argname) < 0)
         return NULL;
     if (!PyArray_Check(args[0])) {
         PyErr_Format(PyExc_TypeError, "%s: %s must be a NumPy array, got %s",
@@ -104,71 +110,64 @@ fail:
 }
 
 /* ------------------------------------------------------------------------ */
-/* combine_heads(x, out, fname): x (..., H, T, dk) -> out (..., T, H*dk)     */
+/* rope(x, /, *, offset, base, interleaved, out, fname): x (..., T, E),    */
+/* E even                                                                   */
 /* ------------------------------------------------------------------------ */
-static PyObject *core_combine_heads(PyObject *Py_UNUSED(mod),
-                                    PyObject *const *args, Py_ssize_t nargs)
+AP_ARGSPEC(rope_spec, "rope", 1, 4, "x", "offset", "base", "interleaved",
+           "out", "fname");
+
+static PyObject *core_rope(PyObject *Py_UNUSED(mod), PyObject *const *argv,
+                           Py_ssize_t nargs, PyObject *kwnames)
 {
     ap_unary u = {0};
     int ok = 0;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "combine_heads() takes 3 arguments");
-        return NULL;
-    }
-    const char *fname = PyUnicode_AsUTF8(args[2]);
+    PyObject *args[6];
+    const char *fname = ap_parse_named(&rope_spec, argv, nargs, kwnames,
+                                       args, 5);
     if (!fname)
         return NULL;
-    if (!(u.raw = as_real_array(args[0], fname, "x")))
+    double offset = PyFloat_AsDouble(args[1]);
+    double base = PyFloat_AsDouble(args[2]);
+    int interleaved = PyObject_IsTrue(args[3]);
+    if (PyErr_Occurred() || interleaved < 0)
         return NULL;
+    if (!(u.raw = as_real_array(args[0], fname, "x")))
+        goto fail;
     int nd = PyArray_NDIM(u.raw);
-    if (nd < 3) {
+    if (nd < 2 || PyArray_DIM(u.raw, nd - 1) % 2) {
         PyObject *s = shape_of(u.raw);
-        if (s)
-            PyErr_Format(PyExc_ValueError, "%s: x must have at least 3 "
-                         "dimensions (..., H, T, dk), got shape %R", fname, s);
+        if (s && nd < 2)
+            PyErr_Format(PyExc_ValueError, "%s: x must have at least 2 "
+                         "dimensions (..., T, E), got shape %R", fname, s);
+        else if (s)
+            PyErr_Format(PyExc_ValueError, "%s: x has %zd features (an odd "
+                         "number); RoPE turns pairs (x.shape=%R)", fname,
+                         (Py_ssize_t)PyArray_DIM(u.raw, nd - 1), s);
         Py_XDECREF(s);
         goto fail;
     }
     u.typenum = compute_type_of(PyArray_DESCR(u.raw));
-    if (!(u.x = as_type(u.raw, u.typenum, fname, "x")))
+    if (!(u.x = as_type(u.raw, u.typenum, fname, "x")) ||
+        ap_unary_dest(&u, args[4], fname, nd, PyArray_DIMS(u.x), 1) < 0)
         goto fail;
-    npy_intp H = PyArray_DIM(u.x, nd - 3), T = PyArray_DIM(u.x, nd - 2),
-             dk = PyArray_DIM(u.x, nd - 1);
-    npy_intp odims[NPY_MAXDIMS];
-    for (int d = 0; d < nd - 3; d++)
-        odims[d] = PyArray_DIM(u.x, d);
-    odims[nd - 3] = T;
-    if (H != 0 && dk > NPY_MAX_INTP / H) {
-        PyErr_Format(PyExc_ValueError, "%s: H*dk overflows", fname);
+    ptrdiff_t st[2][NPY_MAXDIMS];
+    if (ensure_elem_strides(&u.x, st[0]) < 0 || elem_strides(u.dst, st[1]) < 0)
         goto fail;
-    }
-    odims[nd - 2] = H * dk;
-    if (ap_unary_dest(&u, args[1], fname, nd - 1, odims, 0) < 0)
-        goto fail;
-    ptrdiff_t sx[NPY_MAXDIMS], so[NPY_MAXDIMS];
-    if (ensure_elem_strides(&u.x, sx) < 0 || elem_strides(u.dst, so) < 0)
-        goto fail;
-    /* batch = (..., H): x steps by its own strides; out by its leading
-     * strides and, along H, by dk columns */
-    int bnd = nd - 2;
     size_t B = 1;
-    ptrdiff_t bst[2][NPY_MAXDIMS];
-    for (int d = 0; d < bnd; d++) {
+    for (int d = 0; d < nd - 2; d++)
         B *= (size_t)PyArray_DIM(u.x, d);
-        bst[0][d] = sx[d];
-        bst[1][d] = d < bnd - 1 ? so[d] : (ptrdiff_t)dk * so[nd - 2];
-    }
-    if (B > 0 && T > 0 && dk > 0) {
+    const size_t T = (size_t)PyArray_DIM(u.x, nd - 2);
+    const size_t E = (size_t)PyArray_DIM(u.x, nd - 1);
+    if (B > 0 && T > 0 && E > 0) {
         if (!(u.offs = alloc_offsets(2, B)))
             goto fail;
-        fill_offsets(bnd, PyArray_DIMS(u.x), 2, bst, u.offs, B);
-        attn_mat mi = {PyArray_DATA(u.x), u.offs, sx[nd - 2], sx[nd - 1]};
-        attn_mat mo = {PyArray_DATA(u.dst), u.offs + B, so[nd - 3],
-                       so[nd - 2]};
-        attn_status st;
-        AP_RUN_NOGIL(st, attn_copy2d(dtype_of(u.typenum), mo, mi, B,
-                                     (size_t)T, (size_t)dk));
-        if (raise_status(st, fname) < 0)
+        fill_offsets(nd - 2, PyArray_DIMS(u.x), 2, st, u.offs, B);
+        attn_mat mi = mat_of(u.x, u.offs, st[0], nd);
+        attn_mat mo = mat_of(u.dst, u.offs + B, st[1], nd);
+        attn_status s;
+        AP_RUN_NOGIL(s, attn_rope(dtype_of(u.typenum), mo, mi, B, T, E,
+                                  offset, base, interleaved));
+        if (raise_status(s, fname) < 0)
             goto fail;
     }
     ok = 1;
@@ -176,10 +175,11 @@ fail:
     return ap_unary_finish(&u, ok);
 }
 
-PyMethodDef ap_heads_methods[] = {
-    {"posenc", AP_FASTCALL(core_posenc), METH_FASTCALL,
-     "posenc(x, offset, base, accumulate, fname, argname): x = PE or "
-     "x += PE"},
-    {"combine_heads", AP_FASTCALL(core_combine_heads),
-     METH_FASTCALL, "combine_heads(x, out, fname)"},
+PyMethodDef ap_positional_methods[] = {
+    {"posenc", AP_FASTCALL(core_posenc), AP_KW,
+     "posenc(x, /, *, offset, base, accumulate, fname='posenc', "
+     "argname='x')\n--\n\nx = PE or x += PE (sinusoidal), in place, in C."},
+    {"rope", AP_FASTCALL(core_rope), AP_KW,
+     "rope(x, /, *, offset, base, interleaved, out=None, "
+     "fname='rope')\n--\n\nRotary position embedding in C."},
     {NULL, NULL, 0, NULL}};

@@ -1,0 +1,159 @@
+"""One registry of attnpy's public functions, for the generic tests.
+
+Each entry: the public name, its family, its NumPy twin in
+attnpy.reference (None when it has none), and an argument generator
+``gen(rng, dtype) -> (args, kwargs)`` whose array arguments are plain
+contiguous ndarrays (the generic tests lay them out in every way
+tests/_arrays.py knows). ``out`` says whether the function takes ``out=``
+(of the first result's shape and dtype) and ``writes`` names an argument
+the function modifies in place (everything else must come back unchanged).
+
+tests/reliability/test_registry.py runs every entry against its twin in
+every memory layout, with bad types, with out= and checks its inputs stay
+unchanged; it also checks that every public function is registered here
+and has a spec in the fuzzer (tests/fuzz_calls.py).
+"""
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+import attnpy
+import attnpy.reference as ref
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    family: str
+    twin: Optional[Callable[..., Any]]
+    gen: Optional[Callable[..., Any]]
+    out: bool = False
+    writes: Optional[int] = None    # position of an argument written to
+
+    @property
+    def func(self):
+        return getattr(attnpy, self.name)
+
+
+def _n(rng, *shape, dtype=np.float64):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def _attn(rng, dt):
+    Q, K, V = _n(rng, 2, 5, 4, dtype=dt), _n(rng, 2, 7, 4, dtype=dt), \
+        _n(rng, 2, 7, 3, dtype=dt)
+    mask = rng.random((5, 7)) < 0.8
+    return (Q, K, V), dict(mask=mask, bias=_n(rng, 5, 7, dtype=dt),
+                           causal="bottom_right")
+
+
+def _backward(rng, dt):
+    (Q, K, V), kw = _attn(rng, dt)
+    out, lse = attnpy.attention(Q, K, V, return_lse=True, **kw)
+    return (np.ones_like(out), Q, K, V, out, lse), kw
+
+
+def _softmax_grad(rng, dt):
+    y = attnpy.softmax(_n(rng, 3, 6, dtype=dt))
+    return (_n(rng, 3, 6, dtype=dt), y), {}
+
+
+def _ffn(rng, dt):
+    return (_n(rng, 2, 3, 4, dtype=dt), _n(rng, 4, 6, dtype=dt),
+            _n(rng, 6, dtype=dt), _n(rng, 6, 4, dtype=dt),
+            _n(rng, 4, dtype=dt)), dict(activation="gelu")
+
+
+def _ffn_bwd(rng, dt):
+    args, kw = _ffn(rng, dt)
+    return (_n(rng, 2, 3, 4, dtype=dt),) + args, kw
+
+
+def _merge(rng, dt):
+    Q, K, V = _n(rng, 2, 3, 4, dtype=dt), _n(rng, 2, 8, 4, dtype=dt), \
+        _n(rng, 2, 8, 5, dtype=dt)
+    parts = [attnpy.attention(Q, K[:, a:b], V[:, a:b], return_lse=True)
+             for a, b in ((0, 3), (3, 8))]
+    return ([p[0] for p in parts], [p[1] for p in parts]), {}
+
+
+REGISTRY = [
+    Entry("attention", "attention", ref.attention, _attn, out=True),
+    Entry("scaled_dot_product_attention", "attention",
+          ref.scaled_dot_product_attention, _attn, out=True),
+    Entry("attention_backward", "attention", ref.attention_backward,
+          _backward),
+    Entry("merge_attention", "attention", ref.merge_attention, _merge),
+    Entry("create_causal_mask", "attention", ref.create_causal_mask,
+          lambda rng, dt: ((5,), {})),
+    Entry("causal_mask", "attention", ref.causal_mask,
+          lambda rng, dt: ((3, 5), dict(align="bottom_right"))),
+    Entry("padding_mask", "attention", ref.padding_mask,
+          lambda rng, dt: ((np.array([2, 5, 0]), 5), {})),
+    Entry("softmax", "elementwise", ref.softmax,
+          lambda rng, dt: ((_n(rng, 3, 6, dtype=dt),), dict(axis=0)),
+          out=True),
+    Entry("softmax_backward", "elementwise", ref.softmax_backward,
+          _softmax_grad, out=True),
+    Entry("softmax_jacobian", "elementwise", ref.softmax_jacobian,
+          lambda rng, dt: ((attnpy.softmax(_n(rng, 2, 5, dtype=dt)),), {})),
+    Entry("split_heads", "elementwise", ref.split_heads,
+          lambda rng, dt: ((_n(rng, 2, 3, 8, dtype=dt), 4), {})),
+    Entry("combine_heads", "elementwise", ref.combine_heads,
+          lambda rng, dt: ((_n(rng, 2, 4, 3, 2, dtype=dt),), {}), out=True),
+    Entry("positional_encoding", "positional", ref.positional_encoding,
+          lambda rng, dt: ((7, 6), dict(dtype=dt, base=500.0)), out=True),
+    Entry("add_positional_encoding", "positional",
+          ref.add_positional_encoding,
+          lambda rng, dt: ((_n(rng, 2, 5, 6, dtype=dt),), dict(offset=3)),
+          writes=0),
+    Entry("rotary_embedding", "positional", ref.rotary_embedding,
+          lambda rng, dt: ((_n(rng, 2, 5, 6, dtype=dt),),
+                           dict(offset=2, interleaved=True)), out=True),
+    Entry("layer_norm", "layer", ref.layer_norm,
+          lambda rng, dt: ((_n(rng, 3, 8, dtype=dt),),
+                           dict(weight=_n(rng, 8, dtype=dt),
+                                bias=_n(rng, 8, dtype=dt))), out=True),
+    Entry("layer_norm_backward", "layer", ref.layer_norm_backward,
+          lambda rng, dt: ((_n(rng, 3, 8, dtype=dt), _n(rng, 3, 8, dtype=dt)),
+                           dict(weight=_n(rng, 8, dtype=dt)))),
+    Entry("gelu", "layer", ref.gelu,
+          lambda rng, dt: ((_n(rng, 3, 8, dtype=dt),),
+                           dict(approximate="tanh")), out=True),
+    Entry("gelu_backward", "layer", ref.gelu_backward,
+          lambda rng, dt: ((_n(rng, 3, 8, dtype=dt), _n(rng, 3, 8, dtype=dt)),
+                           {}), out=True),
+    Entry("feed_forward", "layer", ref.feed_forward, _ffn),
+    Entry("feed_forward_backward", "layer", ref.feed_forward_backward,
+          _ffn_bwd),
+    Entry("rms_norm", "layer", ref.rms_norm,
+          lambda rng, dt: ((_n(rng, 3, 8, dtype=dt),),
+                           dict(eps=1e-5, weight=_n(rng, 8, dtype=dt))),
+          out=True),
+    Entry("rms_norm_backward", "layer", ref.rms_norm_backward,
+          lambda rng, dt: ((_n(rng, 3, 8, dtype=dt), _n(rng, 3, 8, dtype=dt)),
+                           dict(weight=_n(rng, 8, dtype=dt)))),
+    Entry("silu", "layer", ref.silu,
+          lambda rng, dt: ((_n(rng, 3, 8, dtype=dt),), {}), out=True),
+    Entry("swiglu", "layer", ref.swiglu,
+          lambda rng, dt: ((_n(rng, 3, 8, dtype=dt), _n(rng, 3, 8, dtype=dt)),
+                           {}), out=True),
+    Entry("swiglu_backward", "layer", ref.swiglu_backward,
+          lambda rng, dt: ((_n(rng, 3, 8, dtype=dt), _n(rng, 3, 8, dtype=dt),
+                            _n(rng, 3, 8, dtype=dt)), {})),
+    Entry("set_num_threads", "runtime", None, None),
+    Entry("get_num_threads", "runtime", None, None),
+]
+
+#: public names that are classes or teaching tools, tested in their folders
+NOT_FUNCTIONS = {"MultiHeadAttention", "TransformerEncoderLayer", "KVCache",
+                 "explain", "AttentionTrace", "show", "reference",
+                 "__version__"}
+
+BY_NAME = {e.name: e for e in REGISTRY}
+
+
+def first(result):
+    """The first array of a result (an array, or a tuple of them)."""
+    return result[0] if isinstance(result, tuple) else result
