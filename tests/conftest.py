@@ -7,6 +7,21 @@ import sys
 
 import pytest
 
+# The C test programs (tests/c) are built with gcc/clang and pthreads for a
+# POSIX host: elsewhere they are not collected. Windows builds and runs the
+# same programs with mingw-w64 under wine: tools/cross_windows.sh, a step of
+# .ci/run.
+collect_ignore = [] if os.name == "posix" else ["c"]
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--full", action="store_true", default=False,
+        help="full counts: 100,000 calls per leak check instead of 20,000, "
+             "60 random problems per C test program instead of their "
+             "default 6-8 (a step of .ci/run; docs/guide/testing.md)")
+
+
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
 for _p in (TESTS, ROOT):          # ROOT ends up first

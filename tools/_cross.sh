@@ -7,12 +7,12 @@
 #   Compiles every csrc/core/*/*.c file to OUT/obj/*.o (-c -o) with
 #   -Werror; fails if any compiler output at all (a warning) appears.
 # run_c_tests OUT RUNNER...
-#   Builds tools/c_smoke.c and every tests/c program (tools/_c_programs.sh,
+#   Builds tools/c_smoke.c and every tests/c program (tools/c_tests.sh,
 #   with $CC and $CROSS_FLAGS) and runs each with RUNNER (wine, qemu) and
 #   the program's short default arguments; fails on any failure.
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-. "$ROOT/tools/_c_programs.sh"
+. "$ROOT/tools/c_tests.sh"
 
 need_tools() {
     local pkgs=() cmds=() seen=0 a missing=0
@@ -40,7 +40,7 @@ compile_core_clean() {
     local c fail=0 log=$out/compile.log
     _CC=("$cc" "$@" -Werror -I"$ROOT/csrc/core")
     _OBJ=$out/obj
-    # one compiler per CPU at a time (tools/_c_programs.sh)
+    # one compiler per CPU at a time (tools/c_tests.sh)
     each_parallel "$out/clog" _compile_one "$ROOT"/csrc/core/*/*.c
     cat "$out"/clog/*.out >"$log"
     for c in "$ROOT"/csrc/core/*/*.c; do
@@ -68,15 +68,11 @@ run_c_tests() {
         || return 1
     [ ${#progs[@]} -ge 2 ] || { echo "run_c_tests: nothing built" >&2; return 1; }
     # a program that failed to build ends the list early (the build runs in
-    # a process substitution, whose status is lost): every tests/c program
-    # with a main() must be there, or the run fails
-    local want=1 f
-    for f in "$ROOT"/tests/c/*.c; do
-        case $(basename "$f") in bench_*) continue ;; esac
-        grep -Eq '^[[:space:]]*int[[:space:]]+main[[:space:]]*\(' "$f" \
-            && want=$((want + 1))
-    done
-    if [ ${#progs[@]} -ne $want ]; then
+    # a process substitution, whose status is lost): every program must be
+    # there, or the run fails
+    local want
+    want=$(c_program_sources "$ROOT" | wc -l)
+    if [ ${#progs[@]} -ne "$want" ]; then
         echo "run_c_tests: ${#progs[@]} of $want programs built" >&2
         fail=1
     fi
@@ -95,7 +91,7 @@ run_c_tests() {
         local log=$out/runs/$(basename "$p").out
         [ "$(cat "$out/runs/$(basename "$p").rc")" = 0 ] || fail=1
         grep -E 'FAIL|passed|OK|not tested|skipped|isa ' "$log" | grep -v '^  ' || true
-        if ! tail -1 "$log" | grep -Eq '(^| )0 failed|: OK'; then
+        if ! c_output_ok "$log"; then
             fail=1
             tail -30 "$log" >&2
         fi

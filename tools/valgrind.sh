@@ -2,7 +2,7 @@
 # tools/valgrind.sh -- the attnpy C core's test programs under valgrind.
 #
 # Builds tools/c_smoke.c and the kernel's tests/c programs (see
-# tools/_c_programs.sh) with -O1 -g into a temporary directory and runs each
+# tools/c_tests.sh) with -O1 -g into a temporary directory and runs each
 # under valgrind memcheck:
 #
 #   valgrind --error-exitcode=99 --leak-check=full
@@ -28,7 +28,7 @@
 # valgrind). Python is not involved.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-. "$ROOT/tools/_c_programs.sh"
+. "$ROOT/tools/c_tests.sh"
 
 if ! command -v valgrind >/dev/null; then
     echo "valgrind.sh: valgrind is not installed (apt-get install valgrind)" >&2
