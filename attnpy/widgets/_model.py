@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from ..teach import explain
-from .._softmax_grad import softmax_jacobian
+from .._elementwise import softmax_jacobian
 
 TOKENS = ("the", "cat", "sat", "on", "mat", "quietly")
 
