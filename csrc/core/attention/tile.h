@@ -336,9 +336,9 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
     const size_t nqv = (nq + W - 1) / W;
     const T *qt = (const T *)(sb + pl->off_qt);
     T *st = (T *)(sb + pl->off_st);
-    const T *rmuse = (const T *)(sb + pl->off_row) + 3 * BQP;
-    const T *rinv = rmuse + BQP;
-    const T *rfmv = rinv + BQP;
+    const T *rmuse = (const T *)(sb + pl->off_row) + ROW_MUSE * BQP;
+    const T *rinv = (const T *)(sb + pl->off_row) + ROW_INV * BQP;
+    const T *rfmv = (const T *)(sb + pl->off_row) + ROW_FMV * BQP;
     T *kp = (T *)(sb + pl->off_kp);
     const unsigned char *isfm = (const unsigned char *)(sb + pl->off_fm);
     const T *k_b = (const T *)p->k.data + BOFF_(p->k, b);
@@ -418,30 +418,21 @@ TI void SFX(pack_qt)(const attn_plan *pl, const T *q_b, size_t i0, size_t nq,
 }
 
 /* the output row of a query that saw no key, by policy (not "raise"):
- * uniform = the mean of the value rows (computed once per item in vmean),
- * nan, or zero; returns the weight the weights pass writes for the row   */
-TI T SFX(masked_row)(const attn_problem *p, const T *v_b, T *vmean,
+ * uniform = the mean of the value rows (attn__uniform_row: the one
+ * function every path uses), nan, or zero; returns the weight the weights
+ * pass writes for the row                                                 */
+TI T SFX(masked_row)(const attn_problem *p, size_t b, double *vmean,
                      int *have_mean, T *out_r)
 {
-    const size_t S = p->S, Ev = p->Ev;
+    const size_t Ev = p->Ev;
     const ptrdiff_t os1 = p->out.s1;
     if (p->fully_masked == ATTN_FM_UNIFORM) {
-        if (!*have_mean) {
-            for (size_t c = 0; c < Ev; c++)
-                vmean[c] = 0;
-            for (size_t j = 0; j < S; j++) {
-                const T *v_j = v_b + (ptrdiff_t)j * p->v.s0;
-                for (size_t c = 0; c < Ev; c++)
-                    vmean[c] += v_j[(ptrdiff_t)c * p->v.s1];
-            }
-            if (S)
-                for (size_t c = 0; c < Ev; c++)
-                    vmean[c] /= (T)S;
-            *have_mean = 1;
-        }
+        if (!*have_mean)
+            attn__uniform_mean(p, b, vmean);
+        *have_mean = 1;
         for (size_t c = 0; c < Ev; c++)
-            out_r[(ptrdiff_t)c * os1] = vmean[c];
-        return S ? (T)1 / (T)S : (T)0;
+            out_r[(ptrdiff_t)c * os1] = (T)vmean[c];
+        return p->S ? (T)1 / (T)p->S : (T)0;
     }
     const T fill = p->fully_masked == ATTN_FM_NAN ? (T)NAN : (T)0;
     for (size_t c = 0; c < Ev; c++)
@@ -450,56 +441,44 @@ TI T SFX(masked_row)(const attn_problem *p, const T *v_b, T *vmean,
 }
 
 /* ---------------------------------------------------------------------- */
-/* one work item: rows i0 = qb*BQ .. of batch item b                       */
+/* key chunks: every row reduces its keys as chunks of pl->CK keys at      */
+/* multiples of CK (from a fresh state, over the fixed BK blocks), folded  */
+/* in chunk order by chunk_fold. A work item may fold all of its chunks    */
+/* itself or leave each chunk's state to a partial buffer that            */
+/* merge_item folds later: the operations on a row are the same either way, */
+/* so a row's bits never depend on the call around it.                     */
 /* ---------------------------------------------------------------------- */
-TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
-                         size_t qb, size_t *bad_row)
+
+/* chunk state (m, l, oc) of rows i0 .. i0+nq-1 over the keys of chunk c
+ * in [jlo, jend); the Q^T tile qt is packed                               */
+TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
+                        size_t nq, size_t c, size_t jlo, size_t jend,
+                        const unsigned char *mcls)
 {
     const attn_problem *p = pl->p;
-    const size_t L = p->L, E = p->E, Ev = p->Ev;
     const size_t BQP = pl->BQP, BK = pl->BK, EvP = pl->EvP;
-    const size_t i0 = qb * pl->BQ;
-    const size_t nq = MINZ_(pl->BQ, L - i0);
-    const size_t nqv = (nq + W - 1) / W;
-    const size_t nev = EvP / W;
-    char *sb = (char *)scratch;
-    T *qt = (T *)(sb + pl->off_qt);
+    const size_t nqv = (nq + W - 1) / W, nev = EvP / W;
+    const T *qt = (const T *)(sb + pl->off_qt);
     T *st = (T *)(sb + pl->off_st);
-    T *o = (T *)(sb + pl->off_o);
-    T *rm = (T *)(sb + pl->off_row);
+    T *oc = (T *)(sb + pl->off_oc);
+    T *rm = (T *)(sb + pl->off_row) + ROW_M * BQP;
     T *rl = rm + BQP, *ralpha = rl + BQP, *rmuse = ralpha + BQP;
-    T *rinv = rmuse + BQP, *rfmv = rinv + BQP;
     T *kp = (T *)(sb + pl->off_kp);
     T *vp = (T *)(sb + pl->off_vp);
-    T *vmean = (T *)(sb + pl->off_vmean);
-    unsigned char *isfm = (unsigned char *)(sb + pl->off_fm);
-    const T scale = (T)p->scale;
-    const T ninf = (T)-INFINITY;
-    const T *q_b = (const T *)p->q.data + BOFF_(p->q, b);
     const T *k_b = (const T *)p->k.data + BOFF_(p->k, b);
     const T *v_b = (const T *)p->v.data + BOFF_(p->v, b);
     const uint8_t *mask_b = p->mask.data
         ? (const uint8_t *)p->mask.data + BOFF_(p->mask, b) : NULL;
-
-    /* 0. pack Q^T (E x BQP, zero padded), reset the running state */
-    SFX(pack_qt)(pl, q_b, i0, nq, nqv, qt);
     for (size_t r = 0; r < nqv * W; r++) {
-        rm[r] = ninf;
+        rm[r] = (T)-INFINITY;
         rl[r] = 0;
     }
     for (size_t x = 0; x < nq * EvP; x++)
-        o[x] = 0;
-
-    /* keys the item can see at all (causal, window): jlo <= j < jend; the
-     * key blocks outside are never touched */
-    size_t jlo, jend;
-    attn__key_range(pl, i0, nq, &jlo, &jend);
-
-    /* 1-4. forward pass over key blocks */
-    const unsigned char *mcls = mask_b && jend > jlo
-        ? SFX(mask_classes)(pl, sb, mask_b, i0, nq) : NULL;
-    for (size_t j0 = jlo / BK * BK; j0 < jend; j0 += BK) {
-        const size_t nk = MINZ_(BK, jend - j0);
+        oc[x] = 0;
+    const size_t c0 = c * pl->CK;
+    const size_t cend = MINZ_(c0 + pl->CK, jend);
+    for (size_t j0 = (c0 > jlo ? c0 : jlo) / BK * BK; j0 < cend; j0 += BK) {
+        const size_t nk = MINZ_(BK, cend - j0);
         int cdiag;
         const int cls = SFX(classify)(pl, mcls, i0, nq, j0, nk, &cdiag);
         if (cls == BLK_ALL)
@@ -507,19 +486,81 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
         ptrdiff_t ks, vs;
         const T *kblk = SFX(k_block)(pl, k_b, j0, nk, kp, &ks);
         const T *vblk = SFX(v_block)(pl, v_b, j0, nk, vp, &vs);
-        SFX(qk_block)(st, BQP, qt, BQP, nqv, kblk, ks, E, nk, scale, 1);
+        SFX(qk_block)(st, BQP, qt, BQP, nqv, kblk, ks, p->E, nk,
+                      (T)p->scale, 1);
         if (p->bias.data || cls == BLK_MIXED || cdiag || pl->fx)
             SFX(apply_masks)(pl, st, BQP, b, i0, nq, nqv, j0, nk, mask_b, cls,
                              cdiag, NULL);
         SFX(softmax_block)(st, BQP, nk, nqv, rm, rl, ralpha, rmuse);
         if (SFX(v_block_finite)(pl, v_b, b, j0))
-            SFX(pv_block)(o, EvP, nq, nev, st, BQP, ralpha, vblk, vs, nk);
+            SFX(pv_block)(oc, EvP, nq, nev, st, BQP, ralpha, vblk, vs, nk);
         else
-            SFX(pv_block_guarded)(o, EvP, nq, p->Ev, st, BQP, ralpha, vblk,
+            SFX(pv_block_guarded)(oc, EvP, nq, p->Ev, st, BQP, ralpha, vblk,
                                   vs, nk);
     }
+}
 
-    /* 5. out = o / l; fully masked rows by policy */
+/* fold a chunk's state (m, l, oc) into the running state (M, Lsum, O):
+ *   M' = max(M, m), a = exp(M - M'), f = exp(m - M') (-inf read as 0 in
+ *   M' as in the blocks), Lsum = a Lsum + f l, O = a O + f oc
+ * lane-wise; a chunk no row saw leaves the state's bits unchanged.        */
+TF void SFX(chunk_fold)(const attn_plan *pl, char *sb, size_t nq,
+                        const T *m, const T *l, const T *oc)
+{
+    const size_t BQP = pl->BQP, EvP = pl->EvP, nqv = (nq + W - 1) / W;
+    T *row = (T *)(sb + pl->off_row);
+    T *RM = row + ROW_RM * BQP, *RL = row + ROW_RL * BQP;
+    T *fa = row + ROW_FA * BQP, *fb = row + ROW_FB * BQP;
+    T *o = (T *)(sb + pl->off_o);
+    for (size_t v = 0; v < nqv; v++) {
+        const VT M = VLOADU(RM + v * W), mc = VLOADU(m + v * W);
+        const VT Mn = VMAX(M, mc), mu = VSAFE(Mn);
+        const VT a = VEXP(VSUB(M, mu)), f = VEXP(VSUB(mc, mu));
+        VSTOREU(RM + v * W, Mn);
+        VSTOREU(fa + v * W, a);
+        VSTOREU(fb + v * W, f);
+        VSTOREU(RL + v * W,
+                VFMA(VLOADU(RL + v * W), a, VMUL(VLOADU(l + v * W), f)));
+    }
+    for (size_t r = 0; r < nq; r++) {
+        const VT a = VSET1(fa[r]), f = VSET1(fb[r]);
+        T *o_r = o + r * EvP;
+        const T *oc_r = oc + r * EvP;
+        for (size_t x = 0; x < EvP; x += W)
+            VSTOREU(o_r + x,
+                    VFMA(VLOADU(o_r + x), a, VMUL(VLOADU(oc_r + x), f)));
+    }
+}
+
+/* the running state of rows i0 .. : empty                                 */
+TI void SFX(state_reset)(const attn_plan *pl, char *sb, size_t nq)
+{
+    const size_t BQP = pl->BQP, nw = (nq + W - 1) / W * W;
+    T *row = (T *)(sb + pl->off_row);
+    T *RM = row + ROW_RM * BQP, *RL = row + ROW_RL * BQP;
+    T *o = (T *)(sb + pl->off_o);
+    for (size_t r = 0; r < nw; r++) {
+        RM[r] = (T)-INFINITY;
+        RL[r] = 0;
+    }
+    for (size_t x = 0; x < nq * pl->EvP; x++)
+        o[x] = 0;
+}
+
+/* 5. out = O / Lsum, lse; fully masked rows by policy. Leaves the final
+ * max (as used) and 1/Lsum where weights_pass reads them.                 */
+TF attn_status SFX(finish_rows)(const attn_plan *pl, char *sb, size_t b,
+                                size_t i0, size_t nq, size_t *bad_row)
+{
+    const attn_problem *p = pl->p;
+    const size_t BQP = pl->BQP, EvP = pl->EvP, Ev = p->Ev;
+    const T ninf = (T)-INFINITY;
+    T *row = (T *)(sb + pl->off_row);
+    const T *RM = row + ROW_RM * BQP, *RL = row + ROW_RL * BQP;
+    T *rmuse = row + ROW_MUSE * BQP, *rinv = row + ROW_INV * BQP;
+    T *rfmv = row + ROW_FMV * BQP;
+    const T *o = (const T *)(sb + pl->off_o);
+    unsigned char *isfm = (unsigned char *)(sb + pl->off_fm);
     int have_mean = 0;
     T *out_b = (T *)p->out.data + BOFF_(p->out, b);
     T *lse_b = p->lse.data ? (T *)p->lse.data + BOFF_(p->lse, b) : NULL;
@@ -527,13 +568,14 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
     for (size_t r = 0; r < nq; r++) {
         T *out_r = out_b + (ptrdiff_t)(i0 + r) * p->out.s0;
         const T *o_r = o + r * EvP;
-        const int fm = rm[r] == ninf && rl[r] == rl[r];
+        const int fm = RM[r] == ninf && RL[r] == RL[r];
         isfm[r] = (unsigned char)fm;
+        rmuse[r] = RM[r] == ninf ? (T)0 : RM[r]; /* VSAFE, as the blocks */
         if (lse_b) /* -inf for a fully masked row, whatever the policy */
             lse_b[(ptrdiff_t)(i0 + r) * p->lse.s0] =
-                fm ? ninf : (T)((double)rmuse[r] + log((double)rl[r]));
+                fm ? ninf : (T)((double)rmuse[r] + log((double)RL[r]));
         if (!fm) {
-            const T inv = (T)1 / rl[r];
+            const T inv = (T)1 / RL[r];
             rinv[r] = inv;
             if (os1 == 1)
                 for (size_t c = 0; c < Ev; c++)
@@ -548,13 +590,96 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
             *bad_row = i0 + r;
             return ATTN_EFULLYMASKED;
         }
-        rfmv[r] = SFX(masked_row)(p, v_b, vmean, &have_mean, out_r);
+        rfmv[r] = SFX(masked_row)(p, b, (double *)(sb + pl->off_vmean),
+                                  &have_mean, out_r);
     }
-
-    /* 6. weights / raw scores, recomputing each score block */
-    if (p->weights.data || p->scores.data)
-        SFX(weights_pass)(pl, sb, b, i0, nq);
     return ATTN_OK;
+}
+
+/* the chunks [*c0, *c1) holding a key rows i0 .. i0+nq-1 may see         */
+TI void SFX(chunk_span)(const attn_plan *pl, size_t i0, size_t nq,
+                        size_t *jlo, size_t *jend, size_t *c0, size_t *c1)
+{
+    attn__key_range(pl, i0, nq, jlo, jend);
+    *c0 = *jlo / pl->CK;
+    *c1 = *jend > *jlo ? (*jend - 1) / pl->CK + 1 : *c0;
+}
+
+/* the rows of item (b, qb): i0, nq; Q^T packed                            */
+TI size_t SFX(item_rows)(const attn_plan *pl, char *sb, size_t b, size_t qb,
+                         size_t *nq)
+{
+    const attn_problem *p = pl->p;
+    const size_t i0 = qb * pl->BQ;
+    *nq = MINZ_(pl->BQ, p->L - i0);
+    SFX(pack_qt)(pl, (const T *)p->q.data + BOFF_(p->q, b), i0, *nq,
+                 (*nq + W - 1) / W, (T *)(sb + pl->off_qt));
+    return i0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* work item (b, qb, chunk): rows i0 = qb*BQ .. of batch item b. chunk ==  */
+/* ATTN_ALL_CHUNKS: every chunk, folded here, then the outputs; else the   */
+/* state of that one chunk goes to its slot of pl->part (merge_item).     */
+/* ---------------------------------------------------------------------- */
+TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
+                         size_t qb, size_t chunk, size_t *bad_row)
+{
+    const attn_problem *p = pl->p;
+    char *sb = (char *)scratch;
+    const size_t BQP = pl->BQP;
+    size_t nq, jlo, jend, c0, c1;
+    const size_t i0 = SFX(item_rows)(pl, sb, b, qb, &nq);
+    SFX(chunk_span)(pl, i0, nq, &jlo, &jend, &c0, &c1);
+    const uint8_t *mask_b = p->mask.data
+        ? (const uint8_t *)p->mask.data + BOFF_(p->mask, b) : NULL;
+    const T *row = (const T *)(sb + pl->off_row);
+    if (chunk != ATTN_ALL_CHUNKS) {
+        if (chunk < c0 || chunk >= c1)
+            return ATTN_OK;
+        const unsigned char *mcls = mask_b
+            ? SFX(mask_classes)(pl, sb, mask_b, i0, nq) : NULL;
+        SFX(chunk_pass)(pl, sb, b, i0, nq, chunk, jlo, jend, mcls);
+        T *slot = (T *)attn__part_slot(pl, b, qb, chunk);
+        memcpy(slot, row + ROW_M * BQP, 2 * BQP * sizeof(T));
+        memcpy(slot + 2 * BQP, sb + pl->off_oc, nq * pl->EvP * sizeof(T));
+        return ATTN_OK;
+    }
+    const unsigned char *mcls = mask_b && jend > jlo
+        ? SFX(mask_classes)(pl, sb, mask_b, i0, nq) : NULL;
+    SFX(state_reset)(pl, sb, nq);
+    for (size_t c = c0; c < c1; c++) {
+        SFX(chunk_pass)(pl, sb, b, i0, nq, c, jlo, jend, mcls);
+        SFX(chunk_fold)(pl, sb, nq, row + ROW_M * BQP, row + ROW_L * BQP,
+                        (const T *)(sb + pl->off_oc));
+    }
+    attn_status st = SFX(finish_rows)(pl, sb, b, i0, nq, bad_row);
+    /* 6. weights / raw scores, recomputing each score block */
+    if (st == ATTN_OK && (p->weights.data || p->scores.data))
+        SFX(weights_pass)(pl, sb, b, i0, nq);
+    return st;
+}
+
+/* the chunk states of item (b, qb) from pl->part, folded in chunk order,
+ * then the outputs (as item with ATTN_ALL_CHUNKS)                         */
+TF attn_status SFX(merge_item)(const attn_plan *pl, void *scratch, size_t b,
+                               size_t qb, size_t *bad_row)
+{
+    const attn_problem *p = pl->p;
+    char *sb = (char *)scratch;
+    const size_t BQP = pl->BQP;
+    size_t nq, jlo, jend, c0, c1;
+    const size_t i0 = SFX(item_rows)(pl, sb, b, qb, &nq);
+    SFX(chunk_span)(pl, i0, nq, &jlo, &jend, &c0, &c1);
+    SFX(state_reset)(pl, sb, nq);
+    for (size_t c = c0; c < c1; c++) {
+        const T *slot = (const T *)attn__part_slot(pl, b, qb, c);
+        SFX(chunk_fold)(pl, sb, nq, slot, slot + BQP, slot + 2 * BQP);
+    }
+    attn_status st = SFX(finish_rows)(pl, sb, b, i0, nq, bad_row);
+    if (st == ATTN_OK && (p->weights.data || p->scores.data))
+        SFX(weights_pass)(pl, sb, b, i0, nq);
+    return st;
 }
 
 /* exp over an array (for the tests) */
