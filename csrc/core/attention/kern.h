@@ -91,6 +91,8 @@ typedef struct {
     size_t off_oc;    /* the current key chunk's output accumulator, BQ x EvP */
     size_t off_kp;    /* packed K block, BK x E (if pack_k)                 */
     size_t off_vp;    /* packed V block, BK x EvP (if pack_v)               */
+    size_t off_kt;    /* K^T of a block, E x BK rounded up to W (qk_few),
+                         or 0: query blocks of more than one vector       */
     size_t off_vmean; /* mean of V rows (uniform policy), Ev doubles        */
     size_t off_fm;    /* per-query fully-masked flags, BQP bytes            */
     size_t off_mkey;  /* attn_mkey: whose mask classes off_mcls holds       */
@@ -107,7 +109,6 @@ typedef struct {
     size_t part_bytes;
     /* per call, shared by the threads: is V block (b, kb) finite?
      * [b * nkb + kb]: 0 not known yet, 1 finite, 2 holds inf/NaN; or NULL */
-    _Atomic unsigned char *vfin;
 } attn_plan;
 
 /* the per-query arrays of the tile's scratch (off_row + k * BQP elements):

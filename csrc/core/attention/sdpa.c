@@ -245,6 +245,12 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
          && take(&a, n, esz, &pl->off_kp);
     ok = ok && mul_ok(bk, pl->pack_v ? pl->EvP : 0, &n)
          && take(&a, n, esz, &pl->off_vp);
+    /* K^T of a block for qk_few (one-vector query blocks); offset 0: none */
+    if (BQ == W && ok) {
+        ok = mul_ok(round_up(bk, W), p->E, &n) && take(&a, n, esz, &pl->off_kt);
+        if (ok && pl->off_kt == 0) /* 0 means none: move it up */
+            ok = take(&a, n, esz, &pl->off_kt);
+    }
     ok = ok && take(&a, p->fully_masked == ATTN_FM_UNIFORM ? p->Ev : 0,
                     sizeof(double), &pl->off_vmean);
     ok = ok && take(&a, pl->BQP, 1, &pl->off_fm);
@@ -254,7 +260,9 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
     ok = ok && take(&a, mask ? p->S : 0, 2, &pl->off_macc);
     if (!ok)
         return ATTN_ENOMEM;
-    pl->part_bytes = round_up((2 * pl->BQP + BQ * pl->EvP) * esz, 64);
+    /* a chunk state: m, l, and the item's rows (at most min(BQ, L))     */
+    pl->part_bytes = round_up((2 * pl->BQP + (BQ < p->L ? BQ : p->L)
+                               * pl->EvP) * esz, 64);
     pl->scratch_bytes = a;
     pl->nkb = (p->S + BK - 1) / BK;
     pl->nch = (p->S + pl->CK - 1) / pl->CK;
@@ -425,12 +433,5 @@ attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
         return ATTN_ENOMEM;
     if (nitems == 0)
         return ATTN_OK;
-    /* which value blocks hold inf/NaN, found out once per call (without
-     * the table every work item would test its blocks again) */
-    size_t nvfin;
-    if (p->Ev && mul_ok(p->B, pl.nkb, &nvfin) && nvfin)
-        pl.vfin = calloc(nvfin, sizeof *pl.vfin);
-    st = sdpa_run(&pl, d, ex, nitems);
-    free((void *)pl.vfin);
-    return st;
+    return sdpa_run(&pl, d, ex, nitems);
 }

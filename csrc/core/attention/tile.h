@@ -269,10 +269,14 @@ TI const T *SFX(k_block)(const attn_plan *pl, const T *k_b, size_t j0,
         return k_j0;
     }
     const size_t E = p->E;
-    for (size_t r = 0; r < nk; r++)
-        for (size_t e = 0; e < E; e++)
-            kp[r * E + e] = k_j0[(ptrdiff_t)r * p->k.s0
-                                 + (ptrdiff_t)e * p->k.s1];
+    if (p->k.s1 == 1) /* rows one after the other, in address order */
+        for (size_t r = 0; r < nk; r++)
+            memcpy(kp + r * E, k_j0 + (ptrdiff_t)r * p->k.s0, E * sizeof(T));
+    else
+        for (size_t r = 0; r < nk; r++)
+            for (size_t e = 0; e < E; e++)
+                kp[r * E + e] = k_j0[(ptrdiff_t)r * p->k.s0
+                                     + (ptrdiff_t)e * p->k.s1];
     *ks = (ptrdiff_t)E;
     return kp;
 }
@@ -475,6 +479,11 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
     }
     for (size_t x = 0; x < nq * EvP; x++)
         oc[x] = 0;
+    /* a few rows: qk_few, which leaves the padding lanes alone (0 here,
+     * then probabilities of score 0: never NaN, never denormal)         */
+    const int few = pl->off_kt != 0 && nq <= QK_FEW;
+    if (few)
+        memset(st, 0, MINZ_(BK, p->S) * BQP * sizeof(T));
     const size_t c0 = c * pl->CK;
     const size_t cend = MINZ_(c0 + pl->CK, jend);
     for (size_t j0 = (c0 > jlo ? c0 : jlo) / BK * BK; j0 < cend; j0 += BK) {
@@ -486,17 +495,17 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
         ptrdiff_t ks, vs;
         const T *kblk = SFX(k_block)(pl, k_b, j0, nk, kp, &ks);
         const T *vblk = SFX(v_block)(pl, v_b, j0, nk, vp, &vs);
-        SFX(qk_block)(st, BQP, qt, BQP, nqv, kblk, ks, p->E, nk,
-                      (T)p->scale, 1);
+        if (few)
+            SFX(qk_few)(st, BQP, qt, BQP, nq, kblk, ks, p->E, nk,
+                        (T)p->scale, (T *)(sb + pl->off_kt));
+        else
+            SFX(qk_block)(st, BQP, qt, BQP, nqv, kblk, ks, p->E, nk,
+                          (T)p->scale, 1);
         if (p->bias.data || cls == BLK_MIXED || cdiag || pl->fx)
             SFX(apply_masks)(pl, st, BQP, b, i0, nq, nqv, j0, nk, mask_b, cls,
                              cdiag, NULL);
         SFX(softmax_block)(st, BQP, nk, nqv, rm, rl, ralpha, rmuse);
-        if (SFX(v_block_finite)(pl, v_b, b, j0))
-            SFX(pv_block)(oc, EvP, nq, nev, st, BQP, ralpha, vblk, vs, nk);
-        else
-            SFX(pv_block_guarded)(oc, EvP, nq, p->Ev, st, BQP, ralpha, vblk,
-                                  vs, nk);
+        SFX(pv_block)(oc, EvP, nq, nev, st, BQP, ralpha, vblk, vs, nk);
     }
 }
 
