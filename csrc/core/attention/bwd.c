@@ -28,8 +28,10 @@
 #include "attention/kern.h"
 #include "util.h"
 
-#define BWD_BK 64   /* keys per block of pass B                          */
-#define BWD_BKA 128 /* keys per block of pass A and of the fused items   */
+/* keys per block of pass A, pass B and the fused items: one size, so a
+ * row's dQ (summed block by block) has the same bits in either mode     */
+#define BWD_BK 128
+#define BWD_BKA BWD_BK
 #define BWD_FUSED_B 4 /* fused items from this many batch items on       */
 #define BWD_FUSED_BYTES ((size_t)16 << 20) /* packed queries of one b   */
 

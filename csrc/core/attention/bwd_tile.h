@@ -44,7 +44,7 @@
 /* ---------------------------------------------------------------------- */
 TI void SFX(mm_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
                      const T *a, ptrdiff_t ars, ptrdiff_t axs,
-                     const T *restrict bm, size_t ldb, size_t n)
+                     const T *restrict bm, size_t ldb, size_t n, int guarded)
 {
     VT acc[PV_MR][PV_NR];
     for (int r = 0; r < MR; r++)
@@ -61,6 +61,30 @@ TI void SFX(mm_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
                 acc[r][c] = VFMA(ab, y[c], acc[r][c]);
         }
     }
+    /* guarded (some B entry may be inf/NaN): a sum that is not finite is
+     * summed again skipping zero A entries, never multiplied (0 * inf),
+     * as attn.h wants; a finite sum has the same bits either way (tile.h's
+     * pv_kern), so a row's gradient never depends on the rest of the call */
+    if (guarded) {
+        VT bad = VZERO();
+        for (int r = 0; r < MR; r++)
+            for (int c = 0; c < NR; c++)
+                bad = VADD(bad, VMUL(acc[r][c], VZERO()));
+        if (VRSUM(bad) != 0)
+            for (int r = 0; r < MR; r++)
+                for (int c = 0; c < NR; c++) {
+                    acc[r][c] = VZERO();
+                    for (size_t x = 0; x < n; x++) {
+                        const T a_rx = a[(ptrdiff_t)x * axs
+                                         + (ptrdiff_t)r * ars];
+                        if (a_rx != 0)
+                            acc[r][c] = VFMA(VSET1(a_rx),
+                                             VLOADU(bm + x * ldb
+                                                    + (size_t)c * W),
+                                             acc[r][c]);
+                    }
+                }
+    }
     for (int r = 0; r < MR; r++)
         for (int c = 0; c < NR; c++) {
             T *o_rc = o + (size_t)r * ldo + (size_t)c * W;
@@ -70,43 +94,31 @@ TI void SFX(mm_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
 
 TI void SFX(mm_rows)(const int MR, T *o, size_t ldo, size_t ncv, const T *a,
                      ptrdiff_t ars, ptrdiff_t axs, const T *bm, size_t ldb,
-                     size_t n)
+                     size_t n, int guarded)
 {
     size_t c = 0;
     for (; c + PV_NR <= ncv; c += PV_NR)
         SFX(mm_kern)(MR, PV_NR, o + c * W, ldo, a, ars, axs, bm + c * W, ldb,
-                     n);
+                     n, guarded);
     for (; c < ncv; c++)
-        SFX(mm_kern)(MR, 1, o + c * W, ldo, a, ars, axs, bm + c * W, ldb, n);
+        SFX(mm_kern)(MR, 1, o + c * W, ldo, a, ars, axs, bm + c * W, ldb, n,
+                     guarded);
 }
 
-/* guarded: some B entry may be inf/NaN: a zero A entry is skipped, never
- * multiplied (0 * inf), as the contract of attn.h wants                 */
 TF void SFX(mm_block)(T *o, size_t ldo, size_t nr, size_t ncv, const T *a,
                       ptrdiff_t ars, ptrdiff_t axs, const T *bm, size_t ldb,
                       size_t n, int guarded)
 {
-    if (guarded) {
-        for (size_t r = 0; r < nr; r++)
-            for (size_t x = 0; x < n; x++) {
-                const T a_rx = a[(ptrdiff_t)r * ars + (ptrdiff_t)x * axs];
-                if (a_rx == 0)
-                    continue;
-                for (size_t c = 0; c < ncv * W; c++)
-                    o[r * ldo + c] += a_rx * bm[x * ldb + c];
-            }
-        return;
-    }
     size_t r = 0;
     for (; r + PV_MR <= nr; r += PV_MR)
         SFX(mm_rows)(PV_MR, o + r * ldo, ldo, ncv, a + (ptrdiff_t)r * ars, ars,
-                     axs, bm, ldb, n);
+                     axs, bm, ldb, n, guarded);
     T *o_r = o + r * ldo;
     const T *a_r = a + (ptrdiff_t)r * ars;
 #define MM_TAIL_(k)                                                            \
     case k:                                                                    \
         SFX(mm_rows)(MINZ_(k, PV_MR), o_r, ldo, ncv, a_r, ars, axs, bm, ldb,   \
-                     n);                                                       \
+                     n, guarded);                                              \
         break;
     switch (nr - r) {
         MM_TAIL_(1) MM_TAIL_(2) MM_TAIL_(3) MM_TAIL_(4) MM_TAIL_(5)
