@@ -120,6 +120,10 @@ enum {
     ROW_MUSE, ROW_INV, ROW_FMV, ROW_COUNT
 };
 
+/* query blocks of at most this many rows (decoding) compute their scores
+ * with keys in the lanes (tile_kern.h, qk_few)                           */
+#define ATTN_QK_FEW 4
+
 /* item's chunk argument: every chunk, folded by the item itself          */
 #define ATTN_ALL_CHUNKS SIZE_MAX
 

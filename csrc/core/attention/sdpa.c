@@ -246,7 +246,7 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
     ok = ok && mul_ok(bk, pl->pack_v ? pl->EvP : 0, &n)
          && take(&a, n, esz, &pl->off_vp);
     /* K^T of a block for qk_few (one-vector query blocks); offset 0: none */
-    if (BQ == W && ok) {
+    if (p->L <= ATTN_QK_FEW && ok) {
         ok = mul_ok(round_up(bk, W), p->E, &n) && take(&a, n, esz, &pl->off_kt);
         if (ok && pl->off_kt == 0) /* 0 means none: move it up */
             ok = take(&a, n, esz, &pl->off_kt);

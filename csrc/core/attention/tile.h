@@ -481,7 +481,7 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
         oc[x] = 0;
     /* a few rows: qk_few, which leaves the padding lanes alone (0 here,
      * then probabilities of score 0: never NaN, never denormal)         */
-    const int few = pl->off_kt != 0 && nq <= QK_FEW;
+    const int few = pl->off_kt != 0 && nq <= ATTN_QK_FEW;
     if (few)
         memset(st, 0, MINZ_(BK, p->S) * BQP * sizeof(T));
     const size_t c0 = c * pl->CK;
@@ -556,19 +556,19 @@ TI void SFX(state_reset)(const attn_plan *pl, char *sb, size_t nq)
         o[x] = 0;
 }
 
-/* 5. out = O / Lsum, lse; fully masked rows by policy. Leaves the final
- * max (as used) and 1/Lsum where weights_pass reads them.                 */
+/* 5. out = O / Lsum, lse of the state (RM, RL, o); fully masked rows by
+ * policy. Leaves the final max (as used) and 1/Lsum where weights_pass
+ * reads them.                                                             */
 TF attn_status SFX(finish_rows)(const attn_plan *pl, char *sb, size_t b,
-                                size_t i0, size_t nq, size_t *bad_row)
+                                size_t i0, size_t nq, const T *RM,
+                                const T *RL, const T *o, size_t *bad_row)
 {
     const attn_problem *p = pl->p;
     const size_t BQP = pl->BQP, EvP = pl->EvP, Ev = p->Ev;
     const T ninf = (T)-INFINITY;
     T *row = (T *)(sb + pl->off_row);
-    const T *RM = row + ROW_RM * BQP, *RL = row + ROW_RL * BQP;
     T *rmuse = row + ROW_MUSE * BQP, *rinv = row + ROW_INV * BQP;
     T *rfmv = row + ROW_FMV * BQP;
-    const T *o = (const T *)(sb + pl->off_o);
     unsigned char *isfm = (unsigned char *)(sb + pl->off_fm);
     int have_mean = 0;
     T *out_b = (T *)p->out.data + BOFF_(p->out, b);
@@ -656,13 +656,24 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
     }
     const unsigned char *mcls = mask_b && jend > jlo
         ? SFX(mask_classes)(pl, sb, mask_b, i0, nq) : NULL;
-    SFX(state_reset)(pl, sb, nq);
-    for (size_t c = c0; c < c1; c++) {
-        SFX(chunk_pass)(pl, sb, b, i0, nq, c, jlo, jend, mcls);
-        SFX(chunk_fold)(pl, sb, nq, row + ROW_M * BQP, row + ROW_L * BQP,
-                        (const T *)(sb + pl->off_oc));
+    attn_status st;
+    if (c1 == c0 + 1) { /* one chunk: folding it into the empty state would
+                           copy it (exp(0) = 1): its state is the result */
+        SFX(chunk_pass)(pl, sb, b, i0, nq, c0, jlo, jend, mcls);
+        st = SFX(finish_rows)(pl, sb, b, i0, nq, row + ROW_M * BQP,
+                              row + ROW_L * BQP,
+                              (const T *)(sb + pl->off_oc), bad_row);
+    } else {
+        SFX(state_reset)(pl, sb, nq);
+        for (size_t c = c0; c < c1; c++) {
+            SFX(chunk_pass)(pl, sb, b, i0, nq, c, jlo, jend, mcls);
+            SFX(chunk_fold)(pl, sb, nq, row + ROW_M * BQP, row + ROW_L * BQP,
+                            (const T *)(sb + pl->off_oc));
+        }
+        st = SFX(finish_rows)(pl, sb, b, i0, nq, row + ROW_RM * BQP,
+                              row + ROW_RL * BQP,
+                              (const T *)(sb + pl->off_o), bad_row);
     }
-    attn_status st = SFX(finish_rows)(pl, sb, b, i0, nq, bad_row);
     /* 6. weights / raw scores, recomputing each score block */
     if (st == ATTN_OK && (p->weights.data || p->scores.data))
         SFX(weights_pass)(pl, sb, b, i0, nq);
@@ -685,7 +696,10 @@ TF attn_status SFX(merge_item)(const attn_plan *pl, void *scratch, size_t b,
         const T *slot = (const T *)attn__part_slot(pl, b, qb, c);
         SFX(chunk_fold)(pl, sb, nq, slot, slot + BQP, slot + 2 * BQP);
     }
-    attn_status st = SFX(finish_rows)(pl, sb, b, i0, nq, bad_row);
+    const T *row = (const T *)(sb + pl->off_row);
+    attn_status st = SFX(finish_rows)(pl, sb, b, i0, nq, row + ROW_RM * BQP,
+                                      row + ROW_RL * BQP,
+                                      (const T *)(sb + pl->off_o), bad_row);
     if (st == ATTN_OK && (p->weights.data || p->scores.data))
         SFX(weights_pass)(pl, sb, b, i0, nq);
     return st;

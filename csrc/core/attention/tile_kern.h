@@ -87,7 +87,6 @@ TF void SFX(qk_block)(T *st, size_t ldst, const T *qt, size_t ldq, size_t nqv,
 /*    block (kt, E x round_up(nk, W)) comes from W x W transposes (VTRANS)  */
 /*    or, without them, element by element.                                */
 /* ---------------------------------------------------------------------- */
-#define QK_FEW 4
 #define QK_FEW_G 4 /* key vectors per pass: independent FMA chains */
 
 TI void SFX(k_transpose)(T *kt, const T *k, ptrdiff_t ks, size_t E,

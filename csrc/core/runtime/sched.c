@@ -11,7 +11,7 @@
 long long attn__poll_interval_ns = 100000000LL; /* 100 ms */
 double attn__min_flops_per_thread = 2.0e6;
 
-#define STACK_SCRATCH 8192
+#define STACK_SCRATCH 16384
 
 typedef struct {
     const attn_job *job;

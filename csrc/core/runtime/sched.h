@@ -23,7 +23,7 @@ typedef struct {
     attn_item_run_fn fn;
     void *ctx;
     size_t nitems;
-    size_t scratch_bytes; /* per thread; up to 8 KiB lives on its stack    */
+    size_t scratch_bytes; /* per thread; up to 16 KiB lives on its stack    */
     /* called once on each thread's fresh scratch (may be NULL)            */
     void (*scratch_init)(void *ctx, void *scratch);
     double flops;         /* the job's work, for the thread count          */
