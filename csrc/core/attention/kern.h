@@ -254,10 +254,8 @@ extern const attn_isa_desc attn__isa_neon;
 /* The descriptor attn_sdpa uses now (tests). */
 const attn_isa_desc *attn__isa_current(void);
 
-/* threads for a call of `products` (L x S x (E + Ev)) multiply-adds per
- * batch item (sdpa.c: attn__sdpa_flops, then runtime/sched.h's rule)    */
+/* the work of a call of `products` (L x S x (E + Ev)) multiply-adds per
+ * batch item, for runtime/sched.h's thread-count rule (sdpa.c)          */
 double attn__sdpa_flops(const attn_problem *p, double products);
-int attn__threads_for(const attn_problem *p, const attn_exec *ex,
-                      double products);
 
 #endif /* ATTNPY_ATTN_KERN_H */

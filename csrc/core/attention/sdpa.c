@@ -346,12 +346,6 @@ double attn__sdpa_flops(const attn_problem *p, double products)
     return flops;
 }
 
-int attn__threads_for(const attn_problem *p, const attn_exec *ex,
-                      double products)
-{
-    return attn_sched_threads(ex, attn__sdpa_flops(p, products), SIZE_MAX);
-}
-
 /* Split the keys of every item into chunk items (then merge items) when
  * the items alone would leave threads idle: decoding, a few long rows.
  * A row's bits are the same either way (tile.h), so this may look at the
