@@ -1,8 +1,8 @@
 /*
- * attention/naive.c -- the naive attention oracle: row by row, the formula
+ * testing/naive.c -- the naive attention oracle: row by row, the formula
  * exactly as written in attn.h. Single-threaded; the C tests' reference for
- * the fast path (sdpa.c), and the kernel behind the weights of `explain`
- * when the fast path is not asked.
+ * the fast path (sdpa.c). Built into the C test programs only (setup.py
+ * leaves csrc/core/testing/ out of the extension).
  *
  * Written once as a macro body instantiated for float (f32) and double
  * (f64), so the two precisions cannot drift apart.
