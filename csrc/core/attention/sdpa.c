@@ -27,72 +27,100 @@
 /* instruction-set dispatch                                                 */
 /* ------------------------------------------------------------------------ */
 
-enum {
-    ISA_PORTABLE = 0,
-    ISA_AVX2 = 1,
-    ISA_AVX512 = 2,
-    ISA_NEON = 3,
-    ISA_BASELINE = 4,
-    ISA_COUNT = 5,
-    ISA_UNSET = -1
-};
-/* "portable": the plain C kernel, compiled for the widest target this
- * build has it for and the CPU runs (x86: AVX2 when present);
- * "baseline": the same code compiled for the architecture's baseline
- * (x86-64: SSE2) -- what "portable" is on CPUs without AVX2 */
-static const char *const isa_names[ISA_COUNT] = {
-    "portable", "avx2", "avx512", "neon", "baseline"};
-
-static atomic_int g_isa = ISA_UNSET;
-
-static const attn_isa_desc *isa_desc(int isa)
-{
+/* The instruction sets, best first, in one list:
+ *   X(id, name, desc, usable)
+ * desc: the descriptor whose kernels run (sdpa_<isa>.c instantiates tile.h
+ * as item_<isa>_<type>, merge_item_<isa>_<type>, bwd_item_a_<isa>_<type>
+ * ...: item_avx512_f32, item_avx2_f64, item_portable_f32, item_neon_f32);
+ * usable: compiled in and usable on this CPU and OS (runtime/cpuid.c).
+ * "portable": the plain C kernel, compiled for the widest target this
+ * build has it for and the CPU runs (x86: AVX2 when present, the same
+ * bits); "baseline": the same code compiled for the architecture's
+ * baseline (x86-64: SSE2) -- what "portable" is on CPUs without AVX2.    */
 #if ATTN_HAVE_X86
-    if (isa == ISA_AVX512)
-        return &attn__isa_avx512;
-    if (isa == ISA_AVX2)
-        return &attn__isa_avx2;
+#define DESC_AVX512 &attn__isa_avx512
+#define DESC_AVX2 &attn__isa_avx2
+#define USABLE_AVX512 ((attn__x86_features() & ATTN_X86_AVX512F) != 0)
+#define USABLE_AVX2 ((attn__x86_features() & ATTN_X86_AVX2_FMA) != 0)
+#else
+#define DESC_AVX512 NULL
+#define DESC_AVX2 NULL
+#define USABLE_AVX512 0
+#define USABLE_AVX2 0
 #endif
 #if ATTN_HAVE_NEON
-    if (isa == ISA_NEON)
-        return &attn__isa_neon;
+#define DESC_NEON &attn__isa_neon
+#define USABLE_NEON 1 /* part of the AArch64 base ISA */
+#else
+#define DESC_NEON NULL
+#define USABLE_NEON 0
 #endif
+
+#define ATTN_ISAS(X)                                                           \
+    X(AVX512, "avx512", DESC_AVX512, USABLE_AVX512)                            \
+    X(AVX2, "avx2", DESC_AVX2, USABLE_AVX2)                                    \
+    X(NEON, "neon", DESC_NEON, USABLE_NEON)                                    \
+    X(PORTABLE, "portable", portable_desc(), 1)                                \
+    X(BASELINE, "baseline", &attn__isa_portable, 1)
+
+static const attn_isa_desc *portable_desc(void)
+{
 #if ATTN_HAVE_PORT_WIDE
-    if (isa == ISA_PORTABLE && (attn__x86_features() & ATTN_X86_AVX2_FMA))
+    if (attn__x86_features() & ATTN_X86_AVX2_FMA)
         return &attn__isa_portable_wide;
 #endif
     return &attn__isa_portable;
 }
 
-/* compiled in, and usable on this CPU and OS (runtime/cpuid.c) */
+enum {
+#define X(id, name, desc, usable) ISA_##id,
+    ATTN_ISAS(X)
+#undef X
+    ISA_COUNT,
+    ISA_UNSET = -1
+};
+
+static const char *const isa_names[ISA_COUNT] = {
+#define X(id, name, desc, usable) name,
+    ATTN_ISAS(X)
+#undef X
+};
+
+static atomic_int g_isa = ISA_UNSET;
+
+static const attn_isa_desc *isa_desc(int isa)
+{
+    switch (isa) {
+#define X(id, name, desc, usable)                                              \
+    case ISA_##id:                                                             \
+        return desc;
+        ATTN_ISAS(X)
+#undef X
+    default:
+        return &attn__isa_portable;
+    }
+}
+
 static int isa_supported(int isa)
 {
     switch (isa) {
-    case ISA_PORTABLE:
-    case ISA_BASELINE:
-        return 1;
-#if ATTN_HAVE_X86
-    case ISA_AVX2:
-        return (attn__x86_features() & ATTN_X86_AVX2_FMA) != 0;
-    case ISA_AVX512:
-        return (attn__x86_features() & ATTN_X86_AVX512F) != 0;
-#endif
-#if ATTN_HAVE_NEON
-    case ISA_NEON: /* part of the AArch64 base ISA */
-        return 1;
-#endif
+#define X(id, name, desc, usable)                                              \
+    case ISA_##id:                                                             \
+        return usable;
+        ATTN_ISAS(X)
+#undef X
     default:
         return 0;
     }
 }
 
+/* the first usable set of the list */
 static int isa_best(void)
 {
-    static const int order[] = {ISA_AVX512, ISA_AVX2, ISA_NEON};
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-        if (isa_supported(order[i]))
-            return order[i];
-    return ISA_PORTABLE;
+    int isa = 0;
+    while (!isa_supported(isa))
+        isa++;
+    return isa;
 }
 
 static int isa_get(void)
