@@ -126,7 +126,7 @@ static attn_status bwd_plan(attn_bwd_plan *bpl, const attn_bwd_problem *bp,
         BQ = round_up(p->L, W);
     if (BQ == 0)
         BQ = W;
-    pl->BQ = pl->BQP = BQ;
+    pl->BQ = BQ;
     pl->BK = p->S < BWD_BK ? (p->S ? p->S : 1) : BWD_BK;
     pl->EvP = round_up(p->Ev, W);
     bpl->EP = round_up(p->E, W);

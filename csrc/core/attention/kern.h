@@ -69,32 +69,33 @@ static inline int take(size_t *a, size_t n, size_t esz, size_t *off)
 /* Everything a work item needs, computed once per call by the driver. */
 typedef struct {
     const attn_problem *p;
-    size_t BQ;        /* query rows per work item                           */
+    size_t BQ;        /* query rows per work item, a multiple of the vector
+                         width W (the tile's row length)                  */
     size_t BK;        /* keys per block                                     */
-    size_t BQP;       /* BQ rounded up to the vector width (tile row length) */
     size_t EvP;       /* Ev rounded up to the vector width                  */
     size_t nqb;       /* query blocks per batch item: ceil(L / BQ)          */
-    ptrdiff_t coff;   /* query i sits at key position i' = i + coff (attn.h's
-                         qpos: pos_shift, + S - L for bottom-right causal)  */
-    int lim;          /* causal or window: key j visible from query i only
-                         if i' - llim <= j <= i' + rlim (attn__limits)      */
-    int win;          /* a window: llim may cut (else it never does)        */
-    ptrdiff_t llim, rlim;
-    int fx;           /* softcap or ALiBi: every computed score changes     */
+    ptrdiff_t qpos;   /* query i sits at key position i' = i + qpos (attn.h:
+                         pos_shift, + S - L for bottom-right causal)       */
+    int limited;      /* causal or window: key j visible from query i only
+                         if i' - look_back <= j <= i' + look_ahead
+                         (attn__limits)                                   */
+    int windowed;     /* a window: look_back may cut (else it never does)  */
+    ptrdiff_t look_back, look_ahead;
+    int edits_scores; /* softcap or ALiBi: every computed score changes    */
     int pack_k;       /* K rows not contiguous: copy each key block         */
     int pack_v;       /* V rows not contiguous or Ev % W: copy, zero padded */
     /* scratch layout: byte offsets from a 64-byte aligned base            */
-    size_t off_qt;    /* Q^T of the item, E x BQP                           */
-    size_t off_st;    /* score / probability tile, BK x BQP (key-major)     */
+    size_t off_qt;    /* Q^T of the item, E x BQ                           */
+    size_t off_st;    /* score / probability tile, BK x BQ (key-major)     */
     size_t off_o;     /* output accumulator, BQ x EvP                       */
-    size_t off_row;   /* ROW_COUNT per-query arrays of BQP (attn_row_array) */
+    size_t off_row;   /* ROW_COUNT per-query arrays of BQ (attn_row_array) */
     size_t off_oc;    /* the current key chunk's output accumulator, BQ x EvP */
     size_t off_kp;    /* packed K block, BK x E (if pack_k)                 */
     size_t off_vp;    /* packed V block, BK x EvP (if pack_v)               */
     size_t off_kt;    /* K^T of a block, E x BK rounded up to W (qk_few),
                          or 0: query blocks of more than one vector       */
     size_t off_vmean; /* mean of V rows (uniform policy), Ev doubles        */
-    size_t off_fm;    /* per-query fully-masked flags, BQP bytes            */
+    size_t off_fm;    /* per-query fully-masked flags, BQ bytes            */
     size_t off_mkey;  /* attn_mkey: whose mask classes off_mcls holds       */
     size_t off_mcls;  /* mask class of each key block, ceil(S/BK) bytes     */
     size_t off_macc;  /* mask scan accumulators, 2 x S bytes                */
@@ -103,7 +104,7 @@ typedef struct {
     size_t CK;        /* keys per chunk, a multiple of BK (attn__chunk_keys) */
     size_t nch;       /* chunks per batch item: ceil(S / CK)                */
     /* split calls: the state of chunk c of item (b, qb) in slot
-     * ((b * nqb + qb) * nch + c) of part_bytes: m, l (BQP each), then the
+     * ((b * nqb + qb) * nch + c) of part_bytes: m, l (BQ each), then the
      * rows' output accumulators (nq x EvP), element type                  */
     char *part;
     size_t part_bytes;
@@ -111,13 +112,13 @@ typedef struct {
      * [b * nkb + kb]: 0 not known yet, 1 finite, 2 holds inf/NaN; or NULL */
 } attn_plan;
 
-/* the per-query arrays of the tile's scratch (off_row + k * BQP elements):
+/* the per-query arrays of the tile's scratch (off_row + k * BQ elements):
  * the current chunk's max, sum, rescale factor and max as used; the running
  * state (max, sum) and the fold's factors; after the last chunk the max as
  * used, 1 / sum and the fully masked rows' weight (weights_pass)         */
 enum {
-    ROW_M, ROW_L, ROW_ALPHA, ROW_CMUSE, ROW_RM, ROW_RL, ROW_FA, ROW_FB,
-    ROW_MUSE, ROW_INV, ROW_FMV, ROW_COUNT
+    ROW_M, ROW_L, ROW_ALPHA, ROW_CM_USED, ROW_RM, ROW_RL, ROW_FA, ROW_FB,
+    ROW_M_USED, ROW_INV, ROW_FMV, ROW_COUNT
 };
 
 /* query blocks of at most this many rows (decoding) compute their scores
@@ -138,7 +139,7 @@ static inline void *attn__part_slot(const attn_plan *pl, size_t b, size_t qb,
  * writes a uniform row uses it (masked.c)                                 */
 void attn__uniform_mean(const attn_problem *p, size_t b, double *mean);
 
-/* The variant fields of p in pl (coff, lim, win, llim, rlim, fx): sdpa.c,
+/* The variant fields of p in pl (qpos, limited, windowed, look_back, look_ahead, edits_scores): sdpa.c,
  * shared by the forward and backward plans.                              */
 void attn__limits(attn_plan *pl, const attn_problem *p);
 
@@ -150,10 +151,10 @@ static inline void attn__key_range(const attn_plan *pl, size_t i0, size_t nq,
     const size_t S = pl->p->S;
     *jlo = 0;
     *jhi = S;
-    if (!pl->lim)
+    if (!pl->limited)
         return;
-    const ptrdiff_t f = (ptrdiff_t)i0 + pl->coff;
-    const ptrdiff_t lo = f - pl->llim, hi = f + (ptrdiff_t)nq + pl->rlim;
+    const ptrdiff_t f = (ptrdiff_t)i0 + pl->qpos;
+    const ptrdiff_t lo = f - pl->look_back, hi = f + (ptrdiff_t)nq + pl->look_ahead;
     *jlo = lo <= 0 ? 0 : (size_t)lo < S ? (size_t)lo : S;
     *jhi = hi <= 0 ? 0 : (size_t)hi < S ? (size_t)hi : S;
     if (*jhi < *jlo)
@@ -167,10 +168,10 @@ static inline void attn__query_range(const attn_plan *pl, size_t j0,
     const size_t L = pl->p->L;
     *ilo = 0;
     *ihi = L;
-    if (!pl->lim)
+    if (!pl->limited)
         return;
-    const ptrdiff_t lo = (ptrdiff_t)j0 - pl->rlim - pl->coff;
-    const ptrdiff_t hi = (ptrdiff_t)(j0 + nk) + pl->llim - pl->coff;
+    const ptrdiff_t lo = (ptrdiff_t)j0 - pl->look_ahead - pl->qpos;
+    const ptrdiff_t hi = (ptrdiff_t)(j0 + nk) + pl->look_back - pl->qpos;
     *ilo = lo <= 0 ? 0 : (size_t)lo < L ? (size_t)lo : L;
     *ihi = hi <= 0 ? 0 : (size_t)hi < L ? (size_t)hi : L;
     if (*ihi < *ilo)
@@ -196,8 +197,8 @@ typedef attn_status (*attn_merge_fn)(const attn_plan *pl, void *scratch,
                                      size_t b, size_t qb, size_t *bad_row);
 
 /* The backward pass (bwd.c, bwd_tile.h). fp holds the forward-style
- * plan the shared pieces of tile.h read (p = &bp->f, BQ, BK, BQP, EvP,
- * nqb, nkb, coff, pack_v); the rest is the backward's own.               */
+ * plan the shared pieces of tile.h read (p = &bp->f, BQ, BK, BQ, EvP,
+ * nqb, nkb, qpos, pack_v); the rest is the backward's own.               */
 typedef struct {
     attn_plan fp;
     const attn_bwd_problem *bp;

@@ -230,14 +230,14 @@ void attn__limits(attn_plan *pl, const attn_problem *p)
     const ptrdiff_t ps = p->pos_shift;
     /* the "unbounded" of attn.h: no row's limit ever cuts                */
     const ptrdiff_t unb = (ptrdiff_t)(p->L + p->S) + (ps < 0 ? -ps : ps) + 1;
-    pl->coff = attn__var_qpos(p);
-    pl->win = p->window != 0;
-    pl->llim = pl->win ? p->wleft : unb;
-    pl->rlim = pl->win ? p->wright : unb;
-    if (p->causal != ATTN_CAUSAL_NONE && pl->rlim > 0)
-        pl->rlim = 0;
-    pl->lim = pl->win || p->causal != ATTN_CAUSAL_NONE;
-    pl->fx = p->softcap > 0 || p->alibi.data != NULL;
+    pl->qpos = attn__var_qpos(p);
+    pl->windowed = p->window != 0;
+    pl->look_back = pl->windowed ? p->wleft : unb;
+    pl->look_ahead = pl->windowed ? p->wright : unb;
+    if (p->causal != ATTN_CAUSAL_NONE && pl->look_ahead > 0)
+        pl->look_ahead = 0;
+    pl->limited = pl->windowed || p->causal != ATTN_CAUSAL_NONE;
+    pl->edits_scores = p->softcap > 0 || p->alibi.data != NULL;
 }
 
 static attn_status make_plan(attn_plan *pl, const attn_problem *p,
@@ -250,7 +250,6 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
     pl->p = p;
     const size_t BQ = query_block(p, d, 1), BK = key_block(p, d);
     pl->BQ = BQ;
-    pl->BQP = BQ;
     pl->EvP = round_up(p->Ev, W);
     pl->BK = BK;
     pl->CK = chunk_keys(p, BK);
@@ -264,11 +263,11 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
 
     size_t n, a = 0;
     int ok = 1;
-    ok = ok && mul_ok(p->E, pl->BQP, &n) && take(&a, n, esz, &pl->off_qt);
-    ok = ok && mul_ok(bk, pl->BQP, &n) && take(&a, n, esz, &pl->off_st);
+    ok = ok && mul_ok(p->E, pl->BQ, &n) && take(&a, n, esz, &pl->off_qt);
+    ok = ok && mul_ok(bk, pl->BQ, &n) && take(&a, n, esz, &pl->off_st);
     ok = ok && mul_ok(BQ, pl->EvP, &n) && take(&a, n, esz, &pl->off_o);
     ok = ok && mul_ok(BQ, pl->EvP, &n) && take(&a, n, esz, &pl->off_oc);
-    ok = ok && take(&a, ROW_COUNT * pl->BQP, esz, &pl->off_row);
+    ok = ok && take(&a, ROW_COUNT * pl->BQ, esz, &pl->off_row);
     ok = ok && mul_ok(bk, pl->pack_k ? p->E : 0, &n)
          && take(&a, n, esz, &pl->off_kp);
     ok = ok && mul_ok(bk, pl->pack_v ? pl->EvP : 0, &n)
@@ -281,7 +280,7 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
     }
     ok = ok && take(&a, p->fully_masked == ATTN_FM_UNIFORM ? p->Ev : 0,
                     sizeof(double), &pl->off_vmean);
-    ok = ok && take(&a, pl->BQP, 1, &pl->off_fm);
+    ok = ok && take(&a, pl->BQ, 1, &pl->off_fm);
     ok = ok && take(&a, 1, sizeof(attn_mkey), &pl->off_mkey);
     const int mask = p->mask.data != NULL;
     ok = ok && take(&a, mask ? (p->S + BK - 1) / BK : 0, 1, &pl->off_mcls);
@@ -289,7 +288,7 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
     if (!ok)
         return ATTN_ENOMEM;
     /* a chunk state: m, l, and the item's rows (at most min(BQ, L))     */
-    pl->part_bytes = round_up((2 * pl->BQP + (BQ < p->L ? BQ : p->L)
+    pl->part_bytes = round_up((2 * pl->BQ + (BQ < p->L ? BQ : p->L)
                                * pl->EvP) * esz, 64);
     pl->scratch_bytes = a;
     pl->nkb = (p->S + BK - 1) / BK;
@@ -365,7 +364,7 @@ double attn__sdpa_flops(const attn_problem *p, double products)
         attn_plan w;
         w.p = p;
         attn__limits(&w, p);
-        const double span = (double)w.llim + (double)w.rlim + 1.0;
+        const double span = (double)w.look_back + (double)w.look_ahead + 1.0;
         if (span < (double)p->S)
             flops *= span / (double)p->S;
     } else if (p->causal != ATTN_CAUSAL_NONE) {

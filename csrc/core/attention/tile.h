@@ -19,8 +19,8 @@
  *   SM_G         query vectors kept in registers by the softmax pass
  *
  * Layout (per work item = rows i0 .. i0+nq-1 of batch item b):
- *   qt [E][BQP]     Q^T of the item, zero padded to BQP columns
- *   st [BK][BQP]    scores of one key block, KEY-major: st[j][i]. Computing
+ *   qt [E][BQ]     Q^T of the item, zero padded to BQ columns
+ *   st [BK][BQ]    scores of one key block, KEY-major: st[j][i]. Computing
  *                   S^T = K Q^T lets the micro-kernel broadcast K[j][e] and
  *                   load contiguous vectors of Q^T (packed once per item,
  *                   not once per key block), and makes every per-query
@@ -124,13 +124,13 @@ TI int SFX(classify)(const attn_plan *pl, const unsigned char *mcls,
                      size_t i0, size_t nq, size_t j0, size_t nk, int *cdiag)
 {
     *cdiag = 0;
-    if (pl->lim) {
-        const ptrdiff_t f = (ptrdiff_t)i0 + pl->coff;
+    if (pl->limited) {
+        const ptrdiff_t f = (ptrdiff_t)i0 + pl->qpos;
         const ptrdiff_t l = f + (ptrdiff_t)nq - 1;
         const ptrdiff_t jf = (ptrdiff_t)j0, jl = (ptrdiff_t)(j0 + nk - 1);
-        if (jf > l + pl->rlim || jl < f - pl->llim)
+        if (jf > l + pl->look_ahead || jl < f - pl->look_back)
             return BLK_ALL;
-        *cdiag = jl > f + pl->rlim || jf < l - pl->llim;
+        *cdiag = jl > f + pl->look_ahead || jf < l - pl->look_back;
     }
     if (!mcls)
         return BLK_NONE;
@@ -156,7 +156,7 @@ TI void SFX(softcap_tile)(T *st, size_t ldst, size_t nk, size_t nqv,
         }
 }
 
-/* ALiBi: s -= slope * |i' - j|, i' = i0 + r + coff, j = j0 + j           */
+/* ALiBi: s -= slope * |i' - j|, i' = i0 + r + qpos, j = j0 + j           */
 TI void SFX(alibi_tile)(const attn_plan *pl, T *st, size_t ldst, size_t b,
                         size_t i0, size_t nqv, size_t j0, size_t nk)
 {
@@ -169,7 +169,7 @@ TI void SFX(alibi_tile)(const attn_plan *pl, T *st, size_t ldst, size_t b,
     const VT vl = VLOADU(lane);
     for (size_t j = 0; j < nk; j++) {
         /* i' - j of row 0 of the tile */
-        const ptrdiff_t d0 = (ptrdiff_t)i0 + pl->coff - (ptrdiff_t)(j0 + j);
+        const ptrdiff_t d0 = (ptrdiff_t)i0 + pl->qpos - (ptrdiff_t)(j0 + j);
         T *s_j = st + j * ldst;
         for (size_t v = 0; v < nqv; v++) {
             VT d = VADD(VSET1((T)(d0 + (ptrdiff_t)(v * W))), vl);
@@ -233,9 +233,9 @@ TF void SFX(apply_masks)(const attn_plan *pl, T *st, size_t ldst, size_t b,
         }
     }
     if (cdiag) {
-        /* row r sees key j0+j iff j0 + j <= i0 + r + coff + rlim ... */
+        /* row r sees key j0+j iff j0 + j <= i0 + r + qpos + look_ahead ... */
         for (size_t j = 0; j < nk; j++) {
-            ptrdiff_t lim = (ptrdiff_t)(j0 + j) - pl->coff - pl->rlim
+            ptrdiff_t lim = (ptrdiff_t)(j0 + j) - pl->qpos - pl->look_ahead
                             - (ptrdiff_t)i0;
             if (lim <= 0)
                 continue;
@@ -244,9 +244,9 @@ TF void SFX(apply_masks)(const attn_plan *pl, T *st, size_t ldst, size_t b,
             for (size_t r = 0; r < n; r++)
                 s_j[r] = ninf;
         }
-        /* ... and i0 + r + coff - llim <= j0 + j */
-        for (size_t j = 0; pl->win && j < nk; j++) {
-            ptrdiff_t hi = (ptrdiff_t)(j0 + j) - pl->coff + pl->llim
+        /* ... and i0 + r + qpos - look_back <= j0 + j */
+        for (size_t j = 0; pl->windowed && j < nk; j++) {
+            ptrdiff_t hi = (ptrdiff_t)(j0 + j) - pl->qpos + pl->look_back
                            - (ptrdiff_t)i0; /* the last row that sees it */
             size_t r = hi < 0 ? 0 : (size_t)hi + 1;
             T *s_j = st + j * ldst;
@@ -336,13 +336,13 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
                           size_t nq)
 {
     const attn_problem *p = pl->p;
-    const size_t S = p->S, E = p->E, BQP = pl->BQP, BK = pl->BK;
+    const size_t S = p->S, E = p->E, BQ = pl->BQ, BK = pl->BK;
     const size_t nqv = (nq + W - 1) / W;
     const T *qt = (const T *)(sb + pl->off_qt);
     T *st = (T *)(sb + pl->off_st);
-    const T *rmuse = (const T *)(sb + pl->off_row) + ROW_MUSE * BQP;
-    const T *rinv = (const T *)(sb + pl->off_row) + ROW_INV * BQP;
-    const T *rfmv = (const T *)(sb + pl->off_row) + ROW_FMV * BQP;
+    const T *rm_used = (const T *)(sb + pl->off_row) + ROW_M_USED * BQ;
+    const T *rinv = (const T *)(sb + pl->off_row) + ROW_INV * BQ;
+    const T *rfmv = (const T *)(sb + pl->off_row) + ROW_FMV * BQ;
     T *kp = (T *)(sb + pl->off_kp);
     const unsigned char *isfm = (const unsigned char *)(sb + pl->off_fm);
     const T *k_b = (const T *)p->k.data + BOFF_(p->k, b);
@@ -366,16 +366,16 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
         if (cls != BLK_ALL || sc_b) {
             ptrdiff_t ks;
             const T *kblk = SFX(k_block)(pl, k_b, j0, nk, kp, &ks);
-            SFX(qk_block)(st, BQP, qt, BQP, nqv, kblk, ks, E, nk, scale,
+            SFX(qk_block)(st, BQ, qt, BQ, nqv, kblk, ks, E, nk, scale,
                           sc_b == NULL);
             if (sc_b) {
                 SFX(store_tile_t)(sc_b + (ptrdiff_t)j0 * p->scores.s1,
-                                  p->scores.s0, p->scores.s1, st, BQP, nq, nk,
+                                  p->scores.s0, p->scores.s1, st, BQ, nq, nk,
                                   NULL, NULL, NULL, 0);
                 if (cls != BLK_ALL && w_b)
                     for (size_t j = 0; j < nk; j++)
                         for (size_t v = 0; v < nqv; v++) {
-                            T *s = st + j * BQP + v * W;
+                            T *s = st + j * BQ + v * W;
                             VSTOREU(s, VMUL(VLOADU(s), vscale));
                         }
             }
@@ -383,42 +383,42 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
         if (!w_b)
             continue;
         if (cls != BLK_ALL) {
-            SFX(apply_masks)(pl, st, BQP, b, i0, nq, nqv, j0, nk, mask_b, cls,
+            SFX(apply_masks)(pl, st, BQ, b, i0, nq, nqv, j0, nk, mask_b, cls,
                              cdiag, NULL);
             for (size_t j = 0; j < nk; j++)
                 for (size_t v = 0; v < nqv; v++) {
-                    T *s = st + j * BQP + v * W;
-                    VT x = VSUB(VLOADU(s), VLOADU(rmuse + v * W));
+                    T *s = st + j * BQ + v * W;
+                    VT x = VSUB(VLOADU(s), VLOADU(rm_used + v * W));
                     VSTOREU(s, VMUL(VEXP(x), VLOADU(rinv + v * W)));
                 }
         }
         SFX(store_tile_t)(w_b + (ptrdiff_t)j0 * p->weights.s1, p->weights.s0,
-                          p->weights.s1, st, BQP, nq, nk, isfm, rfmv, rinv,
+                          p->weights.s1, st, BQ, nq, nk, isfm, rfmv, rinv,
                           cls == BLK_ALL);
     }
 }
 
-/* step 0 of an item: Q^T of rows i0 .. i0+nq-1 into qt (E x BQP), the
+/* step 0 of an item: Q^T of rows i0 .. i0+nq-1 into qt (E x BQ), the
  * columns past nq (up to nqv vectors) zero                                */
 TI void SFX(pack_qt)(const attn_plan *pl, const T *q_b, size_t i0, size_t nq,
                      size_t nqv, T *qt)
 {
     const attn_problem *p = pl->p;
-    const size_t E = p->E, BQP = pl->BQP;
+    const size_t E = p->E, BQ = pl->BQ;
     const ptrdiff_t qs0 = p->q.s0, qs1 = p->q.s1;
     for (size_t r = 0; r < nq; r++) {
         const T *q_bi = q_b + (ptrdiff_t)(i0 + r) * qs0;
         T *qt_r = qt + r;
         if (qs1 == 1)
             for (size_t e = 0; e < E; e++)
-                qt_r[e * BQP] = q_bi[e];
+                qt_r[e * BQ] = q_bi[e];
         else
             for (size_t e = 0; e < E; e++)
-                qt_r[e * BQP] = q_bi[(ptrdiff_t)e * qs1];
+                qt_r[e * BQ] = q_bi[(ptrdiff_t)e * qs1];
     }
     for (size_t e = 0; e < E; e++)
         for (size_t r = nq; r < nqv * W; r++)
-            qt[e * BQP + r] = 0;
+            qt[e * BQ + r] = 0;
 }
 
 /* the output row of a query that saw no key, by policy (not "raise"):
@@ -460,13 +460,13 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
                         const unsigned char *mcls)
 {
     const attn_problem *p = pl->p;
-    const size_t BQP = pl->BQP, BK = pl->BK, EvP = pl->EvP;
+    const size_t BQ = pl->BQ, BK = pl->BK, EvP = pl->EvP;
     const size_t nqv = (nq + W - 1) / W, nev = EvP / W;
     const T *qt = (const T *)(sb + pl->off_qt);
     T *st = (T *)(sb + pl->off_st);
     T *oc = (T *)(sb + pl->off_oc);
-    T *rm = (T *)(sb + pl->off_row) + ROW_M * BQP;
-    T *rl = rm + BQP, *ralpha = rl + BQP, *rmuse = ralpha + BQP;
+    T *rm = (T *)(sb + pl->off_row) + ROW_M * BQ;
+    T *rl = rm + BQ, *ralpha = rl + BQ, *rm_used = ralpha + BQ;
     T *kp = (T *)(sb + pl->off_kp);
     T *vp = (T *)(sb + pl->off_vp);
     const T *k_b = (const T *)p->k.data + BOFF_(p->k, b);
@@ -483,7 +483,7 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
      * then probabilities of score 0: never NaN, never denormal)         */
     const int few = pl->off_kt != 0 && nq <= ATTN_QK_FEW;
     if (few)
-        memset(st, 0, MINZ_(BK, p->S) * BQP * sizeof(T));
+        memset(st, 0, MINZ_(BK, p->S) * BQ * sizeof(T));
     const size_t c0 = c * pl->CK;
     const size_t cend = MINZ_(c0 + pl->CK, jend);
     for (size_t j0 = (c0 > jlo ? c0 : jlo) / BK * BK; j0 < cend; j0 += BK) {
@@ -496,16 +496,16 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
         const T *kblk = SFX(k_block)(pl, k_b, j0, nk, kp, &ks);
         const T *vblk = SFX(v_block)(pl, v_b, j0, nk, vp, &vs);
         if (few)
-            SFX(qk_few)(st, BQP, qt, BQP, nq, kblk, ks, p->E, nk,
+            SFX(qk_few)(st, BQ, qt, BQ, nq, kblk, ks, p->E, nk,
                         (T)p->scale, (T *)(sb + pl->off_kt));
         else
-            SFX(qk_block)(st, BQP, qt, BQP, nqv, kblk, ks, p->E, nk,
+            SFX(qk_block)(st, BQ, qt, BQ, nqv, kblk, ks, p->E, nk,
                           (T)p->scale, 1);
-        if (p->bias.data || cls == BLK_MIXED || cdiag || pl->fx)
-            SFX(apply_masks)(pl, st, BQP, b, i0, nq, nqv, j0, nk, mask_b, cls,
+        if (p->bias.data || cls == BLK_MIXED || cdiag || pl->edits_scores)
+            SFX(apply_masks)(pl, st, BQ, b, i0, nq, nqv, j0, nk, mask_b, cls,
                              cdiag, NULL);
-        SFX(softmax_block)(st, BQP, nk, nqv, rm, rl, ralpha, rmuse);
-        SFX(pv_block)(oc, EvP, nq, nev, st, BQP, ralpha, vblk, vs, nk);
+        SFX(softmax_block)(st, BQ, nk, nqv, rm, rl, ralpha, rm_used);
+        SFX(pv_block)(oc, EvP, nq, nev, st, BQ, ralpha, vblk, vs, nk);
     }
 }
 
@@ -516,10 +516,10 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
 TF void SFX(chunk_fold)(const attn_plan *pl, char *sb, size_t nq,
                         const T *m, const T *l, const T *oc)
 {
-    const size_t BQP = pl->BQP, EvP = pl->EvP, nqv = (nq + W - 1) / W;
+    const size_t BQ = pl->BQ, EvP = pl->EvP, nqv = (nq + W - 1) / W;
     T *row = (T *)(sb + pl->off_row);
-    T *RM = row + ROW_RM * BQP, *RL = row + ROW_RL * BQP;
-    T *fa = row + ROW_FA * BQP, *fb = row + ROW_FB * BQP;
+    T *RM = row + ROW_RM * BQ, *RL = row + ROW_RL * BQ;
+    T *fa = row + ROW_FA * BQ, *fb = row + ROW_FB * BQ;
     T *o = (T *)(sb + pl->off_o);
     for (size_t v = 0; v < nqv; v++) {
         const VT M = VLOADU(RM + v * W), mc = VLOADU(m + v * W);
@@ -544,9 +544,9 @@ TF void SFX(chunk_fold)(const attn_plan *pl, char *sb, size_t nq,
 /* the running state of rows i0 .. : empty                                 */
 TI void SFX(state_reset)(const attn_plan *pl, char *sb, size_t nq)
 {
-    const size_t BQP = pl->BQP, nw = (nq + W - 1) / W * W;
+    const size_t BQ = pl->BQ, nw = (nq + W - 1) / W * W;
     T *row = (T *)(sb + pl->off_row);
-    T *RM = row + ROW_RM * BQP, *RL = row + ROW_RL * BQP;
+    T *RM = row + ROW_RM * BQ, *RL = row + ROW_RL * BQ;
     T *o = (T *)(sb + pl->off_o);
     for (size_t r = 0; r < nw; r++) {
         RM[r] = (T)-INFINITY;
@@ -564,11 +564,11 @@ TF attn_status SFX(finish_rows)(const attn_plan *pl, char *sb, size_t b,
                                 const T *RL, const T *o, size_t *bad_row)
 {
     const attn_problem *p = pl->p;
-    const size_t BQP = pl->BQP, EvP = pl->EvP, Ev = p->Ev;
+    const size_t BQ = pl->BQ, EvP = pl->EvP, Ev = p->Ev;
     const T ninf = (T)-INFINITY;
     T *row = (T *)(sb + pl->off_row);
-    T *rmuse = row + ROW_MUSE * BQP, *rinv = row + ROW_INV * BQP;
-    T *rfmv = row + ROW_FMV * BQP;
+    T *rm_used = row + ROW_M_USED * BQ, *rinv = row + ROW_INV * BQ;
+    T *rfmv = row + ROW_FMV * BQ;
     unsigned char *isfm = (unsigned char *)(sb + pl->off_fm);
     int have_mean = 0;
     T *out_b = (T *)p->out.data + BOFF_(p->out, b);
@@ -579,10 +579,10 @@ TF attn_status SFX(finish_rows)(const attn_plan *pl, char *sb, size_t b,
         const T *o_r = o + r * EvP;
         const int fm = RM[r] == ninf && RL[r] == RL[r];
         isfm[r] = (unsigned char)fm;
-        rmuse[r] = RM[r] == ninf ? (T)0 : RM[r]; /* VSAFE, as the blocks */
+        rm_used[r] = RM[r] == ninf ? (T)0 : RM[r]; /* VSAFE, as the blocks */
         if (lse_b) /* -inf for a fully masked row, whatever the policy */
             lse_b[(ptrdiff_t)(i0 + r) * p->lse.s0] =
-                fm ? ninf : (T)((double)rmuse[r] + log((double)RL[r]));
+                fm ? ninf : (T)((double)rm_used[r] + log((double)RL[r]));
         if (!fm) {
             const T inv = (T)1 / RL[r];
             rinv[r] = inv;
@@ -636,7 +636,7 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
 {
     const attn_problem *p = pl->p;
     char *sb = (char *)scratch;
-    const size_t BQP = pl->BQP;
+    const size_t BQ = pl->BQ;
     size_t nq, jlo, jend, c0, c1;
     const size_t i0 = SFX(item_rows)(pl, sb, b, qb, &nq);
     SFX(chunk_span)(pl, i0, nq, &jlo, &jend, &c0, &c1);
@@ -650,8 +650,8 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
             ? SFX(mask_classes)(pl, sb, mask_b, i0, nq) : NULL;
         SFX(chunk_pass)(pl, sb, b, i0, nq, chunk, jlo, jend, mcls);
         T *slot = (T *)attn__part_slot(pl, b, qb, chunk);
-        memcpy(slot, row + ROW_M * BQP, 2 * BQP * sizeof(T));
-        memcpy(slot + 2 * BQP, sb + pl->off_oc, nq * pl->EvP * sizeof(T));
+        memcpy(slot, row + ROW_M * BQ, 2 * BQ * sizeof(T));
+        memcpy(slot + 2 * BQ, sb + pl->off_oc, nq * pl->EvP * sizeof(T));
         return ATTN_OK;
     }
     const unsigned char *mcls = mask_b && jend > jlo
@@ -660,18 +660,18 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
     if (c1 == c0 + 1) { /* one chunk: folding it into the empty state would
                            copy it (exp(0) = 1): its state is the result */
         SFX(chunk_pass)(pl, sb, b, i0, nq, c0, jlo, jend, mcls);
-        st = SFX(finish_rows)(pl, sb, b, i0, nq, row + ROW_M * BQP,
-                              row + ROW_L * BQP,
+        st = SFX(finish_rows)(pl, sb, b, i0, nq, row + ROW_M * BQ,
+                              row + ROW_L * BQ,
                               (const T *)(sb + pl->off_oc), bad_row);
     } else {
         SFX(state_reset)(pl, sb, nq);
         for (size_t c = c0; c < c1; c++) {
             SFX(chunk_pass)(pl, sb, b, i0, nq, c, jlo, jend, mcls);
-            SFX(chunk_fold)(pl, sb, nq, row + ROW_M * BQP, row + ROW_L * BQP,
+            SFX(chunk_fold)(pl, sb, nq, row + ROW_M * BQ, row + ROW_L * BQ,
                             (const T *)(sb + pl->off_oc));
         }
-        st = SFX(finish_rows)(pl, sb, b, i0, nq, row + ROW_RM * BQP,
-                              row + ROW_RL * BQP,
+        st = SFX(finish_rows)(pl, sb, b, i0, nq, row + ROW_RM * BQ,
+                              row + ROW_RL * BQ,
                               (const T *)(sb + pl->off_o), bad_row);
     }
     /* 6. weights / raw scores, recomputing each score block */
@@ -687,18 +687,18 @@ TF attn_status SFX(merge_item)(const attn_plan *pl, void *scratch, size_t b,
 {
     const attn_problem *p = pl->p;
     char *sb = (char *)scratch;
-    const size_t BQP = pl->BQP;
+    const size_t BQ = pl->BQ;
     size_t nq, jlo, jend, c0, c1;
     const size_t i0 = SFX(item_rows)(pl, sb, b, qb, &nq);
     SFX(chunk_span)(pl, i0, nq, &jlo, &jend, &c0, &c1);
     SFX(state_reset)(pl, sb, nq);
     for (size_t c = c0; c < c1; c++) {
         const T *slot = (const T *)attn__part_slot(pl, b, qb, c);
-        SFX(chunk_fold)(pl, sb, nq, slot, slot + BQP, slot + 2 * BQP);
+        SFX(chunk_fold)(pl, sb, nq, slot, slot + BQ, slot + 2 * BQ);
     }
     const T *row = (const T *)(sb + pl->off_row);
-    attn_status st = SFX(finish_rows)(pl, sb, b, i0, nq, row + ROW_RM * BQP,
-                                      row + ROW_RL * BQP,
+    attn_status st = SFX(finish_rows)(pl, sb, b, i0, nq, row + ROW_RM * BQ,
+                                      row + ROW_RL * BQ,
                                       (const T *)(sb + pl->off_o), bad_row);
     if (st == ATTN_OK && (p->weights.data || p->scores.data))
         SFX(weights_pass)(pl, sb, b, i0, nq);

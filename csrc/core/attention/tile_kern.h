@@ -252,7 +252,7 @@ TF void SFX(pv_block)(T *o, size_t ldo, size_t nq, size_t nev, const T *pt,
 /* 3. online softmax over one key block, G query vectors at a time         */
 /* ---------------------------------------------------------------------- */
 TI void SFX(sm_group)(const int G, T *st, size_t ldst, size_t nk, T *m, T *l,
-                      T *alpha, T *muse)
+                      T *alpha, T *m_used)
 {
     /* two independent chains per vector (even / odd keys) hide the
      * latency of max and add; the order is fixed, so results are too */
@@ -275,7 +275,7 @@ TI void SFX(sm_group)(const int G, T *st, size_t ldst, size_t nk, T *m, T *l,
         VT mold = VLOADU(m + (size_t)g * W);
         VSTOREU(m + (size_t)g * W, mx[g]);
         mu[g] = VSAFE(mx[g]);
-        VSTOREU(muse + (size_t)g * W, mu[g]);
+        VSTOREU(m_used + (size_t)g * W, mu[g]);
         VT a = VEXP(VSUB(mold, mu[g]));
         VSTOREU(alpha + (size_t)g * W, a);
         sum[g] = VZERO();
@@ -306,13 +306,13 @@ TI void SFX(sm_group)(const int G, T *st, size_t ldst, size_t nk, T *m, T *l,
 }
 
 TF void SFX(softmax_block)(T *st, size_t ldst, size_t nk, size_t nqv, T *m,
-                           T *l, T *alpha, T *muse)
+                           T *l, T *alpha, T *m_used)
 {
     size_t v = 0;
     for (; v + SM_G <= nqv; v += SM_G)
         SFX(sm_group)(SM_G, st + v * W, ldst, nk, m + v * W, l + v * W,
-                      alpha + v * W, muse + v * W);
+                      alpha + v * W, m_used + v * W);
     for (; v < nqv; v++)
         SFX(sm_group)(1, st + v * W, ldst, nk, m + v * W, l + v * W,
-                      alpha + v * W, muse + v * W);
+                      alpha + v * W, m_used + v * W);
 }
