@@ -115,7 +115,7 @@ typedef struct {
     double scale;
     attn_causal causal;
     attn_fm fully_masked;
-    /* ---- variants (DESIGN, "Decoding and variants"); the zero value of
+    /* ---- variants (window, ALiBi, softcap, positions); the zero value of
      * every field below means "off", so a zero-initialised problem is plain
      * attention.
      *
