@@ -46,7 +46,7 @@ TI void SFX(mm_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
                      const T *a, ptrdiff_t ars, ptrdiff_t axs,
                      const T *restrict bm, size_t ldb, size_t n, int guarded)
 {
-    VT acc[PV_MR][PV_NR];
+    VT acc[PV_MR][PV_NRMAX];
     for (int r = 0; r < MR; r++)
         for (int c = 0; c < NR; c++)
             acc[r][c] = VZERO();
@@ -61,30 +61,11 @@ TI void SFX(mm_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
                 acc[r][c] = VFMA(ab, y[c], acc[r][c]);
         }
     }
-    /* guarded (some B entry may be inf/NaN): a sum that is not finite is
-     * summed again skipping zero A entries, never multiplied (0 * inf),
-     * as attn.h wants; a finite sum has the same bits either way (tile.h's
-     * pv_kern), so a row's gradient never depends on the rest of the call */
-    if (guarded) {
-        VT bad = VZERO();
-        for (int r = 0; r < MR; r++)
-            for (int c = 0; c < NR; c++)
-                bad = VADD(bad, VMUL(acc[r][c], VZERO()));
-        if (VRSUM(bad) != 0)
-            for (int r = 0; r < MR; r++)
-                for (int c = 0; c < NR; c++) {
-                    acc[r][c] = VZERO();
-                    for (size_t x = 0; x < n; x++) {
-                        const T a_rx = a[(ptrdiff_t)x * axs
-                                         + (ptrdiff_t)r * ars];
-                        if (a_rx != 0)
-                            acc[r][c] = VFMA(VSET1(a_rx),
-                                             VLOADU(bm + x * ldb
-                                                    + (size_t)c * W),
-                                             acc[r][c]);
-                    }
-                }
-    }
+    /* guarded (some B entry may be inf/NaN): zero A entries are skipped,
+     * never multiplied, as attn.h wants (tile_kern.h)                    */
+    if (guarded)
+        SFX(resum_if_not_finite)(MR, NR, acc, a, ars, axs, bm,
+                                 (ptrdiff_t)ldb, n);
     for (int r = 0; r < MR; r++)
         for (int c = 0; c < NR; c++) {
             T *o_rc = o + (size_t)r * ldo + (size_t)c * W;

@@ -626,6 +626,26 @@ TI size_t SFX(item_rows)(const attn_plan *pl, char *sb, size_t b, size_t qb,
     return i0;
 }
 
+/* 5-6. the outputs of rows i0 .. from the state (M, Lsum, o), then the
+ * weights / raw scores, recomputing each score block                     */
+TI attn_status SFX(item_outputs)(const attn_plan *pl, char *sb, size_t b,
+                                 size_t i0, size_t nq, int whole,
+                                 size_t *bad_row)
+{
+    const T *row = (const T *)(sb + pl->off_row);
+    const size_t BQ = pl->BQ;
+    attn_status st = whole
+        ? SFX(finish_rows)(pl, sb, b, i0, nq, row + ROW_RM * BQ,
+                           row + ROW_RL * BQ, (const T *)(sb + pl->off_o),
+                           bad_row)
+        : SFX(finish_rows)(pl, sb, b, i0, nq, row + ROW_M * BQ,
+                           row + ROW_L * BQ, (const T *)(sb + pl->off_oc),
+                           bad_row);
+    if (st == ATTN_OK && (pl->p->weights.data || pl->p->scores.data))
+        SFX(weights_pass)(pl, sb, b, i0, nq);
+    return st;
+}
+
 /* ---------------------------------------------------------------------- */
 /* work item (b, qb, chunk): rows i0 = qb*BQ .. of batch item b. chunk ==  */
 /* ATTN_ALL_CHUNKS: every chunk, folded here, then the outputs; else the   */
@@ -656,28 +676,18 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
     }
     const unsigned char *mcls = mask_b && jend > jlo
         ? SFX(mask_classes)(pl, sb, mask_b, i0, nq) : NULL;
-    attn_status st;
     if (c1 == c0 + 1) { /* one chunk: folding it into the empty state would
                            copy it (exp(0) = 1): its state is the result */
         SFX(chunk_pass)(pl, sb, b, i0, nq, c0, jlo, jend, mcls);
-        st = SFX(finish_rows)(pl, sb, b, i0, nq, row + ROW_M * BQ,
-                              row + ROW_L * BQ,
-                              (const T *)(sb + pl->off_oc), bad_row);
-    } else {
-        SFX(state_reset)(pl, sb, nq);
-        for (size_t c = c0; c < c1; c++) {
-            SFX(chunk_pass)(pl, sb, b, i0, nq, c, jlo, jend, mcls);
-            SFX(chunk_fold)(pl, sb, nq, row + ROW_M * BQ, row + ROW_L * BQ,
-                            (const T *)(sb + pl->off_oc));
-        }
-        st = SFX(finish_rows)(pl, sb, b, i0, nq, row + ROW_RM * BQ,
-                              row + ROW_RL * BQ,
-                              (const T *)(sb + pl->off_o), bad_row);
+        return SFX(item_outputs)(pl, sb, b, i0, nq, 0, bad_row);
     }
-    /* 6. weights / raw scores, recomputing each score block */
-    if (st == ATTN_OK && (p->weights.data || p->scores.data))
-        SFX(weights_pass)(pl, sb, b, i0, nq);
-    return st;
+    SFX(state_reset)(pl, sb, nq);
+    for (size_t c = c0; c < c1; c++) {
+        SFX(chunk_pass)(pl, sb, b, i0, nq, c, jlo, jend, mcls);
+        SFX(chunk_fold)(pl, sb, nq, row + ROW_M * BQ, row + ROW_L * BQ,
+                        (const T *)(sb + pl->off_oc));
+    }
+    return SFX(item_outputs)(pl, sb, b, i0, nq, 1, bad_row);
 }
 
 /* the chunk states of item (b, qb) from pl->part, folded in chunk order,
@@ -685,7 +695,6 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
 TF attn_status SFX(merge_item)(const attn_plan *pl, void *scratch, size_t b,
                                size_t qb, size_t *bad_row)
 {
-    const attn_problem *p = pl->p;
     char *sb = (char *)scratch;
     const size_t BQ = pl->BQ;
     size_t nq, jlo, jend, c0, c1;
@@ -696,13 +705,7 @@ TF attn_status SFX(merge_item)(const attn_plan *pl, void *scratch, size_t b,
         const T *slot = (const T *)attn__part_slot(pl, b, qb, c);
         SFX(chunk_fold)(pl, sb, nq, slot, slot + BQ, slot + 2 * BQ);
     }
-    const T *row = (const T *)(sb + pl->off_row);
-    attn_status st = SFX(finish_rows)(pl, sb, b, i0, nq, row + ROW_RM * BQ,
-                                      row + ROW_RL * BQ,
-                                      (const T *)(sb + pl->off_o), bad_row);
-    if (st == ATTN_OK && (p->weights.data || p->scores.data))
-        SFX(weights_pass)(pl, sb, b, i0, nq);
-    return st;
+    return SFX(item_outputs)(pl, sb, b, i0, nq, 1, bad_row);
 }
 
 /* exp over an array (for the tests) */

@@ -153,6 +153,37 @@ TF void SFX(qk_few)(T *st, size_t ldst, const T *qt, size_t ldq, size_t nq,
 /* ---------------------------------------------------------------------- */
 #define PV_FEW_NR 8 /* value vectors per pass of a one-row block        */
 #define PV_NRMAX (PV_NR > PV_FEW_NR ? PV_NR : PV_FEW_NR)
+/* A key of weight 0 contributes nothing (attn.h), but 0 * inf = NaN: when
+ * some acc[r][c] = sum over x < n of a(r, x) b(x, c) is not finite, every
+ * one is summed again skipping zero a (a(r, x) = a[r * ars + x * axs],
+ * b(x, c) = vector c of row x of bm, row stride bs). Both loops give the
+ * same bits whenever the sum is finite (a b + acc with a = 0 is acc: acc
+ * starts at +0 and never becomes -0), so no block is tested beforehand.  */
+TI void SFX(resum_if_not_finite)(const int MR, const int NR,
+                                 VT acc[][PV_NRMAX], const T *a,
+                                 ptrdiff_t ars, ptrdiff_t axs, const T *bm,
+                                 ptrdiff_t bs, size_t n)
+{
+    VT bad = VZERO();
+    for (int r = 0; r < MR; r++)
+        for (int c = 0; c < NR; c++)
+            bad = VADD(bad, VMUL(acc[r][c], VZERO()));
+    if (VRSUM(bad) == 0)
+        return;
+    for (int r = 0; r < MR; r++)
+        for (int c = 0; c < NR; c++) {
+            acc[r][c] = VZERO();
+            for (size_t x = 0; x < n; x++) {
+                const T a_rx = a[(ptrdiff_t)r * ars + (ptrdiff_t)x * axs];
+                if (a_rx != 0)
+                    acc[r][c] = VFMA(VSET1(a_rx),
+                                     VLOADU(bm + (ptrdiff_t)x * bs
+                                            + (ptrdiff_t)c * W),
+                                     acc[r][c]);
+            }
+        }
+}
+
 TI void SFX(pv_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
                      const T *restrict pt, size_t ldp, const T *alpha,
                      const T *v, ptrdiff_t vs, size_t nk)
@@ -172,26 +203,7 @@ TI void SFX(pv_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
                 acc[r][c] = VFMA(pb, x[c], acc[r][c]);
         }
     }
-    /* A key of weight 0 contributes nothing (attn.h), but 0 * inf = NaN:
-     * a sum that is not finite is summed again skipping zero weights.
-     * Both loops give the same bits whenever V is finite (p v + acc with
-     * p = 0 is acc: acc starts at +0 and never becomes -0), so no value
-     * block is ever tested beforehand.                                   */
-    VT bad = VZERO();
-    for (int r = 0; r < MR; r++)
-        for (int c = 0; c < NR; c++)
-            bad = VADD(bad, VMUL(acc[r][c], VZERO()));
-    if (VRSUM(bad) != 0)
-        for (int r = 0; r < MR; r++)
-            for (int c = 0; c < NR; c++) {
-                acc[r][c] = VZERO();
-                for (size_t j = 0; j < nk; j++)
-                    if (pt[j * ldp + (size_t)r] != 0)
-                        acc[r][c] = VFMA(VSET1(pt[j * ldp + (size_t)r]),
-                                         VLOADU(v + (ptrdiff_t)j * vs
-                                                + (ptrdiff_t)c * W),
-                                         acc[r][c]);
-            }
+    SFX(resum_if_not_finite)(MR, NR, acc, pt, 1, (ptrdiff_t)ldp, v, vs, nk);
     for (int r = 0; r < MR; r++) {
         VT a = VSET1(alpha[r]);
         for (int c = 0; c < NR; c++) {
