@@ -93,7 +93,8 @@ typedef struct {
     size_t off_kp;    /* packed K block, BK x E (if pack_k)                 */
     size_t off_vp;    /* packed V block, BK x EvP (if pack_v)               */
     size_t off_kt;    /* K^T of a block, E x BK rounded up to W (qk_few),
-                         or 0: query blocks of more than one vector       */
+                         or 0: calls of more than ATTN_QK_FEW rows       */
+    size_t off_srow;  /* a one-row block's scores, BK rounded up to W      */
     size_t off_vmean; /* mean of V rows (uniform policy), Ev doubles        */
     size_t off_fm;    /* per-query fully-masked flags, BQ bytes            */
     size_t off_mkey;  /* attn_mkey: whose mask classes off_mcls holds       */

@@ -277,6 +277,7 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
         ok = mul_ok(round_up(bk, W), p->E, &n) && take(&a, n, esz, &pl->off_kt);
         if (ok && pl->off_kt == 0) /* 0 means none: move it up */
             ok = take(&a, n, esz, &pl->off_kt);
+        ok = ok && take(&a, round_up(bk, W), esz, &pl->off_srow);
     }
     ok = ok && take(&a, p->fully_masked == ATTN_FM_UNIFORM ? p->Ev : 0,
                     sizeof(double), &pl->off_vmean);

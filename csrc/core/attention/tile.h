@@ -313,6 +313,17 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
         ptrdiff_t ks, vs;
         const T *kblk = SFX(k_block)(pl, k_b, j0, nk, kp, &ks);
         const T *vblk = SFX(v_block)(pl, v_b, j0, nk, vp, &vs);
+        if (few && nq == 1 && !(p->bias.data || cls == BLK_MIXED || cdiag
+                                || pl->edits_scores)) {
+            /* one row, nothing to mask: its scores as one contiguous row,
+             * its softmax with keys in the lanes (softmax_row) */
+            T *srow = (T *)(sb + pl->off_srow);
+            SFX(qk_few)(srow, 1, qt, BQ, 1, kblk, ks, p->E, nk, (T)p->scale,
+                        (T *)(sb + pl->off_kt));
+            SFX(softmax_row)(srow, nk, rm, rl, ralpha, rm_used);
+            SFX(pv_block)(oc, EvP, 1, nev, srow, 1, ralpha, vblk, vs, nk);
+            continue;
+        }
         if (few)
             SFX(qk_few)(st, BQ, qt, BQ, nq, kblk, ks, p->E, nk,
                         (T)p->scale, (T *)(sb + pl->off_kt));

@@ -317,6 +317,49 @@ TI void SFX(sm_group)(const int G, T *st, size_t ldst, size_t nk, T *m, T *l,
     }
 }
 
+/* sm_group's operations on lane 0 for a one-row block whose scores s[j]
+ * are contiguous (keys in the lanes): the same max, exp and sums in the
+ * same order (even keys, odd keys), so the same bits; the exps go W keys
+ * at a time. Leaves the probabilities in s.                              */
+TF void SFX(softmax_row)(T *s, size_t nk, T *m, T *l, T *alpha, T *m_used)
+{
+    VT mx = VSET1(m[0]), mx1 = mx;
+    size_t j = 0;
+    for (; j + 2 <= nk; j += 2) {
+        mx = VMAX(mx, VSET1(s[j]));
+        mx1 = VMAX(mx1, VSET1(s[j + 1]));
+    }
+    if (j < nk)
+        mx = VMAX(mx, VSET1(s[j]));
+    mx = VMAX(mx, mx1);
+    const VT mu = VSAFE(mx), a = VEXP(VSUB(VSET1(m[0]), mu));
+    T lane[W];
+    VSTOREU(lane, mx);
+    m[0] = lane[0];
+    VSTOREU(lane, mu);
+    m_used[0] = lane[0];
+    VSTOREU(lane, a);
+    alpha[0] = lane[0];
+    for (j = 0; j + W <= nk; j += W)
+        VSTOREU(s + j, VEXP(VSUB(VLOADU(s + j), mu)));
+    if (j < nk) {
+        for (size_t x = 0; x < (size_t)W; x++)
+            lane[x] = j + x < nk ? s[j + x] : (T)0;
+        VSTOREU(lane, VEXP(VSUB(VLOADU(lane), mu)));
+        for (size_t x = 0; j + x < nk; x++)
+            s[j + x] = lane[x];
+    }
+    T sum = 0, sum1 = 0;
+    for (j = 0; j + 2 <= nk; j += 2) {
+        sum = sum + s[j];
+        sum1 = sum1 + s[j + 1];
+    }
+    if (j < nk)
+        sum = sum + s[j];
+    VSTOREU(lane, VFMA(VSET1(l[0]), a, VADD(VSET1(sum), VSET1(sum1))));
+    l[0] = lane[0];
+}
+
 TF void SFX(softmax_block)(T *st, size_t ldst, size_t nk, size_t nqv, T *m,
                            T *l, T *alpha, T *m_used)
 {
