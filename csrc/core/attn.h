@@ -115,7 +115,7 @@ typedef struct {
     double scale;
     attn_causal causal;
     attn_fm fully_masked;
-    /* ---- variants (DESIGN, "Decoding and variants"); the zero value of
+    /* ---- variants (window, ALiBi, softcap, positions); the zero value of
      * every field below means "off", so a zero-initialised problem is plain
      * attention.
      *
@@ -203,7 +203,8 @@ typedef struct {
  * or scores are requested, in which case it writes them into the caller's
  * buffers). Results do not depend on exec->nthreads.
  * attn_sdpa_naive: a plain row-by-row implementation of the same contract,
- * single-threaded, kept as the C tests' oracle.                            */
+ * single-threaded, the C tests' oracle (csrc/core/testing/: linked into
+ * the C test programs only, not into the Python extension).              */
 attn_status attn_sdpa(attn_problem *p, const attn_exec *ex);
 attn_status attn_sdpa_naive(attn_problem *p);
 
@@ -212,7 +213,7 @@ attn_status attn_sdpa_naive(attn_problem *p);
  * memory O((L + S)(E + Ev)) per thread). Parallel over (b, key block) for
  * dk/dv and (b, query block) for dq/dbias; the same bits for any
  * exec->nthreads. attn_sdpa_backward_naive: row by row in double, single
- * threaded, the C tests' oracle.                                          */
+ * threaded, the C tests' oracle (csrc/core/testing/, not in the extension). */
 attn_status attn_sdpa_backward(attn_bwd_problem *bp, const attn_exec *ex);
 attn_status attn_sdpa_backward_naive(attn_bwd_problem *bp);
 

@@ -2,14 +2,17 @@
  * test_decode.c -- C tests of the decoding parts of the core, without
  * Python:
  *
- *   the split-K decode path of attn_sdpa (1 <= L <= 4, L >= 2 only when
- *     S (E + Ev) >= ATTN_DECODE_MIN_KV; L = 5 and 8 for the boundary) on every instruction set this CPU has, against the naive
- *     oracle, over random problems whose keys span many chunks: every
- *     layout, mask (also padding masks that leave whole chunks empty),
- *     bias, causal alignment, fully_masked policy, weights and raw scores;
- *     bitwise the same for 1, 2, 3 and 5 threads, and out the same bits
- *     with and without weights; a long single-head sequence (S = 65553);
- *     the poll / cancel protocol
+ *   decode-shaped problems of attn_sdpa (L = 1 to 8, keys spanning many
+ *     chunks) on every instruction set this CPU has, against the naive
+ *     oracle: every layout, mask (also padding masks that leave whole
+ *     chunks empty), bias, causal alignment, fully_masked policy, weights
+ *     and raw scores; bitwise the same for 1, 2, 3 and 5 threads, and out
+ *     the same bits with and without weights; a long single-head sequence
+ *     (S = 65553); the poll / cancel protocol, whole and split calls
+ *   batch-invariant bits: every row of random tile and decode problems
+ *     alone (L = 1 at its own key position, 1 to 4 threads) gives the bits
+ *     of the row in the whole call, out and lse; a token by token decode
+ *     (row i against keys 0 .. i) gives the full causal pass
  *   attn_merge: attention over key ranges merged by lse equals attention
  *     over all keys; all -inf rows give 0 and -inf; NaN propagates
  *   attn_rope: both conventions against the formula, in place, strided
@@ -25,11 +28,11 @@
 #define main test_core_main
 #include "test_core.c"
 #undef main
+#include "attention/variants.h"
 #ifdef TEST_DECODE_MAIN /* included by test_variants.c */
 #define main TEST_DECODE_MAIN
 #endif
 
-#include "attention/decode.h"
 
 /* ------------------------------------------------------------------------ */
 /* the decode path against the oracle, bitwise over thread counts           */
@@ -140,8 +143,7 @@ static void test_decode_long(const char *isa)
 static void test_decode_poll(void)
 {
     prob t;
-    /* 8 x 5 chunks: one row of E + Ev = 32 floats takes decode.c's
-     * largest chunk, MAX_CK = 4096 keys                                 */
+    /* 8 one-row items, one thread: a poll after each of them           */
     prob_simple(&t, ATTN_F32, 8, 1, 20000, 16, 16);
     prob_outputs(&t, 1, 0); /* with weights: their pass polls too       */
     run_naive(&t);
@@ -151,17 +153,165 @@ static void test_decode_poll(void)
     attn_exec ex = {1, poll_fn, NULL};
     poll_count = 0;
     poll_stop_after = 1000000;
-    CHECK(attn_sdpa(&t.p, &ex) == ATTN_OK && poll_count >= 80,
-          "decode: poll after every item of both passes (%d polls)",
-          poll_count);
+    CHECK(attn_sdpa(&t.p, &ex) == ATTN_OK && poll_count >= 8,
+          "decode: poll after every item (%d polls)", poll_count);
     poll_count = 0;
     poll_stop_after = 3;
     attn_status st = attn_sdpa(&t.p, &ex);
     CHECK(st == ATTN_EINTERRUPTED && poll_count == 4,
           "decode: a nonzero poll stops the call (status %d, %d polls)",
           (int)st, poll_count);
+    prob_free(&t);
+    /* one row, two threads: the keys split into chunk items, then a merge
+     * item; the caller polls in both passes and a stop ends the call    */
+    prob_simple(&t, ATTN_F32, 1, 1, 20000, 16, 16);
+    prob_outputs(&t, 1, 0);
+    run_naive(&t);
+    prob_target(&t, 0);
+    attn_exec ex2 = {2, poll_fn, NULL};
+    poll_count = 0;
+    poll_stop_after = 1000000;
+    st = attn_sdpa(&t.p, &ex2);
+    CHECK(st == ATTN_OK && poll_count >= 2,
+          "decode, split call: polls in both passes (status %d, %d polls)",
+          (int)st, poll_count);
+    check_fast(&t, "split call", 2); /* and its results are the oracle's */
+    poll_count = 0;
+    poll_stop_after = 0;
+    st = attn_sdpa(&t.p, &ex2);
+    CHECK(st == ATTN_EINTERRUPTED,
+          "decode, split call: a nonzero poll stops it (status %d)", (int)st);
     attn__poll_interval_ns = saved;
     prob_free(&t);
+}
+
+/* ------------------------------------------------------------------------ */
+/* batch-invariant bits: a row alone is the row inside the call             */
+/* ------------------------------------------------------------------------ */
+
+static int same_elems(const void *a, const void *b, size_t n, size_t esz)
+{
+    return memcmp(a, b, n * esz) == 0;
+}
+
+/* Every row i of t computed alone (L = 1, pos_shift moved so that it keeps
+ * its key position, its rows of mask and bias), at 1 + i % 4 threads,
+ * against the whole call at 1 thread: the same bits of out and lse.      */
+static void check_rows_alone(prob *t, const char *isa)
+{
+    const attn_problem *p = &t->p;
+    const size_t esz = p->dtype == ATTN_F32 ? 4 : 8, B = p->B, L = p->L;
+    const size_t Ev = p->Ev, one = Ev ? Ev : 1;
+    if (B == 0 || L == 0 || p->fully_masked == ATTN_FM_RAISE)
+        return;
+    char d[400];
+    describe(t, d, sizeof d);
+    unsigned char *out_all = calloc(B * L * one, esz);
+    unsigned char *lse_all = calloc(B * L, esz);
+    unsigned char *out1 = calloc(B * one, esz), *lse1 = calloc(B, esz);
+    ptrdiff_t *bo = malloc(4 * B * sizeof *bo);
+    if (!out_all || !lse_all || !out1 || !lse1 || !bo) {
+        CHECK(0, "rows alone: out of memory");
+        goto done;
+    }
+    for (size_t b = 0; b < B; b++) {
+        bo[b] = (ptrdiff_t)(b * L * Ev);   /* whole: out (b, i, c)       */
+        bo[B + b] = (ptrdiff_t)(b * L);    /* whole: lse (b, i)          */
+        bo[2 * B + b] = (ptrdiff_t)(b * Ev); /* alone: out (b, 0, c)    */
+        bo[3 * B + b] = (ptrdiff_t)b;      /* alone: lse (b, 0)          */
+    }
+    attn_problem w = *p;
+    memset(&w.weights, 0, sizeof w.weights);
+    memset(&w.scores, 0, sizeof w.scores);
+    w.out = (attn_mat){out_all, bo, (ptrdiff_t)Ev, 1};
+    w.lse = (attn_mat){lse_all, bo + B, 1, 0};
+    attn_exec ex = {1, NULL, NULL};
+    if (attn_sdpa(&w, &ex) != ATTN_OK) {
+        CHECK(0, "[%s] rows alone: the whole call failed: %s", isa, d);
+        goto done;
+    }
+    const ptrdiff_t qpos = attn__var_qpos(p);
+    const ptrdiff_t br = p->causal == ATTN_CAUSAL_BOTTOM_RIGHT;
+    int ok = 1;
+    for (size_t i = 0; i < L && ok; i++) {
+        attn_problem r = w;
+        r.L = 1;
+        r.q.data = (char *)p->q.data + (ptrdiff_t)i * p->q.s0 * (ptrdiff_t)esz;
+        if (p->mask.data)
+            r.mask.data = (char *)p->mask.data + (ptrdiff_t)i * p->mask.s0;
+        if (p->bias.data)
+            r.bias.data = (char *)p->bias.data
+                          + (ptrdiff_t)i * p->bias.s0 * (ptrdiff_t)esz;
+        /* row 0 of r sits where row i of p does */
+        r.pos_shift = (ptrdiff_t)i + qpos - (br ? (ptrdiff_t)p->S - 1 : 0);
+        r.out = (attn_mat){out1, bo + 2 * B, (ptrdiff_t)Ev, 1};
+        r.lse = (attn_mat){lse1, bo + 3 * B, 1, 0};
+        attn_exec exr = {1 + (int)(i % 4), NULL, NULL};
+        ok = attn_sdpa(&r, &exr) == ATTN_OK;
+        for (size_t b = 0; b < B && ok; b++)
+            ok = same_elems(out1 + b * Ev * esz,
+                            out_all + (b * L + i) * Ev * esz, Ev, esz)
+                 && same_elems(lse1 + b * esz, lse_all + (b * L + i) * esz,
+                               1, esz);
+        CHECK(ok, "[%s] row %zu alone (%d threads) differs bitwise: %s", isa,
+              i, exr.nthreads, d);
+    }
+done:
+    free(out_all);
+    free(lse_all);
+    free(out1);
+    free(lse1);
+    free(bo);
+}
+
+/* the rows of random tile and decode problems alone; a token by token
+ * decode (row i against keys 0 .. i) against the full causal pass       */
+static void test_rows_alone(const char *isa, int count)
+{
+    for (int it = 0; it < count; it++) {
+        prob t;
+        if (it % 2)
+            prob_decode(&t, it % 4 == 1 ? 1500 : 5000);
+        else
+            prob_random(&t, it % 8 == 0);
+        check_rows_alone(&t, isa);
+        prob_free(&t);
+    }
+    for (int dt = 0; dt < 2; dt++) {
+        prob t;
+        const size_t n = 70 + 40 * (size_t)dt;
+        prob_simple(&t, (attn_dtype)dt, 2, n, n, 16, 16);
+        t.p.causal = ATTN_CAUSAL_TOP_LEFT;
+        prob_outputs(&t, 0, 0);
+        check_rows_alone(&t, isa); /* the cache is all of K: row i alone */
+        /* ... and with the cache cut to keys 0 .. i: S = i + 1 */
+        const size_t esz = dt ? 8 : 4;
+        unsigned char *full = calloc(2 * n * 16, esz), *o1 = calloc(32, esz);
+        ptrdiff_t bo[4] = {0, (ptrdiff_t)(n * 16), 0, 16};
+        attn_problem w = t.p;
+        w.out = (attn_mat){full, bo, 16, 1};
+        attn_exec ex = {2, NULL, NULL};
+        int ok = full && o1 && attn_sdpa(&w, &ex) == ATTN_OK;
+        for (size_t i = 0; i < n && ok; i++) {
+            attn_problem r = w;
+            r.L = 1;
+            r.S = i + 1;
+            r.causal = ATTN_CAUSAL_BOTTOM_RIGHT;
+            r.q.data = (char *)t.p.q.data
+                       + (ptrdiff_t)i * t.p.q.s0 * (ptrdiff_t)esz;
+            r.out = (attn_mat){o1, bo + 2, 16, 1};
+            attn_exec exr = {1 + (int)(i % 4), NULL, NULL};
+            ok = attn_sdpa(&r, &exr) == ATTN_OK
+                 && same_elems(o1, full + i * 16 * esz, 16, esz)
+                 && same_elems(o1 + 16 * esz, full + (n + i) * 16 * esz, 16,
+                               esz);
+            CHECK(ok, "[%s] decode step %zu differs from the causal pass",
+                  isa, i);
+        }
+        free(full);
+        free(o1);
+        prob_free(&t);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -415,6 +565,7 @@ int main(int argc, char **argv)
         if (!check_use_isa(i))
             continue;
         test_decode_random(check_isa(i), count);
+        test_rows_alone(check_isa(i), 2 * count);
         if (count >= 20)
             test_decode_long(check_isa(i));
         printf("  worst error / tolerance: f32 %.3f, f64 %.3f\n",

@@ -28,8 +28,10 @@
 #include "attention/kern.h"
 #include "util.h"
 
-#define BWD_BK 64   /* keys per block of pass B                          */
-#define BWD_BKA 128 /* keys per block of pass A and of the fused items   */
+/* keys per block of pass A, pass B and the fused items: one size, so a
+ * row's dQ (summed block by block) has the same bits in either mode     */
+#define BWD_BK 128
+#define BWD_BKA BWD_BK
 #define BWD_FUSED_B 4 /* fused items from this many batch items on       */
 #define BWD_FUSED_BYTES ((size_t)16 << 20) /* packed queries of one b   */
 
@@ -124,7 +126,7 @@ static attn_status bwd_plan(attn_bwd_plan *bpl, const attn_bwd_problem *bp,
         BQ = round_up(p->L, W);
     if (BQ == 0)
         BQ = W;
-    pl->BQ = pl->BQP = BQ;
+    pl->BQ = BQ;
     pl->BK = p->S < BWD_BK ? (p->S ? p->S : 1) : BWD_BK;
     pl->EvP = round_up(p->Ev, W);
     bpl->EP = round_up(p->E, W);
@@ -178,80 +180,39 @@ static attn_status bwd_plan(attn_bwd_plan *bpl, const attn_bwd_problem *bp,
 typedef struct {
     const attn_bwd_plan *bpl;
     attn_bwd_fn fn;          /* NULL: pass 0 */
-    const attn_exec *ex;
-    size_t nitems, nblk;
+    size_t nblk;
     int blk_outer;           /* item k -> (b = k % B, blk from the end)   */
     size_t *bad;             /* pass 0: first fully masked row per b      */
-    atomic_size_t next;
-    atomic_int stop;         /* ATTN_OK, or ATTN_ENOMEM / ATTN_EINTERRUPTED */
-    long long t_last;
 } bwd_run;
 
-static void bwd_task(void *arg, int tid)
+static attn_status bwd_item(void *ctx, void *scratch, size_t k)
 {
-    bwd_run *c = arg;
+    const bwd_run *c = ctx;
     const attn_bwd_plan *bpl = c->bpl;
     const size_t B = bpl->bp->f.B;
-    void *raw = NULL, *scratch = NULL;
-    if (c->fn) {
-        raw = malloc(bpl->scratch_bytes + 64);
-        if (!raw) {
-            atomic_store(&c->stop, ATTN_ENOMEM);
-            return;
-        }
-        scratch = (void *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    size_t b = k / c->nblk, blk = k % c->nblk;
+    if (c->blk_outer) {
+        b = k % B;
+        blk = c->nblk - 1 - k / B;
     }
-    while (atomic_load_explicit(&c->stop, memory_order_relaxed) == ATTN_OK) {
-        size_t k = atomic_fetch_add_explicit(&c->next, 1,
-                                             memory_order_relaxed);
-        if (k >= c->nitems)
-            break;
-        size_t b = k / c->nblk, blk = k % c->nblk;
-        if (c->blk_outer) {
-            b = k % B;
-            blk = c->nblk - 1 - k / B;
-        }
-        if (!c->fn && bpl->bp->f.dtype == ATTN_F64)
-            bwd_rows_f64(bpl, b, &c->bad[b]);
-        else if (!c->fn)
-            bwd_rows_f32(bpl, b, &c->bad[b]);
-        else
-            c->fn(bpl, scratch, b, blk);
-        if (tid == 0 && c->ex && c->ex->poll) {
-            long long now = attn__now_ns();
-            if (now - c->t_last >= attn__poll_interval_ns) {
-                c->t_last = now;
-                if (c->ex->poll(c->ex->poll_ctx))
-                    atomic_store(&c->stop, ATTN_EINTERRUPTED);
-            }
-        }
-    }
-    free(raw);
+    if (!c->fn && bpl->bp->f.dtype == ATTN_F64)
+        bwd_rows_f64(bpl, b, &c->bad[b]);
+    else if (!c->fn)
+        bwd_rows_f32(bpl, b, &c->bad[b]);
+    else
+        c->fn(bpl, scratch, b, blk);
+    return ATTN_OK;
 }
 
+/* one pass: B x nblk items (runtime/sched.h)                             */
 static attn_status bwd_pass(const attn_bwd_plan *bpl, attn_bwd_fn fn,
                             size_t nblk, int blk_outer, size_t *bad,
-                            const attn_exec *ex, int nt)
+                            const attn_exec *ex, double flops)
 {
-    bwd_run c;
-    memset(&c, 0, sizeof c);
-    c.bpl = bpl;
-    c.fn = fn;
-    c.ex = ex;
-    c.nblk = nblk ? nblk : 1;
-    c.nitems = nblk ? bpl->bp->f.B * nblk : 0; /* B * nblk checked below */
-    c.blk_outer = blk_outer;
-    c.bad = bad;
-    atomic_init(&c.next, 0);
-    atomic_init(&c.stop, ATTN_OK);
-    if (ex && ex->poll)
-        c.t_last = attn__now_ns();
-    if (c.nitems == 0)
-        return ATTN_OK;
-    if ((size_t)nt > c.nitems)
-        nt = (int)c.nitems;
-    attn_pool_run(bwd_task, &c, nt);
-    return (attn_status)atomic_load(&c.stop);
+    bwd_run c = {bpl, fn, nblk ? nblk : 1, blk_outer, bad};
+    attn_job job = {bwd_item, &c, nblk ? bpl->bp->f.B * nblk : 0,
+                    fn ? bpl->scratch_bytes : 0, NULL, flops};
+    return attn_sched_run(&job, ex);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -300,8 +261,8 @@ attn_status attn_sdpa_backward(attn_bwd_problem *bp, const attn_exec *ex)
     bpl.uvec = uvec;
     bpl.bnan = bnan;
     bpl.guarded = bwd_guarded(bp);
-    const int nt = attn__threads_for(p, ex, 3.5);
-    st = bwd_pass(&bpl, NULL, 1, 0, bad, ex, nt);
+    const double flops = attn__sdpa_flops(p, 3.5);
+    st = bwd_pass(&bpl, NULL, 1, 0, bad, ex, flops);
     for (size_t b = 0; st == ATTN_OK && b < p->B; b++)
         if (bad[b] != SIZE_MAX && p->fully_masked == ATTN_FM_RAISE) {
             bp->f.bad_b = b;
@@ -314,9 +275,10 @@ attn_status attn_sdpa_backward(attn_bwd_problem *bp, const attn_exec *ex)
     const size_t nka = (p->S + bpl.BKA - 1) / bpl.BKA;
     if (st == ATTN_OK)
         st = bwd_pass(&bpl, d->bwd_a[t], bpl.fused ? 1 : nka, 0, NULL, ex,
-                      nt);
+                      flops);
     if (st == ATTN_OK && !bpl.fused)
-        st = bwd_pass(&bpl, d->bwd_b[t], bpl.fp.nqb, causal, NULL, ex, nt);
+        st = bwd_pass(&bpl, d->bwd_b[t], bpl.fp.nqb, causal, NULL, ex,
+                      flops);
 done:
     free(dvec);
     free(uvec);

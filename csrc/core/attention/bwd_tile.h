@@ -21,13 +21,13 @@
  * Layout (bwd.c's plan): every tile over query rows is KEY-major with the
  * queries along the vector lanes, as in the forward kernel, so lse_i and
  * D_i are vector loads and no reduction is horizontal:
- *   qt  [E][BQP]   Q^T of a query block (zero padded)
- *   dot [Ev][BQP]  dO^T of a query block
+ *   qt  [E][BQ]   Q^T of a query block (zero padded)
+ *   dot [Ev][BQ]  dO^T of a query block
  *   qr  [BQ][EP]   Q rows, dor [BQ][EvP] dO rows (pass A's B operands)
- *   st  [BK][BQP]  S^T, then P^T;  dp [BK][BQP]  dP^T, then dS^T
+ *   st  [BK][BQ]  S^T, then P^T;  dp [BK][BQ]  dP^T, then dS^T
  *   kr  [BK][EP]   K rows of the key block (zero padded)
  *   acc1, acc2     dK [BK][EP] and dV [BK][EvP] (pass A), dQ [BQ][EP] (B)
- *   row            lse (VSAFE'd; +inf in the padding lanes), D: BQP each
+ *   row            lse (VSAFE'd; +inf in the padding lanes), D: BQ each
  */
 
 #define TI static inline __attribute__((always_inline)) ATTR
@@ -44,9 +44,9 @@
 /* ---------------------------------------------------------------------- */
 TI void SFX(mm_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
                      const T *a, ptrdiff_t ars, ptrdiff_t axs,
-                     const T *restrict bm, size_t ldb, size_t n)
+                     const T *restrict bm, size_t ldb, size_t n, int guarded)
 {
-    VT acc[PV_MR][PV_NR];
+    VT acc[PV_MR][PV_NRMAX];
     for (int r = 0; r < MR; r++)
         for (int c = 0; c < NR; c++)
             acc[r][c] = VZERO();
@@ -61,6 +61,11 @@ TI void SFX(mm_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
                 acc[r][c] = VFMA(ab, y[c], acc[r][c]);
         }
     }
+    /* guarded (some B entry may be inf/NaN): zero A entries are skipped,
+     * never multiplied, as attn.h wants (tile_kern.h)                    */
+    if (guarded)
+        SFX(resum_if_not_finite)(MR, NR, acc, a, ars, axs, bm,
+                                 (ptrdiff_t)ldb, n);
     for (int r = 0; r < MR; r++)
         for (int c = 0; c < NR; c++) {
             T *o_rc = o + (size_t)r * ldo + (size_t)c * W;
@@ -70,43 +75,31 @@ TI void SFX(mm_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
 
 TI void SFX(mm_rows)(const int MR, T *o, size_t ldo, size_t ncv, const T *a,
                      ptrdiff_t ars, ptrdiff_t axs, const T *bm, size_t ldb,
-                     size_t n)
+                     size_t n, int guarded)
 {
     size_t c = 0;
     for (; c + PV_NR <= ncv; c += PV_NR)
         SFX(mm_kern)(MR, PV_NR, o + c * W, ldo, a, ars, axs, bm + c * W, ldb,
-                     n);
+                     n, guarded);
     for (; c < ncv; c++)
-        SFX(mm_kern)(MR, 1, o + c * W, ldo, a, ars, axs, bm + c * W, ldb, n);
+        SFX(mm_kern)(MR, 1, o + c * W, ldo, a, ars, axs, bm + c * W, ldb, n,
+                     guarded);
 }
 
-/* guarded: some B entry may be inf/NaN: a zero A entry is skipped, never
- * multiplied (0 * inf), as the contract of attn.h wants                 */
 TF void SFX(mm_block)(T *o, size_t ldo, size_t nr, size_t ncv, const T *a,
                       ptrdiff_t ars, ptrdiff_t axs, const T *bm, size_t ldb,
                       size_t n, int guarded)
 {
-    if (guarded) {
-        for (size_t r = 0; r < nr; r++)
-            for (size_t x = 0; x < n; x++) {
-                const T a_rx = a[(ptrdiff_t)r * ars + (ptrdiff_t)x * axs];
-                if (a_rx == 0)
-                    continue;
-                for (size_t c = 0; c < ncv * W; c++)
-                    o[r * ldo + c] += a_rx * bm[x * ldb + c];
-            }
-        return;
-    }
     size_t r = 0;
     for (; r + PV_MR <= nr; r += PV_MR)
         SFX(mm_rows)(PV_MR, o + r * ldo, ldo, ncv, a + (ptrdiff_t)r * ars, ars,
-                     axs, bm, ldb, n);
+                     axs, bm, ldb, n, guarded);
     T *o_r = o + r * ldo;
     const T *a_r = a + (ptrdiff_t)r * ars;
 #define MM_TAIL_(k)                                                            \
     case k:                                                                    \
         SFX(mm_rows)(MINZ_(k, PV_MR), o_r, ldo, ncv, a_r, ars, axs, bm, ldb,   \
-                     n);                                                       \
+                     n, guarded);                                              \
         break;
     switch (nr - r) {
         MM_TAIL_(1) MM_TAIL_(2) MM_TAIL_(3) MM_TAIL_(4) MM_TAIL_(5)
@@ -161,12 +154,12 @@ TF void SFX(bwd_pack_q)(const attn_bwd_plan *bpl, char *sb, size_t b,
     sb += (bpl->fused ? i0 / bpl->fp.BQ : 0) * bpl->qstride; /* the slot */
     const attn_bwd_problem *bp = bpl->bp;
     const attn_problem *p = &bp->f;
-    const size_t BQP = bpl->fp.BQP, nrv = (nq + W - 1) / W * W;
+    const size_t BQ = bpl->fp.BQ, nrv = (nq + W - 1) / W * W;
     const T *q_b = (const T *)p->q.data + BOFF_(p->q, b);
     const T *g_b = (const T *)bp->dout.data + BOFF_(bp->dout, b);
-    SFX(bwd_pack_t)((T *)(sb + bpl->off_qt), BQP, q_b, p->q.s0, p->q.s1, i0,
+    SFX(bwd_pack_t)((T *)(sb + bpl->off_qt), BQ, q_b, p->q.s0, p->q.s1, i0,
                     nq, nrv, p->E);
-    SFX(bwd_pack_t)((T *)(sb + bpl->off_dot), BQP, g_b, bp->dout.s0,
+    SFX(bwd_pack_t)((T *)(sb + bpl->off_dot), BQ, g_b, bp->dout.s0,
                     bp->dout.s1, i0, nq, nrv, p->Ev);
     if (rows) {
         SFX(bwd_pack_r)((T *)(sb + bpl->off_qr), bpl->EP, q_b, p->q.s0,
@@ -174,7 +167,7 @@ TF void SFX(bwd_pack_q)(const attn_bwd_plan *bpl, char *sb, size_t b,
         SFX(bwd_pack_r)((T *)(sb + bpl->off_dor), bpl->fp.EvP, g_b,
                         bp->dout.s0, bp->dout.s1, i0, nq, p->Ev);
     }
-    T *rlse = (T *)(sb + bpl->off_row), *rd = rlse + BQP;
+    T *rlse = (T *)(sb + bpl->off_row), *rd = rlse + BQ;
     unsigned char *lnan = (unsigned char *)(sb + bpl->off_lnan);
     const T *lse_b = (const T *)p->lse.data + BOFF_(p->lse, b);
     const T *d_b = (const T *)bpl->dvec + b * p->L;
@@ -213,18 +206,18 @@ TF void SFX(bwd_block)(const attn_bwd_plan *bpl, char *sb, size_t b,
 {
     const attn_plan *pl = &bpl->fp;
     const attn_problem *p = pl->p;
-    const size_t BQP = pl->BQP, nqv = (nq + W - 1) / W, nw = nqv * W;
+    const size_t BQ = pl->BQ, nqv = (nq + W - 1) / W, nw = nqv * W;
     T *st = (T *)(sb + bpl->off_st), *dp = (T *)(sb + bpl->off_dp);
     const char *qs = sb + (bpl->fused ? i0 / pl->BQ : 0) * bpl->qstride;
-    const T *rlse = (const T *)(qs + bpl->off_row), *rd = rlse + BQP;
+    const T *rlse = (const T *)(qs + bpl->off_row), *rd = rlse + BQ;
     const uint8_t *mask_b = p->mask.data
         ? (const uint8_t *)p->mask.data + BOFF_(p->mask, b) : NULL;
     /* S^T = scale K Q^T (+ bias, masks): the forward's bits */
-    SFX(qk_block)(st, BQP, (const T *)(qs + bpl->off_qt), BQP, nqv, kr,
+    SFX(qk_block)(st, BQ, (const T *)(qs + bpl->off_qt), BQ, nqv, kr,
                   (ptrdiff_t)bpl->EP, p->E, nk, (T)p->scale, 1);
     T *capt = p->softcap > 0 ? (T *)(sb + bpl->off_cap) : NULL;
-    if (p->bias.data || mask_b || cdiag || pl->fx)
-        SFX(apply_masks)(pl, st, BQP, b, i0, nq, nqv, j0, nk, mask_b,
+    if (p->bias.data || mask_b || cdiag || pl->edits_scores)
+        SFX(apply_masks)(pl, st, BQ, b, i0, nq, nqv, j0, nk, mask_b,
                          mask_b ? BLK_MIXED_ : BLK_NONE_, cdiag, capt);
     /* rows whose lse is NaN: P is NaN where allowed, 0 where masked */
     const unsigned char *lnan = (const unsigned char *)(qs + bpl->off_lnan);
@@ -233,34 +226,34 @@ TF void SFX(bwd_block)(const attn_bwd_plan *bpl, char *sb, size_t b,
         lsenan |= lnan[r];
     for (size_t j = 0; lsenan && j < nk; j++)
         for (size_t r = 0; r < nq; r++)
-            if (lnan[r] && st[j * BQP + r] != (T)-INFINITY)
-                st[j * BQP + r] = (T)NAN;
+            if (lnan[r] && st[j * BQ + r] != (T)-INFINITY)
+                st[j * BQ + r] = (T)NAN;
     /* P^T = exp(S^T - lse) */
     for (size_t j = 0; j < nk; j++)
         for (size_t v = 0; v < nqv; v++) {
-            T *s = st + j * BQP + v * W;
+            T *s = st + j * BQ + v * W;
             VSTOREU(s, VEXP(VSUB(VLOADU(s), VLOADU(rlse + v * W))));
         }
     /* dP^T = V dO^T, then dS^T = P^T (dP^T - D), 0 where P == 0 */
-    SFX(qk_block)(dp, BQP, (const T *)(qs + bpl->off_dot), BQP, nqv, vblk, vs,
+    SFX(qk_block)(dp, BQ, (const T *)(qs + bpl->off_dot), BQ, nqv, vblk, vs,
                   p->Ev, nk, (T)1, 0);
     for (size_t j = 0; j < nk; j++) {
-        const T *p_j = st + j * BQP;
-        T *d_j = dp + j * BQP;
+        const T *p_j = st + j * BQ;
+        T *d_j = dp + j * BQ;
         for (size_t i = 0; i < nw; i++) {
             const T pv = p_j[i], ds = pv * (d_j[i] - rd[i]);
             d_j[i] = pv != 0 ? ds : (T)0;
         }
     }
     if (dbias) /* d(bias) = dS */
-        SFX(bwd_dbias_tile)(bpl->bp, b, i0, nq, j0, nk, dp, BQP);
+        SFX(bwd_dbias_tile)(bpl->bp, b, i0, nq, j0, nk, dp, BQ);
     if (!capt)
         return;
     /* dQ, dK see the softcap's derivative: dS (1 - tanh^2), 0 where dS
      * is (a masked score's tanh may be NaN: never 0 * NaN)              */
     for (size_t j = 0; j < nk; j++) {
-        const T *t_j = capt + j * BQP;
-        T *d_j = dp + j * BQP;
+        const T *t_j = capt + j * BQ;
+        T *d_j = dp + j * BQ;
         for (size_t i = 0; i < nw; i++)
             d_j[i] = d_j[i] != 0 ? d_j[i] * ((T)1 - t_j[i] * t_j[i]) : d_j[i];
     }
@@ -303,7 +296,7 @@ TF void SFX(bwd_keys)(const attn_bwd_plan *bpl, char *sb, size_t b, size_t j0,
     const attn_plan *pl = &bpl->fp;
     const attn_bwd_problem *bp = bpl->bp;
     const attn_problem *p = pl->p;
-    const size_t L = p->L, BQ = pl->BQ, BQP = pl->BQP, EP = bpl->EP;
+    const size_t L = p->L, BQ = pl->BQ, EP = bpl->EP;
     const size_t EvP = pl->EvP;
     T *dk = (T *)(sb + bpl->off_acc1), *dv = (T *)(sb + bpl->off_acc2);
     const int nan_b = bpl->bnan[b];
@@ -333,14 +326,14 @@ TF void SFX(bwd_keys)(const attn_bwd_plan *bpl, char *sb, size_t b, size_t j0,
         SFX(bwd_block)(bpl, sb, b, i0, nq, j0, nk, kr, vblk, vs, cdiag,
                        dq && bp->dbias.data);
         /* dV += P^T dO,  dK += dS^T Q */
-        SFX(mm_block)(dv, EvP, nk, EvP / W, st, (ptrdiff_t)BQP, 1,
+        SFX(mm_block)(dv, EvP, nk, EvP / W, st, (ptrdiff_t)BQ, 1,
                       (const T *)(qs + bpl->off_dor), EvP, nq, bpl->guarded);
-        SFX(mm_block)(dk, EP, nk, EP / W, dsm, (ptrdiff_t)BQP, 1,
+        SFX(mm_block)(dk, EP, nk, EP / W, dsm, (ptrdiff_t)BQ, 1,
                       (const T *)(qs + bpl->off_qr), EP, nq, bpl->guarded);
         if (!dq)
             continue;
         /* dQ += dS K (dbias = dS: bwd_block) */
-        SFX(mm_block)(dq + i0 * EP, EP, nq, EP / W, dsm, 1, (ptrdiff_t)BQP,
+        SFX(mm_block)(dq + i0 * EP, EP, nq, EP / W, dsm, 1, (ptrdiff_t)BQ,
                       kr, EP, nk, bpl->guarded);
     }
     if (p->fully_masked == ATTN_FM_UNIFORM) {
@@ -430,7 +423,7 @@ TF void SFX(bwd_item_b)(const attn_bwd_plan *bpl, void *scratch, size_t b,
     const attn_plan *pl = &bpl->fp;
     const attn_bwd_problem *bp = bpl->bp;
     const attn_problem *p = pl->p;
-    const size_t S = p->S, BK = pl->BK, BQP = pl->BQP, EP = bpl->EP;
+    const size_t S = p->S, BK = pl->BK, BQ = pl->BQ, EP = bpl->EP;
     const size_t i0 = qb * pl->BQ, nq = MINZ_(pl->BQ, p->L - i0);
     char *sb = (char *)scratch;
     T *dq = (T *)(sb + bpl->off_acc1);
@@ -460,7 +453,7 @@ TF void SFX(bwd_item_b)(const attn_bwd_plan *bpl, void *scratch, size_t b,
                        (const T *)(sb + bpl->off_kr), vblk, vs, cdiag,
                        bp->dbias.data != NULL);
         /* dQ += dS K (dbias = dS: bwd_block) */
-        SFX(mm_block)(dq, EP, nq, EP / W, dsm, 1, (ptrdiff_t)BQP,
+        SFX(mm_block)(dq, EP, nq, EP / W, dsm, 1, (ptrdiff_t)BQ,
                       (const T *)(sb + bpl->off_kr), EP, nk, bpl->guarded);
     }
     SFX(bwd_dq_store)(bpl, sb, b, i0, nq, dq);

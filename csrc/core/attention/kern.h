@@ -27,6 +27,7 @@
 #include "attn.h"
 #include "runtime/platform.h"
 #include "runtime/pool.h"
+#include "runtime/sched.h"
 
 /* which SIMD paths are compiled in (runtime/platform.h) */
 #define ATTN_HAVE_X86 ATTN_ARCH_X86
@@ -68,41 +69,78 @@ static inline int take(size_t *a, size_t n, size_t esz, size_t *off)
 /* Everything a work item needs, computed once per call by the driver. */
 typedef struct {
     const attn_problem *p;
-    size_t BQ;        /* query rows per work item                           */
+    size_t BQ;        /* query rows per work item, a multiple of the vector
+                         width W (the tile's row length)                  */
     size_t BK;        /* keys per block                                     */
-    size_t BQP;       /* BQ rounded up to the vector width (tile row length) */
     size_t EvP;       /* Ev rounded up to the vector width                  */
     size_t nqb;       /* query blocks per batch item: ceil(L / BQ)          */
-    ptrdiff_t coff;   /* query i sits at key position i' = i + coff (attn.h's
-                         qpos: pos_shift, + S - L for bottom-right causal)  */
-    int lim;          /* causal or window: key j visible from query i only
-                         if i' - llim <= j <= i' + rlim (attn__limits)      */
-    int win;          /* a window: llim may cut (else it never does)        */
-    ptrdiff_t llim, rlim;
-    int fx;           /* softcap or ALiBi: every computed score changes     */
+    ptrdiff_t qpos;   /* query i sits at key position i' = i + qpos (attn.h:
+                         pos_shift, + S - L for bottom-right causal)       */
+    int limited;      /* causal or window: key j visible from query i only
+                         if i' - look_back <= j <= i' + look_ahead
+                         (attn__limits)                                   */
+    int windowed;     /* a window: look_back may cut (else it never does)  */
+    ptrdiff_t look_back, look_ahead;
+    int edits_scores; /* softcap or ALiBi: every computed score changes    */
     int pack_k;       /* K rows not contiguous: copy each key block         */
     int pack_v;       /* V rows not contiguous or Ev % W: copy, zero padded */
     /* scratch layout: byte offsets from a 64-byte aligned base            */
-    size_t off_qt;    /* Q^T of the item, E x BQP                           */
-    size_t off_st;    /* score / probability tile, BK x BQP (key-major)     */
+    size_t off_qt;    /* Q^T of the item, E x BQ                           */
+    size_t off_st;    /* score / probability tile, BK x BQ (key-major)     */
     size_t off_o;     /* output accumulator, BQ x EvP                       */
-    size_t off_row;   /* 6 per-query arrays of BQP: m, l, alpha, muse, inv,
-                         fmval                                              */
+    size_t off_row;   /* ROW_COUNT per-query arrays of BQ (attn_row_array) */
+    size_t off_oc;    /* the current key chunk's output accumulator, BQ x EvP */
     size_t off_kp;    /* packed K block, BK x E (if pack_k)                 */
     size_t off_vp;    /* packed V block, BK x EvP (if pack_v)               */
-    size_t off_vmean; /* mean of V rows (uniform policy), EvP               */
-    size_t off_fm;    /* per-query fully-masked flags, BQP bytes            */
+    size_t off_kt;    /* K^T of a block, E x BK rounded up to W (qk_few),
+                         or 0: calls of more than ATTN_QK_FEW rows       */
+    size_t off_srow;  /* a one-row block's scores, BK rounded up to W      */
+    size_t off_vmean; /* mean of V rows (uniform policy), Ev doubles        */
+    size_t off_fm;    /* per-query fully-masked flags, BQ bytes            */
     size_t off_mkey;  /* attn_mkey: whose mask classes off_mcls holds       */
     size_t off_mcls;  /* mask class of each key block, ceil(S/BK) bytes     */
     size_t off_macc;  /* mask scan accumulators, 2 x S bytes                */
     size_t scratch_bytes;
     size_t nkb;       /* key blocks per batch item: ceil(S / BK)            */
+    size_t CK;        /* keys per chunk, a multiple of BK (attn__chunk_keys) */
+    size_t nch;       /* chunks per batch item: ceil(S / CK)                */
+    /* split calls: the state of chunk c of item (b, qb) in slot
+     * ((b * nqb + qb) * nch + c) of part_bytes: m, l (BQ each), then the
+     * rows' output accumulators (nq x EvP), element type                  */
+    char *part;
+    size_t part_bytes;
     /* per call, shared by the threads: is V block (b, kb) finite?
      * [b * nkb + kb]: 0 not known yet, 1 finite, 2 holds inf/NaN; or NULL */
-    _Atomic unsigned char *vfin;
 } attn_plan;
 
-/* The variant fields of p in pl (coff, lim, win, llim, rlim, fx): sdpa.c,
+/* the per-query arrays of the tile's scratch (off_row + k * BQ elements):
+ * the current chunk's max, sum, rescale factor and max as used; the running
+ * state (max, sum) and the fold's factors; after the last chunk the max as
+ * used, 1 / sum and the fully masked rows' weight (weights_pass)         */
+enum {
+    ROW_M, ROW_L, ROW_ALPHA, ROW_CM_USED, ROW_RM, ROW_RL, ROW_FA, ROW_FB,
+    ROW_M_USED, ROW_INV, ROW_FMV, ROW_COUNT
+};
+
+/* query blocks of at most this many rows (decoding) compute their scores
+ * with keys in the lanes (tile_kern.h, qk_few)                           */
+#define ATTN_QK_FEW 4
+
+/* item's chunk argument: every chunk, folded by the item itself          */
+#define ATTN_ALL_CHUNKS SIZE_MAX
+
+static inline void *attn__part_slot(const attn_plan *pl, size_t b, size_t qb,
+                                    size_t c)
+{
+    return pl->part + ((b * pl->nqb + qb) * pl->nch + c) * pl->part_bytes;
+}
+
+/* the uniform policy's output row: the mean of the S value rows of batch
+ * item b, summed in key order in double (0 when S == 0); every path that
+ * writes a uniform row uses it (masked.c)                                 */
+void attn__uniform_mean(const attn_problem *p, size_t b, double *mean);
+
+/* The variant fields of p in pl (qpos, limited, windowed, look_back, look_ahead, edits_scores): sdpa.c,
  * shared by the forward and backward plans.                              */
 void attn__limits(attn_plan *pl, const attn_problem *p);
 
@@ -114,10 +152,10 @@ static inline void attn__key_range(const attn_plan *pl, size_t i0, size_t nq,
     const size_t S = pl->p->S;
     *jlo = 0;
     *jhi = S;
-    if (!pl->lim)
+    if (!pl->limited)
         return;
-    const ptrdiff_t f = (ptrdiff_t)i0 + pl->coff;
-    const ptrdiff_t lo = f - pl->llim, hi = f + (ptrdiff_t)nq + pl->rlim;
+    const ptrdiff_t f = (ptrdiff_t)i0 + pl->qpos;
+    const ptrdiff_t lo = f - pl->look_back, hi = f + (ptrdiff_t)nq + pl->look_ahead;
     *jlo = lo <= 0 ? 0 : (size_t)lo < S ? (size_t)lo : S;
     *jhi = hi <= 0 ? 0 : (size_t)hi < S ? (size_t)hi : S;
     if (*jhi < *jlo)
@@ -131,10 +169,10 @@ static inline void attn__query_range(const attn_plan *pl, size_t j0,
     const size_t L = pl->p->L;
     *ilo = 0;
     *ihi = L;
-    if (!pl->lim)
+    if (!pl->limited)
         return;
-    const ptrdiff_t lo = (ptrdiff_t)j0 - pl->rlim - pl->coff;
-    const ptrdiff_t hi = (ptrdiff_t)(j0 + nk) + pl->llim - pl->coff;
+    const ptrdiff_t lo = (ptrdiff_t)j0 - pl->look_ahead - pl->qpos;
+    const ptrdiff_t hi = (ptrdiff_t)(j0 + nk) + pl->look_back - pl->qpos;
     *ilo = lo <= 0 ? 0 : (size_t)lo < L ? (size_t)lo : L;
     *ihi = hi <= 0 ? 0 : (size_t)hi < L ? (size_t)hi : L;
     if (*ihi < *ilo)
@@ -153,11 +191,15 @@ typedef struct {
 /* Compute one work item. Returns ATTN_OK, or ATTN_EFULLYMASKED (policy
  * raise) with *bad_row = the first fully masked row of the item.          */
 typedef attn_status (*attn_item_fn)(const attn_plan *pl, void *scratch,
-                                    size_t b, size_t qb, size_t *bad_row);
+                                    size_t b, size_t qb, size_t chunk,
+                                    size_t *bad_row);
+/* fold the chunk states of item (b, qb) left in pl->part, then outputs   */
+typedef attn_status (*attn_merge_fn)(const attn_plan *pl, void *scratch,
+                                     size_t b, size_t qb, size_t *bad_row);
 
 /* The backward pass (bwd.c, bwd_tile.h). fp holds the forward-style
- * plan the shared pieces of tile.h read (p = &bp->f, BQ, BK, BQP, EvP,
- * nqb, nkb, coff, pack_v); the rest is the backward's own.               */
+ * plan the shared pieces of tile.h read (p = &bp->f, BQ, BK, BQ, EvP,
+ * nqb, nkb, qpos, pack_v); the rest is the backward's own.               */
 typedef struct {
     attn_plan fp;
     const attn_bwd_problem *bp;
@@ -190,6 +232,7 @@ typedef struct attn_isa_desc_ {
     size_t W[2];             /* vector width in elements: [ATTN_F32/F64]   */
     size_t BQ[2], BK[2];     /* block sizes                                */
     attn_item_fn item[2];
+    attn_merge_fn merge[2];
     /* vectorised exp for x <= 0 (tests): y[i] = exp(x[i])                 */
     void (*exp_f32)(float *y, const float *x, size_t n);
     void (*exp_f64)(double *y, const double *x, size_t n);
@@ -213,16 +256,8 @@ extern const attn_isa_desc attn__isa_neon;
 /* The descriptor attn_sdpa uses now (tests). */
 const attn_isa_desc *attn__isa_current(void);
 
-/* Tuning knobs, exposed for the C tests (set before calling, not while a
- * call runs): how often the calling thread polls (default 100 ms), and the
- * flops each thread must have before a call uses more than one thread.   */
-extern long long attn__poll_interval_ns;
-long long attn__now_ns(void); /* CLOCK_MONOTONIC, for the poll */
-/* threads for a call of `products` (L x S x (E + Ev)) multiply-adds per
- * batch item (halved when causal; a window: S cut to the window's width):
- * exec->nthreads, but at most one per attn__min_flops_per_thread flops   */
-int attn__threads_for(const attn_problem *p, const attn_exec *ex,
-                      double products);
-extern double attn__min_flops_per_thread;
+/* the work of a call of `products` (L x S x (E + Ev)) multiply-adds per
+ * batch item, for runtime/sched.h's thread-count rule (sdpa.c)          */
+double attn__sdpa_flops(const attn_problem *p, double products);
 
 #endif /* ATTNPY_ATTN_KERN_H */

@@ -1,8 +1,6 @@
 /*
  * attention/merge.c -- merge partial attention results over disjoint key
- * sets by their log-sum-exp (attn_merge, attn.h). The split-K decode
- * (decode.c) merges its key chunks with the same row routine, so the
- * public merge and the decoder compute the same numbers.
+ * sets by their log-sum-exp (attn_merge, attn.h).
  *
  * Per row, for K partials (out_k, lse_k), in double, k in order:
  *   1. M = max_k lse_k (NaN if any is NaN); M == -inf: fully masked row
@@ -16,7 +14,7 @@
 #include <stdlib.h>
 
 #include "attn.h"
-#include "attention/decode.h"
+#include "attention/merge.h"
 #include "util.h"
 
 /* steps 1-2: the weights e_k / sum into w[k]; returns the row's lse

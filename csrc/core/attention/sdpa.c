@@ -18,81 +18,109 @@
 #include <string.h>
 
 #include "attn.h"
-#include "attention/decode.h"
 #include "attention/kern.h"
 #include "attention/variants.h"
 #include "runtime/platform.h"
+#include "runtime/sched.h"
 
 /* ------------------------------------------------------------------------ */
 /* instruction-set dispatch                                                 */
 /* ------------------------------------------------------------------------ */
 
-enum {
-    ISA_PORTABLE = 0,
-    ISA_AVX2 = 1,
-    ISA_AVX512 = 2,
-    ISA_NEON = 3,
-    ISA_BASELINE = 4,
-    ISA_COUNT = 5,
-    ISA_UNSET = -1
-};
-/* "portable": the plain C kernel, compiled for the widest target this
- * build has it for and the CPU runs (x86: AVX2 when present);
- * "baseline": the same code compiled for the architecture's baseline
- * (x86-64: SSE2) -- what "portable" is on CPUs without AVX2 */
-static const char *const isa_names[ISA_COUNT] = {
-    "portable", "avx2", "avx512", "neon", "baseline"};
-
-static atomic_int g_isa = ISA_UNSET;
-
-static const attn_isa_desc *isa_desc(int isa)
-{
+/* The instruction sets, best first, in one list:
+ *   X(id, name, desc, usable)
+ * desc: the descriptor whose kernels run (sdpa_<isa>.c instantiates tile.h
+ * as item_<isa>_<type>, merge_item_<isa>_<type>, bwd_item_a_<isa>_<type>
+ * ...: item_avx512_f32, item_avx2_f64, item_portable_f32, item_neon_f32);
+ * usable: compiled in and usable on this CPU and OS (runtime/cpuid.c).
+ * "portable": the plain C kernel, compiled for the widest target this
+ * build has it for and the CPU runs (x86: AVX2 when present, the same
+ * bits); "baseline": the same code compiled for the architecture's
+ * baseline (x86-64: SSE2) -- what "portable" is on CPUs without AVX2.    */
 #if ATTN_HAVE_X86
-    if (isa == ISA_AVX512)
-        return &attn__isa_avx512;
-    if (isa == ISA_AVX2)
-        return &attn__isa_avx2;
+#define DESC_AVX512 &attn__isa_avx512
+#define DESC_AVX2 &attn__isa_avx2
+#define USABLE_AVX512 ((attn__x86_features() & ATTN_X86_AVX512F) != 0)
+#define USABLE_AVX2 ((attn__x86_features() & ATTN_X86_AVX2_FMA) != 0)
+#else
+#define DESC_AVX512 NULL
+#define DESC_AVX2 NULL
+#define USABLE_AVX512 0
+#define USABLE_AVX2 0
 #endif
 #if ATTN_HAVE_NEON
-    if (isa == ISA_NEON)
-        return &attn__isa_neon;
+#define DESC_NEON &attn__isa_neon
+#define USABLE_NEON 1 /* part of the AArch64 base ISA */
+#else
+#define DESC_NEON NULL
+#define USABLE_NEON 0
 #endif
+
+#define ATTN_ISAS(X)                                                           \
+    X(AVX512, "avx512", DESC_AVX512, USABLE_AVX512)                            \
+    X(AVX2, "avx2", DESC_AVX2, USABLE_AVX2)                                    \
+    X(NEON, "neon", DESC_NEON, USABLE_NEON)                                    \
+    X(PORTABLE, "portable", portable_desc(), 1)                                \
+    X(BASELINE, "baseline", &attn__isa_portable, 1)
+
+static const attn_isa_desc *portable_desc(void)
+{
 #if ATTN_HAVE_PORT_WIDE
-    if (isa == ISA_PORTABLE && (attn__x86_features() & ATTN_X86_AVX2_FMA))
+    if (attn__x86_features() & ATTN_X86_AVX2_FMA)
         return &attn__isa_portable_wide;
 #endif
     return &attn__isa_portable;
 }
 
-/* compiled in, and usable on this CPU and OS (runtime/cpuid.c) */
+enum {
+#define X(id, name, desc, usable) ISA_##id,
+    ATTN_ISAS(X)
+#undef X
+    ISA_COUNT,
+    ISA_UNSET = -1
+};
+
+static const char *const isa_names[ISA_COUNT] = {
+#define X(id, name, desc, usable) name,
+    ATTN_ISAS(X)
+#undef X
+};
+
+static atomic_int g_isa = ISA_UNSET;
+
+static const attn_isa_desc *isa_desc(int isa)
+{
+    switch (isa) {
+#define X(id, name, desc, usable)                                              \
+    case ISA_##id:                                                             \
+        return desc;
+        ATTN_ISAS(X)
+#undef X
+    default:
+        return &attn__isa_portable;
+    }
+}
+
 static int isa_supported(int isa)
 {
     switch (isa) {
-    case ISA_PORTABLE:
-    case ISA_BASELINE:
-        return 1;
-#if ATTN_HAVE_X86
-    case ISA_AVX2:
-        return (attn__x86_features() & ATTN_X86_AVX2_FMA) != 0;
-    case ISA_AVX512:
-        return (attn__x86_features() & ATTN_X86_AVX512F) != 0;
-#endif
-#if ATTN_HAVE_NEON
-    case ISA_NEON: /* part of the AArch64 base ISA */
-        return 1;
-#endif
+#define X(id, name, desc, usable)                                              \
+    case ISA_##id:                                                             \
+        return usable;
+        ATTN_ISAS(X)
+#undef X
     default:
         return 0;
     }
 }
 
+/* the first usable set of the list */
 static int isa_best(void)
 {
-    static const int order[] = {ISA_AVX512, ISA_AVX2, ISA_NEON};
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-        if (isa_supported(order[i]))
-            return order[i];
-    return ISA_PORTABLE;
+    int isa = 0;
+    while (!isa_supported(isa))
+        isa++;
+    return isa;
 }
 
 static int isa_get(void)
@@ -134,9 +162,18 @@ int attn_set_isa(const char *name)
 /* ------------------------------------------------------------------------ */
 
 #define SCRATCH_TARGET ((size_t)256 * 1024) /* st + K/V blocks, per thread */
+/* keys per chunk: about CHUNK_BYTES of K and V rows (a split call's work
+ * item streams them from DRAM), at most MAX_CHUNK_KEYS                   */
+#define CHUNK_BYTES ((size_t)1 << 20)
+#define MAX_CHUNK_KEYS ((size_t)4096)
+/* a split call's chunk states take at most this many bytes (else: whole
+ * items)                                                                 */
+#define MAX_PART_BYTES ((size_t)256 << 20)
 
-/* query block of desc d: the ISA's choice, smaller for short L or huge E */
-static size_t query_block(const attn_problem *p, const attn_isa_desc *d)
+/* query block of desc d: the ISA's choice, smaller for huge E; capped at
+ * L rounded up to the vector width when short_l                          */
+static size_t query_block(const attn_problem *p, const attn_isa_desc *d,
+                          int short_l)
 {
     const int t = p->dtype == ATTN_F64;
     const size_t esz = t ? sizeof(double) : sizeof(float);
@@ -146,16 +183,18 @@ static size_t query_block(const attn_problem *p, const attn_isa_desc *d)
     if (getenv("TUNE_BQ"))
         BQ = round_up((size_t)atoi(getenv("TUNE_BQ")), W);
 #endif
-    if (BQ > round_up(p->L, W))
+    if (short_l && BQ > round_up(p->L, W))
         BQ = round_up(p->L, W);
     while (BQ > W && BQ * p->E * esz > SCRATCH_TARGET)
         BQ -= W;
     return BQ ? BQ : W;
 }
 
-/* key block of desc d: the ISA's choice, smaller for short S or wide rows.
- * It sets the online softmax's blocking, hence the rounding: a desc with
- * plan_as takes that desc's key block (same bits, "portable").         */
+/* Key block of desc d: the ISA's choice, smaller for wide rows. It sets
+ * the online softmax's blocking, so it depends on (ISA, dtype, E, Ev)
+ * alone, never on L, S or the threads: a row meets the same blocks in
+ * every call. A desc with plan_as takes that desc's key block (same bits,
+ * "portable").                                                           */
 static size_t key_block(const attn_problem *p, const attn_isa_desc *d)
 {
     if (d->plan_as)
@@ -167,13 +206,23 @@ static size_t key_block(const attn_problem *p, const attn_isa_desc *d)
     if (getenv("TUNE_BK"))
         BK = (size_t)atoi(getenv("TUNE_BK"));
 #endif
-    const size_t row = (query_block(p, d) + p->E + round_up(p->Ev, d->W[t]))
-                       * esz;
+    const size_t row = (query_block(p, d, 0) + p->E
+                        + round_up(p->Ev, d->W[t])) * esz;
     while (BK > 8 && BK * row > SCRATCH_TARGET)
         BK /= 2;
-    if (BK > p->S)
-        BK = p->S ? p->S : 1;
     return BK;
+}
+
+/* keys per chunk: a multiple of BK from (BK, E, Ev, dtype) alone         */
+static size_t chunk_keys(const attn_problem *p, size_t BK)
+{
+    const size_t esz = p->dtype == ATTN_F64 ? sizeof(double) : sizeof(float);
+    const size_t ev = p->E + p->Ev < p->E ? SIZE_MAX : p->E + p->Ev;
+    const size_t per_key = ev && ev <= SIZE_MAX / esz ? ev * esz : SIZE_MAX;
+    size_t n = CHUNK_BYTES / per_key / BK;
+    if (n * BK > MAX_CHUNK_KEYS)
+        n = MAX_CHUNK_KEYS / BK;
+    return (n ? n : 1) * BK;
 }
 
 void attn__limits(attn_plan *pl, const attn_problem *p)
@@ -181,14 +230,14 @@ void attn__limits(attn_plan *pl, const attn_problem *p)
     const ptrdiff_t ps = p->pos_shift;
     /* the "unbounded" of attn.h: no row's limit ever cuts                */
     const ptrdiff_t unb = (ptrdiff_t)(p->L + p->S) + (ps < 0 ? -ps : ps) + 1;
-    pl->coff = attn__var_qpos(p);
-    pl->win = p->window != 0;
-    pl->llim = pl->win ? p->wleft : unb;
-    pl->rlim = pl->win ? p->wright : unb;
-    if (p->causal != ATTN_CAUSAL_NONE && pl->rlim > 0)
-        pl->rlim = 0;
-    pl->lim = pl->win || p->causal != ATTN_CAUSAL_NONE;
-    pl->fx = p->softcap > 0 || p->alibi.data != NULL;
+    pl->qpos = attn__var_qpos(p);
+    pl->windowed = p->window != 0;
+    pl->look_back = pl->windowed ? p->wleft : unb;
+    pl->look_ahead = pl->windowed ? p->wright : unb;
+    if (p->causal != ATTN_CAUSAL_NONE && pl->look_ahead > 0)
+        pl->look_ahead = 0;
+    pl->limited = pl->windowed || p->causal != ATTN_CAUSAL_NONE;
+    pl->edits_scores = p->softcap > 0 || p->alibi.data != NULL;
 }
 
 static attn_status make_plan(attn_plan *pl, const attn_problem *p,
@@ -199,11 +248,13 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
     const size_t W = d->W[t];
     memset(pl, 0, sizeof *pl);
     pl->p = p;
-    const size_t BQ = query_block(p, d), BK = key_block(p, d);
+    const size_t BQ = query_block(p, d, 1), BK = key_block(p, d);
     pl->BQ = BQ;
-    pl->BQP = BQ;
     pl->EvP = round_up(p->Ev, W);
     pl->BK = BK;
+    pl->CK = chunk_keys(p, BK);
+    /* a block never holds more than S keys: scratch for min(BK, S) */
+    const size_t bk = BK < p->S ? BK : p->S ? p->S : 1;
 
     pl->nqb = (p->L + BQ - 1) / BQ;
     attn__limits(pl, p);
@@ -212,24 +263,37 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
 
     size_t n, a = 0;
     int ok = 1;
-    ok = ok && mul_ok(p->E, pl->BQP, &n) && take(&a, n, esz, &pl->off_qt);
-    ok = ok && mul_ok(BK, pl->BQP, &n) && take(&a, n, esz, &pl->off_st);
+    ok = ok && mul_ok(p->E, pl->BQ, &n) && take(&a, n, esz, &pl->off_qt);
+    ok = ok && mul_ok(bk, pl->BQ, &n) && take(&a, n, esz, &pl->off_st);
     ok = ok && mul_ok(BQ, pl->EvP, &n) && take(&a, n, esz, &pl->off_o);
-    ok = ok && take(&a, 6 * pl->BQP, esz, &pl->off_row);
-    ok = ok && mul_ok(BK, pl->pack_k ? p->E : 0, &n)
+    ok = ok && mul_ok(BQ, pl->EvP, &n) && take(&a, n, esz, &pl->off_oc);
+    ok = ok && take(&a, ROW_COUNT * pl->BQ, esz, &pl->off_row);
+    ok = ok && mul_ok(bk, pl->pack_k ? p->E : 0, &n)
          && take(&a, n, esz, &pl->off_kp);
-    ok = ok && mul_ok(BK, pl->pack_v ? pl->EvP : 0, &n)
+    ok = ok && mul_ok(bk, pl->pack_v ? pl->EvP : 0, &n)
          && take(&a, n, esz, &pl->off_vp);
-    ok = ok && take(&a, pl->EvP, esz, &pl->off_vmean);
-    ok = ok && take(&a, pl->BQP, 1, &pl->off_fm);
+    /* K^T of a block for qk_few (one-vector query blocks); offset 0: none */
+    if (p->L <= ATTN_QK_FEW && ok) {
+        ok = mul_ok(round_up(bk, W), p->E, &n) && take(&a, n, esz, &pl->off_kt);
+        if (ok && pl->off_kt == 0) /* 0 means none: move it up */
+            ok = take(&a, n, esz, &pl->off_kt);
+        ok = ok && take(&a, round_up(bk, W), esz, &pl->off_srow);
+    }
+    ok = ok && take(&a, p->fully_masked == ATTN_FM_UNIFORM ? p->Ev : 0,
+                    sizeof(double), &pl->off_vmean);
+    ok = ok && take(&a, pl->BQ, 1, &pl->off_fm);
     ok = ok && take(&a, 1, sizeof(attn_mkey), &pl->off_mkey);
     const int mask = p->mask.data != NULL;
     ok = ok && take(&a, mask ? (p->S + BK - 1) / BK : 0, 1, &pl->off_mcls);
     ok = ok && take(&a, mask ? p->S : 0, 2, &pl->off_macc);
     if (!ok)
         return ATTN_ENOMEM;
+    /* a chunk state: m, l, and the item's rows (at most min(BQ, L))     */
+    pl->part_bytes = round_up((2 * pl->BQ + (BQ < p->L ? BQ : p->L)
+                               * pl->EvP) * esz, 64);
     pl->scratch_bytes = a;
     pl->nkb = (p->S + BK - 1) / BK;
+    pl->nch = (p->S + pl->CK - 1) / pl->CK;
     return ATTN_OK;
 }
 
@@ -237,108 +301,143 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
 /* running the work items                                                   */
 /* ------------------------------------------------------------------------ */
 
-long long attn__poll_interval_ns = 100000000LL; /* 100 ms */
-#define STACK_SCRATCH 8192
-
 typedef struct {
     const attn_plan *pl;
-    attn_item_fn fn;
-    const attn_exec *ex;
-    size_t nitems;
+    attn_item_fn item;
+    attn_merge_fn merge;
     int largest_first;
-    atomic_size_t next;
-    atomic_int cancel;
-    atomic_int err;             /* ATTN_ENOMEM / ATTN_EINTERRUPTED      */
-    /* first fully masked row seen, as item * BQ + row within the item
-     * (item = b * nqb + qb, so this is (b, row) order); SIZE_MAX: none   */
+    int split; /* phase 1 of a split call: items (b, qb, chunk)           */
+    /* first fully masked row seen, as (b * nqb + qb) * BQ + row within
+     * the item: (b, row) order; SIZE_MAX: none                            */
     atomic_size_t bad;
-    long long t_last;           /* caller only */
-} run_ctx;
+} sdpa_ctx;
 
-static void run_task(void *arg, int tid)
+static void sdpa_scratch_init(void *ctx, void *scratch)
 {
-    run_ctx *c = arg;
-    const attn_plan *pl = c->pl;
-    const attn_problem *p = pl->p;
-    const size_t B = p->B, nqb = pl->nqb;
-    _Alignas(64) unsigned char stackbuf[STACK_SCRATCH];
-    void *raw = NULL, *scratch = stackbuf;
-    if (pl->scratch_bytes > STACK_SCRATCH) {
-        raw = malloc(pl->scratch_bytes + 64);
-        if (!raw) {
-            atomic_store(&c->err, ATTN_ENOMEM);
-            atomic_store(&c->cancel, 1);
-            return;
-        }
-        scratch = (void *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
-    }
-    memset((char *)scratch + pl->off_mkey, 0, sizeof(attn_mkey));
-    for (;;) {
-        if (atomic_load_explicit(&c->cancel, memory_order_relaxed))
-            break;
-        size_t k = atomic_fetch_add_explicit(&c->next, 1,
-                                             memory_order_relaxed);
-        if (k >= c->nitems)
-            break;
-        size_t b, qb;
-        if (c->largest_first) {
-            qb = nqb - 1 - k / B;
-            b = k % B;
-        } else {
-            b = k / nqb;
-            qb = k % nqb;
-        }
-        const size_t idx = b * nqb + qb; /* (b, row) order of the item */
-        if (idx > atomic_load_explicit(&c->bad, memory_order_relaxed)
-                      / pl->BQ)
-            continue; /* an earlier row already failed */
-        size_t bad_row = 0;
-        attn_status st = c->fn(pl, scratch, b, qb, &bad_row);
-        if (st == ATTN_EFULLYMASKED) {
-            size_t code = idx * pl->BQ + (bad_row - qb * pl->BQ);
-            size_t cur = atomic_load(&c->bad);
-            while (code < cur
-                   && !atomic_compare_exchange_weak(&c->bad, &cur, code))
-                ;
-        }
-        if (tid == 0 && c->ex && c->ex->poll) {
-            long long t = attn__now_ns();
-            if (t - c->t_last >= attn__poll_interval_ns) {
-                c->t_last = t;
-                if (c->ex->poll(c->ex->poll_ctx)) {
-                    atomic_store(&c->err, ATTN_EINTERRUPTED);
-                    atomic_store(&c->cancel, 1);
-                }
-            }
-        }
-    }
-    free(raw);
+    const sdpa_ctx *c = ctx;
+    memset((char *)scratch + c->pl->off_mkey, 0, sizeof(attn_mkey));
 }
 
-/* a call uses at most one thread per this many flops */
-double attn__min_flops_per_thread = 2.0e6;
-
-int attn__threads_for(const attn_problem *p, const attn_exec *ex,
-                      double products)
+static attn_status sdpa_item(void *ctx, void *scratch, size_t k)
 {
-    int nt = ex && ex->nthreads > 1 ? ex->nthreads : 1;
+    sdpa_ctx *c = ctx;
+    const attn_plan *pl = c->pl;
+    const size_t B = pl->p->B, nqb = pl->nqb;
+    size_t b, qb, chunk = ATTN_ALL_CHUNKS;
+    if (c->split) {
+        chunk = k % pl->nch;
+        b = k / pl->nch / nqb;
+        qb = k / pl->nch % nqb;
+        return c->item(pl, scratch, b, qb, chunk, NULL);
+    }
+    if (c->largest_first) {
+        qb = nqb - 1 - k / B;
+        b = k % B;
+    } else {
+        b = k / nqb;
+        qb = k % nqb;
+    }
+    const size_t idx = b * nqb + qb; /* (b, row) order of the item */
+    if (idx > atomic_load_explicit(&c->bad, memory_order_relaxed) / pl->BQ)
+        return ATTN_OK; /* an earlier row already failed */
+    size_t bad_row = 0;
+    const attn_status st = c->merge
+        ? c->merge(pl, scratch, b, qb, &bad_row)
+        : c->item(pl, scratch, b, qb, ATTN_ALL_CHUNKS, &bad_row);
+    if (st == ATTN_EFULLYMASKED) {
+        const size_t code = idx * pl->BQ + (bad_row - qb * pl->BQ);
+        size_t cur = atomic_load(&c->bad);
+        while (code < cur
+               && !atomic_compare_exchange_weak(&c->bad, &cur, code))
+            ;
+        return ATTN_OK;
+    }
+    return st;
+}
+
+/* the multiply-adds of a call of `products` (L x S x (E + Ev)) per batch
+ * item: halved when causal; a window cuts S to the window's width       */
+double attn__sdpa_flops(const attn_problem *p, double products)
+{
     double flops = products * (double)p->B * (double)p->L * (double)p->S
                    * (double)(p->E + p->Ev);
     if (p->window) { /* each row sees at most its window's keys */
         attn_plan w;
         w.p = p;
         attn__limits(&w, p);
-        const double span = (double)w.llim + (double)w.rlim + 1.0;
+        const double span = (double)w.look_back + (double)w.look_ahead + 1.0;
         if (span < (double)p->S)
             flops *= span / (double)p->S;
     } else if (p->causal != ATTN_CAUSAL_NONE) {
         flops *= 0.5;
     }
-    if ((double)nt * attn__min_flops_per_thread > flops) {
-        double f = flops / attn__min_flops_per_thread;
-        nt = f < 1 ? 1 : (int)f;
+    return flops;
+}
+
+/* Split the keys of every item into chunk items (then merge items) when
+ * the items alone would leave threads idle: decoding, a few long rows.
+ * A row's bits are the same either way (tile.h), so this may look at the
+ * threads. Returns the chunk-state buffer, or NULL: whole items.         */
+static char *split_buffer(attn_plan *pl, const attn_exec *ex, double flops,
+                          size_t nitems)
+{
+    const int nt = attn_sched_threads(ex, flops, SIZE_MAX);
+    size_t n, bytes;
+    if (nt < 2 || pl->nch < 2 || nitems >= 2 * (size_t)nt
+        || !mul_ok(nitems, pl->nch, &n) || !mul_ok(n, pl->part_bytes, &bytes)
+        || bytes > MAX_PART_BYTES)
+        return NULL;
+    void *raw = malloc(bytes + 64);
+    if (!raw)
+        return NULL; /* whole items need no buffer */
+    pl->part = (char *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    return raw;
+}
+
+static attn_status sdpa_run(attn_plan *pl, const attn_isa_desc *d,
+                            const attn_exec *ex, size_t nitems)
+{
+    const attn_problem *p = pl->p;
+    const int t = p->dtype == ATTN_F64;
+    sdpa_ctx c;
+    memset(&c, 0, sizeof c);
+    c.pl = pl;
+    c.item = d->item[t];
+    /* causal: the items of the last query blocks are the largest, hand
+     * them out first. With a mask, items of one query block in a row let
+     * a thread reuse the mask's block classes across b (mask_classes). */
+    c.largest_first = (p->causal != ATTN_CAUSAL_NONE && !p->window)
+                      || p->mask.data != NULL;
+    atomic_init(&c.bad, SIZE_MAX);
+    attn_job job = {sdpa_item, &c, nitems, pl->scratch_bytes,
+                    sdpa_scratch_init, attn__sdpa_flops(p, 2.0)};
+    char *raw = split_buffer(pl, ex, job.flops, nitems);
+    attn_status st = ATTN_OK;
+    if (raw) { /* phase 1: chunk items; phase 2: merge items */
+        c.split = 1;
+        job.nitems = nitems * pl->nch;
+        st = attn_sched_run(&job, ex);
+        c.split = 0;
+        c.merge = d->merge[t];
+        job.nitems = nitems;
+        job.flops = (double)nitems * (double)pl->nch * (double)pl->BQ
+                    * (double)pl->EvP * 4.0;
     }
-    return nt;
+    if (st == ATTN_OK)
+        st = attn_sched_run(&job, ex);
+    free(raw);
+    pl->part = NULL;
+    if (st != ATTN_OK)
+        return st;
+    const size_t bad = atomic_load(&c.bad);
+    if (bad != SIZE_MAX) {
+        attn_problem *pw = (attn_problem *)p;
+        const size_t idx = bad / pl->BQ;
+        pw->bad_b = idx / pl->nqb;
+        pw->bad_row = (idx % pl->nqb) * pl->BQ + bad % pl->BQ;
+        return ATTN_EFULLYMASKED;
+    }
+    return ATTN_OK;
 }
 
 attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
@@ -346,8 +445,6 @@ attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
     if (!p || (p->dtype != ATTN_F32 && p->dtype != ATTN_F64))
         return ATTN_EINVAL;
     const attn_isa_desc *d = attn__isa_current();
-    if (attn__decode_wanted(p)) /* a few query rows: split the keys */
-        return attn__sdpa_decode(p, ex, d);
     attn_plan pl;
     attn_status st = make_plan(&pl, p, d);
     if (st != ATTN_OK)
@@ -358,45 +455,5 @@ attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
         return ATTN_ENOMEM;
     if (nitems == 0)
         return ATTN_OK;
-
-    run_ctx c;
-    memset(&c, 0, sizeof c);
-    c.pl = &pl;
-    c.fn = d->item[p->dtype == ATTN_F64];
-    c.ex = ex;
-    c.nitems = nitems;
-    /* causal: the items of the last query blocks are the largest, hand
-     * them out first. With a mask, items of one query block in a row let
-     * a thread reuse the mask's block classes across b (mask_classes). */
-    c.largest_first = (p->causal != ATTN_CAUSAL_NONE && !p->window)
-                      || p->mask.data != NULL;
-    atomic_init(&c.next, 0);
-    atomic_init(&c.cancel, 0);
-    atomic_init(&c.err, ATTN_OK);
-    atomic_init(&c.bad, SIZE_MAX);
-    if (ex && ex->poll)
-        c.t_last = attn__now_ns();
-
-    int nt = attn__threads_for(p, ex, 2.0);
-    if ((size_t)nt > nitems)
-        nt = (int)nitems;
-    /* which value blocks hold inf/NaN, found out once per call (without
-     * the table every work item would test its blocks again) */
-    size_t nvfin;
-    if (p->Ev && mul_ok(p->B, pl.nkb, &nvfin) && nvfin)
-        pl.vfin = calloc(nvfin, sizeof *pl.vfin);
-    attn_pool_run(run_task, &c, nt);
-    free((void *)pl.vfin);
-
-    int err = atomic_load(&c.err);
-    if (err != ATTN_OK)
-        return (attn_status)err;
-    size_t bad = atomic_load(&c.bad);
-    if (bad != SIZE_MAX) {
-        size_t idx = bad / pl.BQ;
-        p->bad_b = idx / pl.nqb;
-        p->bad_row = (idx % pl.nqb) * pl.BQ + bad % pl.BQ;
-        return ATTN_EFULLYMASKED;
-    }
-    return ATTN_OK;
+    return sdpa_run(&pl, d, ex, nitems);
 }

@@ -2,8 +2,9 @@
  * attention/tile.h -- the tiled FlashAttention-2 kernel, written once.
  *
  * NOT a normal header: a template included once per (instruction set,
- * element type) by sdpa_portable.c, sdpa_avx2.c and
- * sdpa_avx512.c, after they define
+ * element type) by sdpa_portable.c, sdpa_avx2.c, sdpa_avx512.c and
+ * sdpa_neon.c (item_<isa>_<type>, merge_item_<isa>_<type>, ...), after
+ * they define
  *
  *   T            element type (float or double)
  *   VT, W        vector type and its number of lanes
@@ -14,23 +15,30 @@
  *   VEXP(x)      exp for x <= 0 (-inf -> 0, NaN -> NaN)
  *   VTANH(x)     tanh (softcap)
  *   VSAFE(x)     x == -inf ? 0 : x, lane-wise
+ *   VRSUM(x)     the sum of the lanes (any order: tested against 0 only)
+ *   VTRANS(r)    optional: r[0..W-1] rows of a W x W block -> columns
  *   QK_MR, QK_NR micro-kernel of S^T = K Q^T: QK_MR keys x QK_NR vectors
  *   PV_MR, PV_NR micro-kernel of O += P V: PV_MR queries x PV_NR vectors
  *   SM_G         query vectors kept in registers by the softmax pass
  *
  * Layout (per work item = rows i0 .. i0+nq-1 of batch item b):
- *   qt [E][BQP]     Q^T of the item, zero padded to BQP columns
- *   st [BK][BQP]    scores of one key block, KEY-major: st[j][i]. Computing
+ *   qt [E][BQ]     Q^T of the item, zero padded to BQ columns
+ *   st [BK][BQ]    scores of one key block, KEY-major: st[j][i]. Computing
  *                   S^T = K Q^T lets the micro-kernel broadcast K[j][e] and
  *                   load contiguous vectors of Q^T (packed once per item,
  *                   not once per key block), and makes every per-query
  *                   reduction of the online softmax (max, sum) a lane-wise
  *                   vector operation: no horizontal reductions anywhere.
- *   o  [BQ][EvP]    output accumulator (row-major, query rows)
+ *   oc [BQ][EvP]    output accumulator of the current key chunk
+ *   o  [BQ][EvP]    running output of the chunks folded so far
  *
- * Per key block (FlashAttention-2), over the key blocks the causal limit
- * and the window let the item see (attn__key_range: the others are never
- * touched):
+ * Keys come in chunks of pl->CK (a multiple of BK, at multiples of CK:
+ * sdpa.c), each reduced from a fresh state (chunk_pass) and folded into
+ * the running state in chunk order (chunk_fold); a split call leaves each
+ * chunk's state to merge_item, which folds them the same way. Per key
+ * block of a chunk (FlashAttention-2), over the key blocks the causal
+ * limit and the window let the item see (attn__key_range: the others are
+ * never touched):
  *   1. st = scale * K_blk Q^T                         (micro-kernel qk)
  *   2. softcap, + bias, ALiBi (attn.h's order), -inf where mask == 0, or
  *      causal or the window forbids (element-wise in the edge blocks only)
@@ -42,9 +50,13 @@
  * l == 0 and is reported fully masked unless a NaN score made l NaN.
  *
  * Bitwise reproducibility: every score is one FMA chain over e = 0..E-1
- * whatever micro-kernel variant or block computes it, so the weights pass
- * (which recomputes the scores) sees exactly the scores of the forward pass,
- * and the forward pass is the same code whether or not weights are wanted.
+ * whatever micro-kernel variant or block computes it (qk_block, qk_few),
+ * so the weights pass (which recomputes the scores) sees exactly the
+ * scores of the forward pass, and the forward pass is the same code
+ * whether or not weights are wanted. Every later step is lane-wise per
+ * query row over the same blocks and chunks in the same order, and a
+ * block or chunk a row cannot see leaves its state unchanged: a row's
+ * output and lse are the same bits whatever else is in the call.
  */
 
 #define TI static ATTN_INLINE ATTR
@@ -60,201 +72,7 @@
 
 #include "attention/tile_kern.h"
 
-/* ---------------------------------------------------------------------- */
-/* masks                                                                   */
-/* ---------------------------------------------------------------------- */
-
-/* Mask classes of every key block for the item's rows: bit 0 = some entry
- * nonzero, bit 1 = some entry zero. One sequential pass over the rows
- * (OR-accumulated column-wise, then reduced per block), cached per thread
- * while the rows are the same (a mask broadcast over the batch).         */
-TF const unsigned char *SFX(mask_classes)(const attn_plan *pl, char *sb,
-                                          const uint8_t *mask_b, size_t i0,
-                                          size_t nq)
-{
-    const attn_problem *p = pl->p;
-    const size_t S = p->S, BK = pl->BK;
-    const ptrdiff_t s0 = p->mask.s0, s1 = p->mask.s1;
-    attn_mkey *key = (attn_mkey *)(sb + pl->off_mkey);
-    unsigned char *cls = (unsigned char *)(sb + pl->off_mcls);
-    const uint8_t *row0 = mask_b + (ptrdiff_t)i0 * s0;
-    const size_t nrows = s0 == 0 ? 1 : nq;
-    if (key->valid && key->row0 == row0 && key->nrows == nrows)
-        return cls;
-    uint8_t *any = (uint8_t *)(sb + pl->off_macc), *zero = any + S;
-    memset(any, 0, S);
-    memset(zero, 0, S);
-    for (size_t r = 0; r < nrows; r++) {
-        const uint8_t *row = row0 + (ptrdiff_t)r * s0;
-        if (s1 == 1) {
-            for (size_t j = 0; j < S; j++) {
-                any[j] |= row[j];
-                zero[j] |= row[j] == 0;
-            }
-        } else {
-            for (size_t j = 0; j < S; j++) {
-                uint8_t x = row[(ptrdiff_t)j * s1];
-                any[j] |= x;
-                zero[j] |= x == 0;
-            }
-        }
-    }
-    for (size_t j0 = 0, kb = 0; j0 < S; j0 += BK, kb++) {
-        const size_t nk = MINZ_(BK, S - j0);
-        uint8_t a = 0, z = 0;
-        for (size_t j = 0; j < nk; j++) {
-            a |= any[j0 + j];
-            z |= zero[j0 + j];
-        }
-        cls[kb] = (unsigned char)((a ? 1 : 0) | (z ? 2 : 0));
-    }
-    key->row0 = row0;
-    key->nrows = nrows;
-    key->valid = 1;
-    return cls;
-}
-
-/* Which entries of the block rows i0..i0+nq-1 x keys j0..j0+nk-1 are
- * masked (by causal, the window and the uint8 mask; mcls from
- * mask_classes, or NULL). *cdiag: the causal / window limits must be
- * applied element-wise (the block straddles one of them). A block
- * truncated by the limits keeps the class of the whole key block:
- * possibly MIXED where ALL would do, never wrong.                        */
-TI int SFX(classify)(const attn_plan *pl, const unsigned char *mcls,
-                     size_t i0, size_t nq, size_t j0, size_t nk, int *cdiag)
-{
-    *cdiag = 0;
-    if (pl->lim) {
-        const ptrdiff_t f = (ptrdiff_t)i0 + pl->coff;
-        const ptrdiff_t l = f + (ptrdiff_t)nq - 1;
-        const ptrdiff_t jf = (ptrdiff_t)j0, jl = (ptrdiff_t)(j0 + nk - 1);
-        if (jf > l + pl->rlim || jl < f - pl->llim)
-            return BLK_ALL;
-        *cdiag = jl > f + pl->rlim || jf < l - pl->llim;
-    }
-    if (!mcls)
-        return BLK_NONE;
-    const unsigned c = mcls[j0 / pl->BK];
-    if (!(c & 1))
-        return BLK_ALL;
-    return (c & 2) ? BLK_MIXED : BLK_NONE;
-}
-
-/* softcap: s = cap * tanh(s / cap) over the tile's nqv vectors per key;
- * capt (or NULL) receives tanh(s / cap) (the backward's factor)          */
-TI void SFX(softcap_tile)(T *st, size_t ldst, size_t nk, size_t nqv,
-                          double softcap, T *capt)
-{
-    const VT c = VSET1((T)softcap), ic = VSET1((T)(1.0 / softcap));
-    for (size_t j = 0; j < nk; j++)
-        for (size_t v = 0; v < nqv; v++) {
-            T *s = st + j * ldst + v * W;
-            VT t = VTANH(VMUL(VLOADU(s), ic));
-            if (capt)
-                VSTOREU(capt + j * ldst + v * W, t);
-            VSTOREU(s, VMUL(c, t));
-        }
-}
-
-/* ALiBi: s -= slope * |i' - j|, i' = i0 + r + coff, j = j0 + j           */
-TI void SFX(alibi_tile)(const attn_plan *pl, T *st, size_t ldst, size_t b,
-                        size_t i0, size_t nqv, size_t j0, size_t nk)
-{
-    const attn_problem *p = pl->p;
-    const T slope = ((const T *)p->alibi.data)[BOFF_(p->alibi, b)];
-    const VT ns = VSET1(-slope), zero = VZERO();
-    T lane[W];
-    for (size_t l = 0; l < W; l++)
-        lane[l] = (T)l;
-    const VT vl = VLOADU(lane);
-    for (size_t j = 0; j < nk; j++) {
-        /* i' - j of row 0 of the tile */
-        const ptrdiff_t d0 = (ptrdiff_t)i0 + pl->coff - (ptrdiff_t)(j0 + j);
-        T *s_j = st + j * ldst;
-        for (size_t v = 0; v < nqv; v++) {
-            VT d = VADD(VSET1((T)(d0 + (ptrdiff_t)(v * W))), vl);
-            d = VMAX(d, VSUB(zero, d));
-            VSTOREU(s_j + v * W, VFMA(ns, d, VLOADU(s_j + v * W)));
-        }
-    }
-}
-
-/* 2. softcap, bias, ALiBi, then -inf where the mask, causality or the
- * window forbids (on scaled scores, attn.h's order). capt: softcap_tile */
-TF void SFX(apply_masks)(const attn_plan *pl, T *st, size_t ldst, size_t b,
-                         size_t i0, size_t nq, size_t nqv, size_t j0,
-                         size_t nk, const uint8_t *mask_b, int cls, int cdiag,
-                         T *capt)
-{
-    const attn_problem *p = pl->p;
-    const T ninf = (T)-INFINITY;
-    if (p->softcap > 0)
-        SFX(softcap_tile)(st, ldst, nk, nqv, p->softcap, capt);
-    if (p->bias.data) {
-        const T *bias_b = (const T *)p->bias.data + BOFF_(p->bias, b);
-        const ptrdiff_t s0 = p->bias.s0, s1 = p->bias.s1;
-        if (s0 == 0) { /* one bias row for every query: vector adds */
-            const T *row = bias_b + (ptrdiff_t)j0 * s1;
-            for (size_t j = 0; j < nk; j++) {
-                VT bj = VSET1(row[(ptrdiff_t)j * s1]);
-                T *s_j = st + j * ldst;
-                for (size_t v = 0; v < nqv; v++)
-                    VSTOREU(s_j + v * W, VADD(VLOADU(s_j + v * W), bj));
-            }
-        } else {
-            for (size_t r = 0; r < nq; r++) {
-                const T *row = bias_b + (ptrdiff_t)(i0 + r) * s0
-                               + (ptrdiff_t)j0 * s1;
-                T *s_r = st + r;
-                if (s1 == 1)
-                    for (size_t j = 0; j < nk; j++)
-                        s_r[j * ldst] += row[j];
-                else
-                    for (size_t j = 0; j < nk; j++)
-                        s_r[j * ldst] += row[(ptrdiff_t)j * s1];
-            }
-        }
-    }
-    if (p->alibi.data)
-        SFX(alibi_tile)(pl, st, ldst, b, i0, nqv, j0, nk);
-    if (cls == BLK_MIXED) {
-        const ptrdiff_t s0 = p->mask.s0, s1 = p->mask.s1;
-        for (size_t r = 0; r < nq; r++) {
-            const uint8_t *row = mask_b + (ptrdiff_t)(i0 + r) * s0
-                                 + (ptrdiff_t)j0 * s1;
-            T *s_r = st + r;
-            if (s1 == 1)
-                for (size_t j = 0; j < nk; j++) /* branch-free: cmov */
-                    s_r[j * ldst] = row[j] ? s_r[j * ldst] : ninf;
-            else
-                for (size_t j = 0; j < nk; j++)
-                    s_r[j * ldst] = row[(ptrdiff_t)j * s1] ? s_r[j * ldst]
-                                                           : ninf;
-        }
-    }
-    if (cdiag) {
-        /* row r sees key j0+j iff j0 + j <= i0 + r + coff + rlim ... */
-        for (size_t j = 0; j < nk; j++) {
-            ptrdiff_t lim = (ptrdiff_t)(j0 + j) - pl->coff - pl->rlim
-                            - (ptrdiff_t)i0;
-            if (lim <= 0)
-                continue;
-            size_t n = (size_t)lim < nq ? (size_t)lim : nq;
-            T *s_j = st + j * ldst;
-            for (size_t r = 0; r < n; r++)
-                s_j[r] = ninf;
-        }
-        /* ... and i0 + r + coff - llim <= j0 + j */
-        for (size_t j = 0; pl->win && j < nk; j++) {
-            ptrdiff_t hi = (ptrdiff_t)(j0 + j) - pl->coff + pl->llim
-                           - (ptrdiff_t)i0; /* the last row that sees it */
-            size_t r = hi < 0 ? 0 : (size_t)hi + 1;
-            T *s_j = st + j * ldst;
-            for (; r < nq; r++)
-                s_j[r] = ninf;
-        }
-    }
-}
+#include "attention/tile_masks.h"
 
 /* ---------------------------------------------------------------------- */
 /* K / V blocks: used in place when rows are contiguous, else packed       */
@@ -269,10 +87,14 @@ TI const T *SFX(k_block)(const attn_plan *pl, const T *k_b, size_t j0,
         return k_j0;
     }
     const size_t E = p->E;
-    for (size_t r = 0; r < nk; r++)
-        for (size_t e = 0; e < E; e++)
-            kp[r * E + e] = k_j0[(ptrdiff_t)r * p->k.s0
-                                 + (ptrdiff_t)e * p->k.s1];
+    if (p->k.s1 == 1) /* rows one after the other, in address order */
+        for (size_t r = 0; r < nk; r++)
+            memcpy(kp + r * E, k_j0 + (ptrdiff_t)r * p->k.s0, E * sizeof(T));
+    else
+        for (size_t r = 0; r < nk; r++)
+            for (size_t e = 0; e < E; e++)
+                kp[r * E + e] = k_j0[(ptrdiff_t)r * p->k.s0
+                                     + (ptrdiff_t)e * p->k.s1];
     *ks = (ptrdiff_t)E;
     return kp;
 }
@@ -332,13 +154,13 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
                           size_t nq)
 {
     const attn_problem *p = pl->p;
-    const size_t S = p->S, E = p->E, BQP = pl->BQP, BK = pl->BK;
+    const size_t S = p->S, E = p->E, BQ = pl->BQ, BK = pl->BK;
     const size_t nqv = (nq + W - 1) / W;
     const T *qt = (const T *)(sb + pl->off_qt);
     T *st = (T *)(sb + pl->off_st);
-    const T *rmuse = (const T *)(sb + pl->off_row) + 3 * BQP;
-    const T *rinv = rmuse + BQP;
-    const T *rfmv = rinv + BQP;
+    const T *rm_used = (const T *)(sb + pl->off_row) + ROW_M_USED * BQ;
+    const T *rinv = (const T *)(sb + pl->off_row) + ROW_INV * BQ;
+    const T *rfmv = (const T *)(sb + pl->off_row) + ROW_FMV * BQ;
     T *kp = (T *)(sb + pl->off_kp);
     const unsigned char *isfm = (const unsigned char *)(sb + pl->off_fm);
     const T *k_b = (const T *)p->k.data + BOFF_(p->k, b);
@@ -362,16 +184,16 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
         if (cls != BLK_ALL || sc_b) {
             ptrdiff_t ks;
             const T *kblk = SFX(k_block)(pl, k_b, j0, nk, kp, &ks);
-            SFX(qk_block)(st, BQP, qt, BQP, nqv, kblk, ks, E, nk, scale,
+            SFX(qk_block)(st, BQ, qt, BQ, nqv, kblk, ks, E, nk, scale,
                           sc_b == NULL);
             if (sc_b) {
                 SFX(store_tile_t)(sc_b + (ptrdiff_t)j0 * p->scores.s1,
-                                  p->scores.s0, p->scores.s1, st, BQP, nq, nk,
+                                  p->scores.s0, p->scores.s1, st, BQ, nq, nk,
                                   NULL, NULL, NULL, 0);
                 if (cls != BLK_ALL && w_b)
                     for (size_t j = 0; j < nk; j++)
                         for (size_t v = 0; v < nqv; v++) {
-                            T *s = st + j * BQP + v * W;
+                            T *s = st + j * BQ + v * W;
                             VSTOREU(s, VMUL(VLOADU(s), vscale));
                         }
             }
@@ -379,69 +201,60 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
         if (!w_b)
             continue;
         if (cls != BLK_ALL) {
-            SFX(apply_masks)(pl, st, BQP, b, i0, nq, nqv, j0, nk, mask_b, cls,
+            SFX(apply_masks)(pl, st, BQ, b, i0, nq, nqv, j0, nk, mask_b, cls,
                              cdiag, NULL);
             for (size_t j = 0; j < nk; j++)
                 for (size_t v = 0; v < nqv; v++) {
-                    T *s = st + j * BQP + v * W;
-                    VT x = VSUB(VLOADU(s), VLOADU(rmuse + v * W));
+                    T *s = st + j * BQ + v * W;
+                    VT x = VSUB(VLOADU(s), VLOADU(rm_used + v * W));
                     VSTOREU(s, VMUL(VEXP(x), VLOADU(rinv + v * W)));
                 }
         }
         SFX(store_tile_t)(w_b + (ptrdiff_t)j0 * p->weights.s1, p->weights.s0,
-                          p->weights.s1, st, BQP, nq, nk, isfm, rfmv, rinv,
+                          p->weights.s1, st, BQ, nq, nk, isfm, rfmv, rinv,
                           cls == BLK_ALL);
     }
 }
 
-/* step 0 of an item: Q^T of rows i0 .. i0+nq-1 into qt (E x BQP), the
+/* step 0 of an item: Q^T of rows i0 .. i0+nq-1 into qt (E x BQ), the
  * columns past nq (up to nqv vectors) zero                                */
 TI void SFX(pack_qt)(const attn_plan *pl, const T *q_b, size_t i0, size_t nq,
                      size_t nqv, T *qt)
 {
     const attn_problem *p = pl->p;
-    const size_t E = p->E, BQP = pl->BQP;
+    const size_t E = p->E, BQ = pl->BQ;
     const ptrdiff_t qs0 = p->q.s0, qs1 = p->q.s1;
     for (size_t r = 0; r < nq; r++) {
         const T *q_bi = q_b + (ptrdiff_t)(i0 + r) * qs0;
         T *qt_r = qt + r;
         if (qs1 == 1)
             for (size_t e = 0; e < E; e++)
-                qt_r[e * BQP] = q_bi[e];
+                qt_r[e * BQ] = q_bi[e];
         else
             for (size_t e = 0; e < E; e++)
-                qt_r[e * BQP] = q_bi[(ptrdiff_t)e * qs1];
+                qt_r[e * BQ] = q_bi[(ptrdiff_t)e * qs1];
     }
     for (size_t e = 0; e < E; e++)
         for (size_t r = nq; r < nqv * W; r++)
-            qt[e * BQP + r] = 0;
+            qt[e * BQ + r] = 0;
 }
 
 /* the output row of a query that saw no key, by policy (not "raise"):
- * uniform = the mean of the value rows (computed once per item in vmean),
- * nan, or zero; returns the weight the weights pass writes for the row   */
-TI T SFX(masked_row)(const attn_problem *p, const T *v_b, T *vmean,
+ * uniform = the mean of the value rows (attn__uniform_row: the one
+ * function every path uses), nan, or zero; returns the weight the weights
+ * pass writes for the row                                                 */
+TI T SFX(masked_row)(const attn_problem *p, size_t b, double *vmean,
                      int *have_mean, T *out_r)
 {
-    const size_t S = p->S, Ev = p->Ev;
+    const size_t Ev = p->Ev;
     const ptrdiff_t os1 = p->out.s1;
     if (p->fully_masked == ATTN_FM_UNIFORM) {
-        if (!*have_mean) {
-            for (size_t c = 0; c < Ev; c++)
-                vmean[c] = 0;
-            for (size_t j = 0; j < S; j++) {
-                const T *v_j = v_b + (ptrdiff_t)j * p->v.s0;
-                for (size_t c = 0; c < Ev; c++)
-                    vmean[c] += v_j[(ptrdiff_t)c * p->v.s1];
-            }
-            if (S)
-                for (size_t c = 0; c < Ev; c++)
-                    vmean[c] /= (T)S;
-            *have_mean = 1;
-        }
+        if (!*have_mean)
+            attn__uniform_mean(p, b, vmean);
+        *have_mean = 1;
         for (size_t c = 0; c < Ev; c++)
-            out_r[(ptrdiff_t)c * os1] = vmean[c];
-        return S ? (T)1 / (T)S : (T)0;
+            out_r[(ptrdiff_t)c * os1] = (T)vmean[c];
+        return p->S ? (T)1 / (T)p->S : (T)0;
     }
     const T fill = p->fully_masked == ATTN_FM_NAN ? (T)NAN : (T)0;
     for (size_t c = 0; c < Ev; c++)
@@ -450,56 +263,49 @@ TI T SFX(masked_row)(const attn_problem *p, const T *v_b, T *vmean,
 }
 
 /* ---------------------------------------------------------------------- */
-/* one work item: rows i0 = qb*BQ .. of batch item b                       */
+/* key chunks: every row reduces its keys as chunks of pl->CK keys at      */
+/* multiples of CK (from a fresh state, over the fixed BK blocks), folded  */
+/* in chunk order by chunk_fold. A work item may fold all of its chunks    */
+/* itself or leave each chunk's state to a partial buffer that            */
+/* merge_item folds later: the operations on a row are the same either way, */
+/* so a row's bits never depend on the call around it.                     */
 /* ---------------------------------------------------------------------- */
-TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
-                         size_t qb, size_t *bad_row)
+
+/* chunk state (m, l, oc) of rows i0 .. i0+nq-1 over the keys of chunk c
+ * in [jlo, jend); the Q^T tile qt is packed                               */
+TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
+                        size_t nq, size_t c, size_t jlo, size_t jend,
+                        const unsigned char *mcls)
 {
     const attn_problem *p = pl->p;
-    const size_t L = p->L, E = p->E, Ev = p->Ev;
-    const size_t BQP = pl->BQP, BK = pl->BK, EvP = pl->EvP;
-    const size_t i0 = qb * pl->BQ;
-    const size_t nq = MINZ_(pl->BQ, L - i0);
-    const size_t nqv = (nq + W - 1) / W;
-    const size_t nev = EvP / W;
-    char *sb = (char *)scratch;
-    T *qt = (T *)(sb + pl->off_qt);
+    const size_t BQ = pl->BQ, BK = pl->BK, EvP = pl->EvP;
+    const size_t nqv = (nq + W - 1) / W, nev = EvP / W;
+    const T *qt = (const T *)(sb + pl->off_qt);
     T *st = (T *)(sb + pl->off_st);
-    T *o = (T *)(sb + pl->off_o);
-    T *rm = (T *)(sb + pl->off_row);
-    T *rl = rm + BQP, *ralpha = rl + BQP, *rmuse = ralpha + BQP;
-    T *rinv = rmuse + BQP, *rfmv = rinv + BQP;
+    T *oc = (T *)(sb + pl->off_oc);
+    T *rm = (T *)(sb + pl->off_row) + ROW_M * BQ;
+    T *rl = rm + BQ, *ralpha = rl + BQ, *rm_used = ralpha + BQ;
     T *kp = (T *)(sb + pl->off_kp);
     T *vp = (T *)(sb + pl->off_vp);
-    T *vmean = (T *)(sb + pl->off_vmean);
-    unsigned char *isfm = (unsigned char *)(sb + pl->off_fm);
-    const T scale = (T)p->scale;
-    const T ninf = (T)-INFINITY;
-    const T *q_b = (const T *)p->q.data + BOFF_(p->q, b);
     const T *k_b = (const T *)p->k.data + BOFF_(p->k, b);
     const T *v_b = (const T *)p->v.data + BOFF_(p->v, b);
     const uint8_t *mask_b = p->mask.data
         ? (const uint8_t *)p->mask.data + BOFF_(p->mask, b) : NULL;
-
-    /* 0. pack Q^T (E x BQP, zero padded), reset the running state */
-    SFX(pack_qt)(pl, q_b, i0, nq, nqv, qt);
     for (size_t r = 0; r < nqv * W; r++) {
-        rm[r] = ninf;
+        rm[r] = (T)-INFINITY;
         rl[r] = 0;
     }
     for (size_t x = 0; x < nq * EvP; x++)
-        o[x] = 0;
-
-    /* keys the item can see at all (causal, window): jlo <= j < jend; the
-     * key blocks outside are never touched */
-    size_t jlo, jend;
-    attn__key_range(pl, i0, nq, &jlo, &jend);
-
-    /* 1-4. forward pass over key blocks */
-    const unsigned char *mcls = mask_b && jend > jlo
-        ? SFX(mask_classes)(pl, sb, mask_b, i0, nq) : NULL;
-    for (size_t j0 = jlo / BK * BK; j0 < jend; j0 += BK) {
-        const size_t nk = MINZ_(BK, jend - j0);
+        oc[x] = 0;
+    /* a few rows: qk_few, which leaves the padding lanes alone (0 here,
+     * then probabilities of score 0: never NaN, never denormal)         */
+    const int few = pl->off_kt != 0 && nq <= ATTN_QK_FEW;
+    if (few)
+        memset(st, 0, MINZ_(BK, p->S) * BQ * sizeof(T));
+    const size_t c0 = c * pl->CK;
+    const size_t cend = MINZ_(c0 + pl->CK, jend);
+    for (size_t j0 = (c0 > jlo ? c0 : jlo) / BK * BK; j0 < cend; j0 += BK) {
+        const size_t nk = MINZ_(BK, cend - j0);
         int cdiag;
         const int cls = SFX(classify)(pl, mcls, i0, nq, j0, nk, &cdiag);
         if (cls == BLK_ALL)
@@ -507,19 +313,92 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
         ptrdiff_t ks, vs;
         const T *kblk = SFX(k_block)(pl, k_b, j0, nk, kp, &ks);
         const T *vblk = SFX(v_block)(pl, v_b, j0, nk, vp, &vs);
-        SFX(qk_block)(st, BQP, qt, BQP, nqv, kblk, ks, E, nk, scale, 1);
-        if (p->bias.data || cls == BLK_MIXED || cdiag || pl->fx)
-            SFX(apply_masks)(pl, st, BQP, b, i0, nq, nqv, j0, nk, mask_b, cls,
-                             cdiag, NULL);
-        SFX(softmax_block)(st, BQP, nk, nqv, rm, rl, ralpha, rmuse);
-        if (SFX(v_block_finite)(pl, v_b, b, j0))
-            SFX(pv_block)(o, EvP, nq, nev, st, BQP, ralpha, vblk, vs, nk);
+        if (few && nq == 1 && !(p->bias.data || cls == BLK_MIXED || cdiag
+                                || pl->edits_scores)) {
+            /* one row, nothing to mask: its scores as one contiguous row,
+             * its softmax with keys in the lanes (softmax_row) */
+            T *srow = (T *)(sb + pl->off_srow);
+            SFX(qk_few)(srow, 1, qt, BQ, 1, kblk, ks, p->E, nk, (T)p->scale,
+                        (T *)(sb + pl->off_kt));
+            SFX(softmax_row)(srow, nk, rm, rl, ralpha, rm_used);
+            SFX(pv_block)(oc, EvP, 1, nev, srow, 1, ralpha, vblk, vs, nk);
+            continue;
+        }
+        if (few)
+            SFX(qk_few)(st, BQ, qt, BQ, nq, kblk, ks, p->E, nk,
+                        (T)p->scale, (T *)(sb + pl->off_kt));
         else
-            SFX(pv_block_guarded)(o, EvP, nq, p->Ev, st, BQP, ralpha, vblk,
-                                  vs, nk);
+            SFX(qk_block)(st, BQ, qt, BQ, nqv, kblk, ks, p->E, nk,
+                          (T)p->scale, 1);
+        if (p->bias.data || cls == BLK_MIXED || cdiag || pl->edits_scores)
+            SFX(apply_masks)(pl, st, BQ, b, i0, nq, nqv, j0, nk, mask_b, cls,
+                             cdiag, NULL);
+        SFX(softmax_block)(st, BQ, nk, nqv, rm, rl, ralpha, rm_used);
+        SFX(pv_block)(oc, EvP, nq, nev, st, BQ, ralpha, vblk, vs, nk);
     }
+}
 
-    /* 5. out = o / l; fully masked rows by policy */
+/* fold a chunk's state (m, l, oc) into the running state (M, Lsum, O):
+ *   M' = max(M, m), a = exp(M - M'), f = exp(m - M') (-inf read as 0 in
+ *   M' as in the blocks), Lsum = a Lsum + f l, O = a O + f oc
+ * lane-wise; a chunk no row saw leaves the state's bits unchanged.        */
+TF void SFX(chunk_fold)(const attn_plan *pl, char *sb, size_t nq,
+                        const T *m, const T *l, const T *oc)
+{
+    const size_t BQ = pl->BQ, EvP = pl->EvP, nqv = (nq + W - 1) / W;
+    T *row = (T *)(sb + pl->off_row);
+    T *RM = row + ROW_RM * BQ, *RL = row + ROW_RL * BQ;
+    T *fa = row + ROW_FA * BQ, *fb = row + ROW_FB * BQ;
+    T *o = (T *)(sb + pl->off_o);
+    for (size_t v = 0; v < nqv; v++) {
+        const VT M = VLOADU(RM + v * W), mc = VLOADU(m + v * W);
+        const VT Mn = VMAX(M, mc), mu = VSAFE(Mn);
+        const VT a = VEXP(VSUB(M, mu)), f = VEXP(VSUB(mc, mu));
+        VSTOREU(RM + v * W, Mn);
+        VSTOREU(fa + v * W, a);
+        VSTOREU(fb + v * W, f);
+        VSTOREU(RL + v * W,
+                VFMA(VLOADU(RL + v * W), a, VMUL(VLOADU(l + v * W), f)));
+    }
+    for (size_t r = 0; r < nq; r++) {
+        const VT a = VSET1(fa[r]), f = VSET1(fb[r]);
+        T *o_r = o + r * EvP;
+        const T *oc_r = oc + r * EvP;
+        for (size_t x = 0; x < EvP; x += W)
+            VSTOREU(o_r + x,
+                    VFMA(VLOADU(o_r + x), a, VMUL(VLOADU(oc_r + x), f)));
+    }
+}
+
+/* the running state of rows i0 .. : empty                                 */
+TI void SFX(state_reset)(const attn_plan *pl, char *sb, size_t nq)
+{
+    const size_t BQ = pl->BQ, nw = (nq + W - 1) / W * W;
+    T *row = (T *)(sb + pl->off_row);
+    T *RM = row + ROW_RM * BQ, *RL = row + ROW_RL * BQ;
+    T *o = (T *)(sb + pl->off_o);
+    for (size_t r = 0; r < nw; r++) {
+        RM[r] = (T)-INFINITY;
+        RL[r] = 0;
+    }
+    for (size_t x = 0; x < nq * pl->EvP; x++)
+        o[x] = 0;
+}
+
+/* 5. out = O / Lsum, lse of the state (RM, RL, o); fully masked rows by
+ * policy. Leaves the final max (as used) and 1/Lsum where weights_pass
+ * reads them.                                                             */
+TF attn_status SFX(finish_rows)(const attn_plan *pl, char *sb, size_t b,
+                                size_t i0, size_t nq, const T *RM,
+                                const T *RL, const T *o, size_t *bad_row)
+{
+    const attn_problem *p = pl->p;
+    const size_t BQ = pl->BQ, EvP = pl->EvP, Ev = p->Ev;
+    const T ninf = (T)-INFINITY;
+    T *row = (T *)(sb + pl->off_row);
+    T *rm_used = row + ROW_M_USED * BQ, *rinv = row + ROW_INV * BQ;
+    T *rfmv = row + ROW_FMV * BQ;
+    unsigned char *isfm = (unsigned char *)(sb + pl->off_fm);
     int have_mean = 0;
     T *out_b = (T *)p->out.data + BOFF_(p->out, b);
     T *lse_b = p->lse.data ? (T *)p->lse.data + BOFF_(p->lse, b) : NULL;
@@ -527,13 +406,14 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
     for (size_t r = 0; r < nq; r++) {
         T *out_r = out_b + (ptrdiff_t)(i0 + r) * p->out.s0;
         const T *o_r = o + r * EvP;
-        const int fm = rm[r] == ninf && rl[r] == rl[r];
+        const int fm = RM[r] == ninf && RL[r] == RL[r];
         isfm[r] = (unsigned char)fm;
+        rm_used[r] = RM[r] == ninf ? (T)0 : RM[r]; /* VSAFE, as the blocks */
         if (lse_b) /* -inf for a fully masked row, whatever the policy */
             lse_b[(ptrdiff_t)(i0 + r) * p->lse.s0] =
-                fm ? ninf : (T)((double)rmuse[r] + log((double)rl[r]));
+                fm ? ninf : (T)((double)rm_used[r] + log((double)RL[r]));
         if (!fm) {
-            const T inv = (T)1 / rl[r];
+            const T inv = (T)1 / RL[r];
             rinv[r] = inv;
             if (os1 == 1)
                 for (size_t c = 0; c < Ev; c++)
@@ -548,13 +428,113 @@ TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
             *bad_row = i0 + r;
             return ATTN_EFULLYMASKED;
         }
-        rfmv[r] = SFX(masked_row)(p, v_b, vmean, &have_mean, out_r);
+        rfmv[r] = SFX(masked_row)(p, b, (double *)(sb + pl->off_vmean),
+                                  &have_mean, out_r);
     }
-
-    /* 6. weights / raw scores, recomputing each score block */
-    if (p->weights.data || p->scores.data)
-        SFX(weights_pass)(pl, sb, b, i0, nq);
     return ATTN_OK;
+}
+
+/* the chunks [*c0, *c1) holding a key rows i0 .. i0+nq-1 may see         */
+TI void SFX(chunk_span)(const attn_plan *pl, size_t i0, size_t nq,
+                        size_t *jlo, size_t *jend, size_t *c0, size_t *c1)
+{
+    attn__key_range(pl, i0, nq, jlo, jend);
+    *c0 = *jlo / pl->CK;
+    *c1 = *jend > *jlo ? (*jend - 1) / pl->CK + 1 : *c0;
+}
+
+/* the rows of item (b, qb): i0, nq; Q^T packed                            */
+TI size_t SFX(item_rows)(const attn_plan *pl, char *sb, size_t b, size_t qb,
+                         size_t *nq)
+{
+    const attn_problem *p = pl->p;
+    const size_t i0 = qb * pl->BQ;
+    *nq = MINZ_(pl->BQ, p->L - i0);
+    SFX(pack_qt)(pl, (const T *)p->q.data + BOFF_(p->q, b), i0, *nq,
+                 (*nq + W - 1) / W, (T *)(sb + pl->off_qt));
+    return i0;
+}
+
+/* 5-6. the outputs of rows i0 .. from the state (M, Lsum, o), then the
+ * weights / raw scores, recomputing each score block                     */
+TI attn_status SFX(item_outputs)(const attn_plan *pl, char *sb, size_t b,
+                                 size_t i0, size_t nq, int whole,
+                                 size_t *bad_row)
+{
+    const T *row = (const T *)(sb + pl->off_row);
+    const size_t BQ = pl->BQ;
+    attn_status st = whole
+        ? SFX(finish_rows)(pl, sb, b, i0, nq, row + ROW_RM * BQ,
+                           row + ROW_RL * BQ, (const T *)(sb + pl->off_o),
+                           bad_row)
+        : SFX(finish_rows)(pl, sb, b, i0, nq, row + ROW_M * BQ,
+                           row + ROW_L * BQ, (const T *)(sb + pl->off_oc),
+                           bad_row);
+    if (st == ATTN_OK && (pl->p->weights.data || pl->p->scores.data))
+        SFX(weights_pass)(pl, sb, b, i0, nq);
+    return st;
+}
+
+/* ---------------------------------------------------------------------- */
+/* work item (b, qb, chunk): rows i0 = qb*BQ .. of batch item b. chunk ==  */
+/* ATTN_ALL_CHUNKS: every chunk, folded here, then the outputs; else the   */
+/* state of that one chunk goes to its slot of pl->part (merge_item).     */
+/* ---------------------------------------------------------------------- */
+TF attn_status SFX(item)(const attn_plan *pl, void *scratch, size_t b,
+                         size_t qb, size_t chunk, size_t *bad_row)
+{
+    const attn_problem *p = pl->p;
+    char *sb = (char *)scratch;
+    const size_t BQ = pl->BQ;
+    size_t nq, jlo, jend, c0, c1;
+    const size_t i0 = SFX(item_rows)(pl, sb, b, qb, &nq);
+    SFX(chunk_span)(pl, i0, nq, &jlo, &jend, &c0, &c1);
+    const uint8_t *mask_b = p->mask.data
+        ? (const uint8_t *)p->mask.data + BOFF_(p->mask, b) : NULL;
+    const T *row = (const T *)(sb + pl->off_row);
+    if (chunk != ATTN_ALL_CHUNKS) {
+        if (chunk < c0 || chunk >= c1)
+            return ATTN_OK;
+        const unsigned char *mcls = mask_b
+            ? SFX(mask_classes)(pl, sb, mask_b, i0, nq) : NULL;
+        SFX(chunk_pass)(pl, sb, b, i0, nq, chunk, jlo, jend, mcls);
+        T *slot = (T *)attn__part_slot(pl, b, qb, chunk);
+        memcpy(slot, row + ROW_M * BQ, 2 * BQ * sizeof(T));
+        memcpy(slot + 2 * BQ, sb + pl->off_oc, nq * pl->EvP * sizeof(T));
+        return ATTN_OK;
+    }
+    const unsigned char *mcls = mask_b && jend > jlo
+        ? SFX(mask_classes)(pl, sb, mask_b, i0, nq) : NULL;
+    if (c1 == c0 + 1) { /* one chunk: folding it into the empty state would
+                           copy it (exp(0) = 1): its state is the result */
+        SFX(chunk_pass)(pl, sb, b, i0, nq, c0, jlo, jend, mcls);
+        return SFX(item_outputs)(pl, sb, b, i0, nq, 0, bad_row);
+    }
+    SFX(state_reset)(pl, sb, nq);
+    for (size_t c = c0; c < c1; c++) {
+        SFX(chunk_pass)(pl, sb, b, i0, nq, c, jlo, jend, mcls);
+        SFX(chunk_fold)(pl, sb, nq, row + ROW_M * BQ, row + ROW_L * BQ,
+                        (const T *)(sb + pl->off_oc));
+    }
+    return SFX(item_outputs)(pl, sb, b, i0, nq, 1, bad_row);
+}
+
+/* the chunk states of item (b, qb) from pl->part, folded in chunk order,
+ * then the outputs (as item with ATTN_ALL_CHUNKS)                         */
+TF attn_status SFX(merge_item)(const attn_plan *pl, void *scratch, size_t b,
+                               size_t qb, size_t *bad_row)
+{
+    char *sb = (char *)scratch;
+    const size_t BQ = pl->BQ;
+    size_t nq, jlo, jend, c0, c1;
+    const size_t i0 = SFX(item_rows)(pl, sb, b, qb, &nq);
+    SFX(chunk_span)(pl, i0, nq, &jlo, &jend, &c0, &c1);
+    SFX(state_reset)(pl, sb, nq);
+    for (size_t c = c0; c < c1; c++) {
+        const T *slot = (const T *)attn__part_slot(pl, b, qb, c);
+        SFX(chunk_fold)(pl, sb, nq, slot, slot + BQ, slot + 2 * BQ);
+    }
+    return SFX(item_outputs)(pl, sb, b, i0, nq, 1, bad_row);
 }
 
 /* exp over an array (for the tests) */

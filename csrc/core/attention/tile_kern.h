@@ -80,23 +80,121 @@ TF void SFX(qk_block)(T *st, size_t ldst, const T *qt, size_t ldq, size_t nqv,
 }
 
 /* ---------------------------------------------------------------------- */
+/* 1'. The same scores for a query block of at most QK_FEW rows (decoding): */
+/*    keys in the lanes instead of queries, so a row costs E/W FMAs per key */
+/*    rather than E. Each score is still one FMA chain k[e] * q[e] + acc    */
+/*    over e = 0..E-1 from 0, times scale: the bits of qk_block. K^T of the */
+/*    block (kt, E x round_up(nk, W)) comes from W x W transposes (VTRANS)  */
+/*    or, without them, element by element.                                */
+/* ---------------------------------------------------------------------- */
+#define QK_FEW_G 4 /* key vectors per pass: independent FMA chains */
+
+TI void SFX(k_transpose)(T *kt, const T *k, ptrdiff_t ks, size_t E,
+                         size_t nk)
+{
+    const size_t ldkt = (nk + W - 1) / W * W;
+    for (size_t g = 0; g < ldkt; g += W) {
+        size_t e = 0;
+#ifdef VTRANS
+        for (; e + W <= E; e += W) {
+            VT r[W];
+            for (size_t i = 0; i < (size_t)W; i++)
+                r[i] = g + i < nk ? VLOADU(k + (ptrdiff_t)(g + i) * ks + e)
+                                  : VZERO();
+            VTRANS(r);
+            for (size_t i = 0; i < (size_t)W; i++)
+                VSTOREU(kt + (e + i) * ldkt + g, r[i]);
+        }
+#endif
+        for (; e < E; e++)
+            for (size_t i = 0; i < (size_t)W; i++)
+                kt[e * ldkt + g + i] =
+                    g + i < nk ? k[(ptrdiff_t)(g + i) * ks + (ptrdiff_t)e]
+                               : (T)0;
+    }
+}
+
+/* st[j * ldst + r] for rows r < nq of qt (E x .., ld ldq), keys j < nk   */
+TF void SFX(qk_few)(T *st, size_t ldst, const T *qt, size_t ldq, size_t nq,
+                    const T *k, ptrdiff_t ks, size_t E, size_t nk, T scale,
+                    T *kt)
+{
+    const size_t ldkt = (nk + W - 1) / W * W;
+    const VT vs = VSET1(scale);
+    SFX(k_transpose)(kt, k, ks, E, nk);
+    for (size_t r = 0; r < nq; r++)
+        for (size_t g0 = 0; g0 < ldkt; g0 += QK_FEW_G * W) {
+            const size_t ng = MINZ_((size_t)QK_FEW_G, (ldkt - g0) / W);
+            VT acc[QK_FEW_G];
+            for (size_t g = 0; g < ng; g++)
+                acc[g] = VZERO();
+            const T *kt_e = kt + g0;
+            for (size_t e = 0; e < E; e++, kt_e += ldkt) {
+                const VT qb = VSET1(qt[e * ldq + r]);
+                for (size_t g = 0; g < ng; g++)
+                    acc[g] = VFMA(VLOADU(kt_e + g * W), qb, acc[g]);
+            }
+            for (size_t g = 0; g < ng; g++) {
+                T lane[W];
+                VSTOREU(lane, VMUL(acc[g], vs));
+                const size_t j0 = g0 + g * W;
+                for (size_t i = 0; i < (size_t)W && j0 + i < nk; i++)
+                    st[(j0 + i) * ldst + r] = lane[i];
+            }
+        }
+}
+
+/* ---------------------------------------------------------------------- */
 /* 4. PV micro-kernel: o[r][c] = alpha[r] o[r][c] + sum_j pt[j][r] v[j][c]  */
 /*    for r < MR queries and c < NR*W value columns. The block's sum starts */
 /*    from 0 (two-level summation: the error grows with sqrt(BK) +        */
 /*    sqrt(S/BK), not sqrt(S)) and the rescale of the running output by    */
 /*    alpha = exp(m_old - m_new) rides along in the epilogue.             */
 /* ---------------------------------------------------------------------- */
+#define PV_FEW_NR 8 /* value vectors per pass of a one-row block        */
+#define PV_NRMAX (PV_NR > PV_FEW_NR ? PV_NR : PV_FEW_NR)
+/* A key of weight 0 contributes nothing (attn.h), but 0 * inf = NaN: when
+ * some acc[r][c] = sum over x < n of a(r, x) b(x, c) is not finite, every
+ * one is summed again skipping zero a (a(r, x) = a[r * ars + x * axs],
+ * b(x, c) = vector c of row x of bm, row stride bs). Both loops give the
+ * same bits whenever the sum is finite (a b + acc with a = 0 is acc: acc
+ * starts at +0 and never becomes -0), so no block is tested beforehand.  */
+TI void SFX(resum_if_not_finite)(const int MR, const int NR,
+                                 VT acc[][PV_NRMAX], const T *a,
+                                 ptrdiff_t ars, ptrdiff_t axs, const T *bm,
+                                 ptrdiff_t bs, size_t n)
+{
+    VT bad = VZERO();
+    for (int r = 0; r < MR; r++)
+        for (int c = 0; c < NR; c++)
+            bad = VADD(bad, VMUL(acc[r][c], VZERO()));
+    if (VRSUM(bad) == 0)
+        return;
+    for (int r = 0; r < MR; r++)
+        for (int c = 0; c < NR; c++) {
+            acc[r][c] = VZERO();
+            for (size_t x = 0; x < n; x++) {
+                const T a_rx = a[(ptrdiff_t)r * ars + (ptrdiff_t)x * axs];
+                if (a_rx != 0)
+                    acc[r][c] = VFMA(VSET1(a_rx),
+                                     VLOADU(bm + (ptrdiff_t)x * bs
+                                            + (ptrdiff_t)c * W),
+                                     acc[r][c]);
+            }
+        }
+}
+
 TI void SFX(pv_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
                      const T *restrict pt, size_t ldp, const T *alpha,
                      const T *v, ptrdiff_t vs, size_t nk)
 {
-    VT acc[PV_MR][PV_NR];
+    VT acc[PV_MR][PV_NRMAX];
     for (int r = 0; r < MR; r++)
         for (int c = 0; c < NR; c++)
             acc[r][c] = VZERO();
     const T *v_j = v, *p_j = pt;
     for (size_t j = 0; j < nk; j++, v_j += vs, p_j += ldp) {
-        VT x[PV_NR];
+        VT x[PV_NRMAX];
         for (int c = 0; c < NR; c++)
             x[c] = VLOADU(v_j + (size_t)c * W);
         for (int r = 0; r < MR; r++) {
@@ -105,6 +203,7 @@ TI void SFX(pv_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
                 acc[r][c] = VFMA(pb, x[c], acc[r][c]);
         }
     }
+    SFX(resum_if_not_finite)(MR, NR, acc, pt, 1, (ptrdiff_t)ldp, v, vs, nk);
     for (int r = 0; r < MR; r++) {
         VT a = VSET1(alpha[r]);
         for (int c = 0; c < NR; c++) {
@@ -132,6 +231,16 @@ TF void SFX(pv_block)(T *o, size_t ldo, size_t nq, size_t nev, const T *pt,
                       size_t nk)
 {
     size_t i = 0;
+    if (nq == 1) { /* decoding: each V row read once, front to back */
+        size_t c = 0;
+        for (; c + PV_FEW_NR <= nev; c += PV_FEW_NR)
+            SFX(pv_kern)(1, PV_FEW_NR, o + c * W, ldo, pt, ldp, alpha,
+                         v + c * W, vs, nk);
+        for (; c < nev; c++)
+            SFX(pv_kern)(1, 1, o + c * W, ldo, pt, ldp, alpha, v + c * W, vs,
+                         nk);
+        return;
+    }
     for (; i + PV_MR <= nq; i += PV_MR)
         SFX(pv_rows)(PV_MR, o + i * ldo, ldo, nev, pt + i, ldp, alpha + i, v,
                      vs, nk);
@@ -152,85 +261,10 @@ TF void SFX(pv_block)(T *o, size_t ldo, size_t nq, size_t nev, const T *pt,
 }
 
 /* ---------------------------------------------------------------------- */
-/* 4'. Value blocks holding inf or NaN. A key of weight 0 contributes      */
-/*    nothing (attn.h), but the FMA micro-kernel would add 0 * inf = NaN.  */
-/*    v_block_finite tests the exponent bits of key block kb of batch item */
-/*    b (integer compares, vectorisable), once per call: the answer is     */
-/*    kept in pl->vfin, shared by the threads (a benign race: two threads */
-/*    may both test a block and store the same answer). The rare           */
-/*    non-finite block takes pv_block_guarded, a plain loop that skips    */
-/*    zero weights. The whole key block is tested, also when a causal item */
-/*    uses only its first keys: never wrong, at worst the guarded loop.    */
-/* ---------------------------------------------------------------------- */
-TI int SFX(v_rows_finite)(const T *v, ptrdiff_t s0, ptrdiff_t s1, size_t nk,
-                          size_t Ev)
-{
-    unsigned bad = 0;
-    for (size_t j = 0; j < nk; j++) {
-        const T *v_j = v + (ptrdiff_t)j * s0;
-        if (sizeof(T) == 4) {
-            for (size_t c = 0; c < Ev; c++) {
-                uint32_t u;
-                memcpy(&u, &v_j[(ptrdiff_t)c * s1], 4);
-                bad |= (u & 0x7f800000u) == 0x7f800000u;
-            }
-        }
-        else {
-            for (size_t c = 0; c < Ev; c++) {
-                uint64_t u;
-                memcpy(&u, &v_j[(ptrdiff_t)c * s1], 8);
-                bad |= (u & 0x7ff0000000000000u) == 0x7ff0000000000000u;
-            }
-        }
-    }
-    return !bad;
-}
-
-TI int SFX(v_block_finite)(const attn_plan *pl, const T *v_b, size_t b,
-                           size_t j0)
-{
-    const attn_problem *p = pl->p;
-    const size_t nk = MINZ_(pl->BK, p->S - j0);
-    const T *v = v_b + (ptrdiff_t)j0 * p->v.s0;
-    if (!pl->vfin) /* no table (allocation failed): test every time */
-        return p->v.s1 == 1
-                   ? SFX(v_rows_finite)(v, p->v.s0, 1, nk, p->Ev)
-                   : SFX(v_rows_finite)(v, p->v.s0, p->v.s1, nk, p->Ev);
-    _Atomic unsigned char *f = &pl->vfin[b * pl->nkb + j0 / pl->BK];
-    unsigned char known = atomic_load_explicit(f, memory_order_relaxed);
-    if (!known) {
-        int fin = p->v.s1 == 1
-                      ? SFX(v_rows_finite)(v, p->v.s0, 1, nk, p->Ev)
-                      : SFX(v_rows_finite)(v, p->v.s0, p->v.s1, nk, p->Ev);
-        known = fin ? 1 : 2;
-        atomic_store_explicit(f, known, memory_order_relaxed);
-    }
-    return known == 1;
-}
-
-TF void SFX(pv_block_guarded)(T *o, size_t ldo, size_t nq, size_t Ev,
-                              const T *pt, size_t ldp, const T *alpha,
-                              const T *v, ptrdiff_t vs, size_t nk)
-{
-    for (size_t r = 0; r < nq; r++) {
-        T *o_r = o + r * ldo;
-        for (size_t c = 0; c < Ev; c++) {
-            T acc = 0;
-            for (size_t j = 0; j < nk; j++) {
-                const T p_jr = pt[j * ldp + r];
-                if (p_jr != 0)
-                    acc += p_jr * v[(ptrdiff_t)j * vs + (ptrdiff_t)c];
-            }
-            o_r[c] = o_r[c] * alpha[r] + acc;
-        }
-    }
-}
-
-/* ---------------------------------------------------------------------- */
 /* 3. online softmax over one key block, G query vectors at a time         */
 /* ---------------------------------------------------------------------- */
 TI void SFX(sm_group)(const int G, T *st, size_t ldst, size_t nk, T *m, T *l,
-                      T *alpha, T *muse)
+                      T *alpha, T *m_used)
 {
     /* two independent chains per vector (even / odd keys) hide the
      * latency of max and add; the order is fixed, so results are too */
@@ -253,7 +287,7 @@ TI void SFX(sm_group)(const int G, T *st, size_t ldst, size_t nk, T *m, T *l,
         VT mold = VLOADU(m + (size_t)g * W);
         VSTOREU(m + (size_t)g * W, mx[g]);
         mu[g] = VSAFE(mx[g]);
-        VSTOREU(muse + (size_t)g * W, mu[g]);
+        VSTOREU(m_used + (size_t)g * W, mu[g]);
         VT a = VEXP(VSUB(mold, mu[g]));
         VSTOREU(alpha + (size_t)g * W, a);
         sum[g] = VZERO();
@@ -283,14 +317,57 @@ TI void SFX(sm_group)(const int G, T *st, size_t ldst, size_t nk, T *m, T *l,
     }
 }
 
+/* sm_group's operations on lane 0 for a one-row block whose scores s[j]
+ * are contiguous (keys in the lanes): the same max, exp and sums in the
+ * same order (even keys, odd keys), so the same bits; the exps go W keys
+ * at a time. Leaves the probabilities in s.                              */
+TF void SFX(softmax_row)(T *s, size_t nk, T *m, T *l, T *alpha, T *m_used)
+{
+    VT mx = VSET1(m[0]), mx1 = mx;
+    size_t j = 0;
+    for (; j + 2 <= nk; j += 2) {
+        mx = VMAX(mx, VSET1(s[j]));
+        mx1 = VMAX(mx1, VSET1(s[j + 1]));
+    }
+    if (j < nk)
+        mx = VMAX(mx, VSET1(s[j]));
+    mx = VMAX(mx, mx1);
+    const VT mu = VSAFE(mx), a = VEXP(VSUB(VSET1(m[0]), mu));
+    T lane[W];
+    VSTOREU(lane, mx);
+    m[0] = lane[0];
+    VSTOREU(lane, mu);
+    m_used[0] = lane[0];
+    VSTOREU(lane, a);
+    alpha[0] = lane[0];
+    for (j = 0; j + W <= nk; j += W)
+        VSTOREU(s + j, VEXP(VSUB(VLOADU(s + j), mu)));
+    if (j < nk) {
+        for (size_t x = 0; x < (size_t)W; x++)
+            lane[x] = j + x < nk ? s[j + x] : (T)0;
+        VSTOREU(lane, VEXP(VSUB(VLOADU(lane), mu)));
+        for (size_t x = 0; j + x < nk; x++)
+            s[j + x] = lane[x];
+    }
+    T sum = 0, sum1 = 0;
+    for (j = 0; j + 2 <= nk; j += 2) {
+        sum = sum + s[j];
+        sum1 = sum1 + s[j + 1];
+    }
+    if (j < nk)
+        sum = sum + s[j];
+    VSTOREU(lane, VFMA(VSET1(l[0]), a, VADD(VSET1(sum), VSET1(sum1))));
+    l[0] = lane[0];
+}
+
 TF void SFX(softmax_block)(T *st, size_t ldst, size_t nk, size_t nqv, T *m,
-                           T *l, T *alpha, T *muse)
+                           T *l, T *alpha, T *m_used)
 {
     size_t v = 0;
     for (; v + SM_G <= nqv; v += SM_G)
         SFX(sm_group)(SM_G, st + v * W, ldst, nk, m + v * W, l + v * W,
-                      alpha + v * W, muse + v * W);
+                      alpha + v * W, m_used + v * W);
     for (; v < nqv; v++)
         SFX(sm_group)(1, st + v * W, ldst, nk, m + v * W, l + v * W,
-                      alpha + v * W, muse + v * W);
+                      alpha + v * W, m_used + v * W);
 }

@@ -164,6 +164,43 @@ static ATTN_INLINE ATTR double hsum4_f64(__m256d v)
     return _mm_cvtsd_f64(s);
 }
 
+
+/* r[i] = row i of a W x W block -> r[c] = column c (VTRANS)              */
+static ATTN_INLINE ATTR void transpose8_f32(__m256 *r)
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* u[4i + m], 128-bit lane k: column 4k + m of rows 4i .. 4i + 3 */
+    for (int i = 0; i < 2; i++)
+        for (int h = 0; h < 2; h++) {
+            const __m256d a = _mm256_castps_pd(t[4 * i + h]);
+            const __m256d b = _mm256_castps_pd(t[4 * i + 2 + h]);
+            u[4 * i + 2 * h] = _mm256_castpd_ps(_mm256_unpacklo_pd(a, b));
+            u[4 * i + 2 * h + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(a, b));
+        }
+    for (int m = 0; m < 4; m++) {
+        r[m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x20);
+        r[4 + m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x31);
+    }
+}
+
+static ATTN_INLINE ATTR void transpose4_f64(__m256d *r)
+{
+    __m256d t[4];
+    /* t[2i + m], 128-bit lane k: column 2k + m of rows 2i, 2i + 1 */
+    for (int i = 0; i < 2; i++) {
+        t[2 * i] = _mm256_unpacklo_pd(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_pd(r[2 * i], r[2 * i + 1]);
+    }
+    for (int m = 0; m < 2; m++) {
+        r[m] = _mm256_permute2f128_pd(t[m], t[2 + m], 0x20);
+        r[2 + m] = _mm256_permute2f128_pd(t[m], t[2 + m], 0x31);
+    }
+}
+
 #endif /* ATTNPY_VEC_AVX2_H */
 
 /* ---- the template parameters of one element type ---- */
@@ -185,6 +222,7 @@ static ATTN_INLINE ATTR double hsum4_f64(__m256d v)
 #define VTANH(a) tanh4_f64(a)
 #define VSAFE(a) safe4_f64(a)
 #define VRSUM(a) hsum4_f64(a)
+#define VTRANS(r) transpose4_f64(r)
 #else
 #define T float
 #define VT __m256
@@ -203,5 +241,6 @@ static ATTN_INLINE ATTR double hsum4_f64(__m256d v)
 #define VTANH(a) tanh8_f32(a)
 #define VSAFE(a) safe8_f32(a)
 #define VRSUM(a) hsum8_f32(a)
+#define VTRANS(r) transpose8_f32(r)
 #endif
 #undef ATTN_VEC_F64

@@ -147,6 +147,55 @@ static ATTN_INLINE ATTR __m512d safe8_f64(__m512d m)
     return _mm512_mask_mov_pd(m, k, _mm512_setzero_pd());
 }
 
+
+/* r[i] = row i of a W x W block -> r[c] = column c (VTRANS)              */
+static ATTN_INLINE ATTR void transpose16_f32(__m512 *r)
+{
+    __m512 t[16], u[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* u[4i + m], 128-bit lane k: column 4k + m of rows 4i .. 4i + 3 */
+    for (int i = 0; i < 4; i++)
+        for (int h = 0; h < 2; h++) {
+            const __m512d a = _mm512_castps_pd(t[4 * i + h]);
+            const __m512d b = _mm512_castps_pd(t[4 * i + 2 + h]);
+            u[4 * i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+            u[4 * i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        }
+    for (int m = 0; m < 4; m++) {
+        const __m512 v0 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x88);
+        const __m512 v1 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x88);
+        const __m512 w0 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xdd);
+        const __m512 w1 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xdd);
+        r[m] = _mm512_shuffle_f32x4(v0, v1, 0x88);
+        r[8 + m] = _mm512_shuffle_f32x4(v0, v1, 0xdd);
+        r[4 + m] = _mm512_shuffle_f32x4(w0, w1, 0x88);
+        r[12 + m] = _mm512_shuffle_f32x4(w0, w1, 0xdd);
+    }
+}
+
+static ATTN_INLINE ATTR void transpose8_f64(__m512d *r)
+{
+    __m512d t[8];
+    /* t[2i + m], 128-bit lane k: column 2k + m of rows 2i, 2i + 1 */
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm512_unpacklo_pd(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_pd(r[2 * i], r[2 * i + 1]);
+    }
+    for (int m = 0; m < 2; m++) {
+        const __m512d v0 = _mm512_shuffle_f64x2(t[m], t[2 + m], 0x88);
+        const __m512d v1 = _mm512_shuffle_f64x2(t[4 + m], t[6 + m], 0x88);
+        const __m512d w0 = _mm512_shuffle_f64x2(t[m], t[2 + m], 0xdd);
+        const __m512d w1 = _mm512_shuffle_f64x2(t[4 + m], t[6 + m], 0xdd);
+        r[m] = _mm512_shuffle_f64x2(v0, v1, 0x88);
+        r[4 + m] = _mm512_shuffle_f64x2(v0, v1, 0xdd);
+        r[2 + m] = _mm512_shuffle_f64x2(w0, w1, 0x88);
+        r[6 + m] = _mm512_shuffle_f64x2(w0, w1, 0xdd);
+    }
+}
+
 #endif /* ATTNPY_VEC_AVX512_H */
 
 /* ---- the template parameters of one element type ---- */
@@ -168,6 +217,7 @@ static ATTN_INLINE ATTR __m512d safe8_f64(__m512d m)
 #define VTANH(a) tanh8_f64(a)
 #define VSAFE(a) safe8_f64(a)
 #define VRSUM(a) _mm512_reduce_add_pd(a)
+#define VTRANS(r) transpose8_f64(r)
 #else
 #define T float
 #define VT __m512
@@ -186,5 +236,6 @@ static ATTN_INLINE ATTR __m512d safe8_f64(__m512d m)
 #define VTANH(a) tanh16_f32(a)
 #define VSAFE(a) safe16_f32(a)
 #define VRSUM(a) _mm512_reduce_add_ps(a)
+#define VTRANS(r) transpose16_f32(r)
 #endif
 #undef ATTN_VEC_F64

@@ -20,3 +20,4 @@
 #undef VSAFE
 #undef VRSUM
 #undef VTANH
+#undef VTRANS

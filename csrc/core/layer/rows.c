@@ -5,8 +5,8 @@
  *   1. chunks: about attn__rows_chunk_elems elements each (whole rows), at most
  *      MAX_SUM_CHUNKS of them when column sums are wanted (their scratch
  *      is chunks * nacc * n doubles); fixed by (nrows, n) alone
- *   2. threads claim chunks from an atomic counter; a chunk's column sums
- *      go to its own slot of the scratch
+ *   2. the chunks are the scheduler's work items (runtime/sched.h); a
+ *      chunk's column sums go to its own slot of the scratch
  *   3. the caller's thread adds the slots in chunk order
  */
 #include <stdatomic.h>
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "layer/rows.h"
-#include "runtime/pool.h"
+#include "runtime/sched.h"
 
 #define MAX_SUM_CHUNKS ((size_t)64)
 /* tunables (rows.h) */
@@ -25,26 +25,20 @@ double attn__rows_min_work = 65536.0;
 typedef struct {
     attn_rows_fn fn;
     void *ctx;
-    size_t nrows, rows_per_chunk, nchunks, slot; /* slot: doubles a chunk */
-    double *scratch;                             /* nchunks * slot or NULL */
-    atomic_size_t next;
+    size_t nrows, rows_per_chunk, slot; /* slot: doubles a chunk */
+    double *scratch;                    /* nchunks * slot or NULL */
 } rows_ctx;
 
-static void rows_task(void *arg, int tid)
+static attn_status rows_item(void *arg, void *scratch, size_t k)
 {
-    (void)tid;
+    (void)scratch;
     rows_ctx *c = arg;
-    for (;;) {
-        size_t k = atomic_fetch_add(&c->next, 1);
-        if (k >= c->nchunks)
-            return;
-        size_t r0 = k * c->rows_per_chunk;
-        size_t r1 = r0 + c->rows_per_chunk;
-        if (r1 > c->nrows)
-            r1 = c->nrows;
-        double *acc = c->scratch ? c->scratch + k * c->slot : NULL;
-        c->fn(c->ctx, r0, r1, acc);
-    }
+    size_t r0 = k * c->rows_per_chunk;
+    size_t r1 = r0 + c->rows_per_chunk;
+    if (r1 > c->nrows)
+        r1 = c->nrows;
+    c->fn(c->ctx, r0, r1, c->scratch ? c->scratch + k * c->slot : NULL);
+    return ATTN_OK;
 }
 
 attn_status attn__rows_run(size_t nrows, size_t n, size_t nacc, double *sums,
@@ -72,29 +66,28 @@ attn_status attn__rows_run(size_t nrows, size_t n, size_t nacc, double *sums,
     c.ctx = ctx;
     c.nrows = nrows;
     c.rows_per_chunk = per;
-    c.nchunks = (nrows + per - 1) / per;
     c.slot = slot;
-    atomic_init(&c.next, 0);
+    const size_t nchunks = (nrows + per - 1) / per;
     if (nacc && slot) {
-        if (c.nchunks > SIZE_MAX / sizeof(double) / slot)
+        if (nchunks > SIZE_MAX / sizeof(double) / slot)
             return ATTN_ENOMEM;
-        c.scratch = calloc(c.nchunks * slot, sizeof(double));
+        c.scratch = calloc(nchunks * slot, sizeof(double));
         if (!c.scratch)
             return ATTN_ENOMEM;
     }
-    /* 2. threads: as many as the work is worth, at most one per chunk */
-    int nt = ex && ex->nthreads > 1 ? ex->nthreads : 1;
-    double total = (double)nrows * (double)(n ? n : 1) * work;
-    if ((double)nt * attn__rows_min_work > total) {
-        double f = total / attn__rows_min_work;
-        nt = f < 1 ? 1 : (int)f;
+    /* 2. the scheduler (runtime/sched.h): one thread per
+     * attn__rows_min_work of work, in its unit of flops                   */
+    const double total = (double)nrows * (double)(n ? n : 1) * work;
+    attn_job job = {rows_item, &c, nchunks, 0, NULL,
+                    total / attn__rows_min_work * attn__min_flops_per_thread};
+    const attn_status st = attn_sched_run(&job, ex);
+    if (st != ATTN_OK) {
+        free(c.scratch);
+        return st;
     }
-    if ((size_t)nt > c.nchunks)
-        nt = (int)c.nchunks;
-    attn_pool_run(rows_task, &c, nt);
     /* 3. column sums, chunk by chunk */
     if (c.scratch) {
-        for (size_t k = 0; k < c.nchunks; k++) {
+        for (size_t k = 0; k < nchunks; k++) {
             const double *a = c.scratch + k * slot;
             for (size_t j = 0; j < slot; j++)
                 sums[j] += a[j];

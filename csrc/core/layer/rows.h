@@ -31,7 +31,8 @@ typedef void (*attn_rows_fn)(void *ctx, size_t r0, size_t r1, double *acc);
  * column sums are reduced in chunk order into sums (nacc * n doubles,
  * written even when nrows == 0). work: rough cost of one element (1 for a
  * copy-like pass) to decide how many threads are worth waking. Returns
- * ATTN_OK or ATTN_ENOMEM (scratch for the column sums).                   */
+ * ATTN_OK, ATTN_ENOMEM (scratch for the column sums) or ATTN_EINTERRUPTED
+ * (ex->poll asked to stop: runtime/sched.h).                              */
 attn_status attn__rows_run(size_t nrows, size_t n, size_t nacc, double *sums,
                            attn_rows_fn fn, void *ctx, double work,
                            const attn_exec *ex);

@@ -21,12 +21,15 @@
 #if defined(__GNUC__) || defined(__clang__)
 #define ATTN_INLINE inline __attribute__((always_inline))
 #define ATTN_TARGET(s) __attribute__((target(s)))
+#define ATTN_PREFETCH(p) __builtin_prefetch((p), 0, 3)
 #elif defined(_MSC_VER)
 #define ATTN_INLINE __forceinline
 #define ATTN_TARGET(s)
+#define ATTN_PREFETCH(p) ((void)(p))
 #else
 #define ATTN_INLINE inline
 #define ATTN_TARGET(s)
+#define ATTN_PREFETCH(p) ((void)(p))
 #endif
 
 #if (defined(__x86_64__) || defined(__i386__) || defined(_M_X64)             \

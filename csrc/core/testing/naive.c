@@ -1,8 +1,8 @@
 /*
- * attention/naive.c -- the naive attention oracle: row by row, the formula
+ * testing/naive.c -- the naive attention oracle: row by row, the formula
  * exactly as written in attn.h. Single-threaded; the C tests' reference for
- * the fast path (sdpa.c), and the kernel behind the weights of `explain`
- * when the fast path is not asked.
+ * the fast path (sdpa.c). Built into the C test programs only (setup.py
+ * leaves csrc/core/testing/ out of the extension).
  *
  * Written once as a macro body instantiated for float (f32) and double
  * (f64), so the two precisions cannot drift apart.
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "attn.h"
+#include "attention/kern.h"
 #include "attention/variants.h"
 #include "util.h"
 
@@ -35,13 +36,16 @@ static attn_status sdpa_naive_##SFX(attn_problem *p)                            
     const T cap = (T)p->softcap;                                                \
     const ptrdiff_t qpos = attn__var_qpos(p);                                   \
     T *s_row = NULL, *acc = NULL;                                               \
-    if (S > SIZE_MAX / sizeof(T) - 1 || Ev > SIZE_MAX / sizeof(T) - 1)          \
+    double *mean = NULL; /* the uniform policy's row (kern.h)  */               \
+    if (S > SIZE_MAX / sizeof(T) - 1 || Ev > SIZE_MAX / sizeof(double) - 1)     \
         return ATTN_ENOMEM;                                                     \
     s_row = malloc((S + 1) * sizeof(T));                                        \
     acc = malloc((Ev + 1) * sizeof(T));                                         \
-    if (!s_row || !acc) {                                                       \
+    mean = malloc((Ev + 1) * sizeof(double));                                   \
+    if (!s_row || !acc || !mean) {                                              \
         free(s_row);                                                            \
         free(acc);                                                              \
+        free(mean);                                                             \
         return ATTN_ENOMEM;                                                     \
     }                                                                           \
     for (size_t b = 0; b < p->B; b++) {                                         \
@@ -114,6 +118,7 @@ static attn_status sdpa_naive_##SFX(attn_problem *p)                            
                     p->bad_row = i;                                             \
                     free(s_row);                                                \
                     free(acc);                                                  \
+                    free(mean);                                                 \
                     return ATTN_EFULLYMASKED;                                   \
                 case ATTN_FM_UNIFORM:                                           \
                     fill_w = S ? (T)1 / (T)S : (T)0;                            \
@@ -148,12 +153,18 @@ static attn_status sdpa_naive_##SFX(attn_problem *p)                            
                 for (size_t e = 0; e < Ev; e++)                                 \
                     acc[e] += w * v_bj[(ptrdiff_t)e * p->v.s1];                 \
             }                                                                   \
+            if (fill && p->fully_masked == ATTN_FM_UNIFORM) {                   \
+                attn__uniform_mean(p, b, mean);                                 \
+                for (size_t e = 0; e < Ev; e++)                                 \
+                    acc[e] = (T)mean[e];                                        \
+            }                                                                   \
             for (size_t e = 0; e < Ev; e++)                                     \
                 o_bi[(ptrdiff_t)e * p->out.s1] = acc[e];                        \
         }                                                                       \
     }                                                                           \
     free(s_row);                                                                \
     free(acc);                                                                  \
+    free(mean);                                                                 \
     return ATTN_OK;                                                             \
 }
 

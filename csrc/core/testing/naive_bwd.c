@@ -1,7 +1,8 @@
 /*
- * attention/naive_bwd.c -- the naive backward oracle: the formulas of
+ * testing/naive_bwd.c -- the naive backward oracle: the formulas of
  * attn_bwd_problem (attn.h) row by row, everything accumulated in double.
  * Single-threaded; the C tests' reference for the fused backward (bwd.c).
+ * Built into the C test programs only, as testing/naive.c.
  *
  * Written once as a macro body instantiated for float and double.
  */
