@@ -66,7 +66,12 @@ build_c_programs() {
     local objs=() c o srcs=("$src"/csrc/core/*/*.c "${helpers[@]}")
     if [ -n "${CORE_OBJS:-}" ]; then
         read -r -a objs <<<"$CORE_OBJS"
+        # the naive oracles of csrc/core/testing/ are not in the
+        # extension's objects: the programs compile them here
         srcs=("${helpers[@]}")
+        for c in "$src"/csrc/core/testing/*.c; do
+            [ -e "$c" ] && srcs+=("$c")
+        done
     fi
     for c in "${srcs[@]}"; do
         o="$out/obj/$(basename "${c%.c}").o"

@@ -5,7 +5,7 @@ in CI's valgrind, sanitizer and cross-compiler steps).
 test_core.c checks the fast attention path (every instruction set the CPU
 has, 1 and 2 threads) against the naive C oracle over random problems, the
 vector exp's ulp error, concurrent callers, fork() after a threaded call,
-the poll / cancel protocol and the small kernels; test_decode.c the split-K
+the poll / cancel protocol and the small kernels; test_decode.c the key-chunk split
 decode path (bitwise over 1, 2, 3 and 5 threads), attn_merge and
 attn_rope; test_bwd.c the backward pass (fast vs naive on every ISA,
 bitwise over 1/2/3/4/7 threads; naive vs finite differences) and the
