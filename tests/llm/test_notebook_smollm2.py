@@ -64,7 +64,12 @@ def _check(text):
     for k in range(12, 30):
         t, p, w = layers[k][0]
         assert (t, p) == ("'<|im_start|>'", 0) and 0.41 <= w <= 0.82, k
-    return float(diff), int(re.search(r"rows bitwise equal: (\d+) of 8",
+    # attnpy's part: a query row alone against its cache is the full pass's
+    same, total = map(int, re.search(
+        r"attention, one query row against its cache vs the full pass: "
+        r"(\d+) of (\d+) rows bitwise equal", text).groups())
+    assert total == 30 * 8 and same == total
+    return float(diff), int(re.search(r"(?<!attention, )rows bitwise equal: (\d+) of 8\n",
                                       text).group(1))
 
 
@@ -78,3 +83,4 @@ def test_the_saved_copy_has_the_numbers_its_prose_quotes():
     prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert "differ by at most %.1e" % diff in prose
     assert bitwise == 0 and "no row of logits was bitwise equal" in prose
+    assert "gave every answer row of every layer the same bits" in prose
