@@ -8,7 +8,7 @@ attnpy runs the same thing. This runs that part alone:
 
 attnpy, torch SDPA and NumPy reductions reading an array of the cache's
 size (one part per thread) sampled interleaved, a windowed decode, and
-issue 12's targets. Any other option of ``python -m attnpy bench`` works.
+the decode targets. Any other option of ``python -m attnpy bench`` works.
 """
 import os
 import sys

@@ -4,8 +4,8 @@ attnpy.attention(..., return_lse=True) and attnpy.attention_backward are
 the fused C kernels' job (helper `bwd`). Until they are on main, the tests
 of MultiHeadAttention.backward and of the notebook's model run the layer's
 chain rule over this NumPy version, installed explicitly by
-``use_numpy_attention_grad(monkeypatch)``: the same contract (DESIGN.md,
-"Gradients") for what the layer uses (mask, causal, scale,
+``use_numpy_attention_grad(monkeypatch)``: the same contract (docs/user/gradients.md)
+for what the layer uses (mask, causal, scale,
 fully_masked="zero"), every L x S array built.
 """
 import numpy as np

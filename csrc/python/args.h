@@ -22,7 +22,7 @@
  *      messages; named flags (return_lse=True), never codes.
  *   2. Inputs: as_real_array() (any array-like -> ndarray, TypeError naming
  *      fname and the argument), compute_type_of() / as_type() (the dtype
- *      rules of DESIGN.md: float32 stays float32, the rest float64),
+ *      rules of docs/user/tour.md: float32 stays float32, the rest float64),
  *      ensure_elem_strides() (strides in elements for attn_mat).
  *   3. Shapes: check them and raise with err_shapes2() or PyErr_Format,
  *      naming fname, the argument and the shapes. Batch dims:

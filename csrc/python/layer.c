@@ -7,7 +7,7 @@
  * the row, every leading axis is a row index. Operands are either rows of
  * exactly x's shape or vectors of shape (n,) shared by every row
  * (weight, bias, shift). The dtype is NumPy's result type of the inputs,
- * mapped by DESIGN.md's rules (float32 stays float32, the rest float64).
+ * mapped by the dtype rules of docs/user/tour.md (float32 stays float32, the rest float64).
  */
 #include "args.h"
 

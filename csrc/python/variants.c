@@ -1,6 +1,6 @@
 /*
- * python/variants.c -- the arguments of the attention variants (DESIGN.md,
- * "Decoding and variants"): window, softcap and the private pos_shift,
+ * python/variants.c -- the arguments of the attention variants
+ * (docs/user/variants.md): window, softcap and the private pos_shift,
  * checked and written into an attn_problem as csrc/core/attn.h wants them.
  * (alibi_slopes is an array operand: attention.c broadcasts it with Q, K,
  * V, mask and bias.)

@@ -1011,7 +1011,7 @@ def test_refcounts():
 # ---------------------------------------------------------------------------
 
 def loop_attention(Q, K, V, Ev, allowed, bias, scale, policy):
-    """One (L, S) problem, element by element, straight from BRIEF.md."""
+    """One (L, S) problem, element by element, straight from the rule atop attnpy/reference/__init__.py."""
     L, S = len(Q), len(K)
     out = [[0.0] * Ev for _ in range(L)]
     w = [[0.0] * S for _ in range(L)]

@@ -1,4 +1,4 @@
-"""The attention variants (DESIGN.md "Decoding and variants"): enable_gqa,
+"""The attention variants (docs/user/variants.md): enable_gqa,
 window, alibi_slopes, softcap, alone and combined with mask, bias, causal
 (both alignments) and the fully_masked policies, float32 and float64.
 
@@ -14,7 +14,7 @@ Three oracles, each independent of the others:
   the whole.
 
 The explicit masks and biases are built here from the index arithmetic of
-DESIGN.md, not with the reference's helpers.
+docs/user/variants.md, not with the reference's helpers.
 """
 import numpy as np
 import pytest

@@ -2,7 +2,7 @@
 it wrong. A notebook user who passes the wrong thing must get a clear Python
 error -- never a dead kernel, a leak or a silent wrong answer.
 
-Rules checked here (DESIGN.md "Errors", BRIEF.md "Exact semantics"):
+Rules checked here (docs/user/tour.md and docs/user/masks.md):
 
 * a value of the wrong *type* (None, str, dict, list of str, ...) raises
   TypeError; the right type with a wrong *value* (shape, range, unknown

@@ -29,7 +29,7 @@ def test_the_package_names_no_issues_or_internal_files():
 
 
 def test_the_patterns_catch_what_they_are_for():
-    for bad in ("targets (project " + "issue 3)", "Issue" + " 12's targets",
+    for bad in ("targets (project issue" + " 3)", "Issue" + " 12's targets",
                 f"# {3:03d}_: given scaled scores", "(" + "seeds" + "/x)",
                 "DESIGN" + ".md",
                 "the issue's target"):

@@ -36,7 +36,6 @@ def test_show_titles_and_tokens():
 
 
 def test_plot_figures_are_at_most_20_inches():
-    pytest.importorskip("matplotlib")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
