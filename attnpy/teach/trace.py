@@ -28,6 +28,7 @@ mask, ``trace.plot()`` draws the weights with matplotlib.
 Nothing here computes attention itself: the weights and the output are the
 C core's, bit for bit.
 """
+import inspect
 import math
 import textwrap
 
@@ -311,7 +312,27 @@ class AttentionTrace:
         Decimals used when printing (default 3); settable.
     batch_shape : tuple
         The leading dimensions; ``()`` for one head.
+
+    Parameters
+    ----------
+    None
+        An AttentionTrace is made by :func:`explain`; calling the class
+        raises TypeError.
+
+    Examples
+    --------
+    >>> import numpy as np, attnpy
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> t = attnpy.explain(X, X, X, tokens="a b")
+    >>> t.weights.round(3)
+    array([[0.67, 0.33],
+           [0.33, 0.67]])
+    >>> t.batch_shape
+    ()
     """
+
+    # what help() and inspect show: the trace is made by explain only
+    __signature__ = inspect.Signature()
 
     def __init__(self, *, _key=None, **fields):
         if _key is not _PRIVATE:
