@@ -28,11 +28,16 @@ mask, ``trace.plot()`` draws the weights with matplotlib.
 Nothing here computes attention itself: the weights and the output are the
 C core's, bit for bit.
 """
+from __future__ import annotations
+
 import inspect
 import math
 import textwrap
+from typing import Optional, Sequence, Union
 
 import numpy as np
+
+from .._types import ArrayLike, Causal, FullyMasked, Window
 
 from .text import STEPS, _labels, _split_tokens
 from .walk import Focus, rowsum_lines, summary, walkthrough
@@ -41,9 +46,15 @@ from .html import _trace_html
 from .plot import _plot
 
 
-def explain(Q, K, V, mask=None, *, bias=None, causal=False, scale=None,
-            tokens=None, key_tokens=None, fully_masked="zero",
-            enable_gqa=False, window=None, alibi_slopes=None, softcap=None):
+def explain(Q: ArrayLike, K: ArrayLike, V: ArrayLike,
+            mask: Optional[ArrayLike] = None, *,
+            bias: Optional[ArrayLike] = None, causal: Causal = False,
+            scale: Optional[float] = None,
+            tokens: Union[str, Sequence[str], None] = None,
+            key_tokens: Union[str, Sequence[str], None] = None,
+            fully_masked: FullyMasked = "zero", enable_gqa: bool = False,
+            window: Window = None, alibi_slopes: Optional[ArrayLike] = None,
+            softcap: Optional[float] = None) -> AttentionTrace:
     """Scaled dot-product attention with every intermediate step kept.
 
     Computes exactly what :func:`attnpy.scaled_dot_product_attention`

@@ -1,7 +1,12 @@
 """``show``: any mask or small array as a table (text and HTML)."""
+from __future__ import annotations
+
 import html
+from typing import Sequence, Union
 
 import numpy as np
+
+from .._types import ArrayLike
 
 from .text import _split_tokens, _table
 from .html import _html_table
@@ -116,7 +121,9 @@ class ArrayView:
         return "".join(parts)
 
 
-def show(mask_or_array, tokens=None, *, decimals=3):
+def show(mask_or_array: ArrayLike,
+         tokens: Union[str, Sequence[str], None] = None, *,
+         decimals: int = 3) -> ArrayView:
     """Show a mask (or any small array) as a labelled table in a notebook.
 
     Masks from :func:`attnpy.causal_mask`, :func:`attnpy.padding_mask` and
