@@ -35,4 +35,11 @@ fi
 export ATTNPY_CHROMIUM=$CHROMIUM
 
 cd "$ROOT"
+# the `browser` extra's packages, when missing (a fresh CI venv has the
+# test extra only)
+if ! "$PY" -c 'import anywidget, jupyterlab, playwright, ipykernel' 2>/dev/null; then
+    "$PY" -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["browser"]))' \
+        >"${TMPDIR:-/tmp}/attnpy-browser-reqs.txt"
+    "$PY" -m pip install -q -r "${TMPDIR:-/tmp}/attnpy-browser-reqs.txt"
+fi
 exec "$PY" -m pytest -p no:cacheprovider -m browser tests/widgets "$@"
