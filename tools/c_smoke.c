@@ -388,7 +388,7 @@ static void check_softmax(void)
             put(&x, (attn_dtype)dt, 0, 3, j, -INFINITY);
         put(&x, (attn_dtype)dt, 0, 4, 5, -INFINITY);
         bmat y = bmat_new(1, R, N, es, LAY_C);
-        attn_mat in = {x.m.data, offs, 0, 1}, out = {y.m.data, offs, 0, 1};
+        attn_mat in = {x.m.data, offs, 0, 1, ATTN_ST_NATIVE}, out = {y.m.data, offs, 0, 1, ATTN_ST_NATIVE};
         CHECK(attn_softmax((attn_dtype)dt, out, in, R, N) == ATTN_OK,
               "softmax status");
         for (size_t r = 0; r < R; r++) {
@@ -411,7 +411,7 @@ static void check_softmax(void)
             }
         }
         /* in place, reversed */
-        attn_mat inr = {x.m.data, offs, 0, 1};
+        attn_mat inr = {x.m.data, offs, 0, 1, ATTN_ST_NATIVE};
         CHECK(attn_softmax((attn_dtype)dt, inr, inr, R, N) == ATTN_OK,
               "softmax in place");
         compare(&x, &y, (attn_dtype)dt, "softmax in place", "softmax");
@@ -437,9 +437,9 @@ static void check_softmax_grad(void)
         }
         fill(&x, (attn_dtype)dt, 0);
         fill(&g, (attn_dtype)dt, 0);
-        attn_mat mx = {x.m.data, offs, 0, -1}, my = {y.m.data, offs, 0, -1};
-        attn_mat mg = {g.m.data, offs, 0, -1}, md = {d.m.data, offs, 0, -1};
-        attn_mat mj = {jac.m.data, joffs, (ptrdiff_t)N, 1};
+        attn_mat mx = {x.m.data, offs, 0, -1, ATTN_ST_NATIVE}, my = {y.m.data, offs, 0, -1, ATTN_ST_NATIVE};
+        attn_mat mg = {g.m.data, offs, 0, -1, ATTN_ST_NATIVE}, md = {d.m.data, offs, 0, -1, ATTN_ST_NATIVE};
+        attn_mat mj = {jac.m.data, joffs, (ptrdiff_t)N, 1, ATTN_ST_NATIVE};
         CHECK(attn_softmax((attn_dtype)dt, my, mx, R, N) == ATTN_OK &&
                   attn_softmax_backward((attn_dtype)dt, md, mg, my, R, N) ==
                       ATTN_OK &&

@@ -62,10 +62,24 @@ typedef enum {
     ATTN_FM_RAISE = 3     /* return ATTN_EFULLYMASKED                         */
 } attn_fm;
 
+/* How an operand's elements are stored. ATTN_ST_NATIVE (the zero value):
+ * in the call's dtype (float or double). ATTN_ST_F16 / ATTN_ST_BF16:
+ * IEEE binary16 / bfloat16, allowed only where the call's dtype is ATTN_F32
+ * and the function's comment says so: the kernels read such an operand in
+ * 16 bits (converted in registers or per block in scratch, never a
+ * whole-array copy) and compute in float; a 16-bit result is rounded once
+ * from float, to nearest even (half.h has the exact conversions).      */
+typedef enum {
+    ATTN_ST_NATIVE = 0,
+    ATTN_ST_F16 = 1,
+    ATTN_ST_BF16 = 2
+} attn_store;
+
 typedef struct {
     void *data;             /* NULL: operand absent (only where allowed)      */
     const ptrdiff_t *boff;  /* B offsets in elements, or NULL for all zero    */
     ptrdiff_t s0, s1;       /* row and column strides in elements             */
+    attn_store store;       /* element storage (0: the call's dtype)          */
 } attn_mat;
 
 /*

@@ -534,6 +534,7 @@ attn_mat mat_of(PyArrayObject *a, const ptrdiff_t *boff,
     m.boff = boff;
     m.s0 = a ? st[nd - 2] : 0;
     m.s1 = a ? st[nd - 1] : 0;
+    m.store = ATTN_ST_NATIVE; /* 16-bit operands: the binding sets it */
     return m;
 }
 

@@ -93,8 +93,8 @@ static PyObject *core_softmax(PyObject *Py_UNUSED(mod), PyObject *const *argv,
         row_offsets(nd, PyArray_DIMS(u.x), axis, 2, st, &nrows, &u.offs) < 0)
         goto fail;
     if (u.offs) {
-        attn_mat mi = {PyArray_DATA(u.x), u.offs, 0, st[0][axis]};
-        attn_mat mo = {PyArray_DATA(u.dst), u.offs + nrows, 0, st[1][axis]};
+        attn_mat mi = {PyArray_DATA(u.x), u.offs, 0, st[0][axis], ATTN_ST_NATIVE};
+        attn_mat mo = {PyArray_DATA(u.dst), u.offs + nrows, 0, st[1][axis], ATTN_ST_NATIVE};
         attn_status st_;
         AP_RUN_NOGIL(st_, attn_softmax(dtype_of(u.typenum), mo, mi, nrows,
                                        (size_t)PyArray_DIM(u.x, axis)));
@@ -177,10 +177,10 @@ static PyObject *core_softmax_backward(PyObject *Py_UNUSED(mod),
         row_offsets(nd, PyArray_DIMS(u.x), axis, 3, st, &nrows, &u.offs) < 0)
         goto fail;
     if (u.offs) {
-        attn_mat mg = {PyArray_DATA(g), u.offs, 0, st[0][axis]};
-        attn_mat my = {PyArray_DATA(u.x), u.offs + nrows, 0, st[1][axis]};
+        attn_mat mg = {PyArray_DATA(g), u.offs, 0, st[0][axis], ATTN_ST_NATIVE};
+        attn_mat my = {PyArray_DATA(u.x), u.offs + nrows, 0, st[1][axis], ATTN_ST_NATIVE};
         attn_mat mo = {PyArray_DATA(u.dst), u.offs + 2 * nrows, 0,
-                       st[2][axis]};
+                       st[2][axis], ATTN_ST_NATIVE};
         attn_status s;
         AP_RUN_NOGIL(s, attn_softmax_backward(dtype_of(u.typenum), mo, mg, my,
                                               nrows,
@@ -236,9 +236,9 @@ static PyObject *core_softmax_jacobian(PyObject *Py_UNUSED(mod),
     if (row_offsets(nd, PyArray_DIMS(u.x), axis, 2, st, &nrows, &u.offs) < 0)
         goto fail;
     if (u.offs) {
-        attn_mat my = {PyArray_DATA(u.x), u.offs, 0, st[0][axis]};
+        attn_mat my = {PyArray_DATA(u.x), u.offs, 0, st[0][axis], ATTN_ST_NATIVE};
         attn_mat mj = {PyArray_DATA(u.dst), u.offs + nrows, sj[nd - 1],
-                       sj[nd]};
+                       sj[nd], ATTN_ST_NATIVE};
         attn_status s;
         AP_RUN_NOGIL(s, attn_softmax_jacobian(dtype_of(u.typenum), mj, my,
                                               nrows, (size_t)n));
@@ -310,9 +310,9 @@ static PyObject *core_combine_heads(PyObject *Py_UNUSED(mod),
         if (!(u.offs = alloc_offsets(2, B)))
             goto fail;
         fill_offsets(bnd, PyArray_DIMS(u.x), 2, bst, u.offs, B);
-        attn_mat mi = {PyArray_DATA(u.x), u.offs, sx[nd - 2], sx[nd - 1]};
+        attn_mat mi = {PyArray_DATA(u.x), u.offs, sx[nd - 2], sx[nd - 1], ATTN_ST_NATIVE};
         attn_mat mo = {PyArray_DATA(u.dst), u.offs + B, so[nd - 3],
-                       so[nd - 2]};
+                       so[nd - 2], ATTN_ST_NATIVE};
         attn_status st;
         AP_RUN_NOGIL(st, attn_copy2d(dtype_of(u.typenum), mo, mi, B,
                                      (size_t)T, (size_t)dk));

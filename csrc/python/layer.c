@@ -153,14 +153,14 @@ static int lc_mats(lcall *c)
     ptrdiff_t rst[LC_MAX][NPY_MAXDIMS];
     int rowop[LC_MAX], nrow = 0;
     for (int op = 0; op < c->nops; op++) {
-        c->mat[op] = (attn_mat){NULL, NULL, 0, 0};
+        c->mat[op] = (attn_mat){NULL, NULL, 0, 0, ATTN_ST_NATIVE};
         if (!c->arr[op])
             continue;
         if (ensure_elem_strides(&c->arr[op], st[op]) < 0)
             return -1;
         if (c->vec[op]) {
             c->mat[op] = (attn_mat){PyArray_DATA(c->arr[op]), NULL, 0,
-                                    st[op][0]};
+                                    st[op][0], ATTN_ST_NATIVE};
             continue;
         }
         memcpy(rst[nrow], st[op], sizeof(ptrdiff_t) * (size_t)(c->nd - 1));
@@ -175,7 +175,7 @@ static int lc_mats(lcall *c)
         int op = rowop[k];
         c->mat[op] = (attn_mat){PyArray_DATA(c->arr[op]),
                                 c->offs + (size_t)k * c->nrows, 0,
-                                st[op][c->nd - 1]};
+                                st[op][c->nd - 1], ATTN_ST_NATIVE};
     }
     return 0;
 }

@@ -90,7 +90,7 @@ static PyObject *core_posenc(PyObject *Py_UNUSED(mod), PyObject *const *argv,
         for (int k = 0; k < lead; k++)
             bst[0][k] = sw[k];
         fill_offsets(lead, PyArray_DIMS(w), 1, bst, offs, B);
-        attn_mat m = {PyArray_DATA(w), offs, sw[nd - 2], sw[nd - 1]};
+        attn_mat m = {PyArray_DATA(w), offs, sw[nd - 2], sw[nd - 1], ATTN_ST_NATIVE};
         attn_status st;
         AP_RUN_NOGIL(st, attn_posenc(dtype_of(typenum), m, B, T, D, offset,
                                      base, accumulate));

@@ -75,10 +75,10 @@ static void bench(attn_dtype dt, size_t B, size_t L, size_t S, size_t E,
     p.S = S;
     p.E = E;
     p.Ev = E;
-    p.q = (attn_mat){q, bq, (ptrdiff_t)E, 1};
-    p.k = (attn_mat){k, bk, (ptrdiff_t)E, 1};
-    p.v = (attn_mat){v, bk, (ptrdiff_t)E, 1};
-    p.out = (attn_mat){o, bq, (ptrdiff_t)E, 1};
+    p.q = (attn_mat){q, bq, (ptrdiff_t)E, 1, ATTN_ST_NATIVE};
+    p.k = (attn_mat){k, bk, (ptrdiff_t)E, 1, ATTN_ST_NATIVE};
+    p.v = (attn_mat){v, bk, (ptrdiff_t)E, 1, ATTN_ST_NATIVE};
+    p.out = (attn_mat){o, bq, (ptrdiff_t)E, 1, ATTN_ST_NATIVE};
     p.scale = 1.0 / sqrt((double)E);
     p.causal = causal;
     unsigned char *mask = NULL;
@@ -87,7 +87,7 @@ static void bench(attn_dtype dt, size_t B, size_t L, size_t S, size_t E,
         for (size_t i = 0; i < L; i++)
             for (size_t j = 0; j < S; j++)
                 mask[i * S + j] = j <= i;
-        p.mask = (attn_mat){mask, NULL, (ptrdiff_t)S, 1};
+        p.mask = (attn_mat){mask, NULL, (ptrdiff_t)S, 1, ATTN_ST_NATIVE};
     }
     char *w = NULL;
     ptrdiff_t *bw = NULL;
@@ -96,7 +96,7 @@ static void bench(attn_dtype dt, size_t B, size_t L, size_t S, size_t E,
         bw = malloc(B * sizeof(ptrdiff_t));
         for (size_t b = 0; b < B; b++)
             bw[b] = (ptrdiff_t)(b * L * S);
-        p.weights = (attn_mat){w, bw, (ptrdiff_t)S, 1};
+        p.weights = (attn_mat){w, bw, (ptrdiff_t)S, 1, ATTN_ST_NATIVE};
     }
     attn_exec ex = {nt, NULL, NULL};
     double t[64], tc[64];

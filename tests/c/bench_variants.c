@@ -79,21 +79,21 @@ static void make(bprob *x, size_t B, size_t L, size_t S, size_t E)
         x->boff[1][b] = (ptrdiff_t)(b * S * E);
     }
     const ptrdiff_t e = (ptrdiff_t)E;
-    p->q = (attn_mat){x->buf[0], x->boff[0], e, 1};
-    p->k = (attn_mat){x->buf[1], x->boff[1], e, 1};
-    p->v = (attn_mat){x->buf[2], x->boff[1], e, 1};
-    p->out = (attn_mat){x->buf[3], x->boff[0], e, 1};
+    p->q = (attn_mat){x->buf[0], x->boff[0], e, 1, ATTN_ST_NATIVE};
+    p->k = (attn_mat){x->buf[1], x->boff[1], e, 1, ATTN_ST_NATIVE};
+    p->v = (attn_mat){x->buf[2], x->boff[1], e, 1, ATTN_ST_NATIVE};
+    p->out = (attn_mat){x->buf[3], x->boff[0], e, 1, ATTN_ST_NATIVE};
     p->scale = 1.0 / sqrt((double)E);
     p->causal = ATTN_CAUSAL_TOP_LEFT;
     /* lse: row b at b * L (its own boff: L per b) */
     ptrdiff_t *bl = malloc(B * sizeof(ptrdiff_t));
     for (size_t b = 0; b < B; b++)
         bl[b] = (ptrdiff_t)(b * L);
-    x->bp.f.lse = (attn_mat){x->buf[4], bl, 1, 0};
-    x->bp.dout = (attn_mat){x->buf[5], x->boff[0], e, 1};
-    x->bp.dq = (attn_mat){x->buf[6], x->boff[0], e, 1};
-    x->bp.dk = (attn_mat){x->buf[7], x->boff[1], e, 1};
-    x->bp.dv = (attn_mat){x->buf[8], x->boff[1], e, 1};
+    x->bp.f.lse = (attn_mat){x->buf[4], bl, 1, 0, ATTN_ST_NATIVE};
+    x->bp.dout = (attn_mat){x->buf[5], x->boff[0], e, 1, ATTN_ST_NATIVE};
+    x->bp.dq = (attn_mat){x->buf[6], x->boff[0], e, 1, ATTN_ST_NATIVE};
+    x->bp.dk = (attn_mat){x->buf[7], x->boff[1], e, 1, ATTN_ST_NATIVE};
+    x->bp.dv = (attn_mat){x->buf[8], x->boff[1], e, 1, ATTN_ST_NATIVE};
     for (size_t b = 0; b < 64; b++)
         x->slopes[b] = (float)pow(2.0, -8.0 * (double)(b % 8 + 1) / 8.0);
 }
@@ -184,8 +184,8 @@ int main(int argc, char **argv)
                                    "both, (8,1024,1024) vs plain causal"};
     for (int v = 0; v < 3; v++) {
         var.bp.f.softcap = v != 1 ? 30.0 : 0.0;
-        var.bp.f.alibi = v ? (attn_mat){var.slopes, NULL, 0, 0}
-                           : (attn_mat){NULL, NULL, 0, 0};
+        var.bp.f.alibi = v ? (attn_mat){var.slopes, NULL, 0, 0, ATTN_ST_NATIVE}
+                           : (attn_mat){NULL, NULL, 0, 0, ATTN_ST_NATIVE};
         for (int bwd = 0; bwd < 2; bwd++)
             pair(names[v], &var, &plain, bwd, &ex, reps);
     }

@@ -969,7 +969,7 @@ static void test_small_kernels(void)
         for (int j = 0; j < 5; j++)
             tr[j * 3 + r] = buf[r * 5 + j];
     ptrdiff_t boff[3] = {0, 1, 2};
-    attn_mat m = {tr, boff, 0, 3};
+    attn_mat m = {tr, boff, 0, 3, ATTN_ST_NATIVE};
     CHECK(attn_softmax(ATTN_F64, m, m, 3, 5) == ATTN_OK, "softmax status");
     int ok = 1;
     for (int r = 0; r < 2; r++)
@@ -981,7 +981,7 @@ static void test_small_kernels(void)
     /* f32 softmax, n = 0 rows are fine */
     float f[4] = {0.5f, 0.25f, -1.0f, 2.0f};
     ptrdiff_t b0 = 0;
-    attn_mat mf = {f, &b0, 0, 1};
+    attn_mat mf = {f, &b0, 0, 1, ATTN_ST_NATIVE};
     CHECK(attn_softmax(ATTN_F32, mf, mf, 1, 4) == ATTN_OK, "softmax f32");
     float s = f[0] + f[1] + f[2] + f[3];
     CHECK(fabsf(s - 1.0f) < 1e-6f && f[3] > f[0] && f[0] > f[1],
@@ -989,7 +989,7 @@ static void test_small_kernels(void)
     /* posenc: (1, 6, 5) f64 against the formula */
     double pe[30];
     ptrdiff_t z = 0;
-    attn_mat mp = {pe, &z, 5, 1};
+    attn_mat mp = {pe, &z, 5, 1, ATTN_ST_NATIVE};
     CHECK(attn_posenc(ATTN_F64, mp, 1, 6, 5, 0.0, 10000.0, 0) == ATTN_OK,
           "posenc status");
     ok = 1;
@@ -1017,8 +1017,8 @@ static void test_small_kernels(void)
     for (int i = 0; i < 24; i++)
         src[i] = (float)i;
     ptrdiff_t sboff[2] = {0, 12}, dboff[2] = {0, 12};
-    attn_mat ms = {src, sboff, 1, 3}; /* element (b, i, j) at b*12 + j*3 + i */
-    attn_mat md = {dst, dboff, 4, 1};
+    attn_mat ms = {src, sboff, 1, 3, ATTN_ST_NATIVE}; /* element (b, i, j) at b*12 + j*3 + i */
+    attn_mat md = {dst, dboff, 4, 1, ATTN_ST_NATIVE};
     CHECK(attn_copy2d(ATTN_F32, md, ms, 2, 3, 4) == ATTN_OK, "copy2d status");
     ok = 1;
     for (int b = 0; b < 2; b++)

@@ -223,8 +223,8 @@ static void check_rows_alone(prob *t, const char *isa)
     attn_problem w = *p;
     memset(&w.weights, 0, sizeof w.weights);
     memset(&w.scores, 0, sizeof w.scores);
-    w.out = (attn_mat){out_all, bo, (ptrdiff_t)Ev, 1};
-    w.lse = (attn_mat){lse_all, bo + B, 1, 0};
+    w.out = (attn_mat){out_all, bo, (ptrdiff_t)Ev, 1, ATTN_ST_NATIVE};
+    w.lse = (attn_mat){lse_all, bo + B, 1, 0, ATTN_ST_NATIVE};
     attn_exec ex = {1, NULL, NULL};
     if (attn_sdpa(&w, &ex) != ATTN_OK) {
         CHECK(0, "[%s] rows alone: the whole call failed: %s", isa, d);
@@ -244,8 +244,8 @@ static void check_rows_alone(prob *t, const char *isa)
                           + (ptrdiff_t)i * p->bias.s0 * (ptrdiff_t)esz;
         /* row 0 of r sits where row i of p does */
         r.pos_shift = (ptrdiff_t)i + qpos - (br ? (ptrdiff_t)p->S - 1 : 0);
-        r.out = (attn_mat){out1, bo + 2 * B, (ptrdiff_t)Ev, 1};
-        r.lse = (attn_mat){lse1, bo + 3 * B, 1, 0};
+        r.out = (attn_mat){out1, bo + 2 * B, (ptrdiff_t)Ev, 1, ATTN_ST_NATIVE};
+        r.lse = (attn_mat){lse1, bo + 3 * B, 1, 0, ATTN_ST_NATIVE};
         attn_exec exr = {1 + (int)(i % 4), NULL, NULL};
         ok = attn_sdpa(&r, &exr) == ATTN_OK;
         for (size_t b = 0; b < B && ok; b++)
@@ -289,7 +289,7 @@ static void test_rows_alone(const char *isa, int count)
         unsigned char *full = calloc(2 * n * 16, esz), *o1 = calloc(32, esz);
         ptrdiff_t bo[4] = {0, (ptrdiff_t)(n * 16), 0, 16};
         attn_problem w = t.p;
-        w.out = (attn_mat){full, bo, 16, 1};
+        w.out = (attn_mat){full, bo, 16, 1, ATTN_ST_NATIVE};
         attn_exec ex = {2, NULL, NULL};
         int ok = full && o1 && attn_sdpa(&w, &ex) == ATTN_OK;
         for (size_t i = 0; i < n && ok; i++) {
@@ -299,7 +299,7 @@ static void test_rows_alone(const char *isa, int count)
             r.causal = ATTN_CAUSAL_BOTTOM_RIGHT;
             r.q.data = (char *)t.p.q.data
                        + (ptrdiff_t)i * t.p.q.s0 * (ptrdiff_t)esz;
-            r.out = (attn_mat){o1, bo + 2, 16, 1};
+            r.out = (attn_mat){o1, bo + 2, 16, 1, ATTN_ST_NATIVE};
             attn_exec exr = {1 + (int)(i % 4), NULL, NULL};
             ok = attn_sdpa(&r, &exr) == ATTN_OK
                  && same_elems(o1, full + i * 16 * esz, 16, esz)
@@ -378,10 +378,10 @@ static void test_merge_case(attn_dtype dt, size_t B, size_t L, size_t S,
         ptrdiff_t *ob = malloc(B * sizeof *ob);
         for (size_t b = 0; b < B; b++)
             ob[b] = (ptrdiff_t)(b * L * Ev);
-        sub.out = (attn_mat){bufs[2 * k], ob, (ptrdiff_t)Ev, 1};
+        sub.out = (attn_mat){bufs[2 * k], ob, (ptrdiff_t)Ev, 1, ATTN_ST_NATIVE};
         CHECK(attn_sdpa_naive(&sub) == ATTN_OK, "merge: partial status");
         outs[k] = sub.out;
-        lses[k] = (attn_mat){bufs[2 * k + 1], lboff, 1, 0};
+        lses[k] = (attn_mat){bufs[2 * k + 1], lboff, 1, 0, ATTN_ST_NATIVE};
         for (size_t b = 0; b < B; b++)
             for (size_t i = 0; i < L; i++) {
                 double x = lse_range(&t, b, i, j0, cut[k + 1]);
@@ -394,7 +394,7 @@ static void test_merge_case(attn_dtype dt, size_t B, size_t L, size_t S,
     prob_target(&t, 0);
     op_fill_sentinel(&t.out, -12345.0);
     double lse_got[64];
-    attn_mat lse = {lse_got, lboff, 1, 0};
+    attn_mat lse = {lse_got, lboff, 1, 0, ATTN_ST_NATIVE};
     attn_status st = attn_merge(ATTN_F64, 0, 0, 0, 0, t.p.out, lse, outs,
                                 lses); /* nothing to do */
     CHECK(st == ATTN_OK, "merge: empty status %d", (int)st);
@@ -441,9 +441,9 @@ static void test_merge(void)
                                                            {-INFINITY, NAN}};
     double got[2][3], lg[2];
     ptrdiff_t z[1] = {0};
-    attn_mat outs[2] = {{o[0], z, 0, 1}, {o[1], z, 0, 1}};
-    attn_mat lses[2] = {{l[0], z, 1, 0}, {l[1], z, 1, 0}};
-    attn_mat out = {got, z, 3, 1}, lse = {lg, z, 1, 0};
+    attn_mat outs[2] = {{o[0], z, 0, 1, ATTN_ST_NATIVE}, {o[1], z, 0, 1, ATTN_ST_NATIVE}};
+    attn_mat lses[2] = {{l[0], z, 1, 0, ATTN_ST_NATIVE}, {l[1], z, 1, 0, ATTN_ST_NATIVE}};
+    attn_mat out = {got, z, 3, 1, ATTN_ST_NATIVE}, lse = {lg, z, 1, 0, ATTN_ST_NATIVE};
     CHECK(attn_merge(ATTN_F64, 2, 1, 2, 3, out, lse, outs, lses) == ATTN_OK,
           "merge special status");
     CHECK(lg[0] == -INFINITY && got[0][0] == 0 && got[0][1] == 0
@@ -455,8 +455,8 @@ static void test_merge(void)
     /* a partial of weight 0 is never read: its NaN does not spread      */
     double l2[2] = {-INFINITY, 0.25};
     double o2[2][3] = {{NAN, NAN, NAN}, {1, 2, 3}};
-    attn_mat outs2[2] = {{o2[0], z, 0, 1}, {o2[1], z, 0, 1}};
-    attn_mat lses2[2] = {{&l2[0], z, 1, 0}, {&l2[1], z, 1, 0}};
+    attn_mat outs2[2] = {{o2[0], z, 0, 1, ATTN_ST_NATIVE}, {o2[1], z, 0, 1, ATTN_ST_NATIVE}};
+    attn_mat lses2[2] = {{&l2[0], z, 1, 0, ATTN_ST_NATIVE}, {&l2[1], z, 1, 0, ATTN_ST_NATIVE}};
     CHECK(attn_merge(ATTN_F64, 2, 1, 1, 3, out, lse, outs2, lses2) == ATTN_OK
               && got[0][0] == 1 && got[0][2] == 3 && lg[0] == 0.25,
           "merge: weight-0 partial spread into the result");
@@ -503,8 +503,8 @@ static void test_rope_case(attn_dtype dt, size_t E, int interleaved,
         size_t b = a / (T * E), t = a / E % T, e = a % E;
         memcpy(tr + (e * B * T + t * B + b) * esz, in + a * esz, esz);
     }
-    attn_mat mi = {in, boff, (ptrdiff_t)E, 1}, mo = {out, boff, (ptrdiff_t)E, 1};
-    attn_mat mt = {tr, tboff, B, B * T};
+    attn_mat mi = {in, boff, (ptrdiff_t)E, 1, ATTN_ST_NATIVE}, mo = {out, boff, (ptrdiff_t)E, 1, ATTN_ST_NATIVE};
+    attn_mat mt = {tr, tboff, B, B * T, ATTN_ST_NATIVE};
     CHECK(attn_rope(dt, mo, mi, B, T, E, offset, base, interleaved) == ATTN_OK,
           "rope status");
     double worst = 0;
@@ -543,7 +543,7 @@ static void test_rope(void)
             }
     float f[3];
     ptrdiff_t z = 0;
-    attn_mat m = {f, &z, 3, 1};
+    attn_mat m = {f, &z, 3, 1, ATTN_ST_NATIVE};
     CHECK(attn_rope(ATTN_F32, m, m, 1, 1, 3, 0.0, 10000.0, 0) == ATTN_EINVAL,
           "rope: odd E accepted");
 }

@@ -251,7 +251,7 @@ static void ln_free(ln_in *in)
 
 static attn_norm ln_problem(const ln_in *in, rop *y, rop *sum)
 {
-    attn_mat none = {NULL, NULL, 0, 0};
+    attn_mat none = {NULL, NULL, 0, 0, ATTN_ST_NATIVE};
     attn_norm p;
     memset(&p, 0, sizeof p);
     p.dtype = in->x.dt;
@@ -356,7 +356,7 @@ static void ln_dx_oracle(const ln_in *in, const rop *dy, size_t r,
 static attn_norm_grad ln_grad_problem(const ln_in *in, rop *dx, rop *dw,
                                       rop *db, const rop *dy, const rop *s)
 {
-    attn_mat none = {NULL, NULL, 0, 0};
+    attn_mat none = {NULL, NULL, 0, 0, ATTN_ST_NATIVE};
     attn_norm_grad g;
     memset(&g, 0, sizeof g);
     g.dtype = in->x.dt;
@@ -665,9 +665,9 @@ static void test_edges(void)
 {
     /* no rows: dweight, dbias are written as zeros */
     double dw[3] = {7, 7, 7}, db[3] = {7, 7, 7}, one = 1;
-    attn_mat none = {NULL, NULL, 0, 0};
-    attn_mat mdw = {dw, NULL, 0, 1}, mdb = {db, NULL, 0, 1};
-    attn_mat m1 = {&one, NULL, 0, 1};
+    attn_mat none = {NULL, NULL, 0, 0, ATTN_ST_NATIVE};
+    attn_mat mdw = {dw, NULL, 0, 1, ATTN_ST_NATIVE}, mdb = {db, NULL, 0, 1, ATTN_ST_NATIVE};
+    attn_mat m1 = {&one, NULL, 0, 1, ATTN_ST_NATIVE};
     attn_norm_grad g = {ATTN_F64, 0, 3, m1, mdw, mdb, m1, m1, none, 1e-6, 0};
     CHECK(attn_layer_norm_backward(&g, NULL) == ATTN_OK, "status");
     CHECK(dw[0] == 0 && dw[2] == 0 && db[1] == 0, "no rows: dweight %g "
@@ -677,8 +677,8 @@ static void test_edges(void)
           && db[0] == 0, "bias_act_backward no rows");
     /* a constant row: y = bias; tutorial form dx = rstd (g - mean g) */
     double x[4] = {3, 3, 3, 3}, y[4], dy[4] = {1, 2, 3, 6}, dx[4];
-    attn_mat mx = {x, NULL, 0, 1}, my = {y, NULL, 0, 1};
-    attn_mat mdy = {dy, NULL, 0, 1}, mdx = {dx, NULL, 0, 1};
+    attn_mat mx = {x, NULL, 0, 1, ATTN_ST_NATIVE}, my = {y, NULL, 0, 1, ATTN_ST_NATIVE};
+    attn_mat mdy = {dy, NULL, 0, 1, ATTN_ST_NATIVE}, mdx = {dx, NULL, 0, 1, ATTN_ST_NATIVE};
     for (int sq = 0; sq < 2; sq++) {
         attn_norm p = {ATTN_F64, 1, 4, my, none, mx, none, none, none, none,
                        1e-3, sq};
@@ -694,13 +694,13 @@ static void test_edges(void)
     }
     /* NaN in a row stays in that row */
     double xn[6] = {1, NAN, 2, 1, 2, 3}, yn[6];
-    attn_mat mxn = {xn, NULL, 3, 1}, myn = {yn, NULL, 3, 1};
+    attn_mat mxn = {xn, NULL, 3, 1, ATTN_ST_NATIVE}, myn = {yn, NULL, 3, 1, ATTN_ST_NATIVE};
     attn_norm p = {ATTN_F64, 2, 3, myn, none, mxn, none, none, none, none,
                    1e-6, 1};
     CHECK(attn_layer_norm(&p, NULL) == ATTN_OK && isnan(yn[0]) && isnan(yn[2])
           && !isnan(yn[3]) && !isnan(yn[5]), "NaN row");
     double rn[3] = {NAN, -1, 1}, rr[3];
-    attn_mat mrn = {rn, NULL, 0, 1}, mrr = {rr, NULL, 0, 1};
+    attn_mat mrn = {rn, NULL, 0, 1, ATTN_ST_NATIVE}, mrr = {rr, NULL, 0, 1, ATTN_ST_NATIVE};
     CHECK(attn_bias_act(ATTN_F64, ATTN_ACT_RELU, 1, 3, mrr, mrn, none, NULL)
           == ATTN_OK && isnan(rr[0]) && rr[1] == 0 && rr[2] == 1,
           "relu(NaN, -1, 1) = %g %g %g", rr[0], rr[1], rr[2]);

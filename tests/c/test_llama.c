@@ -27,7 +27,7 @@
 #include "test_layer.c"
 #undef main
 
-static const attn_mat NONE = {NULL, NULL, 0, 0};
+static const attn_mat NONE = {NULL, NULL, 0, 0, ATTN_ST_NATIVE};
 
 static attn_dtype rand_dt(void) { return irand(2) ? ATTN_F64 : ATTN_F32; }
 
@@ -299,9 +299,9 @@ static void test_silu_finite_differences(void)
     for (int i = 0; i < 200; i++) {
         double g = (urand() - 0.5) * 30, gs[2] = {g + h, g - h}, y[2], d;
         double one = 1;
-        attn_mat mg = {gs, NULL, 0, 1}, my = {y, NULL, 0, 1};
-        attn_mat m1 = {&one, NULL, 0, 1}, mgv = {&g, NULL, 0, 1};
-        attn_mat md = {&d, NULL, 0, 1};
+        attn_mat mg = {gs, NULL, 0, 1, ATTN_ST_NATIVE}, my = {y, NULL, 0, 1, ATTN_ST_NATIVE};
+        attn_mat m1 = {&one, NULL, 0, 1, ATTN_ST_NATIVE}, mgv = {&g, NULL, 0, 1, ATTN_ST_NATIVE};
+        attn_mat md = {&d, NULL, 0, 1, ATTN_ST_NATIVE};
         CHECK(attn_swiglu(ATTN_F64, 1, 2, my, mg, NONE, NULL) == ATTN_OK
               && attn_swiglu_backward(ATTN_F64, 1, 1, md, NONE, m1, mgv,
                                       NONE, NULL) == ATTN_OK, "status");
@@ -370,14 +370,14 @@ static void test_llama_edges(void)
 {
     /* no rows: dweight written as zeros */
     double dw[3] = {7, 7, 7}, one = 1;
-    attn_mat mdw = {dw, NULL, 0, 1}, m1 = {&one, NULL, 0, 1};
+    attn_mat mdw = {dw, NULL, 0, 1, ATTN_ST_NATIVE}, m1 = {&one, NULL, 0, 1, ATTN_ST_NATIVE};
     attn_rms_grad g = {ATTN_F64, 0, 3, m1, mdw, m1, m1, NONE, 1e-6};
     CHECK(attn_rms_norm_backward(&g, NULL) == ATTN_OK && dw[0] == 0
           && dw[2] == 0, "no rows: dweight %g", dw[0]);
     /* a zero row: y = 0, dx = dy / sqrt(eps) */
     double x[4] = {0, 0, 0, 0}, y[4], dy[4] = {1, 2, 3, 6}, dx[4];
-    attn_mat mx = {x, NULL, 0, 1}, my = {y, NULL, 0, 1};
-    attn_mat mdy = {dy, NULL, 0, 1}, mdx = {dx, NULL, 0, 1};
+    attn_mat mx = {x, NULL, 0, 1, ATTN_ST_NATIVE}, my = {y, NULL, 0, 1, ATTN_ST_NATIVE};
+    attn_mat mdy = {dy, NULL, 0, 1, ATTN_ST_NATIVE}, mdx = {dx, NULL, 0, 1, ATTN_ST_NATIVE};
     attn_rms p = {ATTN_F64, 1, 4, my, mx, NONE, 0.25};
     attn_rms_grad q = {ATTN_F64, 1, 4, mdx, NONE, mdy, mx, NONE, 0.25};
     CHECK(attn_rms_norm(&p, NULL) == ATTN_OK && y[0] == 0 && y[3] == 0,
@@ -386,13 +386,13 @@ static void test_llama_edges(void)
           && dx[3] == 12, "zero row: dx %g %g", dx[0], dx[3]);
     /* NaN in a row stays in that row */
     double xn[6] = {1, NAN, 2, 1, 2, 3}, yn[6];
-    attn_mat mxn = {xn, NULL, 3, 1}, myn = {yn, NULL, 3, 1};
+    attn_mat mxn = {xn, NULL, 3, 1, ATTN_ST_NATIVE}, myn = {yn, NULL, 3, 1, ATTN_ST_NATIVE};
     attn_rms pn = {ATTN_F64, 2, 3, myn, mxn, NONE, 1e-6};
     CHECK(attn_rms_norm(&pn, NULL) == ATTN_OK && isnan(yn[0]) && isnan(yn[2])
           && !isnan(yn[3]) && !isnan(yn[5]), "NaN row");
     /* silu at the ends: -0 far left, x far right, NaN at -inf (PyTorch) */
     float gs[4] = {-1000.0f, 1000.0f, -INFINITY, 0.0f}, ys[4];
-    attn_mat mgs = {gs, NULL, 0, 1}, mys = {ys, NULL, 0, 1};
+    attn_mat mgs = {gs, NULL, 0, 1, ATTN_ST_NATIVE}, mys = {ys, NULL, 0, 1, ATTN_ST_NATIVE};
     CHECK(attn_swiglu(ATTN_F32, 1, 4, mys, mgs, NONE, NULL) == ATTN_OK
           && ys[0] == 0 && signbit(ys[0]) && ys[1] == 1000.0f
           && isnan(ys[2]) && ys[3] == 0, "silu ends: %g %g %g %g", ys[0],

@@ -277,15 +277,15 @@ static void test_window_reads(void)
     p.L = 1;
     p.S = S;
     p.E = p.Ev = E;
-    p.q = (attn_mat){q, NULL, (ptrdiff_t)E, 1};
-    p.k = (attn_mat){kv[0], NULL, (ptrdiff_t)E, 1};
-    p.v = (attn_mat){kv[1], NULL, (ptrdiff_t)E, 1};
+    p.q = (attn_mat){q, NULL, (ptrdiff_t)E, 1, ATTN_ST_NATIVE};
+    p.k = (attn_mat){kv[0], NULL, (ptrdiff_t)E, 1, ATTN_ST_NATIVE};
+    p.v = (attn_mat){kv[1], NULL, (ptrdiff_t)E, 1, ATTN_ST_NATIVE};
     p.scale = 1.0 / sqrt((double)E);
     p.causal = ATTN_CAUSAL_BOTTOM_RIGHT;
     p.window = 1;
     p.wleft = (ptrdiff_t)W - 1;
     p.wright = 0;
-    p.out = (attn_mat){out_n, NULL, (ptrdiff_t)E, 1};
+    p.out = (attn_mat){out_n, NULL, (ptrdiff_t)E, 1, ATTN_ST_NATIVE};
     /* the oracle reads every key: give it the window's keys only */
     attn_problem pn = p;
     pn.S = W;
