@@ -26,6 +26,7 @@
 
 #include "attn.h"
 #include "attention/kern.h"
+#include "half.h"
 #include "util.h"
 
 /* keys per block of pass A, pass B and the fused items: one size, so a
@@ -38,6 +39,11 @@
 /* ------------------------------------------------------------------------ */
 /* pass 0 (per b) and the input scan                                        */
 /* ------------------------------------------------------------------------ */
+/* element x (counted from b's base) of m, as a double: T, or 16 bits    */
+#define BWD_AT_(T, m, b, x)                                                     \
+    ((m).store ? (double)attn_load_f32((m).store, (m).data, OFF(m, b) + (x))  \
+               : (double)((const T *)(m).data)[OFF(m, b) + (x)])
+
 #define DEFINE_BWD_ROWS(T, SFX)                                                 \
 static void bwd_rows_##SFX(const attn_bwd_plan *bpl, size_t b, size_t *bad)     \
 {                                                                               \
@@ -47,17 +53,15 @@ static void bwd_rows_##SFX(const attn_bwd_plan *bpl, size_t b, size_t *bad)     
     T *d_b = (T *)bpl->dvec + b * L;                                            \
     T *u_b = (T *)bpl->uvec + b * EvP;                                          \
     const T *lse_b = (const T *)p->lse.data + OFF(p->lse, b);                   \
-    const T *g_b = (const T *)bp->dout.data + OFF(bp->dout, b);                 \
-    const T *o_b = (const T *)p->out.data + OFF(p->out, b);                     \
+    const attn_mat g = bp->dout, o = p->out;                                    \
     size_t nfm = 0;                                                             \
     *bad = SIZE_MAX;                                                            \
     for (size_t i = 0; i < L; i++) {                                            \
-        const T *g_i = g_b + (ptrdiff_t)i * bp->dout.s0;                        \
-        const T *o_i = o_b + (ptrdiff_t)i * p->out.s0;                          \
+        const ptrdiff_t gi = (ptrdiff_t)i * g.s0, oi = (ptrdiff_t)i * o.s0;     \
         double D = 0;                                                           \
         for (size_t c = 0; c < Ev; c++)                                         \
-            D += (double)g_i[(ptrdiff_t)c * bp->dout.s1]                        \
-                 * (double)o_i[(ptrdiff_t)c * p->out.s1];                       \
+            D += BWD_AT_(T, g, b, gi + (ptrdiff_t)c * g.s1)                     \
+                 * BWD_AT_(T, o, b, oi + (ptrdiff_t)c * o.s1);                  \
         d_b[i] = (T)D;                                                          \
         if (lse_b[(ptrdiff_t)i * p->lse.s0] == (T)-INFINITY && !nfm++)          \
             *bad = i;                                                           \
@@ -67,8 +71,8 @@ static void bwd_rows_##SFX(const attn_bwd_plan *bpl, size_t b, size_t *bad)     
         double acc = 0;                                                         \
         for (size_t i = 0; nfm && c < Ev && i < L; i++)                         \
             if (lse_b[(ptrdiff_t)i * p->lse.s0] == (T)-INFINITY)                \
-                acc += (double)g_b[(ptrdiff_t)i * bp->dout.s0                   \
-                                   + (ptrdiff_t)c * bp->dout.s1];               \
+                acc += BWD_AT_(T, g, b, (ptrdiff_t)i * g.s0                     \
+                                        + (ptrdiff_t)c * g.s1);                 \
         u_b[c] = (T)(S ? acc / (double)S : 0.0);                                \
     }                                                                           \
 }                                                                               \
@@ -78,11 +82,10 @@ static int bwd_finite_##SFX(attn_mat m, size_t B, size_t rows, size_t cols)     
 {                                                                               \
     for (size_t b = 0; b < B; b++)                                              \
         for (size_t r = 0; r < rows; r++) {                                     \
-            const T *row = (const T *)m.data + OFF(m, b)                        \
-                           + (ptrdiff_t)r * m.s0;                               \
             T acc = 0;                                                          \
             for (size_t c = 0; c < cols; c++)                                   \
-                acc *= row[(ptrdiff_t)c * m.s1];                                \
+                acc *= (T)BWD_AT_(T, m, b, (ptrdiff_t)r * m.s0                  \
+                                           + (ptrdiff_t)c * m.s1);              \
             if (acc != acc)                                                     \
                 return 0;                                                       \
         }                                                                       \
@@ -162,7 +165,7 @@ static attn_status bwd_plan(attn_bwd_plan *bpl, const attn_bwd_problem *bp,
     ok = ok && mul_ok(BKM, BQ, &n) && take(&a, n, esz, &bpl->off_st);
     ok = ok && mul_ok(BKM, BQ, &n) && take(&a, n, esz, &bpl->off_dp);
     ok = ok && mul_ok(BKM, EP, &n) && take(&a, n, esz, &bpl->off_kr);
-    ok = ok && mul_ok(BKM, pl->pack_v ? EvP : 0, &n)
+    ok = ok && mul_ok(BKM, pl->pack_v || p->v.store ? EvP : 0, &n)
          && take(&a, n, esz, &bpl->off_vp);
     ok = ok && mul_ok(BKM > BQ ? BKM : BQ, EP, &n)
          && take(&a, n, esz, &bpl->off_acc1);
@@ -230,18 +233,21 @@ static int bwd_guarded(const attn_bwd_problem *bp)
            || !bwd_finite_f32(bp->dout, p->B, p->L, p->Ev);
 }
 
-/* every operand stored in the call's dtype (16-bit storage: not yet)   */
+/* 16-bit storage (attn.h): q, k, v, out, dout, dq, dk, dv, dbias of a
+ * float problem; mask, bias, lse and the slopes in the call's dtype     */
 static int bwd_stores_ok(const attn_bwd_problem *bp)
 {
     const attn_problem *p = &bp->f;
-    const attn_mat *all[] = {&p->q,   &p->k,      &p->v,       &p->mask,
-                             &p->bias, &p->out,   &p->lse,     &p->alibi,
-                             &bp->dout, &bp->dq,  &bp->dk,     &bp->dv,
-                             &bp->dbias};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        if (all[i]->store != ATTN_ST_NATIVE)
+    const attn_mat *half[] = {&p->q,   &p->k,   &p->v,   &p->out, &bp->dout,
+                              &bp->dq, &bp->dk, &bp->dv, &bp->dbias};
+    for (size_t i = 0; i < sizeof half / sizeof *half; i++)
+        if (half[i]->store != ATTN_ST_NATIVE
+            && (p->dtype != ATTN_F32 || (half[i]->store != ATTN_ST_F16
+                                         && half[i]->store != ATTN_ST_BF16)))
             return 0;
-    return 1;
+    return p->mask.store == ATTN_ST_NATIVE && p->bias.store == ATTN_ST_NATIVE
+           && p->lse.store == ATTN_ST_NATIVE
+           && p->alibi.store == ATTN_ST_NATIVE;
 }
 
 attn_status attn_sdpa_backward(attn_bwd_problem *bp, const attn_exec *ex)
