@@ -43,8 +43,45 @@
 #define BWD_AT_(T, m, b, x)                                                     \
     ((m).store ? (double)attn_load_f32((m).store, (m).data, OFF(m, b) + (x))  \
                : (double)((const T *)(m).data)[OFF(m, b) + (x)])
+#define BWD_CHUNK 128 /* row elements fetched at a time                   */
+
+/* every element of a 16-bit m (B x rows x cols) finite? From the bits:
+ * all exponent bits set is inf or NaN                                    */
+static int bwd_finite16(const attn_mat *m, size_t B, size_t rows, size_t cols)
+{
+    const uint16_t e = m->store == ATTN_ST_BF16 ? 0x7f80u : 0x7c00u;
+    const uint16_t *h = m->data;
+    for (size_t b = 0; b < B; b++)
+        for (size_t r = 0; r < rows; r++) {
+            const ptrdiff_t at = OFF(*m, b) + (ptrdiff_t)r * m->s0;
+            unsigned bad = 0;
+            for (size_t c = 0; c < cols; c++)
+                bad |= (h[at + (ptrdiff_t)c * m->s1] & e) == e;
+            if (bad)
+                return 0;
+        }
+    return 1;
+}
 
 #define DEFINE_BWD_ROWS(T, SFX)                                                 \
+/* x[c] = element (b, r, c0 + c) of m, c < n: T, or 16 bits (exact)     */    \
+static void bwd_fetch_##SFX(const attn_mat *m, size_t b, size_t r, size_t c0,   \
+                            size_t n, T *x)                                     \
+{                                                                               \
+    const ptrdiff_t s1 = m->s1,                                                 \
+                    at = OFF(*m, b) + (ptrdiff_t)r * m->s0 + (ptrdiff_t)c0 * s1;\
+    const uint16_t *h = m->data;                                                \
+    if (m->store == ATTN_ST_F16)                                                \
+        for (size_t c = 0; c < n; c++)                                          \
+            x[c] = (T)attn_f16_to_f32(h[at + (ptrdiff_t)c * s1]);               \
+    else if (m->store == ATTN_ST_BF16)                                          \
+        for (size_t c = 0; c < n; c++)                                          \
+            x[c] = (T)attn_bf16_to_f32(h[at + (ptrdiff_t)c * s1]);              \
+    else                                                                        \
+        for (size_t c = 0; c < n; c++)                                          \
+            x[c] = ((const T *)m->data)[at + (ptrdiff_t)c * s1];                \
+}                                                                               \
+                                                                                \
 static void bwd_rows_##SFX(const attn_bwd_plan *bpl, size_t b, size_t *bad)     \
 {                                                                               \
     const attn_bwd_problem *bp = bpl->bp;                                       \
@@ -53,15 +90,19 @@ static void bwd_rows_##SFX(const attn_bwd_plan *bpl, size_t b, size_t *bad)     
     T *d_b = (T *)bpl->dvec + b * L;                                            \
     T *u_b = (T *)bpl->uvec + b * EvP;                                          \
     const T *lse_b = (const T *)p->lse.data + OFF(p->lse, b);                   \
-    const attn_mat g = bp->dout, o = p->out;                                    \
+    const attn_mat g = bp->dout;                                                \
+    T gx[BWD_CHUNK], ox[BWD_CHUNK];                                             \
     size_t nfm = 0;                                                             \
     *bad = SIZE_MAX;                                                            \
     for (size_t i = 0; i < L; i++) {                                            \
-        const ptrdiff_t gi = (ptrdiff_t)i * g.s0, oi = (ptrdiff_t)i * o.s0;     \
         double D = 0;                                                           \
-        for (size_t c = 0; c < Ev; c++)                                         \
-            D += BWD_AT_(T, g, b, gi + (ptrdiff_t)c * g.s1)                     \
-                 * BWD_AT_(T, o, b, oi + (ptrdiff_t)c * o.s1);                  \
+        for (size_t c0 = 0; c0 < Ev; c0 += BWD_CHUNK) {                         \
+            const size_t n = Ev - c0 < BWD_CHUNK ? Ev - c0 : BWD_CHUNK;         \
+            bwd_fetch_##SFX(&g, b, i, c0, n, gx);                               \
+            bwd_fetch_##SFX(&p->out, b, i, c0, n, ox);                          \
+            for (size_t c = 0; c < n; c++)                                      \
+                D += (double)gx[c] * (double)ox[c];                             \
+        }                                                                       \
         d_b[i] = (T)D;                                                          \
         if (lse_b[(ptrdiff_t)i * p->lse.s0] == (T)-INFINITY && !nfm++)          \
             *bad = i;                                                           \
@@ -77,17 +118,24 @@ static void bwd_rows_##SFX(const attn_bwd_plan *bpl, size_t b, size_t *bad)     
     }                                                                           \
 }                                                                               \
                                                                                 \
-/* every element of m (B x rows x cols) finite?                          */    \
+/* every element of m (B x rows x cols) finite? (0 * x is NaN just for   */    \
+/* inf and NaN: 8 independent products, so the loop is not one chain)    */    \
 static int bwd_finite_##SFX(attn_mat m, size_t B, size_t rows, size_t cols)     \
 {                                                                               \
+    T x[BWD_CHUNK], acc[8] = {0};                                               \
+    if (m.store)                                                                \
+        return bwd_finite16(&m, B, rows, cols);                                 \
     for (size_t b = 0; b < B; b++)                                              \
         for (size_t r = 0; r < rows; r++) {                                     \
-            T acc = 0;                                                          \
-            for (size_t c = 0; c < cols; c++)                                   \
-                acc *= (T)BWD_AT_(T, m, b, (ptrdiff_t)r * m.s0                  \
-                                           + (ptrdiff_t)c * m.s1);              \
-            if (acc != acc)                                                     \
-                return 0;                                                       \
+            for (size_t c0 = 0; c0 < cols; c0 += BWD_CHUNK) {                   \
+                const size_t n = cols - c0 < BWD_CHUNK ? cols - c0 : BWD_CHUNK; \
+                bwd_fetch_##SFX(&m, b, r, c0, n, x);                            \
+                for (size_t c = 0; c < n; c++)                                  \
+                    acc[c % 8] *= x[c];                                         \
+            }                                                                   \
+            for (int l = 0; l < 8; l++)                                         \
+                if (acc[l] != acc[l])                                           \
+                    return 0;                                                   \
         }                                                                       \
     return 1;                                                                   \
 }
