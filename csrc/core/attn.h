@@ -198,8 +198,9 @@ typedef struct {
  * dv, dbias, each on its own; f.lse, f.mask, f.bias and f.alibi stay in
  * the call's dtype (anything else: ATTN_EINVAL). The kernels read the
  * 16-bit operands a block at a time into their float scratch (exact),
- * never as a whole converted copy; every sum (D, dS, the dq/dk/dv
- * accumulations) stays in float in the same order, and no pass adds into
+ * never as a whole converted copy; every sum is the float call's, in the
+ * same order (D in double, dS and the dq/dk/dv accumulations in float
+ * scratch), and no pass adds into
  * a caller's gradient: each gradient element is computed in float and
  * rounded ONCE, to nearest even, into its storage. So a 16-bit gradient
  * is exactly the float32 call's gradient on the upcast inputs, rounded
