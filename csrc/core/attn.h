@@ -200,9 +200,9 @@ typedef struct {
  * 16-bit operands a block at a time into their float scratch (exact),
  * never as a whole converted copy; every sum is the float call's, in the
  * same order (D in double, dS and the dq/dk/dv accumulations in float
- * scratch), and no pass adds into
- * a caller's gradient: each gradient element is computed in float and
- * rounded ONCE, to nearest even, into its storage. So a 16-bit gradient
+ * scratch), and no pass adds into a caller's gradient: each gradient
+ * element is computed in float and rounded ONCE, to nearest even, into
+ * its storage. So a 16-bit gradient
  * is exactly the float32 call's gradient on the upcast inputs, rounded
  * once (block sizes come from the float compute type, never from the
  * storage), and the same bits for any exec->nthreads.
