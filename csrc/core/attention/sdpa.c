@@ -257,9 +257,20 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
     const size_t bk = BK < p->S ? BK : p->S ? p->S : 1;
 
     pl->nqb = (p->L + BQ - 1) / BQ;
+#if ATTN_HAVE_X86 && (defined(__GNUC__) || defined(__clang__))
+    /* bfloat16 Q and K on a CPU with AVX512-BF16: scores by pairs of
+     * features (tile_dpbf16.h); chosen from (ISA, storage, E) alone, so
+     * every row of every call of that kind meets the same kernel      */
+    pl->dpbf16 = d == &attn__isa_avx512 && p->dtype == ATTN_F32
+                 && p->q.store == ATTN_ST_BF16 && p->k.store == ATTN_ST_BF16
+                 && p->E % 2 == 0
+                 && (attn__x86_features() & ATTN_X86_AVX512_BF16);
+#endif
     attn__limits(pl, p);
-    pl->pack_k = p->E > 1 && p->k.s1 != 1;
-    pl->pack_v = p->Ev > 0 && ((p->Ev > 1 && p->v.s1 != 1) || p->Ev % W);
+    /* 16-bit K / V: every block is converted into the packed block */
+    pl->pack_k = (p->E > 1 && p->k.s1 != 1) || p->k.store != ATTN_ST_NATIVE;
+    pl->pack_v = p->Ev > 0 && ((p->Ev > 1 && p->v.s1 != 1) || p->Ev % W
+                               || p->v.store != ATTN_ST_NATIVE);
 
     size_t n, a = 0;
     int ok = 1;
@@ -447,7 +458,9 @@ enum {
     ST16_Q = 1 << 0, ST16_K = 1 << 1, ST16_V = 1 << 2, ST16_OUT = 1 << 3,
     ST16_BIAS = 1 << 4, ST16_WEIGHTS = 1 << 5, ST16_SCORES = 1 << 6
 };
-#define ST16_HANDLED 0
+#define ST16_HANDLED                                                           \
+    (ST16_Q | ST16_K | ST16_V | ST16_OUT | ST16_BIAS | ST16_WEIGHTS          \
+     | ST16_SCORES)
 
 static int store_ok(const attn_problem *p)
 {
