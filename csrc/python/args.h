@@ -140,10 +140,11 @@ const char *describe_dtype_problem(PyArray_Descr *d);
  * The rules:
  *   storage_of: AP_F16, AP_BF16, AP_F32, AP_F64; AP_CONV for bool, integer
  *     and longdouble arrays (converted to float64, as before); AP_BAD else.
- *   result_descr of n inputs: float64 if any is AP_F64 or AP_CONV; else
- *     float16 if all are float16, bfloat16 if all are bfloat16; else
- *     float32 (float16 + bfloat16 included, which NumPy cannot promote).
- *     This is np.result_type for every pair of float dtypes.
+ *   result_descr of n inputs (at most AP_MAX_OPS): np.result_type of
+ *     them, float16/bfloat16/float32 kept, longdouble, bool and integers
+ *     made float64 (as before); where NumPy has no common dtype (bfloat16
+ *     with float16 or a wide integer): float32, or float64 where the
+ *     other inputs promote to float64.
  *   compute_type16: NPY_DOUBLE for a float64 result, else NPY_FLOAT.
  *   as_storage(a, typenum): under NPY_FLOAT a 16-bit array stays 16-bit
  *     (made aligned and native-order, a copy only if it was not); every
