@@ -103,6 +103,10 @@ void err_shapes2(PyObject *exc, const char *msg, const char *na,
 int compute_type_of(PyArray_Descr *d);
 PyArrayObject *as_real_array(PyObject *obj, const char *fname,
                              const char *arg);
+/* obj (not None, not a numpy.ma array) as an ndarray in its own dtype,
+ * whatever the dtype; messages say it must be an array of `what`      */
+PyArrayObject *any_array(PyObject *obj, const char *fname, const char *arg,
+                         const char *what);
 /* -1 with a TypeError when obj is a numpy.ma masked array (as_real_array
  * calls it; so must a binding that takes an ndarray as it is)           */
 int reject_masked(PyObject *obj, const char *fname, const char *arg);

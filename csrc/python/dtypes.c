@@ -76,27 +76,9 @@ attn_store store_of(PyArrayObject *a)
 
 PyArrayObject *as_array16(PyObject *obj, const char *fname, const char *arg)
 {
-    if (obj == Py_None) {
-        PyErr_Format(PyExc_TypeError, "%s: %s must be an array of "
-                     AP_ACCEPTED " numbers, got None", fname, arg);
+    PyArrayObject *a = any_array(obj, fname, arg, AP_ACCEPTED " numbers");
+    if (!a)
         return NULL;
-    }
-    if (reject_masked(obj, fname, arg) < 0)
-        return NULL;
-    PyArrayObject *a = (PyArrayObject *)PyArray_FromAny(obj, NULL, 0, 0, 0,
-                                                        NULL);
-    if (!a) {
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
-        PyErr_NormalizeException(&type, &value, &tb);
-        PyErr_Format(PyExc_TypeError,
-                     "%s: %s could not be converted to an array (%S)", fname,
-                     arg, value ? value : Py_None);
-        Py_XDECREF(type);
-        Py_XDECREF(value);
-        Py_XDECREF(tb);
-        return NULL;
-    }
     PyArray_Descr *d = PyArray_DESCR(a);
     if (storage_of(d) == AP_BAD) {
         PyErr_Format(PyExc_TypeError,
