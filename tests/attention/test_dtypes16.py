@@ -329,6 +329,44 @@ def test_no_conversion_copy(dt):
     assert peak <= out.nbytes + 64 * 1024, (peak, out.nbytes)
 
 
+@pytest.mark.parametrize("dt", SIXTEEN, ids=str)
+@pytest.mark.parametrize("which", [0, 1, 2], ids=["Q", "K", "V"])
+def test_every_memory_layout(dt, which):
+    """strided, transposed, reversed, byteswapped and unaligned 16-bit
+    operands give the contiguous call's bits"""
+    from _arrays import layouts
+    args = list(qkv(dt, (2, 1, 7, 8), 9, 6, seed=5))
+    want = attnpy.attention(*args, causal=True)
+    seen = []
+    for name, a in layouts(args[which]):
+        got = attnpy.attention(*(args[:which] + [a] + args[which + 1:]),
+                               causal=True)
+        assert_bits(got, want)
+        seen.append(name)
+    assert {"transposed", "strided", "byteswapped", "unaligned"} <= set(seen)
+
+
+@pytest.mark.parametrize("dt", SIXTEEN, ids=str)
+def test_strided_views_are_not_copied(dt):
+    """K given transposed (a (E, S) array seen as (S, E)) and V a strided
+    view: both read in place, only the output is allocated"""
+    rng = np.random.default_rng(6)
+    Q = rng.standard_normal((4, 1024, 64), dtype=np.float32).astype(dt)
+    KT = rng.standard_normal((4, 64, 1024), dtype=np.float32).astype(dt)
+    V2 = rng.standard_normal((4, 1024, 128), dtype=np.float32).astype(dt)
+    K, V = KT.swapaxes(-1, -2), V2[..., ::2]
+    attnpy.attention(Q[:, :4], K[:, :4], V[:, :4])
+    tracemalloc.start()
+    try:
+        out = attnpy.attention(Q, K, V)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= out.nbytes + 64 * 1024, (peak, out.nbytes)
+    assert_bits(out, attnpy.attention(Q, np.ascontiguousarray(K),
+                                      np.ascontiguousarray(V)))
+
+
 # -- recognising bfloat16, and the messages -----------------------------------
 
 def test_bfloat16_recognised_without_importing_ml_dtypes():
