@@ -185,6 +185,19 @@ def test_sdpa_and_explain_weights(dt):
 
 
 @pytest.mark.parametrize("dt", SIXTEEN, ids=str)
+def test_explain_walkthrough_of_16bit_weights(dt):
+    """the walk-through's row-sum check allows the 16-bit rounding of the
+    weights (one rounding each: a row of sum 1 moves by at most 2^-11 for
+    float16, 2^-8 for bfloat16), and no more"""
+    X = np.random.default_rng(8).standard_normal((30, 4)).astype(dt)
+    tr = attnpy.explain(X, X, X)
+    dev = np.abs(tr.weights.astype(F64).sum(-1) - 1).max()
+    assert 0 < dev <= (2.0 ** -10 if dt == F16 else 2.0 ** -7)
+    assert "each row sums to 1: yes" in str(tr)
+    assert f"{dt.name} rounding" in str(tr)
+
+
+@pytest.mark.parametrize("dt", SIXTEEN, ids=str)
 def test_mixed_16bit_inputs(dt):
     """float16 Q with bfloat16 K: float32 result, each read in 16 bits"""
     Q, K, V = qkv(F32, (1, 2, 9, 8), 11, 8)
