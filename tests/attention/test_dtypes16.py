@@ -169,6 +169,19 @@ def test_attention_is_the_float32_call_rounded_once(dt, isa):
 
 
 @pytest.mark.parametrize("dt", SIXTEEN, ids=str)
+def test_thread_count_and_batch_invariant(dt):
+    """the same bits with 1 or 3 threads, and a row decoded alone (L = 1)
+    as inside the long Q (the bfloat16 dot-product path included)"""
+    Q, K, V = qkv(dt, (2, 2, 33, 16), 70, 16)
+    attnpy.set_num_threads(1)
+    one = attnpy.attention(Q, K, V, causal="bottom_right")
+    attnpy.set_num_threads(3)
+    assert_bits(attnpy.attention(Q, K, V, causal="bottom_right"), one)
+    row = attnpy.attention(Q[:, :, -1:], K, V, causal="bottom_right")
+    assert_bits(row, one[:, :, -1:])
+
+
+@pytest.mark.parametrize("dt", SIXTEEN, ids=str)
 def test_sdpa_and_explain_weights(dt):
     Q, K, V = qkv(dt, (1, 2, 9, 8), 11, 8)
     out, w = attnpy.scaled_dot_product_attention(Q, K, V, causal=True)
