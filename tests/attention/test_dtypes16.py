@@ -353,6 +353,35 @@ def test_no_conversion_copy(dt):
         tracemalloc.stop()
     assert out.dtype == dt
     assert peak <= out.nbytes + 64 * 1024, (peak, out.nbytes)
+    # into a 16-bit out=: nothing allocated at all
+    tracemalloc.start()
+    try:
+        attnpy.attention(Q, K, V, causal=True, out=out)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= 64 * 1024, peak
+
+
+@pytest.mark.parametrize("dt", SIXTEEN, ids=str)
+def test_backward_no_conversion_copy(dt):
+    """16-bit Q, K, V, out, dout read in place: the backward pass allocates
+    its three 16-bit gradients (and its float32 lse input is used as is)"""
+    rng = np.random.default_rng(7)
+    shape = (1, 4, 1024, 64)
+    Q, K, V = (rng.standard_normal(shape, dtype=np.float32).astype(dt)
+               for _ in range(3))
+    out, lse = attnpy.attention(Q, K, V, causal=True, return_lse=True)
+    dout = rng.standard_normal(shape, dtype=np.float32).astype(dt)
+    tracemalloc.start()
+    try:
+        grads = attnpy.attention_backward(dout, Q, K, V, out, lse,
+                                          causal=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [g.dtype for g in grads] == [dt] * 3
+    assert peak <= 3 * Q.nbytes + 64 * 1024, (peak, Q.nbytes)
 
 
 @pytest.mark.parametrize("dt", SIXTEEN, ids=str)
