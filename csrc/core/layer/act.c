@@ -2,7 +2,8 @@
  * layer/act.c -- bias + activation, forward and backward: the feed-forward
  * network's relu(x W1 + b1) (and gelu, gelu_tanh) in one pass after the
  * matrix product; gelu alone is the same kernel without a bias.
- * Instantiated for float and double from one macro body.
+ * Instantiated for float and double from one macro body; 16-bit operands
+ * run the float code on rows staged in float scratch (row16.h).
  */
 #include <math.h>
 #include <stdint.h>
@@ -232,6 +233,18 @@ static int use_vec(attn_dtype dtype, attn_act act)
 DEFINE_ACT(float, uint32_t, f32, erff, tanhf, expf)
 DEFINE_ACT(double, uint64_t, f64, erf, tanh, exp)
 
+/* the operands of a context copy, for 16-bit staging (rows.h): forward
+ * (y, x, bias) or backward (dx, dy, x, bias), the others absent        */
+static void act_reg(void *copy, attn_row16 *s)
+{
+    act_ctx *c = copy;
+    attn__row16_add(s, &c->y, 1, 0);
+    attn__row16_add(s, &c->dx, 1, 0);
+    attn__row16_add(s, &c->x, 0, 0);
+    attn__row16_add(s, &c->dy, 0, 0);
+    attn__row16_add(s, &c->bias, 0, 1);
+}
+
 /* cost of one element, for the thread count */
 static double act_work(attn_act act)
 {
@@ -248,9 +261,13 @@ attn_status attn_bias_act(attn_dtype dtype, attn_act act, size_t nrows,
         return ATTN_OK;
     act_ctx c = {.act = act, .n = n, .y = y, .x = x, .bias = bias,
                  .vec = use_vec(dtype, act)};
-    return attn__rows_run(nrows, n, 0, NULL,
-                          dtype == ATTN_F32 ? fwd_f32 : fwd_f64, &c,
-                          act_work(act), ex);
+    const attn_rows16 h = {&c, sizeof c, act_reg};
+    const int h16 = attn__rows16_need(&h, dtype);
+    if (h16 < 0)
+        return ATTN_EINVAL;
+    return attn__rows_run16(nrows, n, 0, NULL,
+                            dtype == ATTN_F32 ? fwd_f32 : fwd_f64, &c,
+                            h16 ? &h : NULL, act_work(act), ex);
 }
 
 attn_status attn_bias_act_backward(attn_dtype dtype, attn_act act,
@@ -264,6 +281,11 @@ attn_status attn_bias_act_backward(attn_dtype dtype, attn_act act,
         return ATTN_OK;
     act_ctx c = {.act = act, .n = n, .x = x, .bias = bias, .dx = dx,
                  .dy = dy, .vec = use_vec(dtype, act)};
+    const attn_rows16 h = {&c, sizeof c, act_reg};
+    const int h16 = attn__rows16_need(&h, dtype);
+    const attn_mat *vecs[] = {&dbias};
+    if (h16 < 0 || attn__any16(dtype, vecs, 1) < 0)
+        return ATTN_EINVAL;
     double *sums = NULL;
     if (dbias.data) {
         if (n > SIZE_MAX / sizeof(double))
@@ -271,9 +293,10 @@ attn_status attn_bias_act_backward(attn_dtype dtype, attn_act act,
         if (!(sums = malloc(n * sizeof(double))))
             return ATTN_ENOMEM;
     }
-    attn_status st = attn__rows_run(nrows, n, sums ? 1 : 0, sums,
-                                    dtype == ATTN_F32 ? bwd_f32 : bwd_f64, &c,
-                                    act_work(act) * 1.5, ex);
+    attn_status st = attn__rows_run16(nrows, n, sums ? 1 : 0, sums,
+                                      dtype == ATTN_F32 ? bwd_f32 : bwd_f64,
+                                      &c, h16 ? &h : NULL,
+                                      act_work(act) * 1.5, ex);
     if (st == ATTN_OK)
         attn__store_vec(dtype, dbias, sums, n);
     free(sums);

@@ -6,7 +6,8 @@
  * PyTorch computes F.silu(gate) * up. The float32 forward pass runs 8
  * lanes at a time on AVX2 + FMA (act_avx2.c, its own exp: within a few
  * ulp of expf's result; below -87.3, e^g is flushed to 0), for every
- * layout alike: strided rows go through unit-stride blocks.
+ * layout alike: strided rows go through unit-stride blocks. 16-bit
+ * operands run the float code on rows staged in float scratch (row16.h).
  */
 #include <math.h>
 #include <stdint.h>
@@ -146,6 +147,19 @@ static int vec_rows_f64(const glu_ctx *c, size_t r0, size_t r1)
 DEFINE_GLU(float, f32, expf)
 DEFINE_GLU(double, f64, exp)
 
+/* the operands of a context copy, for 16-bit staging (rows.h): forward
+ * (y, gate, up) or backward (dgate, dup, dy, gate, up)                 */
+static void glu_reg(void *copy, attn_row16 *s)
+{
+    glu_ctx *c = copy;
+    attn__row16_add(s, &c->y, 1, 0);
+    attn__row16_add(s, &c->dgate, 1, 0);
+    attn__row16_add(s, &c->dup, 1, 0);
+    attn__row16_add(s, &c->gate, 0, 0);
+    attn__row16_add(s, &c->up, 0, 0);
+    attn__row16_add(s, &c->dy, 0, 0);
+}
+
 attn_status attn_swiglu(attn_dtype dtype, size_t nrows, size_t n, attn_mat y,
                         attn_mat gate, attn_mat up, const attn_exec *ex)
 {
@@ -155,8 +169,13 @@ attn_status attn_swiglu(attn_dtype dtype, size_t nrows, size_t n, attn_mat y,
         return ATTN_OK;
     glu_ctx c = {.n = n, .y = y, .gate = gate, .up = up,
                  .vec = dtype == ATTN_F32 && attn__gelu_avx2_ok()};
-    return attn__rows_run(nrows, n, 0, NULL,
-                          dtype == ATTN_F32 ? fwd_f32 : fwd_f64, &c, 8.0, ex);
+    const attn_rows16 h = {&c, sizeof c, glu_reg};
+    const int h16 = attn__rows16_need(&h, dtype);
+    if (h16 < 0)
+        return ATTN_EINVAL;
+    return attn__rows_run16(nrows, n, 0, NULL,
+                            dtype == ATTN_F32 ? fwd_f32 : fwd_f64, &c,
+                            h16 ? &h : NULL, 8.0, ex);
 }
 
 attn_status attn_swiglu_backward(attn_dtype dtype, size_t nrows, size_t n,
@@ -170,7 +189,11 @@ attn_status attn_swiglu_backward(attn_dtype dtype, size_t nrows, size_t n,
         return ATTN_OK;
     glu_ctx c = {.n = n, .gate = gate, .up = up, .dgate = dgate, .dup = dup,
                  .dy = dy};
-    return attn__rows_run(nrows, n, 0, NULL,
-                          dtype == ATTN_F32 ? bwd_f32 : bwd_f64, &c, 12.0,
-                          ex);
+    const attn_rows16 h = {&c, sizeof c, glu_reg};
+    const int h16 = attn__rows16_need(&h, dtype);
+    if (h16 < 0)
+        return ATTN_EINVAL;
+    return attn__rows_run16(nrows, n, 0, NULL,
+                            dtype == ATTN_F32 ? bwd_f32 : bwd_f64, &c,
+                            h16 ? &h : NULL, 12.0, ex);
 }

@@ -1,0 +1,182 @@
+/*
+ * layer/row16.c -- widening and rounding 16-bit rows (row16.h).
+ *
+ * The conversions are half.h's, bit for bit: bfloat16 in plain C (a
+ * shift one way, an integer round the other, both written without
+ * branches so that the compiler vectorises them); float16 with F16C's
+ * vcvtph2ps / vcvtps2ph (rounding mode 0: nearest even) on unit-stride
+ * rows when the CPU has them, else half.h's scalar code.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "half.h"
+#include "layer/row16.h"
+#include "runtime/platform.h"
+#include "util.h"
+
+#if ATTN_ARCH_X86
+#include <immintrin.h>
+#include <stdatomic.h>
+
+#define F16C_ATTR ATTN_TARGET("avx,f16c")
+
+/* F16C: every CPU with AVX2 has it, but it is its own CPUID bit       */
+static int has_f16c(void)
+{
+    static atomic_int known = -1;
+    int k = atomic_load_explicit(&known, memory_order_relaxed);
+    if (k < 0) {
+        k = (attn__x86_features() & ATTN_X86_AVX2_FMA) != 0;
+#if defined(__GNUC__) || defined(__clang__)
+        k = k && __builtin_cpu_supports("f16c");
+#endif
+        atomic_store_explicit(&known, k, memory_order_relaxed);
+    }
+    return k;
+}
+
+static F16C_ATTR size_t f16_load_vec(const uint16_t *src, size_t n,
+                                     float *dst)
+{
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        _mm256_storeu_ps(dst + j, _mm256_cvtph_ps(_mm_loadu_si128(
+                                      (const __m128i *)(src + j))));
+    return j;
+}
+
+static F16C_ATTR size_t f16_store_vec(uint16_t *dst, size_t n,
+                                      const float *src)
+{
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        _mm_storeu_si128((__m128i *)(dst + j),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + j),
+                                         _MM_FROUND_TO_NEAREST_INT));
+    return j;
+}
+#else
+static int has_f16c(void) { return 0; }
+static size_t f16_load_vec(const uint16_t *src, size_t n, float *dst)
+{
+    (void)src, (void)n, (void)dst;
+    return 0;
+}
+static size_t f16_store_vec(uint16_t *dst, size_t n, const float *src)
+{
+    (void)src, (void)n, (void)dst;
+    return 0;
+}
+#endif
+
+/* half.h's attn_f32_to_bf16 without a branch (the same bits)          */
+static inline uint16_t bf16_round(float f)
+{
+    const uint32_t u = attn_f32_to_bits(f);
+    const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t q = (u >> 16) | 0x0040u;
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
+}
+
+void attn__row16_load(attn_store st, const void *src, ptrdiff_t s, size_t n,
+                      float *dst)
+{
+    const uint16_t *h = src;
+    if (st == ATTN_ST_BF16) {
+        if (s == 1)
+            for (size_t j = 0; j < n; j++)
+                dst[j] = attn_bits_to_f32((uint32_t)h[j] << 16);
+        else
+            for (size_t j = 0; j < n; j++)
+                dst[j] = attn_bf16_to_f32(h[(ptrdiff_t)j * s]);
+        return;
+    }
+    size_t j = s == 1 && has_f16c() ? f16_load_vec(h, n, dst) : 0;
+    for (; j < n; j++)
+        dst[j] = attn_f16_to_f32(h[(ptrdiff_t)j * s]);
+}
+
+void attn__row16_store(attn_store st, void *dst, ptrdiff_t s, size_t n,
+                       const float *src)
+{
+    uint16_t *h = dst;
+    if (st == ATTN_ST_BF16) {
+        if (s == 1)
+            for (size_t j = 0; j < n; j++)
+                h[j] = bf16_round(src[j]);
+        else
+            for (size_t j = 0; j < n; j++)
+                h[(ptrdiff_t)j * s] = bf16_round(src[j]);
+        return;
+    }
+    size_t j = s == 1 && has_f16c() ? f16_store_vec(h, n, src) : 0;
+    for (; j < n; j++)
+        h[(ptrdiff_t)j * s] = attn_f32_to_f16(src[j]);
+}
+
+int attn__any16(attn_dtype dtype, const attn_mat *const *ops, int nops)
+{
+    int any = 0;
+    for (int i = 0; i < nops; i++) {
+        if (!ops[i]->data || ops[i]->store == ATTN_ST_NATIVE)
+            continue;
+        if (ops[i]->store != ATTN_ST_F16 && ops[i]->store != ATTN_ST_BF16)
+            return -1;
+        any = 1;
+    }
+    return any && dtype != ATTN_F32 ? -1 : any;
+}
+
+void attn__row16_add(attn_row16 *s, attn_mat *m, int out, int vec)
+{
+    if (!m->data || m->store == ATTN_ST_NATIVE || s->nops == ATTN_ROW16_MAX)
+        return;
+    const int i = s->nops++;
+    s->op[i] = m;
+    s->orig[i] = *m;
+    s->out[i] = (unsigned char)out;
+    s->vec[i] = (unsigned char)vec;
+}
+
+size_t attn__row16_floats(const attn_row16 *s)
+{
+    return (size_t)s->nops * s->n;
+}
+
+void attn__row16_begin(attn_row16 *s, float *scratch)
+{
+    for (int i = 0; i < s->nops; i++) {
+        float *row = scratch + (size_t)i * s->n;
+        *s->op[i] = (attn_mat){row, NULL, 0, 1, ATTN_ST_NATIVE};
+        if (s->vec[i])
+            attn__row16_load(s->orig[i].store, s->orig[i].data,
+                             s->orig[i].s1, s->n, row);
+    }
+}
+
+/* where row r of operand i starts, in elements of 16 bits               */
+static const uint16_t *row_at(const attn_row16 *s, int i, size_t r)
+{
+    const attn_mat *m = &s->orig[i];
+    ptrdiff_t o = OFF(*m, r);
+    if (s->rows_by_s0)
+        o += (ptrdiff_t)r * m->s0;
+    return (const uint16_t *)m->data + o;
+}
+
+void attn__row16_in(const attn_row16 *s, size_t r)
+{
+    for (int i = 0; i < s->nops; i++)
+        if (!s->out[i] && !s->vec[i])
+            attn__row16_load(s->orig[i].store, row_at(s, i, r),
+                             s->orig[i].s1, s->n, s->op[i]->data);
+}
+
+void attn__row16_out(const attn_row16 *s, size_t r)
+{
+    for (int i = 0; i < s->nops; i++)
+        if (s->out[i])
+            attn__row16_store(s->orig[i].store, (void *)row_at(s, i, r),
+                              s->orig[i].s1, s->n, s->op[i]->data);
+}
