@@ -5,7 +5,10 @@
  * shift one way, an integer round the other, both written without
  * branches so that the compiler vectorises them); float16 with F16C's
  * vcvtph2ps / vcvtps2ph (rounding mode 0: nearest even) on unit-stride
- * rows when the CPU has them, else half.h's scalar code.
+ * rows when the CPU has them, else half.h's scalar code. One difference,
+ * invisible in any result: vcvtph2ps quiets a signalling float16 NaN,
+ * where half.h keeps it signalling (same sign and payload; the first
+ * float operation on it quiets it anyway).
  */
 #include <stdint.h>
 #include <string.h>
