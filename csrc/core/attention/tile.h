@@ -17,6 +17,10 @@
  *   VSAFE(x)     x == -inf ? 0 : x, lane-wise
  *   VRSUM(x)     the sum of the lanes (any order: tested against 0 only)
  *   VTRANS(r)    optional: r[0..W-1] rows of a W x W block -> columns
+ *   VLOAD_F16(p) VLOAD_BF16(p)  (float only) W 16-bit elements at
+ *                (const uint16_t *)p -> VT, exact
+ *   VSTORE_F16(p, v) VSTORE_BF16(p, v)  (float only) VT -> W 16-bit
+ *                elements, rounded to nearest even (half.h's bits)
  *   QK_MR, QK_NR micro-kernel of S^T = K Q^T: QK_MR keys x QK_NR vectors
  *   PV_MR, PV_NR micro-kernel of O += P V: PV_MR queries x PV_NR vectors
  *   SM_G         query vectors kept in registers by the softmax pass
