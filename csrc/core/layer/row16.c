@@ -5,10 +5,7 @@
  * shift one way, an integer round the other, both written without
  * branches so that the compiler vectorises them); float16 with F16C's
  * vcvtph2ps / vcvtps2ph (rounding mode 0: nearest even) on unit-stride
- * rows when the CPU has them, else half.h's scalar code. One difference,
- * invisible in any result: vcvtph2ps quiets a signalling float16 NaN,
- * where half.h keeps it signalling (same sign and payload; the first
- * float operation on it quiets it anyway).
+ * rows when the CPU has them, else half.h's scalar code.
  */
 #include <stdint.h>
 #include <string.h>
@@ -20,23 +17,12 @@
 
 #if ATTN_ARCH_X86
 #include <immintrin.h>
-#include <stdatomic.h>
 
 #define F16C_ATTR ATTN_TARGET("avx,f16c")
 
-/* F16C: every CPU with AVX2 has it, but it is its own CPUID bit       */
 static int has_f16c(void)
 {
-    static atomic_int known = -1;
-    int k = atomic_load_explicit(&known, memory_order_relaxed);
-    if (k < 0) {
-        k = (attn__x86_features() & ATTN_X86_AVX2_FMA) != 0;
-#if defined(__GNUC__) || defined(__clang__)
-        k = k && __builtin_cpu_supports("f16c");
-#endif
-        atomic_store_explicit(&known, k, memory_order_relaxed);
-    }
-    return k;
+    return (attn__x86_features() & ATTN_X86_F16C) != 0;
 }
 
 static F16C_ATTR size_t f16_load_vec(const uint16_t *src, size_t n,
