@@ -236,6 +236,10 @@ int parse_pos_shift(PyObject *o, const char *fname, ptrdiff_t *shift);
  * sides become L + S + |pos_shift|, as attn.h asks                       */
 int clamp_window(attn_problem *p, const char *fname);
 
+/* a keep-mask (nonzero = may attend) must hold no negative values: -1
+ * with a ValueError pointing to bias= for an additive mask              */
+int check_keep_mask(PyArrayObject *m, const char *fname);
+
 /* ---- running the core ---------------------------------------------------- */
 typedef struct {
     PyThreadState *ts;

@@ -258,8 +258,10 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
 
     pl->nqb = (p->L + BQ - 1) / BQ;
     attn__limits(pl, p);
-    pl->pack_k = p->E > 1 && p->k.s1 != 1;
-    pl->pack_v = p->Ev > 0 && ((p->Ev > 1 && p->v.s1 != 1) || p->Ev % W);
+    /* 16-bit K / V: every block is converted into the packed block */
+    pl->pack_k = (p->E > 1 && p->k.s1 != 1) || p->k.store != ATTN_ST_NATIVE;
+    pl->pack_v = p->Ev > 0 && ((p->Ev > 1 && p->v.s1 != 1) || p->Ev % W
+                               || p->v.store != ATTN_ST_NATIVE);
 
     size_t n, a = 0;
     int ok = 1;
@@ -447,7 +449,9 @@ enum {
     ST16_Q = 1 << 0, ST16_K = 1 << 1, ST16_V = 1 << 2, ST16_OUT = 1 << 3,
     ST16_BIAS = 1 << 4, ST16_WEIGHTS = 1 << 5, ST16_SCORES = 1 << 6
 };
-#define ST16_HANDLED 0
+#define ST16_HANDLED                                                           \
+    (ST16_Q | ST16_K | ST16_V | ST16_OUT | ST16_BIAS | ST16_WEIGHTS          \
+     | ST16_SCORES)
 
 static int store_ok(const attn_problem *p)
 {
