@@ -14,15 +14,6 @@ __all__ = ["softmax", "softmax_backward", "softmax_jacobian", "split_heads",
            "combine_heads"]
 
 
-def _rows_input(x, fname, arg):
-    """x as an ndarray, for its ndim: an ndarray as it is (its dtype,
-    float16 and bfloat16 included, is checked by the C binding), anything
-    else through _core.as_real."""
-    if type(x) is np.ndarray:
-        return x
-    return _core.as_real(x, fname, arg)
-
-
 @public("softmax")
 def softmax(x: ArrayLike, axis: int = -1, *,
             out: Array | None = None) -> Array:
@@ -67,7 +58,7 @@ def softmax(x: ArrayLike, axis: int = -1, *,
     >>> attnpy.softmax(np.array([1.0, 2.0, 3.0], np.float16))
     array([0.09  , 0.2448, 0.665 ], dtype=float16)
     """
-    x = _rows_input(x, "softmax", "x")
+    x = _core.as_array16(x, "softmax", "x")
     return _core.softmax(x, axis=_axis(axis, x.ndim, "softmax"), out=out,
                          fname="softmax")
 
@@ -120,8 +111,8 @@ def softmax_backward(dy: ArrayLike, y: ArrayLike, axis: int = -1, *,
     >>> abs(float(dx.sum())) < 1e-15
     True
     """
-    dy = _rows_input(dy, "softmax_backward", "dy")
-    y = _rows_input(y, "softmax_backward", "y")
+    dy = _core.as_array16(dy, "softmax_backward", "dy")
+    y = _core.as_array16(y, "softmax_backward", "y")
     axis = _axis(axis, y.ndim, "softmax_backward")
     return _core.softmax_backward(dy, y, axis=axis, out=out,
                                   fname="softmax_backward")

@@ -27,7 +27,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import _core
-from ._validate import real as _real
+from ._validate import is_16bit as _is16, real as _real
+from ._validate import result_dtype as _result_dtype
 from ._types import Activation, Approximate, Array, ArrayLike
 
 __all__ = ["layer_norm", "layer_norm_backward", "gelu", "gelu_backward",
@@ -251,26 +252,6 @@ def gelu_backward(dy: ArrayLike, x: ArrayLike, *,
 # feed-forward network
 # ---------------------------------------------------------------------------
 
-def _is16(dt):
-    """float16 or bfloat16 (ml_dtypes.bfloat16, told by its dtype alone:
-    ml_dtypes is not imported here)."""
-    return dt == np.float16 or (dt.kind == "V" and dt.itemsize == 2 and
-                                dt.type.__name__ == "bfloat16")
-
-
-def _result_dtype(arrays):
-    """The C binding's result dtype of `arrays` (None skipped): float64 if
-    any is float64, bool or integer; float16 / bfloat16 if all are; else
-    float32 (float16 with bfloat16 too, which NumPy cannot promote)."""
-    dts = [a.dtype for a in arrays if a is not None]
-    if any(d.kind in "biu" or (d.kind == "f" and d.itemsize >= 8)
-           for d in dts):
-        return np.dtype(np.float64)
-    if dts and all(d == dts[0] for d in dts) and _is16(dts[0]):
-        return dts[0]
-    return np.dtype(np.float32)
-
-
 def _own(g, a):
     """Gradient g of operand a: in a's dtype when that is 16-bit (the
     float32 gradient rounded once), else as computed."""
@@ -283,15 +264,13 @@ def _ffn_operands(fname, x, W1, b1, W2, b2, dy=None):
     NumPy's BLAS has no 16-bit GEMM), the biases as given when 16-bit
     (the C kernels read them in 16 bits), the rest in the compute dtype."""
     names = ("x", "W1", "b1", "W2", "b2", "dy")
-    raw = [None if a is None else
-           a if type(a) is np.ndarray else _core.as_real(a, fname, n)
+    raw = [None if a is None else _core.as_array16(a, fname, n)
            for a, n in zip((x, W1, b1, W2, b2, dy), names)]
-    rd = _result_dtype(raw)
+    rd = _result_dtype(*(None if a is None else a.dtype for a in raw))
     dt = np.dtype(np.float64 if rd == np.float64 else np.float32)
     x, W1, b1, W2, b2, dy = (
         None if a is None else a if k in (2, 4) and _is16(a.dtype)
-        else (a if _is16(a.dtype) else _core.as_real(a, fname, names[k])
-              ).astype(dt, copy=False)
+        else a.astype(dt, copy=False)
         for k, a in enumerate(raw))
     if x.ndim < 1:
         raise ValueError(f"{fname}: x must have at least 1 dimension "
