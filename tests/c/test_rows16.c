@@ -611,6 +611,10 @@ static void t_refused(void)
           "rope f64");
     CHECK(attn_merge(ATTN_F64, 1, 1, 2, 4, d, (attn_mat){0}, &d, &f16)
               == ATTN_EINVAL, "merge f64");
+    CHECK(attn_posenc(ATTN_F32, f16, 1, 2, 4, 0, 1e4, 0) == ATTN_EINVAL,
+          "posenc 16-bit");
+    CHECK(attn_copy2d(ATTN_F32, d, f16, 1, 2, 4) == ATTN_EINVAL,
+          "copy2d 16-bit");
 }
 
 int main(int argc, char **argv)
