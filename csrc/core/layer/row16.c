@@ -1,11 +1,11 @@
 /*
  * layer/row16.c -- widening and rounding 16-bit rows (row16.h).
  *
- * The conversions are half.h's, bit for bit: bfloat16 in plain C (a
- * shift one way, an integer round the other, both written without
- * branches so that the compiler vectorises them); float16 with F16C's
- * vcvtph2ps / vcvtps2ph (rounding mode 0: nearest even) on unit-stride
- * rows when the CPU has them, else half.h's scalar code.
+ * The conversions are half.h's, bit for bit. On unit-stride rows, when
+ * the CPU has them: float16 with F16C's vcvtph2ps / vcvtps2ph (rounding
+ * mode 0: nearest even), bfloat16 with AVX2 integer lanes (a shift one
+ * way; the other, half.h's integer round with the NaN case blended in).
+ * Everything else, and the tails, by half.h's scalar code.
  */
 #include <stdint.h>
 #include <string.h>
@@ -45,8 +45,63 @@ static F16C_ATTR size_t f16_store_vec(uint16_t *dst, size_t n,
                                          _MM_FROUND_TO_NEAREST_INT));
     return j;
 }
+
+static int has_avx2(void)
+{
+    return (attn__x86_features() & ATTN_X86_AVX2_FMA) != 0;
+}
+
+#define AVX2_ATTR ATTN_TARGET("avx2")
+
+static AVX2_ATTR size_t bf16_load_vec(const uint16_t *src, size_t n,
+                                      float *dst)
+{
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256i u = _mm256_cvtepu16_epi32(
+            _mm_loadu_si128((const __m128i *)(src + j)));
+        _mm256_storeu_si256((__m256i *)(dst + j), _mm256_slli_epi32(u, 16));
+    }
+    return j;
+}
+
+/* attn_f32_to_bf16 on 8 lanes: (u + 0x7fff + lsb) >> 16, or for NaN the
+ * top half with the quiet bit set                                      */
+static AVX2_ATTR size_t bf16_store_vec(uint16_t *dst, size_t n,
+                                       const float *src)
+{
+    const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff),
+                  abs = _mm256_set1_epi32(0x7fffffff),
+                  inf = _mm256_set1_epi32(0x7f800000),
+                  quiet = _mm256_set1_epi32(0x0040);
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256i u = _mm256_loadu_si256((const __m256i *)(src + j));
+        __m256i hi = _mm256_srli_epi32(u, 16);
+        __m256i r = _mm256_srli_epi32(
+            _mm256_add_epi32(_mm256_add_epi32(u, bias),
+                             _mm256_and_si256(hi, one)), 16);
+        __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs), inf);
+        r = _mm256_blendv_epi8(r, _mm256_or_si256(hi, quiet), nan);
+        /* 8 x 32 -> 8 x 16: pack within lanes, then put the halves in order */
+        __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+        _mm_storeu_si128((__m128i *)(dst + j), _mm256_castsi256_si128(p));
+    }
+    return j;
+}
 #else
 static int has_f16c(void) { return 0; }
+static int has_avx2(void) { return 0; }
+static size_t bf16_load_vec(const uint16_t *src, size_t n, float *dst)
+{
+    (void)src, (void)n, (void)dst;
+    return 0;
+}
+static size_t bf16_store_vec(uint16_t *dst, size_t n, const float *src)
+{
+    (void)src, (void)n, (void)dst;
+    return 0;
+}
 static size_t f16_load_vec(const uint16_t *src, size_t n, float *dst)
 {
     (void)src, (void)n, (void)dst;
@@ -59,49 +114,30 @@ static size_t f16_store_vec(uint16_t *dst, size_t n, const float *src)
 }
 #endif
 
-/* half.h's attn_f32_to_bf16 without a branch (the same bits)          */
-static inline uint16_t bf16_round(float f)
-{
-    const uint32_t u = attn_f32_to_bits(f);
-    const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    const uint32_t q = (u >> 16) | 0x0040u;
-    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
-}
-
 void attn__row16_load(attn_store st, const void *src, ptrdiff_t s, size_t n,
                       float *dst)
 {
     const uint16_t *h = src;
-    if (st == ATTN_ST_BF16) {
-        if (s == 1)
-            for (size_t j = 0; j < n; j++)
-                dst[j] = attn_bits_to_f32((uint32_t)h[j] << 16);
-        else
-            for (size_t j = 0; j < n; j++)
-                dst[j] = attn_bf16_to_f32(h[(ptrdiff_t)j * s]);
-        return;
-    }
-    size_t j = s == 1 && has_f16c() ? f16_load_vec(h, n, dst) : 0;
+    size_t j = 0;
+    if (s == 1 && st == ATTN_ST_BF16 && has_avx2())
+        j = bf16_load_vec(h, n, dst);
+    else if (s == 1 && st == ATTN_ST_F16 && has_f16c())
+        j = f16_load_vec(h, n, dst);
     for (; j < n; j++)
-        dst[j] = attn_f16_to_f32(h[(ptrdiff_t)j * s]);
+        dst[j] = attn_load_f32(st, h, (ptrdiff_t)j * s);
 }
 
 void attn__row16_store(attn_store st, void *dst, ptrdiff_t s, size_t n,
                        const float *src)
 {
     uint16_t *h = dst;
-    if (st == ATTN_ST_BF16) {
-        if (s == 1)
-            for (size_t j = 0; j < n; j++)
-                h[j] = bf16_round(src[j]);
-        else
-            for (size_t j = 0; j < n; j++)
-                h[(ptrdiff_t)j * s] = bf16_round(src[j]);
-        return;
-    }
-    size_t j = s == 1 && has_f16c() ? f16_store_vec(h, n, src) : 0;
+    size_t j = 0;
+    if (s == 1 && st == ATTN_ST_BF16 && has_avx2())
+        j = bf16_store_vec(h, n, src);
+    else if (s == 1 && st == ATTN_ST_F16 && has_f16c())
+        j = f16_store_vec(h, n, src);
     for (; j < n; j++)
-        h[(ptrdiff_t)j * s] = attn_f32_to_f16(src[j]);
+        attn_store_f32(st, h, (ptrdiff_t)j * s, src[j]);
 }
 
 int attn__any16(attn_dtype dtype, const attn_mat *const *ops, int nops)
