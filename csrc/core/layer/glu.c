@@ -118,22 +118,30 @@ static void vec_row_strided(const glu_ctx *c, size_t r)
     }
 }
 
+/* every forward operand unit-stride (its 16-bit ones are then read and
+ * written in registers, not staged)                                      */
+static int vec_unit(const glu_ctx *c)
+{
+    return c->gate.s1 == 1 && c->y.s1 == 1
+           && (!c->up.data || c->up.s1 == 1);
+}
+
 /* rows [r0, r1) of the forward pass by act_avx2.c when c->vec; 1 if done */
 static int vec_rows_f32(const glu_ctx *c, size_t r0, size_t r1)
 {
     if (!c->vec)
         return 0;
-    int unit = c->gate.s1 == 1 && c->y.s1 == 1
-               && (!c->up.data || c->up.s1 == 1);
+    int unit = vec_unit(c);
     for (size_t r = r0; r < r1; r++) {
         if (!unit) {
             vec_row_strided(c, r);
             continue;
         }
-        attn__swiglu_row_f32_avx2(
-            c->n, (float *)c->y.data + ROW(c->y, r),
-            (const float *)c->gate.data + ROW(c->gate, r),
-            c->up.data ? (const float *)c->up.data + ROW(c->up, r) : NULL);
+        const attn_vrow v = {attn__row_at(c->y, r), attn__row_at(c->gate, r),
+                             c->up.data ? attn__row_at(c->up, r) : NULL,
+                             NULL, c->y.store, c->gate.store, c->up.store,
+                             ATTN_ST_NATIVE};
+        attn__swiglu_row_avx2(c->n, &v);
     }
     return 1;
 }
@@ -170,9 +178,11 @@ attn_status attn_swiglu(attn_dtype dtype, size_t nrows, size_t n, attn_mat y,
     glu_ctx c = {.n = n, .y = y, .gate = gate, .up = up,
                  .vec = dtype == ATTN_F32 && attn__gelu_avx2_ok()};
     const attn_rows16 h = {&c, sizeof c, glu_reg};
-    const int h16 = attn__rows16_need(&h, dtype);
+    int h16 = attn__rows16_need(&h, dtype);
     if (h16 < 0)
         return ATTN_EINVAL;
+    if (c.vec && vec_unit(&c)) /* 16-bit lanes converted in registers */
+        h16 = 0;
     return attn__rows_run16(nrows, n, 0, NULL,
                             dtype == ATTN_F32 ? fwd_f32 : fwd_f64, &c,
                             h16 ? &h : NULL, 8.0, ex);

@@ -18,111 +18,66 @@
 #if ATTN_ARCH_X86
 #include <immintrin.h>
 
-#define F16C_ATTR ATTN_TARGET("avx,f16c")
-
 static int has_f16c(void)
 {
     return (attn__x86_features() & ATTN_X86_F16C) != 0;
 }
 
-static F16C_ATTR size_t f16_load_vec(const uint16_t *src, size_t n,
-                                     float *dst)
-{
-    size_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        _mm256_storeu_ps(dst + j, _mm256_cvtph_ps(_mm_loadu_si128(
-                                      (const __m128i *)(src + j))));
-    return j;
-}
-
-static F16C_ATTR size_t f16_store_vec(uint16_t *dst, size_t n,
-                                      const float *src)
-{
-    size_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        _mm_storeu_si128((__m128i *)(dst + j),
-                         _mm256_cvtps_ph(_mm256_loadu_ps(src + j),
-                                         _MM_FROUND_TO_NEAREST_INT));
-    return j;
-}
+#define H16_ATTR ATTN_TARGET("avx2,f16c")
+#include "layer/half_avx2.h"
 
 static int has_avx2(void)
 {
     return (attn__x86_features() & ATTN_X86_AVX2_FMA) != 0;
 }
 
-#define AVX2_ATTR ATTN_TARGET("avx2")
-
-static AVX2_ATTR size_t bf16_load_vec(const uint16_t *src, size_t n,
-                                      float *dst)
+/* unit-stride rows 8 elements at a time (F16C for float16, AVX2 for
+ * bfloat16); returns how many were done                               */
+static H16_ATTR size_t load_vec(attn_store st, const uint16_t *src,
+                                size_t n, float *dst)
 {
     size_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        __m256i u = _mm256_cvtepu16_epi32(
-            _mm_loadu_si128((const __m128i *)(src + j)));
-        _mm256_storeu_si256((__m256i *)(dst + j), _mm256_slli_epi32(u, 16));
-    }
+    for (; j + 8 <= n; j += 8)
+        _mm256_storeu_ps(dst + j, h16_load8(st, src + j));
     return j;
 }
 
-/* attn_f32_to_bf16 on 8 lanes: (u + 0x7fff + lsb) >> 16, or for NaN the
- * top half with the quiet bit set                                      */
-static AVX2_ATTR size_t bf16_store_vec(uint16_t *dst, size_t n,
-                                       const float *src)
+static H16_ATTR size_t store_vec(attn_store st, uint16_t *dst, size_t n,
+                                 const float *src)
 {
-    const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff),
-                  abs = _mm256_set1_epi32(0x7fffffff),
-                  inf = _mm256_set1_epi32(0x7f800000),
-                  quiet = _mm256_set1_epi32(0x0040);
     size_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        __m256i u = _mm256_loadu_si256((const __m256i *)(src + j));
-        __m256i hi = _mm256_srli_epi32(u, 16);
-        __m256i r = _mm256_srli_epi32(
-            _mm256_add_epi32(_mm256_add_epi32(u, bias),
-                             _mm256_and_si256(hi, one)), 16);
-        __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs), inf);
-        r = _mm256_blendv_epi8(r, _mm256_or_si256(hi, quiet), nan);
-        /* 8 x 32 -> 8 x 16: pack within lanes, then put the halves in order */
-        __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
-        _mm_storeu_si128((__m128i *)(dst + j), _mm256_castsi256_si128(p));
-    }
+    for (; j + 8 <= n; j += 8)
+        h16_store8(st, dst + j, _mm256_loadu_ps(src + j));
     return j;
 }
 #else
 static int has_f16c(void) { return 0; }
 static int has_avx2(void) { return 0; }
-static size_t bf16_load_vec(const uint16_t *src, size_t n, float *dst)
+static size_t load_vec(attn_store st, const uint16_t *src, size_t n,
+                       float *dst)
 {
-    (void)src, (void)n, (void)dst;
+    (void)st, (void)src, (void)n, (void)dst;
     return 0;
 }
-static size_t bf16_store_vec(uint16_t *dst, size_t n, const float *src)
+static size_t store_vec(attn_store st, uint16_t *dst, size_t n,
+                        const float *src)
 {
-    (void)src, (void)n, (void)dst;
-    return 0;
-}
-static size_t f16_load_vec(const uint16_t *src, size_t n, float *dst)
-{
-    (void)src, (void)n, (void)dst;
-    return 0;
-}
-static size_t f16_store_vec(uint16_t *dst, size_t n, const float *src)
-{
-    (void)src, (void)n, (void)dst;
+    (void)st, (void)src, (void)n, (void)dst;
     return 0;
 }
 #endif
+
+/* may rows of storage st go 8 lanes at a time?                       */
+static int vec_ok(attn_store st)
+{
+    return has_avx2() && (st != ATTN_ST_F16 || has_f16c());
+}
 
 void attn__row16_load(attn_store st, const void *src, ptrdiff_t s, size_t n,
                       float *dst)
 {
     const uint16_t *h = src;
-    size_t j = 0;
-    if (s == 1 && st == ATTN_ST_BF16 && has_avx2())
-        j = bf16_load_vec(h, n, dst);
-    else if (s == 1 && st == ATTN_ST_F16 && has_f16c())
-        j = f16_load_vec(h, n, dst);
+    size_t j = s == 1 && vec_ok(st) ? load_vec(st, h, n, dst) : 0;
     for (; j < n; j++)
         dst[j] = attn_load_f32(st, h, (ptrdiff_t)j * s);
 }
@@ -131,11 +86,7 @@ void attn__row16_store(attn_store st, void *dst, ptrdiff_t s, size_t n,
                        const float *src)
 {
     uint16_t *h = dst;
-    size_t j = 0;
-    if (s == 1 && st == ATTN_ST_BF16 && has_avx2())
-        j = bf16_store_vec(h, n, src);
-    else if (s == 1 && st == ATTN_ST_F16 && has_f16c())
-        j = f16_store_vec(h, n, src);
+    size_t j = s == 1 && vec_ok(st) ? store_vec(st, h, n, src) : 0;
     for (; j < n; j++)
         attn_store_f32(st, h, (ptrdiff_t)j * s, src[j]);
 }

@@ -24,6 +24,13 @@
 
 /* element (r, j) of a row operand (see attn.h) */
 #define ROW(m, r) (OFF(m, r) + (ptrdiff_t)(r) * (m).s0)
+/* where row r of an operand starts, for a float call whose operands may
+ * be 16-bit (4 or 2 bytes an element)                                  */
+static inline void *attn__row_at(attn_mat m, size_t r)
+{
+    return (char *)m.data
+           + ROW(m, r) * (m.store == ATTN_ST_NATIVE ? 4 : 2);
+}
 
 /* Compute rows [r0, r1). acc: nacc * n doubles, zeroed, the chunk's own
  * column sums (NULL when nacc == 0).                                       */
