@@ -201,33 +201,33 @@ typedef struct {
     int out[MAXOPS], present[MAXOPS];
 } call16;
 
-/* add operand i: present or absent; inputs filled, outputs zeroed     */
-static int add(call16 *k, const char *name, attn_store st, size_t B,
-               size_t T, size_t C, int table, int out, int present,
-               double scale)
+/* the operand just made in k->op[i]: named, filled when an input, and
+ * its float32 twin made                                                */
+static int add_done(call16 *k, int i, const char *name, int out,
+                    int present, double scale)
 {
-    int i = k->n++;
     k->name[i] = name;
     k->out[i] = out;
     k->present[i] = present;
-    op_make(&k->op[i], st, B, T, C, table);
     if (!out)
         op_fill(&k->op[i], scale);
     op_twin(&k->tw[i], &k->op[i]);
     return i;
 }
+/* add an operand (B, T, C) or a row operand (R, n): present or absent;
+ * inputs filled, outputs zeroed                                        */
+static int add(call16 *k, const char *name, attn_store st, size_t B,
+               size_t T, size_t C, int table, int out, int present,
+               double scale)
+{
+    op_make(&k->op[k->n], st, B, T, C, table);
+    return add_done(k, k->n++, name, out, present, scale);
+}
 static int add_rows(call16 *k, const char *name, attn_store st, size_t R,
                     size_t n, int vec, int out, int present, double scale)
 {
-    int i = k->n++;
-    k->name[i] = name;
-    k->out[i] = out;
-    k->present[i] = present;
-    op_rows(&k->op[i], st, R, n, vec);
-    if (!out)
-        op_fill(&k->op[i], scale);
-    op_twin(&k->tw[i], &k->op[i]);
-    return i;
+    op_rows(&k->op[k->n], st, R, n, vec);
+    return add_done(k, k->n++, name, out, present, scale);
 }
 /* operand i's mat in the 16-bit call (twin: 0) or its twin (1)        */
 static attn_mat M(const call16 *k, int i, int twin)
