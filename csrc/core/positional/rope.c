@@ -43,6 +43,31 @@ static void rope_row_##SFX(T *y, ptrdiff_t ys, const T *x, ptrdiff_t xs,        
 DEFINE_ROPE(float, f32)
 DEFINE_ROPE(double, f64)
 
+/* rope_row_f32 on unit-stride rows that cannot overlap (one of them is a
+ * staged 16-bit row): the same operations on each element, in loops the
+ * compiler vectorises                                                    */
+static void rope_row_unit(float *restrict y, const float *restrict x,
+                          size_t E, const double *restrict cs,
+                          int interleaved)
+{
+    const size_t half = E / 2;
+    if (interleaved) {
+        for (size_t i = 0; i < half; i++) {
+            const double xa = x[2 * i], xb = x[2 * i + 1];
+            const double c = cs[2 * i], s = cs[2 * i + 1];
+            y[2 * i] = (float)(xa * c - xb * s);
+            y[2 * i + 1] = (float)(xb * c + xa * s);
+        }
+        return;
+    }
+    for (size_t i = 0; i < half; i++) {
+        const double xa = x[i], xb = x[i + half];
+        const double c = cs[2 * i], s = cs[2 * i + 1];
+        y[i] = (float)(xa * c - xb * s);
+        y[i + half] = (float)(xb * c + xa * s);
+    }
+}
+
 /* position t of every batch row b; stage: 2 E floats of scratch, used for
  * a float16 / bfloat16 operand (the row widened, the float32 result
  * rounded once)                                                          */
@@ -69,7 +94,10 @@ static void rope_t(attn_dtype dtype, attn_mat out, attn_mat in, size_t B,
         }
         if (out.store != ATTN_ST_NATIVE)
             y = stage + E, ys = 1;
-        rope_row_f32(y, ys, x, xs, E, cs, interleaved);
+        if (xs == 1 && ys == 1 && (x == stage || y == stage + E))
+            rope_row_unit(y, x, E, cs, interleaved);
+        else
+            rope_row_f32(y, ys, x, xs, E, cs, interleaved);
         if (out.store != ATTN_ST_NATIVE)
             attn__row16_store(out.store, (uint16_t *)out.data + oo, out.s1,
                               E, y);
