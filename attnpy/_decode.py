@@ -71,8 +71,10 @@ def merge_attention(outs: Sequence[ArrayLike],
         raise ValueError(f"{fname}: {len(outs)} outs but {len(lses)} lses")
     if not outs:
         raise ValueError(f"{fname}: nothing to merge (outs is empty)")
-    outs = [_core.as_real(o, fname, f"outs[{k}]") for k, o in enumerate(outs)]
-    lses = [_core.as_real(x, fname, f"lses[{k}]") for k, x in enumerate(lses)]
+    outs = [_core.as_array16(o, fname, f"outs[{k}]")
+            for k, o in enumerate(outs)]
+    lses = [_core.as_array16(x, fname, f"lses[{k}]")
+            for k, x in enumerate(lses)]
     return _core.merge(*_broadcast_parts(outs, lses, fname), fname=fname)
 
 

@@ -27,13 +27,17 @@ def softmax(x: ArrayLike, axis: int = -1, *,
     Parameters
     ----------
     x : array_like
-        Real input. float32 and float64 are computed in their own precision;
-        float16 is computed as float32, integers and booleans as float64.
+        Real input. float32 and float64 are computed in their own precision,
+        integers and booleans as float64. float16 and bfloat16
+        (``ml_dtypes.bfloat16``) are read in 16 bits, one row at a time,
+        computed exactly as the float32 call on the same values, and the
+        result (of x's dtype) is rounded once to nearest even.
     axis : int, optional
         The axis to normalise along (default: the last).
     out : ndarray, optional
-        Where to write the result: exactly x's shape and the result dtype,
-        any strides. ``out=x`` computes in place.
+        Where to write the result: exactly x's shape, the result dtype or
+        a wider float (a float32 `out` for float16 `x` gets the float32
+        result unrounded), any strides. ``out=x`` computes in place.
 
     Returns
     -------
@@ -42,14 +46,19 @@ def softmax(x: ArrayLike, axis: int = -1, *,
 
     Examples
     --------
-    >>> import attnpy
+    >>> import numpy as np, attnpy
     >>> attnpy.softmax([1.0, 2.0, 3.0]).round(4)
     array([0.09  , 0.2447, 0.6652])
     >>> attnpy.softmax([[0.0, 0.0], [0.0, float("-inf")]])
     array([[0.5, 0.5],
            [1. , 0. ]])
+
+    float16 stays float16: the float32 result, rounded once
+
+    >>> attnpy.softmax(np.array([1.0, 2.0, 3.0], np.float16))
+    array([0.09  , 0.2448, 0.665 ], dtype=float16)
     """
-    x = _core.as_real(x, "softmax", "x")
+    x = _core.as_array16(x, "softmax", "x")
     return _core.softmax(x, axis=_axis(axis, x.ndim, "softmax"), out=out,
                          fname="softmax")
 
@@ -78,8 +87,11 @@ def softmax_backward(dy: ArrayLike, y: ArrayLike, axis: int = -1, *,
         The axis the softmax normalised along (default: the last).
     out : ndarray, optional
         Where to write the result: exactly ``y``'s shape and the result
-        dtype (float32 when both inputs are float32 or float16, else
-        float64), any strides. ``out=dy`` or ``out=y`` computes in place.
+        dtype (NumPy's result type of dy and y: float16 for two float16
+        inputs, float32 for float16 with float32 or with bfloat16; bool
+        and integers count as float64) or a wider float, any strides.
+        ``out=dy`` or ``out=y`` computes in place. 16-bit inputs are read
+        in 16 bits and a 16-bit result is the float32 result rounded once.
 
     Returns
     -------
@@ -99,8 +111,8 @@ def softmax_backward(dy: ArrayLike, y: ArrayLike, axis: int = -1, *,
     >>> abs(float(dx.sum())) < 1e-15
     True
     """
-    dy = _core.as_real(dy, "softmax_backward", "dy")
-    y = _core.as_real(y, "softmax_backward", "y")
+    dy = _core.as_array16(dy, "softmax_backward", "dy")
+    y = _core.as_array16(y, "softmax_backward", "y")
     axis = _axis(axis, y.ndim, "softmax_backward")
     return _core.softmax_backward(dy, y, axis=axis, out=out,
                                   fname="softmax_backward")

@@ -8,6 +8,15 @@ over memory: mean, variance and normalisation of a row (with the residual
 added on the way), bias + activation. Row sums of the backward passes
 (dweight, dbias) are reduced in a fixed order: the same bits for any
 number of threads.
+
+float16 and bfloat16 (``ml_dtypes.bfloat16``) operands are read in 16 bits
+by the C kernels, one row at a time (never a whole-array copy), computed
+exactly as the float32 call computes on the same values, and a 16-bit
+result is that float32 result rounded once to nearest even. The result
+dtype is NumPy's result type of the operands (float16 + float16 ->
+float16, float16 + float32 -> float32, float16 + bfloat16 -> float32);
+``out=`` may also be a wider float; a gradient comes back in the dtype of
+the operand it belongs to when that operand is 16-bit.
 """
 from __future__ import annotations
 
@@ -18,7 +27,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import _core
-from ._validate import real as _real
+from ._validate import is_16bit as _is16, real as _real
+from ._validate import result_dtype as _result_dtype
 from ._types import Activation, Approximate, Array, ArrayLike
 
 __all__ = ["layer_norm", "layer_norm_backward", "gelu", "gelu_backward",
@@ -72,7 +82,9 @@ def layer_norm(x: ArrayLike, eps: float = 1e-6, *,
     ----------
     x : array_like, shape (..., n)
         Real input; float32 and float64 are computed in their own precision
-        (the result dtype follows NumPy's promotion of x, weight, bias).
+        (the result dtype follows NumPy's promotion of x, weight, bias);
+        float16 and bfloat16 are read in 16 bits, a 16-bit result rounded
+        once from the float32 computation.
     eps : float, optional
         Added to the standard deviation (default 1e-6, the tutorial's) or,
         with `eps_in_sqrt`, to the variance.
@@ -143,7 +155,8 @@ def layer_norm_backward(dy: ArrayLike, x: ArrayLike, eps: float = 1e-6, *,
     dx : ndarray, shape (..., n)
     dweight, dbias : ndarray, shape (n,)
         The gradients for weight and bias (as if weight were ones when it
-        is None).
+        is None). dx has x's dtype and dweight weight's when those are
+        16-bit (the float32 gradient rounded once), else the result dtype.
 
     Examples
     --------
@@ -184,7 +197,8 @@ def gelu(x: ArrayLike, *, approximate: Approximate = "none",
     Returns
     -------
     ndarray
-        x's shape; float32 stays float32, the rest is float64.
+        x's shape; float32, float16 and bfloat16 keep their dtype (16-bit:
+        the float32 result rounded once), the rest is float64.
 
     Examples
     --------
@@ -238,16 +252,26 @@ def gelu_backward(dy: ArrayLike, x: ArrayLike, *,
 # feed-forward network
 # ---------------------------------------------------------------------------
 
+def _own(g, a):
+    """Gradient g of operand a: in a's dtype when that is 16-bit (the
+    float32 gradient rounded once), else as computed."""
+    return g if g is None or not _is16(a.dtype) else g.astype(a.dtype)
+
+
 def _ffn_operands(fname, x, W1, b1, W2, b2, dy=None):
-    """The operands as arrays of one compute dtype, shapes checked."""
+    """The operands, shapes checked, and the result dtype: the matrix
+    products' operands in the compute dtype (float32 for 16-bit data:
+    NumPy's BLAS has no 16-bit GEMM), the biases as given when 16-bit
+    (the C kernels read them in 16 bits), the rest in the compute dtype."""
     names = ("x", "W1", "b1", "W2", "b2", "dy")
-    raw = [None if a is None else _core.as_real(a, fname, n)
+    raw = [None if a is None else _core.as_array16(a, fname, n)
            for a, n in zip((x, W1, b1, W2, b2, dy), names)]
-    dt = np.result_type(*(a for a in raw if a is not None))
-    dt = np.dtype(np.float32 if dt in (np.float16, np.float32)
-                  else np.float64)
-    x, W1, b1, W2, b2, dy = (None if a is None else a.astype(dt, copy=False)
-                             for a in raw)
+    rd = _result_dtype(*(None if a is None else a.dtype for a in raw))
+    dt = np.dtype(np.float64 if rd == np.float64 else np.float32)
+    x, W1, b1, W2, b2, dy = (
+        None if a is None else a if k in (2, 4) and _is16(a.dtype)
+        else a.astype(dt, copy=False)
+        for k, a in enumerate(raw))
     if x.ndim < 1:
         raise ValueError(f"{fname}: x must have at least 1 dimension "
                          f"(..., d_model), got shape {x.shape}")
@@ -266,7 +290,7 @@ def _ffn_operands(fname, x, W1, b1, W2, b2, dy=None):
     if dy is not None and dy.shape != x.shape[:-1] + (W2.shape[1],):
         raise ValueError(f"{fname}: dy must have the output's shape "
                          f"{x.shape[:-1] + (W2.shape[1],)}, got {dy.shape}")
-    return x, W1, b1, W2, b2, dy
+    return (x, W1, b1, W2, b2, dy), raw, rd
 
 
 def _rows(a):
@@ -294,7 +318,7 @@ def _ffn_grads(dy2, x2, pre, hidden, W1, b1, W2, b2, act, fname):
     dW1 = np.matmul(x2.T, dpre)
     dx2 = np.matmul(dpre, W1.T)
     if db2 is not None:
-        db2 = db2.astype(dy2.dtype)
+        db2 = db2.astype(b2.dtype if _is16(b2.dtype) else dy2.dtype)
     return dx2, dW1, db1, dW2, db2
 
 
@@ -319,7 +343,11 @@ def feed_forward(x: ArrayLike, W1: ArrayLike, b1: ArrayLike | None,
     Returns
     -------
     ndarray, shape (..., d_out)
-        In the result dtype of the operands (float32 if all are float32).
+        In the result dtype of the operands (float32 if all are float32;
+        float16 if all are float16, bfloat16 if all are bfloat16, float32
+        for mixed 16-bit and float32). With 16-bit operands the products
+        run in float32 (NumPy's BLAS), the biases are read in 16 bits by
+        the C kernels, and a 16-bit result is the float32 one rounded once.
 
     See Also
     --------
@@ -339,11 +367,13 @@ def feed_forward(x: ArrayLike, W1: ArrayLike, b1: ArrayLike | None,
     """
     fname = "feed_forward"
     act = _activation(activation, fname)
-    x, W1, b1, W2, b2, _ = _ffn_operands(fname, x, W1, b1, W2, b2)
+    (x, W1, b1, W2, b2, _), _, rd = _ffn_operands(fname, x, W1, b1, W2, b2)
     _, hidden = _ffn_hidden(_rows(x), W1, b1, act, fname, False)
     y = np.matmul(hidden, W2)
     if b2 is not None:
         _core.bias_act(y, b2, "none", y, fname)
+    if _is16(rd):
+        y = y.astype(rd)
     return y.reshape(x.shape[:-1] + (W2.shape[1],))
 
 
@@ -374,6 +404,8 @@ def feed_forward_backward(dy: ArrayLike, x: ArrayLike, W1: ArrayLike,
     Returns
     -------
     dx, dW1, db1, dW2, db2 : ndarray (db1, db2: or None)
+        Each in the compute dtype, or, for a float16 / bfloat16 operand,
+        in that operand's own dtype (its float32 gradient rounded once).
 
     Examples
     --------
@@ -393,12 +425,14 @@ def feed_forward_backward(dy: ArrayLike, x: ArrayLike, W1: ArrayLike,
     """
     fname = "feed_forward_backward"
     act = _activation(activation, fname)
-    x, W1, b1, W2, b2, dy = _ffn_operands(fname, x, W1, b1, W2, b2, dy)
+    ops, raw, _ = _ffn_operands(fname, x, W1, b1, W2, b2, dy)
+    x, W1, b1, W2, b2, dy = ops
     x2 = _rows(x)
     pre, hidden = _ffn_hidden(x2, W1, b1, act, fname, True)
     dx2, dW1, db1, dW2, db2 = _ffn_grads(_rows(dy), x2, pre, hidden, W1, b1,
                                          W2, b2, act, fname)
-    return dx2.reshape(x.shape), dW1, db1, dW2, db2
+    return (_own(dx2.reshape(x.shape), raw[0]), _own(dW1, raw[1]), db1,
+            _own(dW2, raw[3]), db2)
 
 
 # ---------------------------------------------------------------------------
@@ -421,7 +455,9 @@ def rms_norm(x: ArrayLike, eps: float = 1e-6, *,
     ----------
     x : array_like, shape (..., n)
         Real input; float32 and float64 are computed in their own precision
-        (the result dtype follows NumPy's promotion of x and weight).
+        (the result dtype follows NumPy's promotion of x and weight);
+        float16 and bfloat16 are read in 16 bits, a 16-bit result rounded
+        once from the float32 computation.
     eps : float, optional
         Added to the mean of squares (default 1e-6; SmolLM2 and Llama use
         1e-5 or 1e-6, read it from the model's configuration).
@@ -482,6 +518,8 @@ def rms_norm_backward(dy: ArrayLike, x: ArrayLike, eps: float = 1e-6, *,
     dx : ndarray, shape (..., n)
     dweight : ndarray, shape (n,)
         The gradient for weight (as if weight were ones when it is None).
+        dx has x's dtype and dweight weight's when those are 16-bit (the
+        float32 gradient rounded once), else the result dtype.
 
     Examples
     --------
@@ -508,7 +546,8 @@ def silu(x: ArrayLike, *, out: NDArray[np.floating] | None = None
 
     Computed as ``x / (1 + exp(-x))`` in the precision of the dtype (float32
     with ``expf``), as ``torch.nn.functional.silu``: silu(-inf) is NaN
-    there and here.
+    there and here. float16 and bfloat16 keep their dtype: the float32
+    result on the same values, rounded once.
 
     Parameters
     ----------
@@ -590,6 +629,8 @@ def swiglu_backward(dy: ArrayLike, gate: ArrayLike, up: ArrayLike
     Returns
     -------
     dgate, dup : ndarray, the shape of gate
+        In gate's and up's dtype when those are float16 / bfloat16 (the
+        float32 gradients rounded once), else the result dtype.
 
     Examples
     --------

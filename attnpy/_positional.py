@@ -115,7 +115,10 @@ def rotary_embedding(x: ArrayLike, *, offset: int = 0, base: float = 10000.0,
     The pairs are ``(x[..., i], x[..., i + E/2])`` ("rotate half": GPT-NeoX,
     Llama, Mistral) or, with ``interleaved=True``, ``(x[..., 2i],
     x[..., 2i+1])`` (GPT-J, the RoFormer paper). Angles and products are
-    computed in float64, rounded once to the dtype of `x`.
+    computed in float64, rounded once to the dtype of `x`. float16 and
+    bfloat16 (``ml_dtypes.bfloat16``) `x` is read in 16 bits, a row at a
+    time: the result, of x's dtype, is the float32 call's result on the
+    same values rounded once to nearest even.
 
     Parameters
     ----------
@@ -128,11 +131,13 @@ def rotary_embedding(x: ArrayLike, *, offset: int = 0, base: float = 10000.0,
     interleaved : bool
         Which feature pairs rotate together (see above).
     out : ndarray, optional
-        Where to write the result; pass ``out=x`` to rotate in place.
+        Where to write the result (x's shape; the result dtype or a wider
+        float); pass ``out=x`` to rotate in place.
 
     Returns
     -------
-    ndarray of x's shape (float32 for float32/float16 input, else float64)
+    ndarray of x's shape, x's dtype for float16, bfloat16, float32 and
+    float64 input (bool and integers: float64)
 
     Examples
     --------

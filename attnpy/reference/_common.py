@@ -37,6 +37,50 @@ def compute_dtype(*arrays):
     return np.dtype(np.float64)
 
 
+def is_16bit(dtype):
+    """float16, or ml_dtypes.bfloat16 (told by the dtype alone)."""
+    dtype = np.dtype(dtype)
+    return dtype == np.float16 or (dtype.kind == "V" and dtype.itemsize == 2
+                                   and dtype.type.__name__ == "bfloat16")
+
+
+def result_dtype(*arrays):
+    """The result dtype of the functions that keep 16-bit data (softmax,
+    rotary_embedding, merge_attention's out, the layer functions).
+
+    float16 if every input is float16, bfloat16 if every input is
+    bfloat16, float32 if every input is float32 or 16-bit (float16 with
+    bfloat16 too: NumPy cannot promote that pair), float64 otherwise
+    (bool and integers count as float64). A 16-bit result is computed in
+    float32 by attnpy and in float64 by these twins, then rounded once.
+
+    >>> result_dtype(np.zeros(2, np.float16), np.zeros(2, np.float16))
+    dtype('float16')
+    >>> result_dtype(np.zeros(2, np.float16), np.zeros(2, np.float32))
+    dtype('float32')
+    """
+    dts = [np.asarray(a).dtype for a in arrays]
+    for dt in dts:
+        if not is_16bit(dt):
+            _check_real("input", dt)
+    dts = [d.newbyteorder("=") for d in dts]   # byte order aside
+    if dts and is_16bit(dts[0]) and all(d == dts[0] for d in dts):
+        return dts[0]
+    if all(d == np.float32 or is_16bit(d) for d in dts):
+        return np.dtype(np.float32)
+    return np.dtype(np.float64)
+
+
+def grad_dtype(a, dtype):
+    """The dtype of the gradient for input `a` of a call whose result dtype
+    is `dtype`: a's own dtype when a is 16-bit and the call computes in
+    float32, else `dtype`."""
+    own = np.asarray(a).dtype
+    if is_16bit(own) and (dtype == np.float32 or is_16bit(dtype)):
+        return own
+    return dtype
+
+
 def _as_compute(a, dtype):
     """`a` as an array of the compute dtype (a copy only when needed)."""
     return np.asarray(a).astype(dtype, copy=False)

@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from ._common import (FULLY_MASKED_POLICIES, _as_compute, _check_real, _quiet,
-                      _store, compute_dtype)
+                      _store, compute_dtype, result_dtype)
 from .elementwise import (softmax)
 
 
@@ -501,7 +501,10 @@ def merge_attention(outs, lses):
     if len(outs) != len(lses) or not outs:
         raise ValueError(f"merge_attention: need as many lses as outs, at "
                          f"least one (got {len(outs)} outs, {len(lses)} lses)")
-    dtype = compute_dtype(*outs, *lses)
+    # lse in the compute dtype; out keeps the outs' 16-bit dtype
+    dtype = np.dtype(np.float64 if result_dtype(*outs, *lses) == np.float64
+                     else np.float32)
+    odt = result_dtype(*outs) if dtype == np.float32 else dtype
     o = np.stack(np.broadcast_arrays(*(a.astype(np.float64) for a in outs)))
     l = np.stack(np.broadcast_arrays(*(a.astype(np.float64) for a in lses)))
     with _quiet():                                        # l: (K, ..., L)
@@ -514,4 +517,4 @@ def merge_attention(outs, lses):
         out = np.sum(np.where(w != 0, w * o, 0.0), axis=0)
     out = np.where((M == -np.inf)[..., None], 0.0, out)
     lse = np.broadcast_to(lse, out.shape[:-1])
-    return out.astype(dtype), lse.astype(dtype)
+    return out.astype(odt), lse.astype(dtype)

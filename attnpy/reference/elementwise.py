@@ -1,7 +1,8 @@
 """Twins of the element-wise family: softmax and its gradients, heads."""
 import numpy as np
 
-from ._common import (_as_compute, _quiet, _store, compute_dtype)
+from ._common import (_as_compute, _quiet, _store, compute_dtype,
+                      result_dtype)
 
 
 # ---------------------------------------------------------------------------
@@ -13,24 +14,26 @@ def softmax(x, axis=-1, *, out=None):
 
     Exactly NumPy's arithmetic, NaN and inf included: a row holding a NaN
     or a +inf, or a row that is all -inf, comes out all NaN.
-    float16 -> float32, bool/int -> float64. `out` may be `x` (in place).
+    float16 and bfloat16: computed in float32, rounded once to x's dtype;
+    bool/int -> float64. `out` may be `x` (in place).
 
     >>> softmax(np.array([0.0, np.log(3.0)]))
     array([0.25, 0.75])
     """
     x = np.asarray(x)
-    dtype = compute_dtype(x)
+    rd = result_dtype(x)
+    dtype = np.dtype(np.float64 if rd == np.float64 else np.float32)
     x = _as_compute(x, dtype)
     if x.ndim == 0:
         raise ValueError("softmax: x must have at least one dimension")
     if x.shape[axis] == 0:                     # nothing to normalise
-        return _store(x.copy(), out, "softmax", "out")
+        return _store(x.astype(rd), out, "softmax", "out")
     # -inf - (-inf) and inf - inf are NaN, as in NumPy; do not warn about it.
     with _quiet():
         m = np.max(x, axis=axis, keepdims=True)
         e = np.exp(x - m)
         result = e / np.sum(e, axis=axis, keepdims=True)
-    return _store(result, out, "softmax", "out")
+    return _store(result.astype(rd, copy=False), out, "softmax", "out")
 
 
 def _same_shape(dy, y, func):
@@ -51,12 +54,14 @@ def softmax_backward(dy, y, axis=-1, *, out=None):
     """
     dy, y = np.asarray(dy), np.asarray(y)
     _same_shape(dy, y, "softmax_backward")
-    dtype = compute_dtype(dy, y)
+    rd = result_dtype(dy, y)
+    dtype = np.dtype(np.float64 if rd == np.float64 else np.float32)
     dy, y = _as_compute(dy, dtype), _as_compute(y, dtype)
     with _quiet():
         s = np.sum(dy.astype(np.float64) * y, axis=axis, keepdims=True)
         result = y * (dy - s.astype(dtype))
-    return _store(result, out, "softmax_backward", "out")
+    return _store(result.astype(rd, copy=False), out, "softmax_backward",
+                  "out")
 
 
 def softmax_jacobian(y, axis=-1):

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from ._common import (_quiet, _store, compute_dtype)
+from ._common import (_quiet, _store, grad_dtype, result_dtype)
 from .elementwise import (combine_heads, softmax_backward, split_heads)
 from .attention import (attention, scaled_dot_product_attention)
 
@@ -159,7 +159,7 @@ def layer_norm(x, eps=1e-6, *, weight=None, bias=None, eps_in_sqrt=False,
     >>> layer_norm(np.array([1.0, 2.0, 3.0]), eps=0.0).round(4)
     array([-1.2247,  0.    ,  1.2247])
     """
-    dtype = compute_dtype(*(a for a in (x, weight, bias) if a is not None))
+    dtype = result_dtype(*(a for a in (x, weight, bias) if a is not None))
     x64 = np.asarray(x, dtype=np.float64)
     n = x64.shape[-1]
     with _quiet():                     # NaN/inf rows; n == 0: empty anyway
@@ -184,7 +184,7 @@ def layer_norm_backward(dy, x, eps=1e-6, *, weight=None, eps_in_sqrt=False):
     1 / sqrt(var + eps)); dweight and dbias sum over every row. Where
     std == 0 the tutorial form's d(std) is taken as 0 (as PyTorch does).
     """
-    dtype = compute_dtype(*(a for a in (dy, x, weight) if a is not None))
+    dtype = result_dtype(*(a for a in (dy, x, weight) if a is not None))
     x64 = np.asarray(x, dtype=np.float64)
     dy64 = np.asarray(dy, dtype=np.float64)
     n = x64.shape[-1]
@@ -208,7 +208,9 @@ def layer_norm_backward(dy, x, eps=1e-6, *, weight=None, eps_in_sqrt=False):
     lead = tuple(range(x64.ndim - 1))
     dweight = (dy64 * xhat).sum(axis=lead)
     dbias = dy64.sum(axis=lead)
-    return dx.astype(dtype), dweight.astype(dtype), dbias.astype(dtype)
+    wd = dtype if weight is None else grad_dtype(weight, dtype)
+    return (dx.astype(grad_dtype(x, dtype)), dweight.astype(wd),
+            dbias.astype(dtype))
 
 
 def _gelu64(h, approximate):
@@ -242,7 +244,7 @@ def gelu(x, *, approximate="none", out=None):
     array([-0.1587,  0.    ,  0.8413])
     """
     _check_approximate(approximate, "gelu")
-    dtype = compute_dtype(x)
+    dtype = result_dtype(x)
     with _quiet():                     # gelu(-inf) = -inf * 0 = NaN
         y = _gelu64(np.asarray(x, dtype=np.float64), approximate)
     return _store(y.astype(dtype), out, "gelu", "out")
@@ -251,7 +253,8 @@ def gelu(x, *, approximate="none", out=None):
 def gelu_backward(dy, x, *, approximate="none"):
     """d gelu(x) / dx times dy."""
     _check_approximate(approximate, "gelu_backward")
-    dtype = compute_dtype(dy, x)
+    dtype = result_dtype(dy, x)
+    dtype = grad_dtype(x, dtype)
     with _quiet():
         d = _dgelu64(np.asarray(x, dtype=np.float64), approximate)
         return (np.asarray(dy, dtype=np.float64) * d).astype(dtype)
@@ -280,7 +283,7 @@ def feed_forward(x, W1, b1, W2, b2, *, activation="relu"):
     rounded to the compute dtype). b1, b2 may be None (no bias)."""
     _ffn_check(activation, "feed_forward")
     ops = [a for a in (x, W1, b1, W2, b2) if a is not None]
-    dtype = compute_dtype(*ops)
+    dtype = result_dtype(*ops)
     f = lambda a: 0.0 if a is None else np.asarray(a, np.float64)  # noqa
     hidden = _act64(f(x) @ f(W1) + f(b1), activation)
     return (hidden @ f(W2) + f(b2)).astype(dtype)
@@ -291,7 +294,7 @@ def feed_forward_backward(dy, x, W1, b1, W2, b2, *, activation="relu"):
     rounded; db1/db2 are None when b1/b2 are)."""
     _ffn_check(activation, "feed_forward_backward")
     ops = [a for a in (dy, x, W1, b1, W2, b2) if a is not None]
-    dtype = compute_dtype(*ops)
+    dtype = result_dtype(*ops)
     f = lambda a: 0.0 if a is None else np.asarray(a, np.float64)  # noqa
     x2 = f(x).reshape(-1, np.shape(x)[-1])
     dy2 = f(dy).reshape(-1, np.shape(dy)[-1])
@@ -301,7 +304,8 @@ def feed_forward_backward(dy, x, W1, b1, W2, b2, *, activation="relu"):
     dx = (dpre @ f(W1).T).reshape(np.shape(x))
     grads = (dx, x2.T @ dpre, None if b1 is None else dpre.sum(axis=0),
              hidden.T @ dy2, None if b2 is None else dy2.sum(axis=0))
-    return tuple(None if g is None else g.astype(dtype) for g in grads)
+    return tuple(None if g is None else g.astype(grad_dtype(a, dtype))
+                 for g, a in zip(grads, (x, W1, b1, W2, b2)))
 
 
 def transformer_encoder_layer(x, p, num_heads, mask=None, *, causal=False,

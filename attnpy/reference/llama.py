@@ -2,7 +2,7 @@
 SwiGLU gate, with their backward passes (float64 inside)."""
 import numpy as np
 
-from ._common import (_quiet, _store, compute_dtype)
+from ._common import (_quiet, _store, grad_dtype, result_dtype)
 
 
 def rms_norm(x, eps=1e-6, *, weight=None, out=None):
@@ -15,7 +15,7 @@ def rms_norm(x, eps=1e-6, *, weight=None, out=None):
     >>> rms_norm(np.array([3.0, 4.0]), eps=0.0).round(4)
     array([0.8485, 1.1314])
     """
-    dtype = compute_dtype(*(a for a in (x, weight) if a is not None))
+    dtype = result_dtype(*(a for a in (x, weight) if a is not None))
     x64 = np.asarray(x, dtype=np.float64)
     with _quiet():                     # NaN/inf rows; n == 0: empty anyway
         ms = (x64 * x64).sum(axis=-1, keepdims=True) / x64.shape[-1]
@@ -32,7 +32,7 @@ def rms_norm_backward(dy, x, eps=1e-6, *, weight=None):
     dxhat = dy w; dx = dxhat r + x dr/dx summed over the row, where
     dr/dx_i = -r^3 x_i / n.
     """
-    dtype = compute_dtype(*(a for a in (dy, x, weight) if a is not None))
+    dtype = result_dtype(*(a for a in (dy, x, weight) if a is not None))
     x64 = np.asarray(x, dtype=np.float64)
     dy64 = np.asarray(dy, dtype=np.float64)
     n = x64.shape[-1]
@@ -43,7 +43,8 @@ def rms_norm_backward(dy, x, eps=1e-6, *, weight=None):
         dr = (dxhat * x64).sum(axis=-1, keepdims=True)    # through r
         dx = dxhat * r + dr * (-(r ** 3) * x64 / n)
         dweight = (dy64 * x64 * r).sum(axis=tuple(range(x64.ndim - 1)))
-    return dx.astype(dtype), dweight.astype(dtype)
+    wd = dtype if weight is None else grad_dtype(weight, dtype)
+    return dx.astype(grad_dtype(x, dtype)), dweight.astype(wd)
 
 
 def silu(x, *, out=None):
@@ -52,7 +53,7 @@ def silu(x, *, out=None):
     >>> silu(np.array([-2.0, 0.0, 1.0])).round(4)
     array([-0.2384,  0.    ,  0.7311])
     """
-    dtype = compute_dtype(x)
+    dtype = result_dtype(x)
     x64 = np.asarray(x, dtype=np.float64)
     with _quiet():                     # silu(-inf) = -inf / inf = NaN
         y = x64 / (1.0 + np.exp(-x64))
@@ -65,7 +66,7 @@ def swiglu(gate, up, *, out=None):
     >>> swiglu(np.array([1.0]), np.array([2.0])).round(4)
     array([1.4621])
     """
-    dtype = compute_dtype(gate, up)
+    dtype = result_dtype(gate, up)
     g = np.asarray(gate, dtype=np.float64)
     if g.shape != np.shape(up):
         raise ValueError(f"swiglu: up must have the shape of gate "
@@ -78,11 +79,12 @@ def swiglu(gate, up, *, out=None):
 def swiglu_backward(dy, gate, up):
     """Gradients of swiglu: (dgate, dup), s = sigmoid(gate):
     dgate = dy up s (1 + gate (1 - s)), dup = dy silu(gate)."""
-    dtype = compute_dtype(dy, gate, up)
+    dtype = result_dtype(dy, gate, up)
     g = np.asarray(gate, dtype=np.float64)
     d = np.asarray(dy, dtype=np.float64)
     with _quiet():
         s = 1.0 / (1.0 + np.exp(-g))
         dgate = d * np.asarray(up, dtype=np.float64) * s * (1 + g * (1 - s))
         dup = d * g * s
-    return dgate.astype(dtype), dup.astype(dtype)
+    return (dgate.astype(grad_dtype(gate, dtype)),
+            dup.astype(grad_dtype(up, dtype)))

@@ -1,7 +1,7 @@
 """Twins of the positional family: sinusoidal encodings, rotary embedding."""
 import numpy as np
 
-from ._common import (_quiet, _store, compute_dtype)
+from ._common import (_quiet, _store, result_dtype)
 
 
 # ---------------------------------------------------------------------------
@@ -82,7 +82,7 @@ def rotary_embedding(x, *, offset=0, base=10000.0, interleaved=False,
            [0.5403, 0.8415]])
     """
     x = np.asarray(x)
-    dtype = compute_dtype(x)
+    dtype = result_dtype(x)
     if x.ndim < 2:
         raise ValueError(f"rotary_embedding: x must be (..., T, E), got "
                          f"shape {x.shape}")

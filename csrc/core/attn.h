@@ -286,16 +286,34 @@ int attn_set_isa(const char *name);
 
 /* ---- small kernels ------------------------------------------------------ */
 
+/* 16-bit operands of the row kernels (attn_softmax, attn_softmax_backward,
+ * attn_rope, attn_merge, attn_layer_norm and its backward, attn_bias_act
+ * and its backward, attn_rms_norm and its backward, attn_swiglu and its
+ * backward): any operand, input or output, row or vector, may have store
+ * ATTN_ST_F16 or ATTN_ST_BF16 when dtype is ATTN_F32 (each independently;
+ * the others float). Such an input is widened exactly, one row at a time,
+ * into a float scratch row of the calling thread (never the whole array);
+ * the float32 code runs unchanged on it, so every sum is the float32
+ * call's (in double where that call sums in double); a 16-bit output is
+ * that float32 result rounded once to nearest even (half.h). Hence the
+ * bits: a call with 16-bit operands equals the float32 call on the widened
+ * inputs with each 16-bit output rounded from its float result. In place
+ * works as before (a 16-bit output may be the memory of a 16-bit input of
+ * the same layout). A 16-bit operand in an ATTN_F64 call, an unknown
+ * store, or a 16-bit operand of attn_softmax_jacobian, attn_posenc or
+ * attn_copy2d: ATTN_EINVAL.                                               */
+
 /* softmax over rows: row r, element j at in.data + in.boff[r] + j*in.s1
  * (s0 unused). out may be the same memory as in (in place). NaN and +-inf
- * propagate exactly as exp(x - max(x)) / sum(exp(x - max(x))) in NumPy.    */
+ * propagate exactly as exp(x - max(x)) / sum(exp(x - max(x))) in NumPy.
+ * in, out: float, float16 or bfloat16 in an ATTN_F32 call (see above).    */
 attn_status attn_softmax(attn_dtype dtype, attn_mat out, attn_mat in,
                          size_t nrows, size_t n);
 
 /* softmax backward over rows (y = softmax(x) along the row):
  *   dx_j = y_j * (dy_j - sum_k dy_k * y_k)     (the sum in double)
  * s0 unused, as attn_softmax. dx may be exactly dy or exactly y (same
- * memory and strides); no other overlap.                                   */
+ * memory and strides); no other overlap. 16-bit dx, dy, y: see above.     */
 attn_status attn_softmax_backward(attn_dtype dtype, attn_mat dx, attn_mat dy,
                                   attn_mat y, size_t nrows, size_t n);
 
@@ -326,7 +344,8 @@ int attn_available_cpus(void);
  *   (out_a, out_b) = (x_a cos - x_b sin, x_b cos + x_a sin), x = in(b, t, :)
  * with (a, b) = (2i, 2i+1) when interleaved (GPT-J), else (i, i + E/2)
  * (rotate-half: GPT-NeoX, Llama). out may be in (same strides: in place).
- * E odd: ATTN_EINVAL.                                                      */
+ * E odd: ATTN_EINVAL. 16-bit in / out (ATTN_F32): the rotation of the
+ * widened row in double, rounded to float, then once to 16 bits.           */
 attn_status attn_rope(attn_dtype dtype, attn_mat out, attn_mat in, size_t B,
                       size_t T, size_t E, double offset, double base,
                       int interleaved);
@@ -336,7 +355,10 @@ attn_status attn_rope(attn_dtype dtype, attn_mat out, attn_mat in, size_t B,
  *   M = max_k lse_k,  e_k = exp(lse_k - M),  lse = M + log(sum_k e_k),
  *   out(b, i, :) = sum over k with e_k != 0 of (e_k / sum e) out_k(b, i, :)
  * in double, k in order. A row whose every lse_k is -inf (K == 0 too) gets
- * out 0 and lse -inf. lse.data may be NULL (not wanted).                  */
+ * out 0 and lse -inf. lse.data may be NULL (not wanted). Any of out, lse,
+ * outs[k], lses[k] may be 16-bit in an ATTN_F32 call: an lse_k is widened,
+ * an out_k row widened into scratch, a 16-bit out / lse is the float
+ * result rounded once.                                                    */
 attn_status attn_merge(attn_dtype dtype, size_t K, size_t B, size_t L,
                        size_t Ev, attn_mat out, attn_mat lse,
                        const attn_mat *outs, const attn_mat *lses);
@@ -351,7 +373,10 @@ attn_status attn_merge(attn_dtype dtype, size_t K, size_t B, size_t L,
  * over ex->nthreads threads in chunks fixed by (nrows, n) alone, and every
  * sum over rows (dweight, dbias) is reduced in chunk order, in double: the
  * results are the same bits for any thread count. ex may be NULL (one
- * thread). Sums over a row are in double, in 8 interleaved partial sums.  */
+ * thread). Sums over a row are in double, in 8 interleaved partial sums.
+ * 16-bit operands (ATTN_F32 calls; the weight, bias, shift vectors and the
+ * dweight, dbias outputs included): see "16-bit operands" above; the
+ * column sums dweight / dbias are the float32 call's, rounded once.      */
 
 /* Layer normalisation of s = x [+ res] [+ shift] (s rounded to the dtype):
  *   mean = sum_j s_j / n,   var = sum_j (s_j - mean)^2 / n

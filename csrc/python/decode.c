@@ -38,23 +38,18 @@ static int merge_inputs(merge_call *c, PyObject *lo, PyObject *ll,
                                   : PyList_GET_ITEM(ll, i - c->K);
         PyOS_snprintf(name, sizeof name, "%s[%zd]", i < c->K ? "outs" : "lses",
                  i < c->K ? i : i - c->K);
-        if (!(c->raw[i] = as_real_array(item, fname, name)))
+        if (!(c->raw[i] = as_array16(item, fname, name)))
             return -1;
     }
-    PyArray_Descr *rt = PyArray_ResultType((npy_intp)(2 * c->K), c->raw, 0,
-                                           NULL);
+    /* 16-bit partials are read in 16 bits (a float32 call) */
+    PyArray_Descr *rt = result_descr((int)(2 * c->K), c->raw);
     if (!rt)
         return -1;
-    int typenum = compute_type_of(rt);
+    int typenum = compute_type16(rt);
     Py_DECREF(rt);
-    if (typenum < 0) {
-        PyErr_Format(PyExc_TypeError, "%s: outs and lses have no common real "
-                     "dtype", fname);
-        return -1;
-    }
     for (Py_ssize_t i = 0; i < 2 * c->K; i++)
-        if (!(c->arr[i] = as_type(c->raw[i], typenum, fname,
-                                  i < c->K ? "outs" : "lses")))
+        if (!(c->arr[i] = as_storage(c->raw[i], typenum, fname,
+                                     i < c->K ? "outs" : "lses")))
             return -1;
     return typenum;
 }
@@ -110,7 +105,16 @@ static PyObject *core_merge(PyObject *Py_UNUSED(mod), PyObject *const *argv,
             goto fail;
         }
     }
-    if (!(c.arr[c.n - 2] = new_result(nd, dims, typenum, fname, "out")) ||
+    /* out: the outs' result dtype (16-bit kept in a float32 call); lse:
+     * the compute type (float32 for 16-bit results)                     */
+    PyArray_Descr *od = typenum == NPY_FLOAT
+                            ? result_descr((int)c.K, c.arr)
+                            : PyArray_DescrFromType(typenum);
+    if (!od)
+        goto fail;
+    c.arr[c.n - 2] = new_result_descr(nd, dims, od, fname, "out");
+    Py_DECREF(od);
+    if (!c.arr[c.n - 2] ||
         !(c.arr[c.n - 1] = new_result(nd - 1, dims, typenum, fname, "lse")))
         goto fail;
     size_t B = 1;

@@ -1,7 +1,10 @@
 /*
  * python/elementwise.c -- bindings of the element-wise family: softmax,
  * softmax_backward, softmax_jacobian, and combine_heads (a batched
- * strided copy).
+ * strided copy). softmax and softmax_backward take float16 / bfloat16
+ * data as it is (args.h, "16-bit storage"): the result dtype is NumPy's
+ * result type of the inputs, the core reads 16-bit operands in 16 bits
+ * under a float32 call and rounds a 16-bit result once.
  */
 #include "args.h"
 
@@ -68,6 +71,39 @@ static int unary_input(ap_unary *u, PyObject *x, PyObject *axis_obj,
     return (u->x = as_type(u->raw, u->typenum, fname, arg)) ? 0 : -1;
 }
 
+/* a and b are the same view: same memory, shape and strides */
+static int same_view(PyArrayObject *a, PyArrayObject *b)
+{
+    int same = PyArray_DATA(a) == PyArray_DATA(b) &&
+               PyArray_NDIM(a) == PyArray_NDIM(b);
+    for (int d = 0; same && d < PyArray_NDIM(a); d++)
+        same = PyArray_DIM(a, d) == PyArray_DIM(b, d) &&
+               PyArray_STRIDE(a, d) == PyArray_STRIDE(b, d);
+    return same;
+}
+
+/* u->dst for a call with result dtype rd (16-bit allowed): a new array,
+ * or out= (rd or a wider float), used directly when the kernel can write
+ * it and it is exactly one of ins[0..n) where `same` says so (in place),
+ * else through a temporary                                              */
+static int dest16(ap_unary *u, PyObject *out, PyArray_Descr *rd,
+                  const char *fname, PyArrayObject *const *ins,
+                  const int *inplace_ok, int n)
+{
+    int nd = PyArray_NDIM(ins[0]);
+    const npy_intp *dims = PyArray_DIMS(ins[0]);
+    if (out == Py_None)
+        return (u->dst = new_result_descr(nd, dims, rd, fname,
+                                          "the result")) ? 0 : -1;
+    if (!(u->user = check_out_wide(out, fname, "out", nd, dims, rd)))
+        return -1;
+    PyArrayObject *chk[2];
+    for (int i = 0; i < n; i++)
+        chk[i] = inplace_ok[i] && same_view(u->user, ins[i]) ? NULL : ins[i];
+    return (u->dst = dest_for_call(u->user, chk, n, u->typenum,
+                                   &u->is_tmp)) ? 0 : -1;
+}
+
 /* ------------------------------------------------------------------------ */
 /* softmax(x, axis, out, fname): axis already normalised by the caller       */
 /* ------------------------------------------------------------------------ */
@@ -82,19 +118,29 @@ static PyObject *core_softmax(PyObject *Py_UNUSED(mod), PyObject *const *argv,
     if (!fname)
         return NULL;
     int axis;
-    if (unary_input(&u, args[0], args[1], fname, "x", &axis) < 0)
+    PyArray_Descr *rd = NULL;
+    if (!(u.raw = as_array16(args[0], fname, "x")) ||
+        check_axis(args[1], PyArray_NDIM(u.raw), fname, &axis) < 0 ||
+        !(rd = result_descr(1, &u.raw)))
+        goto fail;
+    u.typenum = compute_type16(rd);
+    const int inplace_ok = 1;
+    int bad = !(u.x = as_storage(u.raw, u.typenum, fname, "x")) ||
+              dest16(&u, args[2], rd, fname, &u.x, &inplace_ok, 1) < 0;
+    Py_DECREF(rd);
+    if (bad)
         goto fail;
     int nd = PyArray_NDIM(u.x);
-    if (ap_unary_dest(&u, args[2], fname, nd, PyArray_DIMS(u.x), 1) < 0)
-        goto fail;
     ptrdiff_t st[2][NPY_MAXDIMS];
     size_t nrows;
     if (ensure_elem_strides(&u.x, st[0]) < 0 || elem_strides(u.dst, st[1]) < 0 ||
         row_offsets(nd, PyArray_DIMS(u.x), axis, 2, st, &nrows, &u.offs) < 0)
         goto fail;
     if (u.offs) {
-        attn_mat mi = {PyArray_DATA(u.x), u.offs, 0, st[0][axis], ATTN_ST_NATIVE};
-        attn_mat mo = {PyArray_DATA(u.dst), u.offs + nrows, 0, st[1][axis], ATTN_ST_NATIVE};
+        attn_mat mi = {PyArray_DATA(u.x), u.offs, 0, st[0][axis],
+                       store_of(u.x)};
+        attn_mat mo = {PyArray_DATA(u.dst), u.offs + nrows, 0, st[1][axis],
+                       store_of(u.dst)};
         attn_status st_;
         AP_RUN_NOGIL(st_, attn_softmax(dtype_of(u.typenum), mo, mi, nrows,
                                        (size_t)PyArray_DIM(u.x, axis)));
@@ -104,17 +150,6 @@ static PyObject *core_softmax(PyObject *Py_UNUSED(mod), PyObject *const *argv,
     ok = 1;
 fail:
     return ap_unary_finish(&u, ok);
-}
-
-/* a and b are the same view: same memory, shape and strides */
-static int same_view(PyArrayObject *a, PyArrayObject *b)
-{
-    int same = PyArray_DATA(a) == PyArray_DATA(b) &&
-               PyArray_NDIM(a) == PyArray_NDIM(b);
-    for (int d = 0; same && d < PyArray_NDIM(a); d++)
-        same = PyArray_DIM(a, d) == PyArray_DIM(b, d) &&
-               PyArray_STRIDE(a, d) == PyArray_STRIDE(b, d);
-    return same;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -134,8 +169,8 @@ static PyObject *core_softmax_backward(PyObject *Py_UNUSED(mod),
     if (!fname)
         return NULL;
     int axis;
-    if (!(graw = as_real_array(args[0], fname, "dy")) ||
-        !(u.raw = as_real_array(args[1], fname, "y")))
+    if (!(graw = as_array16(args[0], fname, "dy")) ||
+        !(u.raw = as_array16(args[1], fname, "y")))
         goto fail;
     int nd = PyArray_NDIM(u.raw);
     if (!PyArray_SAMESHAPE(graw, u.raw)) {
@@ -147,28 +182,21 @@ static PyObject *core_softmax_backward(PyObject *Py_UNUSED(mod),
     }
     if (check_axis(args[2], nd, fname, &axis) < 0)
         goto fail;
-    PyArray_Descr *pd = PyArray_PromoteTypes(PyArray_DESCR(graw),
-                                             PyArray_DESCR(u.raw));
-    if (!pd)
+    PyArrayObject *both[2] = {graw, u.raw};
+    PyArray_Descr *rd = result_descr(2, both);
+    if (!rd)
         goto fail;
-    u.typenum = compute_type_of(pd);
-    Py_DECREF(pd);
-    if (!(u.x = as_type(u.raw, u.typenum, fname, "y")) ||
-        !(g = as_type(graw, u.typenum, fname, "dy")))
-        goto fail;
-    if (args[3] == Py_None) {
-        if (!(u.dst = new_result(nd, PyArray_DIMS(u.x), u.typenum, fname,
-                                 "the result")))
-            goto fail;
-    } else {
-        if (!(u.user = check_out(args[3], fname, "out", nd, PyArray_DIMS(u.x),
-                                 u.typenum)))
-            goto fail;
-        PyArrayObject *ins[2] = {same_view(u.user, u.x) ? NULL : u.x,
-                                 same_view(u.user, g) ? NULL : g};
-        if (!(u.dst = dest_for(u.user, ins, 2, &u.is_tmp)))
-            goto fail;
+    u.typenum = compute_type16(rd);
+    int bad = !(u.x = as_storage(u.raw, u.typenum, fname, "y")) ||
+              !(g = as_storage(graw, u.typenum, fname, "dy"));
+    if (!bad) { /* out may be exactly y or exactly dy */
+        PyArrayObject *ins[2] = {u.x, g};
+        const int inplace_ok[2] = {1, 1};
+        bad = dest16(&u, args[3], rd, fname, ins, inplace_ok, 2) < 0;
     }
+    Py_DECREF(rd);
+    if (bad)
+        goto fail;
     ptrdiff_t st[3][NPY_MAXDIMS];
     size_t nrows;
     if (ensure_elem_strides(&g, st[0]) < 0 ||
@@ -177,10 +205,12 @@ static PyObject *core_softmax_backward(PyObject *Py_UNUSED(mod),
         row_offsets(nd, PyArray_DIMS(u.x), axis, 3, st, &nrows, &u.offs) < 0)
         goto fail;
     if (u.offs) {
-        attn_mat mg = {PyArray_DATA(g), u.offs, 0, st[0][axis], ATTN_ST_NATIVE};
-        attn_mat my = {PyArray_DATA(u.x), u.offs + nrows, 0, st[1][axis], ATTN_ST_NATIVE};
+        attn_mat mg = {PyArray_DATA(g), u.offs, 0, st[0][axis],
+                       store_of(g)};
+        attn_mat my = {PyArray_DATA(u.x), u.offs + nrows, 0, st[1][axis],
+                       store_of(u.x)};
         attn_mat mo = {PyArray_DATA(u.dst), u.offs + 2 * nrows, 0,
-                       st[2][axis], ATTN_ST_NATIVE};
+                       st[2][axis], store_of(u.dst)};
         attn_status s;
         AP_RUN_NOGIL(s, attn_softmax_backward(dtype_of(u.typenum), mo, mg, my,
                                               nrows,

@@ -6,8 +6,13 @@
  * Every function here works on "rows": the last axis of x (n features) is
  * the row, every leading axis is a row index. Operands are either rows of
  * exactly x's shape or vectors of shape (n,) shared by every row
- * (weight, bias, shift). The dtype is NumPy's result type of the inputs,
- * mapped by the dtype rules of docs/user/tour.md (float32 stays float32, the rest float64).
+ * (weight, bias, shift). The result dtype is NumPy's result type of the
+ * inputs (result_descr, args.h): float32 and float64 as they are, the
+ * rest float64, and float16 / bfloat16 data kept: such an operand is
+ * read in 16 bits by the core under a float32 call, and a 16-bit result
+ * is the float32 result rounded once. A gradient takes the dtype of the
+ * input it belongs to when that input is 16-bit (dx of a float16 x is
+ * float16 whatever dy is), else the result dtype.
  */
 #include "args.h"
 
@@ -15,7 +20,8 @@
 
 typedef struct {
     const char *fname;
-    int typenum;
+    int typenum;                 /* the compute type: NPY_FLOAT/DOUBLE     */
+    PyArray_Descr *rd;           /* the result dtype                       */
     int nd;                      /* x's dimensions (>= 1)                  */
     npy_intp dims[NPY_MAXDIMS];  /* x's shape: every row operand's         */
     size_t nrows, n;
@@ -37,6 +43,7 @@ static void lc_free(lcall *c)
         Py_XDECREF(c->user[op]);
     }
     PyMem_RawFree(c->offs);
+    Py_XDECREF(c->rd);
 }
 
 /* an input operand (None: absent); operand 0 is x, whose shape rules   */
@@ -48,7 +55,7 @@ static int lc_input(lcall *c, PyObject *obj, const char *name, int vec)
     c->vec[op] = vec;
     if (obj == Py_None)
         return 0;
-    return (c->raw[op] = as_real_array(obj, c->fname, name)) ? 0 : -1;
+    return (c->raw[op] = as_array16(obj, c->fname, name)) ? 0 : -1;
 }
 
 /* the compute dtype of the inputs, each converted to it, shapes checked */
@@ -59,16 +66,9 @@ static int lc_inputs_done(lcall *c)
     for (int op = 0; op < c->nin; op++)
         if (c->raw[op])
             present[np++] = c->raw[op];
-    PyArray_Descr *rt = PyArray_ResultType(np, present, 0, NULL);
-    if (!rt)
+    if (!(c->rd = result_descr(np, present)))
         return -1;
-    c->typenum = compute_type_of(rt);
-    Py_DECREF(rt);
-    if (c->typenum < 0) {
-        PyErr_Format(PyExc_TypeError, "%s: the inputs have no common real "
-                     "dtype", c->fname);
-        return -1;
-    }
+    c->typenum = compute_type16(c->rd);
     PyArrayObject *x = c->raw[0];
     c->nd = PyArray_NDIM(x);
     if (c->nd < 1) {
@@ -104,18 +104,21 @@ static int lc_inputs_done(lcall *c)
             err_shapes2(PyExc_ValueError, msg, c->name[op], a, c->name[0], x);
             return -1;
         }
-        if (!(c->arr[op] = as_type(a, c->typenum, c->fname, c->name[op])))
+        if (!(c->arr[op] = as_storage(a, c->typenum, c->fname,
+                                      c->name[op])))
             return -1;
     }
     return 0;
 }
 
-/* an output: a new array, or the user's out= (`out` not None). It may be
- * exactly the input `alias` (same data and strides: in place); any other
- * overlap with an input goes through a temporary. Not `wanted`: the slot
- * stays empty (the kernel gets data NULL).                               */
+/* an output: a new array, or the user's out= (`out` not None; the
+ * output's dtype or a wider float). It may be exactly the input `alias`
+ * (same data and strides: in place); any other overlap with an input goes
+ * through a temporary. Not `wanted`: the slot stays empty (the kernel gets
+ * data NULL). own >= 0: a gradient, of input `own`'s dtype when that is
+ * 16-bit (else the result dtype).                                        */
 static int lc_output(lcall *c, PyObject *out, const char *name, int vec,
-                     int alias, int wanted)
+                     int alias, int wanted, int own)
 {
     int op = c->nops++;
     c->name[op] = name;
@@ -125,11 +128,14 @@ static int lc_output(lcall *c, PyObject *out, const char *name, int vec,
     npy_intp vdim = (npy_intp)c->n;
     int nd = vec ? 1 : c->nd;
     const npy_intp *dims = vec ? &vdim : c->dims;
+    PyArray_Descr *d = c->rd;
+    if (own >= 0 && c->raw[own] && c->typenum == NPY_FLOAT
+        && is_16bit(PyArray_DESCR(c->raw[own])))
+        d = PyArray_DESCR(c->arr[own]); /* native byte order */
     if (out == Py_None)
-        return (c->arr[op] = new_result(nd, dims, c->typenum, c->fname,
-                                        name)) ? 0 : -1;
-    if (!(c->user[op] = check_out(out, c->fname, name, nd, dims,
-                                  c->typenum)))
+        return (c->arr[op] = new_result_descr(nd, dims, d, c->fname,
+                                              name)) ? 0 : -1;
+    if (!(c->user[op] = check_out_wide(out, c->fname, name, nd, dims, d)))
         return -1;
     PyArrayObject *u = c->user[op], *ins[LC_MAX];
     int nins = 0;
@@ -143,7 +149,8 @@ static int lc_output(lcall *c, PyObject *out, const char *name, int vec,
         if (a && !same)
             ins[nins++] = a;
     }
-    return (c->arr[op] = dest_for(u, ins, nins, &c->is_tmp[op])) ? 0 : -1;
+    return (c->arr[op] = dest_for_call(u, ins, nins, c->typenum,
+                                       &c->is_tmp[op])) ? 0 : -1;
 }
 
 /* element strides, the rows' offset tables, and the attn_mat of each    */
@@ -160,7 +167,7 @@ static int lc_mats(lcall *c)
             return -1;
         if (c->vec[op]) {
             c->mat[op] = (attn_mat){PyArray_DATA(c->arr[op]), NULL, 0,
-                                    st[op][0], ATTN_ST_NATIVE};
+                                    st[op][0], store_of(c->arr[op])};
             continue;
         }
         memcpy(rst[nrow], st[op], sizeof(ptrdiff_t) * (size_t)(c->nd - 1));
@@ -175,7 +182,7 @@ static int lc_mats(lcall *c)
         int op = rowop[k];
         c->mat[op] = (attn_mat){PyArray_DATA(c->arr[op]),
                                 c->offs + (size_t)k * c->nrows, 0,
-                                st[op][c->nd - 1], ATTN_ST_NATIVE};
+                                st[op][c->nd - 1], store_of(c->arr[op])};
     }
     return 0;
 }
@@ -258,8 +265,8 @@ static PyObject *core_layer_norm(PyObject *Py_UNUSED(mod),
         lc_input(&c, args[2], "shift", 1) < 0 ||
         lc_input(&c, args[3], "weight", 1) < 0 ||
         lc_input(&c, args[4], "bias", 1) < 0 || lc_inputs_done(&c) < 0 ||
-        lc_output(&c, args[7], "out", 0, LN_X, 1) < 0 ||
-        lc_output(&c, Py_None, "the sum", 0, -1, want_sum) < 0 ||
+        lc_output(&c, args[7], "out", 0, LN_X, 1, -1) < 0 ||
+        lc_output(&c, Py_None, "the sum", 0, -1, want_sum, -1) < 0 ||
         lc_mats(&c) < 0)
         goto fail;
     attn_norm p = {dtype_of(c.typenum), c.nrows, c.n, c.mat[LN_Y],
@@ -299,9 +306,10 @@ static PyObject *core_layer_norm_backward(PyObject *Py_UNUSED(mod),
     if (lc_input(&c, args[1], "x", 0) < 0 ||
         lc_input(&c, args[0], "dy", 0) < 0 ||
         lc_input(&c, args[2], "weight", 1) < 0 || lc_inputs_done(&c) < 0 ||
-        lc_output(&c, args[7], "out", 0, LB_DY, 1) < 0 ||
-        lc_output(&c, Py_None, "dweight", 1, -1, ww) < 0 ||
-        lc_output(&c, Py_None, "dbias", 1, -1, wb) < 0 || lc_mats(&c) < 0)
+        lc_output(&c, args[7], "out", 0, LB_DY, 1, LB_X) < 0 ||
+        lc_output(&c, Py_None, "dweight", 1, -1, ww, LB_W) < 0 ||
+        lc_output(&c, Py_None, "dbias", 1, -1, wb, -1) < 0 ||
+        lc_mats(&c) < 0)
         goto fail;
     attn_norm_grad p = {dtype_of(c.typenum), c.nrows, c.n, c.mat[LB_DX],
                         c.mat[LB_DW], c.mat[LB_DB], c.mat[LB_DY],
@@ -330,7 +338,7 @@ static PyObject *core_bias_act(PyObject *Py_UNUSED(mod), PyObject *const *args,
         return NULL;
     if (lc_input(&c, args[0], "x", 0) < 0 ||
         lc_input(&c, args[1], "bias", 1) < 0 || lc_inputs_done(&c) < 0 ||
-        lc_output(&c, args[3], "out", 0, 0, 1) < 0 || lc_mats(&c) < 0)
+        lc_output(&c, args[3], "out", 0, 0, 1, -1) < 0 || lc_mats(&c) < 0)
         goto fail;
     attn_status st;
     LC_RUN(st, attn_bias_act(dtype_of(c.typenum), act, c.nrows, c.n,
@@ -362,8 +370,8 @@ static PyObject *core_bias_act_backward(PyObject *Py_UNUSED(mod),
     if (lc_input(&c, args[1], "x", 0) < 0 ||
         lc_input(&c, args[0], "dy", 0) < 0 ||
         lc_input(&c, args[2], "bias", 1) < 0 || lc_inputs_done(&c) < 0 ||
-        lc_output(&c, args[5], "out", 0, 1, 1) < 0 ||
-        lc_output(&c, Py_None, "dbias", 1, -1, wb) < 0 || lc_mats(&c) < 0)
+        lc_output(&c, args[5], "out", 0, 1, 1, 0) < 0 ||
+        lc_output(&c, Py_None, "dbias", 1, -1, wb, 2) < 0 || lc_mats(&c) < 0)
         goto fail;
     attn_status st;
     LC_RUN(st, attn_bias_act_backward(dtype_of(c.typenum), act, c.nrows,
@@ -392,7 +400,7 @@ static PyObject *core_rms_norm(PyObject *Py_UNUSED(mod), PyObject *const *args,
         return NULL;
     if (lc_input(&c, args[0], "x", 0) < 0 ||
         lc_input(&c, args[1], "weight", 1) < 0 || lc_inputs_done(&c) < 0 ||
-        lc_output(&c, args[3], "out", 0, 0, 1) < 0 || lc_mats(&c) < 0)
+        lc_output(&c, args[3], "out", 0, 0, 1, -1) < 0 || lc_mats(&c) < 0)
         goto fail;
     attn_rms p = {dtype_of(c.typenum), c.nrows, c.n, c.mat[2], c.mat[0],
                   c.mat[1], eps};
@@ -425,8 +433,9 @@ static PyObject *core_rms_norm_backward(PyObject *Py_UNUSED(mod),
     if (lc_input(&c, args[1], "x", 0) < 0 ||
         lc_input(&c, args[0], "dy", 0) < 0 ||
         lc_input(&c, args[2], "weight", 1) < 0 || lc_inputs_done(&c) < 0 ||
-        lc_output(&c, args[5], "out", 0, 1, 1) < 0 ||
-        lc_output(&c, Py_None, "dweight", 1, -1, ww) < 0 || lc_mats(&c) < 0)
+        lc_output(&c, args[5], "out", 0, 1, 1, 0) < 0 ||
+        lc_output(&c, Py_None, "dweight", 1, -1, ww, 2) < 0 ||
+        lc_mats(&c) < 0)
         goto fail;
     attn_rms_grad p = {dtype_of(c.typenum), c.nrows, c.n, c.mat[3], c.mat[4],
                        c.mat[1], c.mat[0], c.mat[2], eps};
@@ -453,7 +462,7 @@ static PyObject *core_swiglu(PyObject *Py_UNUSED(mod), PyObject *const *args,
     const char *first = args[1] == Py_None ? "x" : "gate";
     if (lc_input(&c, args[0], first, 0) < 0 ||
         lc_input(&c, args[1], "up", 0) < 0 || lc_inputs_done(&c) < 0 ||
-        lc_output(&c, args[2], "out", 0, 0, 1) < 0 || lc_mats(&c) < 0)
+        lc_output(&c, args[2], "out", 0, 0, 1, -1) < 0 || lc_mats(&c) < 0)
         goto fail;
     attn_status st;
     LC_RUN(st, attn_swiglu(dtype_of(c.typenum), c.nrows, c.n, c.mat[2],
@@ -479,8 +488,9 @@ static PyObject *core_swiglu_backward(PyObject *Py_UNUSED(mod),
     if (lc_input(&c, args[1], has_up ? "gate" : "x", 0) < 0 ||
         lc_input(&c, args[0], "dy", 0) < 0 ||
         lc_input(&c, args[2], "up", 0) < 0 || lc_inputs_done(&c) < 0 ||
-        lc_output(&c, Py_None, "dgate", 0, -1, 1) < 0 ||
-        lc_output(&c, Py_None, "dup", 0, -1, has_up) < 0 || lc_mats(&c) < 0)
+        lc_output(&c, Py_None, "dgate", 0, -1, 1, 0) < 0 ||
+        lc_output(&c, Py_None, "dup", 0, -1, has_up, 2) < 0 ||
+        lc_mats(&c) < 0)
         goto fail;
     attn_status st;
     LC_RUN(st, attn_swiglu_backward(dtype_of(c.typenum), c.nrows, c.n,

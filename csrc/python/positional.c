@@ -131,7 +131,7 @@ static PyObject *core_rope(PyObject *Py_UNUSED(mod), PyObject *const *argv,
     int interleaved = PyObject_IsTrue(args[3]);
     if (PyErr_Occurred() || interleaved < 0)
         return NULL;
-    if (!(u.raw = as_real_array(args[0], fname, "x")))
+    if (!(u.raw = as_array16(args[0], fname, "x")))
         goto fail;
     int nd = PyArray_NDIM(u.raw);
     if (nd < 2 || PyArray_DIM(u.raw, nd - 1) % 2) {
@@ -146,9 +146,28 @@ static PyObject *core_rope(PyObject *Py_UNUSED(mod), PyObject *const *argv,
         Py_XDECREF(s);
         goto fail;
     }
-    u.typenum = compute_type_of(PyArray_DESCR(u.raw));
-    if (!(u.x = as_type(u.raw, u.typenum, fname, "x")) ||
-        ap_unary_dest(&u, args[4], fname, nd, PyArray_DIMS(u.x), 1) < 0)
+    /* float16 / bfloat16 x: read in 16 bits, a result of x's dtype (or
+     * a wider out=) rounded once from the float32 rotation            */
+    PyArray_Descr *rd = result_descr(1, &u.raw);
+    if (!rd)
+        goto fail;
+    u.typenum = compute_type16(rd);
+    if ((u.x = as_storage(u.raw, u.typenum, fname, "x"))) {
+        if (args[4] == Py_None)
+            u.dst = new_result_descr(nd, PyArray_DIMS(u.x), rd, fname,
+                                     "the result");
+        else if ((u.user = check_out_wide(args[4], fname, "out", nd,
+                                          PyArray_DIMS(u.x), rd))) {
+            PyArrayObject *in = u.x; /* exactly x: in place */
+            if (PyArray_DATA(u.user) == PyArray_DATA(in)
+                && PyArray_CompareLists(PyArray_STRIDES(u.user),
+                                        PyArray_STRIDES(in), nd))
+                in = NULL;
+            u.dst = dest_for_call(u.user, &in, 1, u.typenum, &u.is_tmp);
+        }
+    }
+    Py_DECREF(rd);
+    if (!u.dst)
         goto fail;
     ptrdiff_t st[2][NPY_MAXDIMS];
     if (ensure_elem_strides(&u.x, st[0]) < 0 || elem_strides(u.dst, st[1]) < 0)

@@ -223,7 +223,7 @@ def test_edges_and_dtypes():
     x32 = np.ones((2, 3), np.float32)
     assert attnpy.rms_norm(x32).dtype == np.float32
     assert attnpy.rms_norm(x32, weight=np.ones(3)).dtype == np.float64
-    assert attnpy.rms_norm(x32.astype(np.float16)).dtype == np.float32
+    assert attnpy.rms_norm(x32.astype(np.float16)).dtype == np.float16
     assert attnpy.silu([1, 2]).dtype == np.float64
     assert attnpy.swiglu(x32, x32.astype(np.float64)).dtype == np.float64
     assert attnpy.swiglu_backward(x32, x32, x32)[0].dtype == np.float32

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "attn.h"
+#include "layer/row16.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------------ */
@@ -32,6 +33,9 @@ DEFINE_COPY2D(double, f64)
 attn_status attn_copy2d(attn_dtype dtype, attn_mat out, attn_mat in, size_t B,
                         size_t rows, size_t cols)
 {
+    const attn_mat *ops[2] = {&out, &in};
+    if (attn__any16(dtype, ops, 2) != 0) /* no 16-bit copy */
+        return ATTN_EINVAL;
     if (dtype == ATTN_F32)
         copy2d_f32(out, in, B, rows, cols);
     else if (dtype == ATTN_F64)

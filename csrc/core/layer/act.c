@@ -2,7 +2,8 @@
  * layer/act.c -- bias + activation, forward and backward: the feed-forward
  * network's relu(x W1 + b1) (and gelu, gelu_tanh) in one pass after the
  * matrix product; gelu alone is the same kernel without a bias.
- * Instantiated for float and double from one macro body.
+ * Instantiated for float and double from one macro body; 16-bit operands
+ * run the float code on rows staged in float scratch (row16.h).
  */
 #include <math.h>
 #include <stdint.h>
@@ -188,29 +189,36 @@ static void vec_row_strided(const act_ctx *c, size_t r, double *acc)
     }
 }
 
+/* every operand of the vector code unit-stride (its 16-bit ones are
+ * then read and written in registers, not staged)                       */
+static int vec_unit(const act_ctx *c)
+{
+    return c->x.s1 == 1 && (!c->bias.data || c->bias.s1 == 1)
+           && (c->dy.data ? c->dy.s1 == 1 && c->dx.s1 == 1 : c->y.s1 == 1);
+}
+
 /* rows [r0, r1) by the vector code when c->vec (float32 gelu): forward
  * when c->dy is empty, else backward; 1 if done                          */
 static int vec_rows_f32(const act_ctx *c, size_t r0, size_t r1, double *acc)
 {
     if (!c->vec)
         return 0;
-    const float *b = c->bias.data;
     int tanh_form = c->act == ATTN_ACT_GELU_TANH;
-    int unit = c->x.s1 == 1 && (!b || c->bias.s1 == 1)
-               && (c->dy.data ? c->dy.s1 == 1 && c->dx.s1 == 1
-                              : c->y.s1 == 1);
+    int unit = vec_unit(c);
+    attn_mat o = c->dy.data ? c->dx : c->y;
     for (size_t r = r0; r < r1; r++) {
-        const float *x = (const float *)c->x.data + ROW(c->x, r);
-        if (!unit)
+        if (!unit) {
             vec_row_strided(c, r, acc);
-        else if (c->dy.data)
-            attn__gelu_row_f32_avx2(
-                tanh_form, c->n, (float *)c->dx.data + ROW(c->dx, r), x, b,
-                (const float *)c->dy.data + ROW(c->dy, r), acc);
-        else
-            attn__gelu_row_f32_avx2(tanh_form, c->n,
-                                    (float *)c->y.data + ROW(c->y, r), x, b,
-                                    NULL, NULL);
+            continue;
+        }
+        attn_vrow v = {attn__row_at(o, r), attn__row_at(c->x, r),
+                       c->bias.data, NULL, o.store, c->x.store,
+                       c->bias.store, ATTN_ST_NATIVE};
+        if (c->dy.data) {
+            v.dy = attn__row_at(c->dy, r);
+            v.dyst = c->dy.store;
+        }
+        attn__gelu_row_avx2(tanh_form, c->n, &v, c->dy.data ? acc : NULL);
     }
     return 1;
 }
@@ -232,6 +240,18 @@ static int use_vec(attn_dtype dtype, attn_act act)
 DEFINE_ACT(float, uint32_t, f32, erff, tanhf, expf)
 DEFINE_ACT(double, uint64_t, f64, erf, tanh, exp)
 
+/* the operands of a context copy, for 16-bit staging (rows.h): forward
+ * (y, x, bias) or backward (dx, dy, x, bias), the others absent        */
+static void act_reg(void *copy, attn_row16 *s)
+{
+    act_ctx *c = copy;
+    attn__row16_add(s, &c->y, 1, 0);
+    attn__row16_add(s, &c->dx, 1, 0);
+    attn__row16_add(s, &c->x, 0, 0);
+    attn__row16_add(s, &c->dy, 0, 0);
+    attn__row16_add(s, &c->bias, 0, 1);
+}
+
 /* cost of one element, for the thread count */
 static double act_work(attn_act act)
 {
@@ -248,9 +268,15 @@ attn_status attn_bias_act(attn_dtype dtype, attn_act act, size_t nrows,
         return ATTN_OK;
     act_ctx c = {.act = act, .n = n, .y = y, .x = x, .bias = bias,
                  .vec = use_vec(dtype, act)};
-    return attn__rows_run(nrows, n, 0, NULL,
-                          dtype == ATTN_F32 ? fwd_f32 : fwd_f64, &c,
-                          act_work(act), ex);
+    const attn_rows16 h = {&c, sizeof c, act_reg};
+    int h16 = attn__rows16_need(&h, dtype);
+    if (h16 < 0)
+        return ATTN_EINVAL;
+    if (c.vec && vec_unit(&c)) /* 16-bit lanes converted in registers */
+        h16 = 0;
+    return attn__rows_run16(nrows, n, 0, NULL,
+                            dtype == ATTN_F32 ? fwd_f32 : fwd_f64, &c,
+                            h16 ? &h : NULL, act_work(act), ex);
 }
 
 attn_status attn_bias_act_backward(attn_dtype dtype, attn_act act,
@@ -264,6 +290,13 @@ attn_status attn_bias_act_backward(attn_dtype dtype, attn_act act,
         return ATTN_OK;
     act_ctx c = {.act = act, .n = n, .x = x, .bias = bias, .dx = dx,
                  .dy = dy, .vec = use_vec(dtype, act)};
+    const attn_rows16 h = {&c, sizeof c, act_reg};
+    int h16 = attn__rows16_need(&h, dtype);
+    const attn_mat *vecs[] = {&dbias};
+    if (h16 < 0 || attn__any16(dtype, vecs, 1) < 0)
+        return ATTN_EINVAL;
+    if (c.vec && vec_unit(&c)) /* 16-bit lanes converted in registers */
+        h16 = 0;
     double *sums = NULL;
     if (dbias.data) {
         if (n > SIZE_MAX / sizeof(double))
@@ -271,9 +304,10 @@ attn_status attn_bias_act_backward(attn_dtype dtype, attn_act act,
         if (!(sums = malloc(n * sizeof(double))))
             return ATTN_ENOMEM;
     }
-    attn_status st = attn__rows_run(nrows, n, sums ? 1 : 0, sums,
-                                    dtype == ATTN_F32 ? bwd_f32 : bwd_f64, &c,
-                                    act_work(act) * 1.5, ex);
+    attn_status st = attn__rows_run16(nrows, n, sums ? 1 : 0, sums,
+                                      dtype == ATTN_F32 ? bwd_f32 : bwd_f64,
+                                      &c, h16 ? &h : NULL,
+                                      act_work(act) * 1.5, ex);
     if (st == ATTN_OK)
         attn__store_vec(dtype, dbias, sums, n);
     free(sums);

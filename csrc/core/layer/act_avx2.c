@@ -38,9 +38,16 @@
 #if ATTN_ARCH_X86
 #include <immintrin.h>
 
-#define ATTR ATTN_TARGET("avx2,fma")
+#define ATTR ATTN_TARGET("avx2,fma,f16c") /* F16C comes with AVX2 + FMA */
 #define V __m256
 #define S(c) _mm256_set1_ps((float)(c))
+#define H16_ATTR ATTR
+#include "half.h"
+#include "layer/half_avx2.h"
+
+/* element j of a row stored as st (4 or 2 bytes an element)            */
+#define AT(p, st, j)                                                           \
+    ((const char *)(p) + (ptrdiff_t)(j) * ((st) == ATTN_ST_NATIVE ? 4 : 2))
 
 static const float P_ERF[6] = {
     1.128379121e+00f, -3.761231973e-01f, 1.128013026e-01f,
@@ -191,51 +198,107 @@ static ATTR inline void gelu_block(int tanh_form, size_t m, float *out,
     }
 }
 
+ATTR void attn__gelu_row_avx2(int tanh_form, size_t n, const attn_vrow *r,
+                              double *acc)
+{
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) { /* 16-bit lanes widened in registers */
+        V h = h16_load8(r->xst, AT(r->x, r->xst, j));
+        if (r->b)
+            h = _mm256_add_ps(h, h16_load8(r->bst, AT(r->b, r->bst, j)));
+        V g;
+        if (r->dy) {
+            V d = h16_load8(r->dyst, AT(r->dy, r->dyst, j));
+            g = gelu_lanes(tanh_form, h, &d);
+        } else {
+            g = gelu_lanes(tanh_form, h, NULL);
+        }
+        h16_store8(r->ost, (void *)AT(r->out, r->ost, j), g);
+        if (acc) { /* column sums in double, as the scalar path */
+            float t[8];
+            _mm256_storeu_ps(t, g);
+            for (size_t i = 0; i < 8; i++)
+                acc[j + i] += (double)t[i];
+        }
+    }
+    if (j == n)
+        return;
+    /* the tail, m < 8 lanes, through float lanes                       */
+    float tx[8], tb[8], td[8];
+    const size_t m = n - j;
+    for (size_t i = 0; i < m; i++) {
+        tx[i] = attn_load_f32(r->xst, r->x, (ptrdiff_t)(j + i));
+        if (r->b)
+            tb[i] = attn_load_f32(r->bst, r->b, (ptrdiff_t)(j + i));
+        if (r->dy)
+            td[i] = attn_load_f32(r->dyst, r->dy, (ptrdiff_t)(j + i));
+    }
+    gelu_block(tanh_form, m, tx, tx, r->b ? tb : NULL, r->dy ? td : NULL,
+               acc ? acc + j : NULL);
+    for (size_t i = 0; i < m; i++)
+        attn_store_f32(r->ost, r->out, (ptrdiff_t)(j + i), tx[i]);
+}
+
 ATTR void attn__gelu_row_f32_avx2(int tanh_form, size_t n, float *out,
                                   const float *x, const float *b,
                                   const float *dy, double *acc)
 {
-    size_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        gelu_block(tanh_form, 8, out + j, x + j, b ? b + j : NULL,
-                   dy ? dy + j : NULL, acc ? acc + j : NULL);
-    if (j < n)
-        gelu_block(tanh_form, n - j, out + j, x + j, b ? b + j : NULL,
-                   dy ? dy + j : NULL, acc ? acc + j : NULL);
+    const attn_vrow r = {.out = out, .x = x, .b = b, .dy = dy};
+    attn__gelu_row_avx2(tanh_form, n, &r, acc);
 }
 
-/* silu(g) [* u] of lanes [0, m), m <= 8: g sigmoid(g), the sigmoid from
- * e = exp(-|g|) <= 1 as the tanh form's logistic (g < -87.3: e^g is
- * flushed to 0, silu to -0; -inf gives NaN, as x / (1 + exp(-x)))       */
-static ATTR inline void silu_block(size_t m, float *y, const float *g,
-                                   const float *u)
+/* silu(x) = x sigmoid(x), the sigmoid from e = exp(-|x|) <= 1 as the
+ * tanh form's logistic (x < -87.3: e^x is flushed to 0, silu to -0;
+ * -inf gives NaN, as x / (1 + exp(-x)))                                 */
+static ATTR inline V silu_lanes(V x)
 {
-    __m256i mask = first_lanes(m);
-    int full = m == 8;
-    V x = full ? _mm256_loadu_ps(g) : _mm256_maskload_ps(g, mask);
     V e = exp_neg(_mm256_sub_ps(_mm256_setzero_ps(),
                                 _mm256_andnot_ps(S(-0.0), x)));
     V inv = _mm256_div_ps(S(1), _mm256_add_ps(S(1), e));
     V s = _mm256_blendv_ps(inv, _mm256_mul_ps(e, inv),
                            _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ));
-    V r = _mm256_mul_ps(x, s);
+    return _mm256_mul_ps(x, s);
+}
+
+/* silu(g) [* u] of lanes [0, m), m < 8 (a row's float tail)             */
+static ATTR inline void silu_tail(size_t m, float *y, const float *g,
+                                  const float *u)
+{
+    __m256i mask = first_lanes(m);
+    V r = silu_lanes(_mm256_maskload_ps(g, mask));
     if (u)
-        r = _mm256_mul_ps(r, full ? _mm256_loadu_ps(u)
-                                  : _mm256_maskload_ps(u, mask));
-    if (full)
-        _mm256_storeu_ps(y, r);
-    else
-        _mm256_maskstore_ps(y, mask, r);
+        r = _mm256_mul_ps(r, _mm256_maskload_ps(u, mask));
+    _mm256_maskstore_ps(y, mask, r);
+}
+
+ATTR void attn__swiglu_row_avx2(size_t n, const attn_vrow *r)
+{
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) { /* r->x: gate, r->b: up */
+        V y = silu_lanes(h16_load8(r->xst, AT(r->x, r->xst, j)));
+        if (r->b)
+            y = _mm256_mul_ps(y, h16_load8(r->bst, AT(r->b, r->bst, j)));
+        h16_store8(r->ost, (void *)AT(r->out, r->ost, j), y);
+    }
+    if (j == n)
+        return;
+    float tg[8], tu[8];
+    const size_t m = n - j;
+    for (size_t i = 0; i < m; i++) {
+        tg[i] = attn_load_f32(r->xst, r->x, (ptrdiff_t)(j + i));
+        if (r->b)
+            tu[i] = attn_load_f32(r->bst, r->b, (ptrdiff_t)(j + i));
+    }
+    silu_tail(m, tg, tg, r->b ? tu : NULL);
+    for (size_t i = 0; i < m; i++)
+        attn_store_f32(r->ost, r->out, (ptrdiff_t)(j + i), tg[i]);
 }
 
 ATTR void attn__swiglu_row_f32_avx2(size_t n, float *y, const float *g,
                                     const float *u)
 {
-    size_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        silu_block(8, y + j, g + j, u ? u + j : NULL);
-    if (j < n)
-        silu_block(n - j, y + j, g + j, u ? u + j : NULL);
+    const attn_vrow r = {.out = y, .x = g, .b = u};
+    attn__swiglu_row_avx2(n, &r);
 }
 
 int attn__gelu_avx2_ok(void)
@@ -259,6 +322,17 @@ void attn__swiglu_row_f32_avx2(size_t n, float *y, const float *g,
                                const float *u)
 {
     (void)n, (void)y, (void)g, (void)u;
+}
+
+void attn__gelu_row_avx2(int tanh_form, size_t n, const attn_vrow *r,
+                         double *acc)
+{
+    (void)tanh_form, (void)n, (void)r, (void)acc;
+}
+
+void attn__swiglu_row_avx2(size_t n, const attn_vrow *r)
+{
+    (void)n, (void)r;
 }
 
 #endif

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "attn.h"
 #include "runtime/platform.h"
 
 #define GELU_SQRT1_2 0.70710678118654752440   /* 1 / sqrt(2)              */
@@ -29,5 +30,19 @@ void attn__gelu_row_f32_avx2(int tanh_form, size_t n, float *out,
  * act_avx2.c's exp; y may be g or u (in place).                          */
 void attn__swiglu_row_f32_avx2(size_t n, float *y, const float *g,
                                const float *u);
+
+/* One unit-stride row whose operands may be float16 / bfloat16 (each
+ * its own st; 16-bit lanes widened in registers, a 16-bit out rounded
+ * once from the float result: the bits of the float32 row). gelu: out =
+ * gelu(x + b) or dy * gelu'(x + b) (acc: as above); swiglu: out =
+ * silu(x) [* b] (x the gate, b the up row). NULL: absent.               */
+typedef struct {
+    void *out;
+    const void *x, *b, *dy;
+    attn_store ost, xst, bst, dyst;
+} attn_vrow;
+void attn__gelu_row_avx2(int tanh_form, size_t n, const attn_vrow *r,
+                         double *acc);
+void attn__swiglu_row_avx2(size_t n, const attn_vrow *r);
 
 #endif /* ATTNPY_LAYER_ACT_VEC_H */

@@ -6,7 +6,8 @@
  * PyTorch computes F.silu(gate) * up. The float32 forward pass runs 8
  * lanes at a time on AVX2 + FMA (act_avx2.c, its own exp: within a few
  * ulp of expf's result; below -87.3, e^g is flushed to 0), for every
- * layout alike: strided rows go through unit-stride blocks.
+ * layout alike: strided rows go through unit-stride blocks. 16-bit
+ * operands run the float code on rows staged in float scratch (row16.h).
  */
 #include <math.h>
 #include <stdint.h>
@@ -117,22 +118,30 @@ static void vec_row_strided(const glu_ctx *c, size_t r)
     }
 }
 
+/* every forward operand unit-stride (its 16-bit ones are then read and
+ * written in registers, not staged)                                      */
+static int vec_unit(const glu_ctx *c)
+{
+    return c->gate.s1 == 1 && c->y.s1 == 1
+           && (!c->up.data || c->up.s1 == 1);
+}
+
 /* rows [r0, r1) of the forward pass by act_avx2.c when c->vec; 1 if done */
 static int vec_rows_f32(const glu_ctx *c, size_t r0, size_t r1)
 {
     if (!c->vec)
         return 0;
-    int unit = c->gate.s1 == 1 && c->y.s1 == 1
-               && (!c->up.data || c->up.s1 == 1);
+    int unit = vec_unit(c);
     for (size_t r = r0; r < r1; r++) {
         if (!unit) {
             vec_row_strided(c, r);
             continue;
         }
-        attn__swiglu_row_f32_avx2(
-            c->n, (float *)c->y.data + ROW(c->y, r),
-            (const float *)c->gate.data + ROW(c->gate, r),
-            c->up.data ? (const float *)c->up.data + ROW(c->up, r) : NULL);
+        const attn_vrow v = {attn__row_at(c->y, r), attn__row_at(c->gate, r),
+                             c->up.data ? attn__row_at(c->up, r) : NULL,
+                             NULL, c->y.store, c->gate.store, c->up.store,
+                             ATTN_ST_NATIVE};
+        attn__swiglu_row_avx2(c->n, &v);
     }
     return 1;
 }
@@ -146,6 +155,19 @@ static int vec_rows_f64(const glu_ctx *c, size_t r0, size_t r1)
 DEFINE_GLU(float, f32, expf)
 DEFINE_GLU(double, f64, exp)
 
+/* the operands of a context copy, for 16-bit staging (rows.h): forward
+ * (y, gate, up) or backward (dgate, dup, dy, gate, up)                 */
+static void glu_reg(void *copy, attn_row16 *s)
+{
+    glu_ctx *c = copy;
+    attn__row16_add(s, &c->y, 1, 0);
+    attn__row16_add(s, &c->dgate, 1, 0);
+    attn__row16_add(s, &c->dup, 1, 0);
+    attn__row16_add(s, &c->gate, 0, 0);
+    attn__row16_add(s, &c->up, 0, 0);
+    attn__row16_add(s, &c->dy, 0, 0);
+}
+
 attn_status attn_swiglu(attn_dtype dtype, size_t nrows, size_t n, attn_mat y,
                         attn_mat gate, attn_mat up, const attn_exec *ex)
 {
@@ -155,8 +177,15 @@ attn_status attn_swiglu(attn_dtype dtype, size_t nrows, size_t n, attn_mat y,
         return ATTN_OK;
     glu_ctx c = {.n = n, .y = y, .gate = gate, .up = up,
                  .vec = dtype == ATTN_F32 && attn__gelu_avx2_ok()};
-    return attn__rows_run(nrows, n, 0, NULL,
-                          dtype == ATTN_F32 ? fwd_f32 : fwd_f64, &c, 8.0, ex);
+    const attn_rows16 h = {&c, sizeof c, glu_reg};
+    int h16 = attn__rows16_need(&h, dtype);
+    if (h16 < 0)
+        return ATTN_EINVAL;
+    if (c.vec && vec_unit(&c)) /* 16-bit lanes converted in registers */
+        h16 = 0;
+    return attn__rows_run16(nrows, n, 0, NULL,
+                            dtype == ATTN_F32 ? fwd_f32 : fwd_f64, &c,
+                            h16 ? &h : NULL, 8.0, ex);
 }
 
 attn_status attn_swiglu_backward(attn_dtype dtype, size_t nrows, size_t n,
@@ -170,7 +199,11 @@ attn_status attn_swiglu_backward(attn_dtype dtype, size_t nrows, size_t n,
         return ATTN_OK;
     glu_ctx c = {.n = n, .gate = gate, .up = up, .dgate = dgate, .dup = dup,
                  .dy = dy};
-    return attn__rows_run(nrows, n, 0, NULL,
-                          dtype == ATTN_F32 ? bwd_f32 : bwd_f64, &c, 12.0,
-                          ex);
+    const attn_rows16 h = {&c, sizeof c, glu_reg};
+    const int h16 = attn__rows16_need(&h, dtype);
+    if (h16 < 0)
+        return ATTN_EINVAL;
+    return attn__rows_run16(nrows, n, 0, NULL,
+                            dtype == ATTN_F32 ? bwd_f32 : bwd_f64, &c,
+                            h16 ? &h : NULL, 12.0, ex);
 }

@@ -1,7 +1,8 @@
 /*
  * layer/rms.c -- RMS normalisation (Llama's RMSNorm), forward and
  * backward, over the rows driver of rows.c. The per-row code is
- * rms_body.h, instantiated for float and double.
+ * rms_body.h, instantiated for float and double. 16-bit operands run the
+ * float code on rows staged in float scratch (row16.h).
  */
 #include <math.h>
 #include <stdint.h>
@@ -23,20 +24,48 @@
 #define SFX f64
 #include "layer/rms_body.h"
 
+/* the operands of a context copy, for 16-bit staging (rows.h)          */
+static void rms_fwd_reg(void *copy, attn_row16 *s)
+{
+    attn_rms *p = copy;
+    attn__row16_add(s, &p->y, 1, 0);
+    attn__row16_add(s, &p->x, 0, 0);
+    attn__row16_add(s, &p->weight, 0, 1);
+}
+
+static void rms_bwd_reg(void *copy, attn_row16 *s)
+{
+    attn_rms_grad *p = copy;
+    attn__row16_add(s, &p->dx, 1, 0);
+    attn__row16_add(s, &p->dy, 0, 0);
+    attn__row16_add(s, &p->x, 0, 0);
+    attn__row16_add(s, &p->weight, 0, 1);
+}
+
 attn_status attn_rms_norm(const attn_rms *p, const attn_exec *ex)
 {
     if (!p || (p->dtype != ATTN_F32 && p->dtype != ATTN_F64))
         return ATTN_EINVAL;
+    const attn_rows16 h = {p, sizeof *p, rms_fwd_reg};
+    const int h16 = attn__rows16_need(&h, p->dtype);
+    if (h16 < 0)
+        return ATTN_EINVAL;
     if (p->n == 0)
         return ATTN_OK;
     attn_rows_fn fn = p->dtype == ATTN_F32 ? rms_fwd_f32 : rms_fwd_f64;
-    return attn__rows_run(p->nrows, p->n, 0, NULL, fn, (void *)p, 3.0, ex);
+    return attn__rows_run16(p->nrows, p->n, 0, NULL, fn, (void *)p,
+                            h16 ? &h : NULL, 3.0, ex);
 }
 
 attn_status attn_rms_norm_backward(const attn_rms_grad *p,
                                    const attn_exec *ex)
 {
     if (!p || (p->dtype != ATTN_F32 && p->dtype != ATTN_F64))
+        return ATTN_EINVAL;
+    const attn_rows16 h = {p, sizeof *p, rms_bwd_reg};
+    const int h16 = attn__rows16_need(&h, p->dtype);
+    const attn_mat *vecs[] = {&p->dweight};
+    if (h16 < 0 || attn__any16(p->dtype, vecs, 1) < 0)
         return ATTN_EINVAL;
     size_t n = p->n;
     double *sums = NULL;
@@ -49,8 +78,8 @@ attn_status attn_rms_norm_backward(const attn_rms_grad *p,
     attn_rows_fn fn = p->dtype == ATTN_F32 ? rms_bwd_f32 : rms_bwd_f64;
     attn_status st = ATTN_OK;
     if (n)
-        st = attn__rows_run(p->nrows, n, sums ? 1 : 0, sums, fn, (void *)p,
-                            5.0, ex);
+        st = attn__rows_run16(p->nrows, n, sums ? 1 : 0, sums, fn,
+                              (void *)p, h16 ? &h : NULL, 5.0, ex);
     if (st == ATTN_OK && sums)
         attn__store_vec(p->dtype, p->dweight, sums, n);
     free(sums);

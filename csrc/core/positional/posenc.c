@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "attn.h"
+#include "layer/row16.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------------ */
@@ -39,6 +40,9 @@ DEFINE_POSENC(double, f64)
 attn_status attn_posenc(attn_dtype dtype, attn_mat out, size_t B, size_t T,
                         size_t D, double offset, double base, int accumulate)
 {
+    const attn_mat *ops[1] = {&out};
+    if (attn__any16(dtype, ops, 1) != 0) /* no 16-bit encoding */
+        return ATTN_EINVAL;
     size_t npairs = D / 2 + 1;
     if (npairs > SIZE_MAX / sizeof(double))
         return ATTN_ENOMEM;
