@@ -241,7 +241,10 @@ def gelu_backward(dy: ArrayLike, x: ArrayLike, *,
 def _ffn_operands(fname, x, W1, b1, W2, b2, dy=None):
     """The operands as arrays of one compute dtype, shapes checked."""
     names = ("x", "W1", "b1", "W2", "b2", "dy")
-    raw = [None if a is None else _core.as_real(a, fname, n)
+    # b1, b2 may be None; dy is None in the forward call only
+    optional = ("b1", "b2") if fname.endswith("backward") else \
+        ("b1", "b2", "dy")
+    raw = [None if a is None and n in optional else _core.as_real(a, fname, n)
            for a, n in zip((x, W1, b1, W2, b2, dy), names)]
     dt = np.result_type(*(a for a in raw if a is not None))
     dt = np.dtype(np.float32 if dt in (np.float16, np.float32)
