@@ -63,6 +63,12 @@ def _attn(rng, dt):
                            causal="bottom_right")
 
 
+# gen's mask, bias and bottom-right causal; nothing at all; top-left
+# causal with the uniform policy for rows it leaves empty
+_ATTN_VARIANTS = ({}, dict(mask=None, bias=None, causal=False),
+                  dict(causal=True, fully_masked="uniform"))
+
+
 def _attn_square(rng, dt):
     """Q, K, V and the output all (2, 5, 5): out= may be any of them."""
     Q, K, V = (_n(rng, 2, 5, 5, dtype=dt) for _ in range(3))
@@ -96,15 +102,16 @@ def _merge(rng, dt):
         _n(rng, 2, 8, 5, dtype=dt)
     parts = [attnpy.attention(Q, K[:, a:b], V[:, a:b], return_lse=True)
              for a, b in ((0, 3), (3, 8))]
-    return ([p[0] for p in parts], [p[1] for p in parts]), {}
+    # lses with one more leading dim than outs: the two broadcast
+    return ([p[0] for p in parts], [p[1][None] for p in parts]), {}
 
 
 REGISTRY = [
     Entry("attention", "attention", ref.attention, _attn, out=True,
-          alias_gen=_attn_square, bench="tiny"),
+          variants=_ATTN_VARIANTS, alias_gen=_attn_square, bench="tiny"),
     Entry("scaled_dot_product_attention", "attention",
           ref.scaled_dot_product_attention, _attn, out=True,
-          alias_gen=_attn_square, bench="tiny"),
+          variants=_ATTN_VARIANTS, alias_gen=_attn_square, bench="tiny"),
     Entry("attention_backward", "attention", ref.attention_backward,
           _backward, twin_types=False, bench="backward"),
     Entry("merge_attention", "attention", ref.merge_attention, _merge),
@@ -116,9 +123,10 @@ REGISTRY = [
           lambda rng, dt: ((np.array([2, 5, 0]), 5), {}),
           twin_types=False),            # the twin takes complex lengths
     Entry("softmax", "elementwise", ref.softmax,
-          lambda rng, dt: ((_n(rng, 3, 6, dtype=dt),), dict(axis=0)),
+          lambda rng, dt: ((_n(rng, 3, 4, 6, dtype=dt),), dict(axis=0)),
           out=True, variants=({}, dict(axis=-1), dict(axis=1)),
-          alias_gen=lambda rng, dt: ((_n(rng, 4, 4, dtype=dt),), {})),
+          alias_gen=lambda rng, dt: ((_n(rng, 4, 4, dtype=dt),),
+                                     dict(axis=0))),
     Entry("softmax_backward", "elementwise", ref.softmax_backward,
           _softmax_grad, out=True),
     Entry("softmax_jacobian", "elementwise", ref.softmax_jacobian,

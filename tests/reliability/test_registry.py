@@ -2,11 +2,12 @@
 dtype of its entry: against its NumPy twin with its array arguments in
 every memory layout of tests/_arrays.py (all at once, and each alone
 beside contiguous others, plus a stride-0 broadcast view); with a bad
-dtype in each array argument; with out= (fresh, strided, transposed, of
-the wrong shape or dtype, read-only, and aliasing an input); with its
-inputs unchanged (NaN/inf included, called twice). Also: every public
-function is registered, the fuzzer calls every registered function and
-the bench times each or says why not."""
+dtype or too few dimensions in each array argument; with out= (fresh,
+strided, transposed, of the wrong shape or dtype, read-only, and
+aliasing an input); with its inputs unchanged (NaN/inf included, called
+twice). Also: every public function is registered, the fuzzer calls
+every registered function and the bench times each or says why not."""
+import itertools
 import os
 import re
 
@@ -77,9 +78,9 @@ def _close(got, want):
 
 
 def _call(f, e, args, kw):
-    if e.writes is not None:     # in place: on a copy, so the caller's
-        args = list(args)        # array stays the test's reference
-        args[e.writes] = args[e.writes].copy()
+    if e.writes is not None and isinstance(args[e.writes], np.ndarray):
+        args = list(args)        # in place: on a copy, so the caller's
+        args[e.writes] = args[e.writes].copy()   # stays the reference
     return f(*args, **kw)
 
 
@@ -123,13 +124,14 @@ def test_each_argument_alone_in_every_layout(entry, dtype):
     """One array argument in each layout and as a stride-0 broadcast view,
     the others contiguous."""
     rng = np.random.default_rng(15)
-    args, kw = entry.gen(rng, dtype)
-    for where, a in _arrays_in(args, kw):
-        views = list(layouts(a))
-        if where != entry.writes:      # a broadcast view is read-only
-            views.append(("broadcast", broadcast_view(a)))
-        for name, v in views:
-            _twin_check(entry, *_replace(args, kw, where, v))
+    args, kw0 = entry.gen(rng, dtype)
+    for kw in (dict(kw0, **extra) for extra in entry.variants):
+        for where, a in _arrays_in(args, kw):
+            views = list(layouts(a))
+            if where != entry.writes:      # a broadcast view is read-only
+                views.append(("broadcast", broadcast_view(a)))
+            for name, v in views:
+                _twin_check(entry, *_replace(args, kw, where, v))
 
 
 def _with_special_values(rng, args, kw):
@@ -150,10 +152,12 @@ def test_inputs_unchanged(entry, special):
     """Inputs in every layout (NaN/inf too) come back byte for byte, call
     after call; only the argument written in place may change."""
     rng = np.random.default_rng(12)
-    args, kw = entry.gen(rng, np.float64)
+    args, kw0 = entry.gen(rng, np.float64)
     if special:
-        args, kw = _with_special_values(rng, args, kw)
-    for name in layout_names(2, 8):
+        args, kw0 = _with_special_values(rng, args, kw0)
+    for name, extra in itertools.product(layout_names(2, 8),
+                                         entry.variants):
+        kw = dict(kw0, **extra)
         a2, k2 = list(args), dict(kw)
         for where, a in _arrays_in(args, kw):
             lay = dict(layouts(a))
@@ -189,6 +193,22 @@ def test_bad_dtypes_raise_type_error_naming_the_function(entry):
                     _call(entry.twin, entry, a2, k2)
 
 
+@pytest.mark.parametrize("entry", WITH_ARGS, ids=lambda e: e.name)
+def test_none_or_fewer_dimensions_fail_cleanly(entry):
+    """Each array argument as None, a 0-d array, or with its first axis
+    dropped: the call works (an optional argument, broadcasting) or raises
+    an error naming the function; it never reads an operand or dims that
+    are not there."""
+    rng = np.random.default_rng(17)
+    args, kw = entry.gen(rng, np.float64)
+    for where, a in _arrays_in(args, kw):
+        for bad in (None, np.asarray(a.reshape(-1)[:1].sum()), a[0]):
+            try:
+                _call(entry.func, entry, *_replace(args, kw, where, bad))
+            except (ValueError, TypeError) as e:
+                assert str(e).startswith(entry.name), e
+
+
 WITH_OUT = [e for e in WITH_ARGS if e.out]
 
 
@@ -198,17 +218,18 @@ def test_out_fresh_strided_and_transposed(entry, dtype):
     unchanged; an out of the wrong shape or dtype, or read-only, is
     refused naming the function."""
     rng = np.random.default_rng(14)
-    args, kw = entry.gen(rng, dtype)
-    inputs = [a for w, a in _arrays_in(args, kw) if w != entry.writes]
-    want = first(_call(entry.func, entry, args, kw))
-    outs = [np.empty_like(want), strided_empty(want.shape, want.dtype)]
-    if want.ndim >= 2:
-        outs.append(transposed_empty(want.shape, want.dtype))
+    args, kw0 = entry.gen(rng, dtype)
+    inputs = [a for w, a in _arrays_in(args, kw0) if w != entry.writes]
     before = snapshot(*inputs)
-    for out in outs:
-        got = _call(entry.func, entry, args, dict(kw, out=out))
-        assert first(got) is out
-        np.testing.assert_array_equal(out, want)
+    for kw in (dict(kw0, **extra) for extra in entry.variants):
+        want = first(_call(entry.func, entry, args, kw))
+        outs = [np.empty_like(want), strided_empty(want.shape, want.dtype)]
+        if want.ndim >= 2:
+            outs.append(transposed_empty(want.shape, want.dtype))
+        for out in outs:
+            got = _call(entry.func, entry, args, dict(kw, out=out))
+            assert first(got) is out
+            np.testing.assert_array_equal(out, want)
     assert snapshot(*inputs) == before
     other = np.float32 if want.dtype == np.float64 else np.float64
     readonly = np.empty_like(want)
