@@ -264,7 +264,11 @@ def _ffn_operands(fname, x, W1, b1, W2, b2, dy=None):
     NumPy's BLAS has no 16-bit GEMM), the biases as given when 16-bit
     (the C kernels read them in 16 bits), the rest in the compute dtype."""
     names = ("x", "W1", "b1", "W2", "b2", "dy")
-    raw = [None if a is None else _core.as_array16(a, fname, n)
+    # b1, b2 may be None; dy is None in the forward call only
+    optional = ("b1", "b2") if fname.endswith("backward") else \
+        ("b1", "b2", "dy")
+    raw = [None if a is None and n in optional
+           else _core.as_array16(a, fname, n)
            for a, n in zip((x, W1, b1, W2, b2, dy), names)]
     rd = _result_dtype(*(None if a is None else a.dtype for a in raw))
     dt = np.dtype(np.float64 if rd == np.float64 else np.float32)

@@ -1,7 +1,8 @@
 """Shared pytest setup: run against the checkout's attnpy, put tests/ on
-sys.path for the shared helpers (_arrays, _grad_np, _interrupt, fuzz_calls)
-that the test folders import, restore global state (thread count, kernel
-path) after every test."""
+sys.path for the shared helpers (_arrays, _grad_np, _interrupt, fuzz_calls,
+_registry, _browser) that the test folders import, restore global state
+(thread count, kernel path) after every test, and one headless Chromium
+for the browser tests (launched only when one of them runs)."""
 import os
 import sys
 
@@ -38,3 +39,26 @@ def _restore_attnpy_state():
     yield
     attnpy.set_num_threads(threads)
     _core.set_isa(isa)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Chromium (tests/_browser.py), shared by tests/widgets and
+    tests/docs."""
+    import _browser
+    p, b = _browser.launch()
+    yield b
+    _browser.close(p, b)
+
+
+@pytest.fixture
+def page(browser, request):
+    """A fresh page of that browser whose ``errors`` list the test asserts
+    empty; the test module sets its size (VIEWPORT) and whether failed
+    requests count (CHECK_REQUESTS)."""
+    import _browser
+    pg = _browser.new_page(browser, *request.module.VIEWPORT,
+                           requests=getattr(request.module,
+                                            "CHECK_REQUESTS", False))
+    yield pg
+    pg.close()

@@ -507,6 +507,11 @@ def merge_attention(outs, lses):
     odt = result_dtype(*outs) if dtype == np.float32 else dtype
     o = np.stack(np.broadcast_arrays(*(a.astype(np.float64) for a in outs)))
     l = np.stack(np.broadcast_arrays(*(a.astype(np.float64) for a in lses)))
+    # the leading dims of outs and lses broadcast against each other: pad
+    # the shorter after the K axis (stacking put K first in both)
+    pad = l.ndim + 1 - o.ndim
+    o = o.reshape(o.shape[:1] + (1,) * pad + o.shape[1:])
+    l = l.reshape(l.shape[:1] + (1,) * -pad + l.shape[1:])
     with _quiet():                                        # l: (K, ..., L)
         M = np.max(l, axis=0)                             # NaN propagates
         Msafe = np.where(M == -np.inf, 0.0, M)

@@ -58,6 +58,17 @@ static int lc_input(lcall *c, PyObject *obj, const char *name, int vec)
     return (c->raw[op] = as_array16(obj, c->fname, name)) ? 0 : -1;
 }
 
+/* an input that may not be None (x, dy, gate) */
+static int lc_required(lcall *c, PyObject *obj, const char *name)
+{
+    if (obj == Py_None) {
+        PyErr_Format(PyExc_TypeError, "%s: %s must be an array, not None",
+                     c->fname, name);
+        return -1;
+    }
+    return lc_input(c, obj, name, 0);
+}
+
 /* the compute dtype of the inputs, each converted to it, shapes checked */
 static int lc_inputs_done(lcall *c)
 {
@@ -90,9 +101,10 @@ static int lc_inputs_done(lcall *c)
             continue;
         int ok = c->vec[op] ? PyArray_NDIM(a) == 1
                                   && (size_t)PyArray_DIM(a, 0) == c->n
-                            : PyArray_CompareLists(PyArray_DIMS(a), c->dims,
-                                                   c->nd)
-                                  && PyArray_NDIM(a) == c->nd;
+                            /* ndim first: CompareLists reads nd dims */
+                            : PyArray_NDIM(a) == c->nd
+                                  && PyArray_CompareLists(PyArray_DIMS(a),
+                                                          c->dims, c->nd);
         if (!ok) {
             if (c->vec[op])
                 PyOS_snprintf(msg, sizeof msg, "%s: %s must have shape "
@@ -260,7 +272,7 @@ static PyObject *core_layer_norm(PyObject *Py_UNUSED(mod),
     int sq = PyObject_IsTrue(args[6]), want_sum = PyObject_IsTrue(args[8]);
     if ((eps == -1.0 && PyErr_Occurred()) || sq < 0 || want_sum < 0)
         return NULL;
-    if (lc_input(&c, args[0], "x", 0) < 0 ||
+    if (lc_required(&c, args[0], "x") < 0 ||
         lc_input(&c, args[1], "residual", 0) < 0 ||
         lc_input(&c, args[2], "shift", 1) < 0 ||
         lc_input(&c, args[3], "weight", 1) < 0 ||
@@ -303,8 +315,8 @@ static PyObject *core_layer_norm_backward(PyObject *Py_UNUSED(mod),
     if ((eps == -1.0 && PyErr_Occurred()) || sq < 0 || ww < 0 || wb < 0)
         return NULL;
     /* x first: it sets the shape dy must have */
-    if (lc_input(&c, args[1], "x", 0) < 0 ||
-        lc_input(&c, args[0], "dy", 0) < 0 ||
+    if (lc_required(&c, args[1], "x") < 0 ||
+        lc_required(&c, args[0], "dy") < 0 ||
         lc_input(&c, args[2], "weight", 1) < 0 || lc_inputs_done(&c) < 0 ||
         lc_output(&c, args[7], "out", 0, LB_DY, 1, LB_X) < 0 ||
         lc_output(&c, Py_None, "dweight", 1, -1, ww, LB_W) < 0 ||
@@ -336,7 +348,7 @@ static PyObject *core_bias_act(PyObject *Py_UNUSED(mod), PyObject *const *args,
     if (!(c.fname = fname_of(args, nargs, 5, "bias_act")) ||
         parse_act(args[2], c.fname, &act) < 0)
         return NULL;
-    if (lc_input(&c, args[0], "x", 0) < 0 ||
+    if (lc_required(&c, args[0], "x") < 0 ||
         lc_input(&c, args[1], "bias", 1) < 0 || lc_inputs_done(&c) < 0 ||
         lc_output(&c, args[3], "out", 0, 0, 1, -1) < 0 || lc_mats(&c) < 0)
         goto fail;
@@ -367,8 +379,8 @@ static PyObject *core_bias_act_backward(PyObject *Py_UNUSED(mod),
     int wb = PyObject_IsTrue(args[4]);
     if (wb < 0)
         return NULL;
-    if (lc_input(&c, args[1], "x", 0) < 0 ||
-        lc_input(&c, args[0], "dy", 0) < 0 ||
+    if (lc_required(&c, args[1], "x") < 0 ||
+        lc_required(&c, args[0], "dy") < 0 ||
         lc_input(&c, args[2], "bias", 1) < 0 || lc_inputs_done(&c) < 0 ||
         lc_output(&c, args[5], "out", 0, 1, 1, 0) < 0 ||
         lc_output(&c, Py_None, "dbias", 1, -1, wb, 2) < 0 || lc_mats(&c) < 0)
@@ -398,7 +410,7 @@ static PyObject *core_rms_norm(PyObject *Py_UNUSED(mod), PyObject *const *args,
     double eps = PyFloat_AsDouble(args[2]);
     if (eps == -1.0 && PyErr_Occurred())
         return NULL;
-    if (lc_input(&c, args[0], "x", 0) < 0 ||
+    if (lc_required(&c, args[0], "x") < 0 ||
         lc_input(&c, args[1], "weight", 1) < 0 || lc_inputs_done(&c) < 0 ||
         lc_output(&c, args[3], "out", 0, 0, 1, -1) < 0 || lc_mats(&c) < 0)
         goto fail;
@@ -430,8 +442,8 @@ static PyObject *core_rms_norm_backward(PyObject *Py_UNUSED(mod),
     if ((eps == -1.0 && PyErr_Occurred()) || ww < 0)
         return NULL;
     /* x first: it sets the shape dy must have */
-    if (lc_input(&c, args[1], "x", 0) < 0 ||
-        lc_input(&c, args[0], "dy", 0) < 0 ||
+    if (lc_required(&c, args[1], "x") < 0 ||
+        lc_required(&c, args[0], "dy") < 0 ||
         lc_input(&c, args[2], "weight", 1) < 0 || lc_inputs_done(&c) < 0 ||
         lc_output(&c, args[5], "out", 0, 1, 1, 0) < 0 ||
         lc_output(&c, Py_None, "dweight", 1, -1, ww, 2) < 0 ||
@@ -460,7 +472,7 @@ static PyObject *core_swiglu(PyObject *Py_UNUSED(mod), PyObject *const *args,
     if (!(c.fname = fname_of(args, nargs, 4, "swiglu")))
         return NULL;
     const char *first = args[1] == Py_None ? "x" : "gate";
-    if (lc_input(&c, args[0], first, 0) < 0 ||
+    if (lc_required(&c, args[0], first) < 0 ||
         lc_input(&c, args[1], "up", 0) < 0 || lc_inputs_done(&c) < 0 ||
         lc_output(&c, args[2], "out", 0, 0, 1, -1) < 0 || lc_mats(&c) < 0)
         goto fail;
@@ -485,8 +497,8 @@ static PyObject *core_swiglu_backward(PyObject *Py_UNUSED(mod),
     if (!(c.fname = fname_of(args, nargs, 4, "swiglu_backward")))
         return NULL;
     int has_up = args[2] != Py_None;
-    if (lc_input(&c, args[1], has_up ? "gate" : "x", 0) < 0 ||
-        lc_input(&c, args[0], "dy", 0) < 0 ||
+    if (lc_required(&c, args[1], has_up ? "gate" : "x") < 0 ||
+        lc_required(&c, args[0], "dy") < 0 ||
         lc_input(&c, args[2], "up", 0) < 0 || lc_inputs_done(&c) < 0 ||
         lc_output(&c, Py_None, "dgate", 0, -1, 1, 0) < 0 ||
         lc_output(&c, Py_None, "dup", 0, -1, has_up, 2) < 0 ||

@@ -80,6 +80,17 @@ CASES = [
 ]
 
 
+# the reference's answers by problem: each problem is the same on every
+# kernel path, and the NumPy reference takes 20x the kernels' time
+_REF = {}
+
+
+def _reference(key, f, *args, **kw):
+    if key not in _REF:
+        _REF[key] = f(*args, **kw)
+    return _REF[key]
+
+
 @pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", range(len(CASES)))
@@ -97,7 +108,8 @@ def test_matches_reference(isa, dtype, case, causal):
     for policy in ("zero", "uniform", "nan"):
         kw = dict(mask=mask, bias=bias, causal=causal, fully_masked=policy)
         out, w = attnpy.scaled_dot_product_attention(Q, K, V, **kw)
-        rout, rw = ref.scaled_dot_product_attention(Q, K, V, **kw)
+        rout, rw = _reference(("sdpa", dtype, case, causal, policy),
+                              ref.scaled_dot_product_attention, Q, K, V, **kw)
         tol = TOL[dtype]
         vmax = float(np.abs(V).max()) if V.size else 1.0
         assert_same(out, rout, tol, tol * vmax)
@@ -136,7 +148,8 @@ def test_accuracy_against_float64(isa, causal):
         o32 = attnpy.attention(Q, K, V, causal=causal)
         Q64, K64, V64 = (a.astype(np.float64) for a in (Q, K, V))
         o64 = attnpy.attention(Q64, K64, V64, causal=causal)
-        r64 = ref.attention(Q64, K64, V64, causal=causal)
+        r64 = _reference(("float64", L, S, causal), ref.attention,
+                         Q64, K64, V64, causal=causal)
         mag = np.abs(r64).max()
         assert np.abs(o32 - r64).max() <= 2e-6 * mag
         assert np.abs(o64 - r64).max() <= 1e-12 * mag

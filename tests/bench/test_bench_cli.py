@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import attnpy
 from attnpy import bench
@@ -77,6 +78,7 @@ def test_quick_on_tiny_shapes_prints_table_and_json(tmp_path):
     assert by_name["2 threads vs 1 at (1,12,2048,64) float32"]["status"] == "SKIP"
 
 
+@pytest.mark.slow     # CI's full-counts step; the CLI's smoke test stays fast
 def test_memory_threads_and_tutorial_skip(tmp_path):
     """The fresh-process peak-memory measurement and the thread scaling run
     (small L here), and the tutorial is skipped, with the reason, beyond
@@ -166,6 +168,7 @@ def test_usage_errors_and_help(capsys):
     assert "--dtypes" in capsys.readouterr().err
 
 
+@pytest.mark.slow     # CI's full-counts step; the CLI's smoke test stays fast
 def test_matmul_sampled_with_the_target_rows(monkeypatch, tmp_path, capsys):
     """At the shapes of the '% of matmul' targets, np.matmul is sampled
     interleaved with the contenders and that rate is what %mm divides by."""
@@ -223,6 +226,7 @@ def test_targets_judge_the_measured_figures():
         assert got["status"] == want, (x, err, got)
 
 
+@pytest.mark.slow     # CI's full-counts step; the CLI's smoke test stays fast
 def test_mha_part_on_small_shapes(capsys):
     """The MultiHeadAttention part: class, by hand and (here) torch timed
     side by side, their outputs compared, memory measured in a child."""
@@ -252,6 +256,7 @@ def test_only_runs_the_named_parts(capsys):
     assert bench.main(["--only", "nonsense"]) == 2
 
 
+@pytest.mark.slow     # CI's full-counts step; the CLI's smoke test stays fast
 def test_backward_part_on_small_shapes(capsys):
     """Forward + backward rows: attnpy, torch autograd and the NumPy
     backward timed side by side, gradients compared with torch's."""
@@ -274,6 +279,7 @@ def test_backward_part_on_small_shapes(capsys):
     assert "numpy" in res["shapes"][0]["results"]
 
 
+@pytest.mark.slow     # CI's full-counts step; the CLI's smoke test stays fast
 def test_dask_part_on_a_small_cluster(capsys):
     """Two worker processes, a short sequence: the wall times, the workers'
     peak memory and the merge's share of the task time are reported."""
@@ -290,6 +296,7 @@ def test_dask_part_on_a_small_cluster(capsys):
     assert r["partial_task_s"] > 0 and r["merge_task_s"] >= 0
 
 
+@pytest.mark.slow     # CI's full-counts step; the CLI's smoke test stays fast
 def test_variants_part_on_small_shapes(capsys):
     """The variants rows: GQA, ALiBi, soft-cap against torch with the
     equivalent explicit inputs (checked before timing)."""

@@ -6,6 +6,7 @@ asserted: the machines are noisy."""
 import json
 
 import numpy as np
+import pytest
 import torch  # noqa: F401  (a test dependency: the torch column must run)
 
 import attnpy
@@ -59,6 +60,7 @@ def test_decode_part_rows_on_small_shapes(capsys):
     assert not any("(2,2,3,8)" in n for n in names)
 
 
+@pytest.mark.slow     # the same rows as the test above, through the CLI
 def test_decode_part_from_the_command_line(monkeypatch, tmp_path, capsys):
     """--only decode runs just this part; its targets join the run's
     targets and its rows the JSON."""

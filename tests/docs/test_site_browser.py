@@ -16,8 +16,11 @@ import pytest
 import attnpy
 
 pytestmark = pytest.mark.browser
+# console errors, uncaught exceptions and failed requests fail a test
+# (the page fixture, tests/conftest.py)
+VIEWPORT = (1280, 900)
+CHECK_REQUESTS = True
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CHROMIUM = os.environ.get("ATTNPY_CHROMIUM", "/usr/bin/chromium")
 SHOTS = os.path.join(ROOT, "docs", "_build", "screenshots")
 
 
@@ -38,31 +41,6 @@ def site():
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser):
-    """A page that records console errors, uncaught exceptions and failed
-    requests (each test asserts there are none)."""
-    pg = browser.new_page(viewport={"width": 1280, "height": 900})
-    pg.errors = []
-    pg.on("pageerror", lambda e: pg.errors.append(f"uncaught: {e}"))
-    pg.on("console", lambda m: m.type == "error"
-          and pg.errors.append(f"console: {m.text}"))
-    pg.on("requestfailed", lambda r: pg.errors.append(f"failed: {r.url}"))
-    pg.on("response", lambda r: r.status >= 400
-          and pg.errors.append(f"HTTP {r.status}: {r.url}"))
-    yield pg
-    pg.close()
 
 
 def shoot(page, name):

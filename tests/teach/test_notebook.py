@@ -5,6 +5,7 @@ working directory and PYTHONPATH are the repository root, so it imports
 this checkout's attnpy. Its outputs are then checked: no errors, the
 tutorials' numbers printed, the HTML tables and the plots present.
 """
+import functools
 import math
 import os
 import re
@@ -22,9 +23,11 @@ ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "examples" / "attention_walkthrough.ipynb"
 
 
+@functools.cache    # tests/layer and tests/teach both read minilm's run
 def execute(path):
     """The notebook at `path`, executed in a fresh kernel (repo root as
-    working directory and on PYTHONPATH)."""
+    working directory and on PYTHONPATH), once per path and session:
+    callers only read it."""
     env = {
         "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH",
                                                              ""),

@@ -18,28 +18,9 @@ import attnpy
 from _checks import check_matrix, check_playground
 
 pytestmark = pytest.mark.browser
+# every JavaScript error fails a test (the page fixture, tests/conftest.py)
+VIEWPORT = (1100, 1000)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CHROMIUM = os.environ.get("ATTNPY_CHROMIUM", "/usr/bin/chromium")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser):
-    """A page that records every JavaScript error (the test asserts none)."""
-    pg = browser.new_page(viewport={"width": 1100, "height": 1000})
-    pg.errors = []
-    pg.on("pageerror", lambda e: pg.errors.append(f"uncaught: {e}"))
-    pg.on("console", lambda m: m.type == "error" and pg.errors.append(f"console: {m.text}"))
-    yield pg
-    pg.close()
 
 
 def test_saved_playground(page, tmp_path):
