@@ -155,6 +155,9 @@ def _run(env, args, cfg):
         wrong.append(R["threads"])
     if R.get("decode") and not R["decode"]["guards_ok"]:
         wrong.append(R["decode"])
+    for part in ("forward", "backward"):
+        wrong += [r for r in (R.get(part) or {}).get("rows16", [])
+                  if "guard" in r and not r["guard"]["ok"]]
     R["meta"]["guards_ok"] = not wrong
     R["meta"]["seconds"] = time.perf_counter() - t_start
     R["meta"]["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
