@@ -129,7 +129,8 @@ def decode_case(env, cfg, repeat, shape, S, pool, one_thread=True):
     cs += readers(nbytes, env.threads, pool)
     for c in cs:
         c.fn()
-    st = time_blocked(cs, {c.name: _estimate(c) for c in cs}, cfg, repeat)
+    sample = time_interleaved if cfg.get("sampling") == "interleaved" else time_blocked
+    st = sample(cs, {c.name: _estimate(c) for c in cs}, cfg, repeat)
     t = {k: v["median_s"] for k, v in st.items()}
     read = min(v for k, v in t.items() if k.startswith("read:"))
     row.update(results=st, attnpy_s=t["attnpy"], torch_s=t.get("torch"), read_s=read,
@@ -219,7 +220,8 @@ def bench_decode(env, cfg, repeat, cases=None, window=None, cases16=None):
     cases16 = bits16.DECODE16 if cases16 is None else cases16
     _p("")
     _p("decode: one query row against a K/V cache, float32, %d threads, medians of "
-       "samples in blocks (each contender's back to back)" % env.threads)
+       "%s" % (env.threads, "interleaved samples" if cfg.get("sampling") == "interleaved"
+               else "samples in blocks (each contender's back to back)"))
     rows = []
     with ThreadPoolExecutor(env.threads) as pool:
         for shape, S, is_target in cases:

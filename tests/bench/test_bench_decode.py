@@ -80,6 +80,10 @@ def test_decode_part_from_the_command_line(monkeypatch, tmp_path, capsys):
     decode_targets = [t for t in R["targets"] if t["target"].startswith("decode ")]
     assert len(decode_targets) == 5 + 4
     assert all(t["required"] for t in decode_targets)
+    # the same rows sampled interleaved (the bench's earlier way)
+    rc = bench.main(["--only", "decode", "--repeat", "1", "--sampling", "interleaved"])
+    assert rc == 0
+    assert "medians of interleaved samples" in capsys.readouterr().out
 
 
 def test_wrong_decode_is_caught_and_not_timed(monkeypatch, capsys):
