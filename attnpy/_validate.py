@@ -94,16 +94,66 @@ def empty(shape, dtype, fname, what="the result"):
                          f"allocate ({exc})") from None
 
 
-def float_dtype(dtype, fname):
-    """np.dtype(dtype), which must be float32 or float64."""
+#: the storage dtypes the attention functions take, for messages
+ACCEPTED16 = "float16, bfloat16, float32 or float64"
+
+
+def is_bfloat16(dtype):
+    """Is `dtype` ml_dtypes.bfloat16? Read off the dtype itself (kind 'V',
+    two bytes, scalar type ``bfloat16`` from ml_dtypes), so ml_dtypes is
+    never imported here: such a dtype only exists once the user has."""
+    t = getattr(dtype, "type", None)
+    return (getattr(dtype, "kind", None) == "V"
+            and getattr(dtype, "itemsize", None) == 2 and t is not None
+            and getattr(t, "__name__", None) == "bfloat16"
+            and str(getattr(t, "__module__", "")).split(".")[0]
+            == "ml_dtypes")
+
+
+def is_16bit(dtype):
+    """float16 or bfloat16."""
+    return dtype == np.float16 or is_bfloat16(dtype)
+
+
+def float_dtype(dtype, fname, sixteen=False):
+    """np.dtype(dtype), which must be float32 or float64 (or, with
+    `sixteen`, float16 or bfloat16: the string "bfloat16" imports
+    ml_dtypes, the attnpy[bf16] extra)."""
+    want = ACCEPTED16 if sixteen else "float32 or float64"
+    if sixteen and isinstance(dtype, str) and dtype == "bfloat16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise TypeError(f"{fname}: dtype='bfloat16' needs ml_dtypes "
+                            "(pip install \"attnpy[bf16]\")") from None
+        dtype = ml_dtypes.bfloat16
     try:
         dt = np.dtype(dtype)
     except TypeError:
-        raise TypeError(f"{fname}: dtype must be float32 or float64, got "
+        raise TypeError(f"{fname}: dtype must be {want}, got "
                         f"{dtype!r}") from None
-    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise TypeError(f"{fname}: dtype must be float32 or float64, got {dt}")
-    return dt
+    if dt in (np.dtype(np.float32), np.dtype(np.float64)) or (
+            sixteen and is_16bit(dt)):
+        return dt
+    raise TypeError(f"{fname}: dtype must be {want}, got {dt}")
+
+
+def result_dtype(*dtypes):
+    """The dtype of a result computed from arrays of `dtypes` (None
+    skipped), as the C binding chooses it: float64 if any is float64
+    (bool, integers and longdouble count as float64: they are converted
+    to it); else float16 if all are float16, bfloat16 if all are
+    bfloat16; else float32 (also float16 with bfloat16, which NumPy
+    cannot promote)."""
+    dts = [np.dtype(d) for d in dtypes if d is not None]
+    if any(d.kind in "biu" or (d.kind == "f" and d.itemsize >= 8)
+           for d in dts):
+        return np.dtype(np.float64)
+    if dts and all(d == np.float16 for d in dts):
+        return dts[0]
+    if dts and all(is_bfloat16(d) for d in dts):
+        return dts[0]
+    return np.dtype(np.float32)
 
 
 def check_out(out, shape, dtype, fname):

@@ -215,7 +215,9 @@ typedef struct {
 /* ---- attention ----------------------------------------------------------
  * attn_sdpa: the fast path (fused, tiled, never builds L x S unless weights
  * or scores are requested, in which case it writes them into the caller's
- * buffers). Results do not depend on exec->nthreads.
+ * buffers). Results do not depend on exec->nthreads. A 16-bit operand
+ * (attn_mat.store) the fast path does not read natively gives ATTN_EINVAL:
+ * it is never read as floats.
  * attn_sdpa_naive: a plain row-by-row implementation of the same contract,
  * single-threaded, the C tests' oracle (csrc/core/testing/: linked into
  * the C test programs only, not into the Python extension).              */

@@ -230,11 +230,26 @@ static int bwd_guarded(const attn_bwd_problem *bp)
            || !bwd_finite_f32(bp->dout, p->B, p->L, p->Ev);
 }
 
+/* every operand stored in the call's dtype (16-bit storage: not yet)   */
+static int bwd_stores_ok(const attn_bwd_problem *bp)
+{
+    const attn_problem *p = &bp->f;
+    const attn_mat *all[] = {&p->q,   &p->k,      &p->v,       &p->mask,
+                             &p->bias, &p->out,   &p->lse,     &p->alibi,
+                             &bp->dout, &bp->dq,  &bp->dk,     &bp->dv,
+                             &bp->dbias};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (all[i]->store != ATTN_ST_NATIVE)
+            return 0;
+    return 1;
+}
+
 attn_status attn_sdpa_backward(attn_bwd_problem *bp, const attn_exec *ex)
 {
     if (!bp || (bp->f.dtype != ATTN_F32 && bp->f.dtype != ATTN_F64)
         || !bp->f.lse.data || !bp->f.out.data || !bp->dout.data
-        || !bp->dq.data || !bp->dk.data || !bp->dv.data)
+        || !bp->dq.data || !bp->dk.data || !bp->dv.data
+        || !bwd_stores_ok(bp))
         return ATTN_EINVAL;
     const attn_problem *p = &bp->f;
     const attn_isa_desc *d = attn__isa_current();

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "attn.h"
+#include "half.h"
 #include "runtime/platform.h"
 #include "runtime/pool.h"
 #include "runtime/sched.h"
