@@ -334,6 +334,11 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
     /* a few rows: qk_few, which leaves the padding lanes alone (0 here,
      * then probabilities of score 0: never NaN, never denormal)         */
     const int few = pl->off_kt != 0 && nq <= ATTN_QK_FEW;
+    /* 16-bit K / V read in place (contiguous rows; V rows of whole
+     * vectors): see below                                               */
+    const int k16 = p->k.store != ATTN_ST_NATIVE && p->k.s1 == 1;
+    const int v16 = p->v.store != ATTN_ST_NATIVE && p->v.s1 == 1
+                    && p->Ev % W == 0 && HALF_VEC_;
     if (few)
         memset(st, 0, MINZ_(BK, p->S) * BQ * sizeof(T));
     const size_t c0 = c * pl->CK;
@@ -344,26 +349,37 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
         const int cls = SFX(classify)(pl, mcls, i0, nq, j0, nk, &cdiag);
         if (cls == BLK_ALL)
             continue;
-        ptrdiff_t ks, vs;
-        const T *kblk = SFX(k_any)(pl, k_b, j0, nk, kp, &ks);
-        const T *vblk = SFX(v_any)(pl, v_b, j0, nk, vp, &vs);
+        ptrdiff_t ks = p->k.s0, vs = p->v.s0;
+        /* qk_few converts 16-bit K rows in its transposes, the one-row
+         * P V its V rows as it loads them: no converted copy of either */
+        const void *kblk = few && k16
+            ? (const void *)((const uint16_t *)k_b + (ptrdiff_t)j0 * ks)
+            : (const void *)SFX(k_any)(pl, k_b, j0, nk, kp, &ks);
+        const attn_store kst = few && k16 ? p->k.store : ATTN_ST_NATIVE;
         if (few && nq == 1 && !(p->bias.data || cls == BLK_MIXED || cdiag
                                 || pl->edits_scores)) {
             /* one row, nothing to mask: its scores as one contiguous row,
              * its softmax with keys in the lanes (softmax_row) */
             T *srow = (T *)(sb + pl->off_srow);
-            SFX(qk_few)(srow, 1, qt, BQ, 1, kblk, ks, p->E, nk, (T)p->scale,
-                        (T *)(sb + pl->off_kt));
+            SFX(qk_few)(srow, 1, qt, BQ, 1, kblk, ks, kst, p->E, nk,
+                        (T)p->scale, (T *)(sb + pl->off_kt));
             SFX(softmax_row)(srow, nk, rm, rl, ralpha, rm_used);
+            if (v16) {
+                SFX(pv_one16)(oc, nev, srow, ralpha, (const uint16_t *)v_b
+                              + (ptrdiff_t)j0 * vs, vs, nk, p->v.store);
+                continue;
+            }
+            const T *vblk = SFX(v_any)(pl, v_b, j0, nk, vp, &vs);
             SFX(pv_block)(oc, EvP, 1, nev, srow, 1, ralpha, vblk, vs, nk);
             continue;
         }
+        const T *vblk = SFX(v_any)(pl, v_b, j0, nk, vp, &vs);
         if (few)
-            SFX(qk_few)(st, BQ, qt, BQ, nq, kblk, ks, p->E, nk,
+            SFX(qk_few)(st, BQ, qt, BQ, nq, kblk, ks, kst, p->E, nk,
                         (T)p->scale, (T *)(sb + pl->off_kt));
         else
-            SFX(qk_block)(st, BQ, qt, BQ, nqv, kblk, ks, p->E, nk,
-                          (T)p->scale, 1);
+            SFX(qk_block)(st, BQ, qt, BQ, nqv, (const T *)kblk, ks, p->E,
+                          nk, (T)p->scale, 1);
         if (p->bias.data || cls == BLK_MIXED || cdiag || pl->edits_scores)
             SFX(apply_masks)(pl, st, BQ, b, i0, nq, nqv, j0, nk, mask_b, cls,
                              cdiag, NULL);
