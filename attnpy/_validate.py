@@ -138,22 +138,34 @@ def float_dtype(dtype, fname, sixteen=False):
     raise TypeError(f"{fname}: dtype must be {want}, got {dt}")
 
 
+def _as_result(dt, bf):
+    """A promoted dtype as a result: float16/float32/float64/bfloat16 stay,
+    longdouble, bool and integers become float64."""
+    if bf is not None and is_bfloat16(dt):
+        return bf
+    if dt in (np.float16, np.float32):
+        return np.dtype(dt)
+    return np.dtype(np.float64)
+
+
 def result_dtype(*dtypes):
     """The dtype of a result computed from arrays of `dtypes` (None
-    skipped), as the C binding chooses it: float64 if any is float64
-    (bool, integers and longdouble count as float64: they are converted
-    to it); else float16 if all are float16, bfloat16 if all are
-    bfloat16; else float32 (also float16 with bfloat16, which NumPy
-    cannot promote)."""
+    skipped), as the C binding chooses it: ``np.result_type``, with
+    longdouble, bool and integers made float64; where NumPy has no common
+    dtype (bfloat16 with float16 or a wide integer), float32, or float64
+    where the other dtypes promote to float64."""
     dts = [np.dtype(d) for d in dtypes if d is not None]
-    if any(d.kind in "biu" or (d.kind == "f" and d.itemsize >= 8)
-           for d in dts):
-        return np.dtype(np.float64)
-    if dts and all(d == np.float16 for d in dts):
-        return dts[0]
-    if dts and all(is_bfloat16(d) for d in dts):
-        return dts[0]
-    return np.dtype(np.float32)
+    if not dts:
+        return np.dtype(np.float32)
+    bf = next((d for d in dts if is_bfloat16(d)), None)
+    try:
+        return _as_result(np.result_type(*dts), bf)
+    except TypeError:          # DTypePromotionError
+        rest = [d for d in dts if not is_bfloat16(d)]
+        if bf is None or not rest:
+            raise
+    r = _as_result(np.result_type(*rest), None)
+    return np.dtype(np.float32) if r == np.float16 else r
 
 
 def check_out(out, shape, dtype, fname):

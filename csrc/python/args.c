@@ -196,15 +196,12 @@ int reject_masked(PyObject *obj, const char *fname, const char *arg)
     return is_ma != 0 ? -1 : 0;
 }
 
-/* Any array-like -> ndarray in its own dtype (new reference), with a
- * message naming the function and argument on failure. Real dtypes only. */
-PyArrayObject *as_real_array(PyObject *obj, const char *fname,
-                                    const char *arg)
+PyArrayObject *any_array(PyObject *obj, const char *fname, const char *arg,
+                         const char *what)
 {
     if (obj == Py_None) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s: %s must be an array of real numbers, got None", fname,
-                     arg);
+        PyErr_Format(PyExc_TypeError, "%s: %s must be an array of %s, got "
+                     "None", fname, arg, what);
         return NULL;
     }
     if (reject_masked(obj, fname, arg) < 0)
@@ -223,6 +220,17 @@ PyArrayObject *as_real_array(PyObject *obj, const char *fname,
         Py_XDECREF(tb);
         return NULL;
     }
+    return a;
+}
+
+/* Any array-like -> ndarray in its own dtype (new reference), with a
+ * message naming the function and argument on failure. Real dtypes only. */
+PyArrayObject *as_real_array(PyObject *obj, const char *fname,
+                             const char *arg)
+{
+    PyArrayObject *a = any_array(obj, fname, arg, "real numbers");
+    if (!a)
+        return NULL;
     if (compute_type_of(PyArray_DESCR(a)) < 0) {
         if (PyArray_Check(obj))
             PyErr_Format(PyExc_TypeError,

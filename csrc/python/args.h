@@ -103,6 +103,10 @@ void err_shapes2(PyObject *exc, const char *msg, const char *na,
 int compute_type_of(PyArray_Descr *d);
 PyArrayObject *as_real_array(PyObject *obj, const char *fname,
                              const char *arg);
+/* obj (not None, not a numpy.ma array) as an ndarray in its own dtype,
+ * whatever the dtype; messages say it must be an array of `what`      */
+PyArrayObject *any_array(PyObject *obj, const char *fname, const char *arg,
+                         const char *what);
 /* -1 with a TypeError when obj is a numpy.ma masked array (as_real_array
  * calls it; so must a binding that takes an ndarray as it is)           */
 int reject_masked(PyObject *obj, const char *fname, const char *arg);
@@ -140,10 +144,11 @@ const char *describe_dtype_problem(PyArray_Descr *d);
  * The rules:
  *   storage_of: AP_F16, AP_BF16, AP_F32, AP_F64; AP_CONV for bool, integer
  *     and longdouble arrays (converted to float64, as before); AP_BAD else.
- *   result_descr of n inputs: float64 if any is AP_F64 or AP_CONV; else
- *     float16 if all are float16, bfloat16 if all are bfloat16; else
- *     float32 (float16 + bfloat16 included, which NumPy cannot promote).
- *     This is np.result_type for every pair of float dtypes.
+ *   result_descr of n inputs (at most AP_MAX_OPS): np.result_type of
+ *     them, float16/bfloat16/float32 kept, longdouble, bool and integers
+ *     made float64 (as before); where NumPy has no common dtype (bfloat16
+ *     with float16 or a wide integer): float32, or float64 where the
+ *     other inputs promote to float64.
  *   compute_type16: NPY_DOUBLE for a float64 result, else NPY_FLOAT.
  *   as_storage(a, typenum): under NPY_FLOAT a 16-bit array stays 16-bit
  *     (made aligned and native-order, a copy only if it was not); every

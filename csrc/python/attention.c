@@ -223,9 +223,12 @@ static int sdpa_mask_bias(sdpa_call *c, PyObject *const *args)
         if (!(c->raw[op] = as_array16(o, c->fname, op_names[op])) ||
             (op == OP_MASK && check_keep_mask(c->raw[op], c->fname) < 0))
             return -1;
-        PyArrayObject *a = op == OP_MASK
-            ? as_type(c->raw[op], NPY_BOOL, c->fname, op_names[op])
-            : as_storage(c->raw[op], c->typenum, c->fname, op_names[op]);
+        /* a 16-bit bias stays 16-bit in the forward pass; the backward
+         * pass reads it in the compute type (attn.h)                   */
+        PyArrayObject *a =
+            op == OP_MASK ? as_type(c->raw[op], NPY_BOOL, c->fname, "mask")
+            : c->bwd ? as_type(c->raw[op], c->typenum, c->fname, "bias")
+                     : as_storage(c->raw[op], c->typenum, c->fname, "bias");
         if (!a || !(a = at_least_2d(a)))
             return -1;
         c->arr[op] = a;

@@ -76,27 +76,9 @@ attn_store store_of(PyArrayObject *a)
 
 PyArrayObject *as_array16(PyObject *obj, const char *fname, const char *arg)
 {
-    if (obj == Py_None) {
-        PyErr_Format(PyExc_TypeError, "%s: %s must be an array of "
-                     AP_ACCEPTED " numbers, got None", fname, arg);
+    PyArrayObject *a = any_array(obj, fname, arg, AP_ACCEPTED " numbers");
+    if (!a)
         return NULL;
-    }
-    if (reject_masked(obj, fname, arg) < 0)
-        return NULL;
-    PyArrayObject *a = (PyArrayObject *)PyArray_FromAny(obj, NULL, 0, 0, 0,
-                                                        NULL);
-    if (!a) {
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
-        PyErr_NormalizeException(&type, &value, &tb);
-        PyErr_Format(PyExc_TypeError,
-                     "%s: %s could not be converted to an array (%S)", fname,
-                     arg, value ? value : Py_None);
-        Py_XDECREF(type);
-        Py_XDECREF(value);
-        Py_XDECREF(tb);
-        return NULL;
-    }
     PyArray_Descr *d = PyArray_DESCR(a);
     if (storage_of(d) == AP_BAD) {
         PyErr_Format(PyExc_TypeError,
@@ -111,44 +93,52 @@ PyArrayObject *as_array16(PyObject *obj, const char *fname, const char *arg)
     return a;
 }
 
-PyArray_Descr *result_descr(int n, PyArrayObject *const *arrs)
+/* a promoted dtype as a result: float16, float32, float64 and bfloat16
+ * stay; longdouble, bool and integers become float64 (new reference)  */
+static PyArray_Descr *as_result(PyArray_Descr *rt, PyArrayObject *bf)
 {
-    int n16 = 0, nbf = 0, nwide = 0, nany = 0;
-    PyArrayObject *bf = NULL;
-    for (int i = 0; i < n; i++) {
-        if (!arrs[i])
-            continue;
-        nany++;
-        switch (storage_of(PyArray_DESCR(arrs[i]))) {
-        case AP_F16:
-            n16++;
-            break;
-        case AP_BF16:
-            nbf++;
-            bf = arrs[i];
-            break;
-        case AP_F32:
-            break;
-        case AP_F64:
-        case AP_CONV:
-            nwide++;
-            break;
-        default:
-            PyErr_Format(PyExc_TypeError, "result_descr: dtype %S is not "
-                         AP_ACCEPTED, (PyObject *)PyArray_DESCR(arrs[i]));
-            return NULL;
-        }
-    }
-    if (nwide)
-        return PyArray_DescrFromType(NPY_DOUBLE);
-    if (nany && n16 == nany)
-        return PyArray_DescrFromType(NPY_HALF);
-    if (nany && nbf == nany) {
-        PyArray_Descr *d = PyArray_DESCR(bf);
+    ap_kind k = storage_of(rt);
+    if (k == AP_BF16 && bf) {
+        PyArray_Descr *d = PyArray_DESCR(bf); /* the input's own */
         Py_INCREF(d);
         return d;
     }
-    return PyArray_DescrFromType(NPY_FLOAT);
+    return PyArray_DescrFromType(k == AP_F16 ? NPY_HALF
+                                 : k == AP_F32 ? NPY_FLOAT : NPY_DOUBLE);
+}
+
+PyArray_Descr *result_descr(int n, PyArrayObject *const *arrs)
+{
+    PyArrayObject *all[AP_MAX_OPS], *rest[AP_MAX_OPS], *bf = NULL;
+    int nall = 0, nrest = 0;
+    for (int i = 0; i < n && nall < AP_MAX_OPS; i++) {
+        if (!arrs[i])
+            continue;
+        all[nall++] = arrs[i];
+        if (is_bf16_descr(PyArray_DESCR(arrs[i])))
+            bf = bf ? bf : arrs[i];
+        else
+            rest[nrest++] = arrs[i];
+    }
+    if (!nall)
+        return PyArray_DescrFromType(NPY_FLOAT);
+    /* NumPy's promotion where it has one (ml_dtypes registers bfloat16
+     * with float32, float64 and small integers) */
+    PyArray_Descr *rt = PyArray_ResultType(nall, all, 0, NULL);
+    if (rt || !bf || !nrest) {
+        PyArray_Descr *r = rt ? as_result(rt, bf) : NULL;
+        Py_XDECREF(rt);
+        return r;
+    }
+    /* bfloat16 with float16 (or a wide integer): NumPy has no common
+     * dtype; the others' result, at least float32                      */
+    PyErr_Clear();
+    if (!(rt = PyArray_ResultType(nrest, rest, 0, NULL)))
+        return NULL;
+    ap_kind k = storage_of(rt);
+    Py_DECREF(rt);
+    return PyArray_DescrFromType(k == AP_F16 || k == AP_F32 ? NPY_FLOAT
+                                                            : NPY_DOUBLE);
 }
 
 int compute_type16(PyArray_Descr *result)
