@@ -28,6 +28,15 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* CPU time of the process: with one thread, the call's own cost even
+ * when other programs share the cores                                   */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static int cmpd(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -80,32 +89,41 @@ static void bench(size_t B, size_t H, size_t L, size_t S, size_t E,
         p[s].causal = causal;
     }
     attn_exec ex = {nt, NULL, NULL};
-    double *t[3];
-    for (int s = 0; s < 3; s++)
+    double *t[3], *c[3];
+    for (int s = 0; s < 3; s++) {
         t[s] = malloc((size_t)reps * sizeof(double));
+        c[s] = malloc((size_t)reps * sizeof(double));
+    }
     for (int s = 0; s < 3; s++) /* warm up */
         attn_sdpa(&p[s], &ex);
     for (int r = 0; r < reps; r++)
         for (int s = 0; s < 3; s++) {
-            const double t0 = now();
+            const double t0 = now(), c0 = cpu_now();
             if (attn_sdpa(&p[s], &ex) != ATTN_OK) {
                 fprintf(stderr, "bench_half: attn_sdpa failed\n");
                 exit(1);
             }
             t[s][r] = now() - t0;
+            c[s][r] = cpu_now() - c0;
         }
-    double med[3];
+    double med[3], cmed[3];
     for (int s = 0; s < 3; s++) {
         qsort(t[s], (size_t)reps, sizeof(double), cmpd);
+        qsort(c[s], (size_t)reps, sizeof(double), cmpd);
         med[s] = t[s][reps / 2];
+        cmed[s] = c[s][reps / 2];
     }
     printf("(B,H,L,E)=(%zu,%zu,%zu,%zu) S=%zu causal=%d threads=%d: "
            "f32 %.3f ms  f16 %.3f ms  bf16 %.3f ms  f32/f16 %.2fx  "
            "f32/bf16 %.2fx\n", B, H, L, E, S, (int)causal, nt, med[0] * 1e3,
            med[1] * 1e3, med[2] * 1e3, med[0] / med[1], med[0] / med[2]);
+    printf("    cpu time: f32 %.3f ms  f16 %.3f ms  bf16 %.3f ms  f32/f16 "
+           "%.2fx  f32/bf16 %.2fx\n", cmed[0] * 1e3, cmed[1] * 1e3,
+           cmed[2] * 1e3, cmed[0] / cmed[1], cmed[0] / cmed[2]);
     fflush(stdout);
     for (int s = 0; s < 3; s++) {
         free(t[s]);
+        free(c[s]);
         for (int i = 0; i < 4; i++)
             free(bufs[s][i]);
     }

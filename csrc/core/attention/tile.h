@@ -98,6 +98,13 @@
 
 #include "attention/tile_masks.h"
 
+#ifndef ATTN_DPBF16
+#define ATTN_DPBF16 0
+#endif
+#if ATTN_DPBF16
+#include "attention/tile_dpbf16.h"
+#endif
+
 /* ---------------------------------------------------------------------- */
 /* K / V blocks: used in place when rows are contiguous, else packed       */
 /* ---------------------------------------------------------------------- */
@@ -173,6 +180,47 @@ TI void SFX(store_tile_t)(T *dst, ptrdiff_t s0, ptrdiff_t s1, const T *st,
 
 #include "attention/tile_half.h"
 
+/* st (key-major, ld ldst) = the scores of rows i0 .. i0+nq-1 (nqv vectors
+ * of qt) with keys j0 .. j0+nk-1, times scale if scaled: qk_few (few
+ * rows; reads 16-bit K rows in place) or qk_block, or their bfloat16 pair
+ * twins when the plan says so (tile_dpbf16.h)                           */
+TI void SFX(scores)(const attn_plan *pl, char *sb, T *st, size_t ldst,
+                    size_t nq, size_t nqv, int few, const char *k_b,
+                    size_t j0, size_t nk, int scaled)
+{
+    const attn_problem *p = pl->p;
+    const size_t BQ = pl->BQ;
+    void *qt = sb + pl->off_qt, *kt = sb + pl->off_kt, *kp = sb + pl->off_kp;
+    ptrdiff_t ks = p->k.s0;
+#if ATTN_DPBF16
+    if (pl->dpbf16) {
+        const uint16_t *k = SFX(k_dp_block)(pl, k_b, j0, nk, kp, &ks);
+        const T scale = scaled ? (T)p->scale : (T)1;
+        if (few)
+            SFX(qk_few_dp)(st, ldst, qt, BQ, nq, k, ks, p->E / 2, nk, scale,
+                           kt);
+        else
+            SFX(qk_dp_block)(st, ldst, qt, BQ, nqv, k, ks, p->E / 2, nk,
+                             scale);
+        return;
+    }
+#endif
+    if (few && p->k.store != ATTN_ST_NATIVE && p->k.s1 == 1) {
+        /* converted in qk_few's transposes: no converted copy */
+        SFX(qk_few)(st, ldst, qt, BQ, nq,
+                    (const uint16_t *)k_b + (ptrdiff_t)j0 * ks, ks,
+                    p->k.store, p->E, nk, (T)p->scale, kt);
+        return;
+    }
+    const T *kblk = SFX(k_any)(pl, k_b, j0, nk, kp, &ks);
+    if (few)
+        SFX(qk_few)(st, ldst, qt, BQ, nq, kblk, ks, ATTN_ST_NATIVE, p->E, nk,
+                    (T)p->scale, kt);
+    else
+        SFX(qk_block)(st, ldst, qt, BQ, nqv, kblk, ks, p->E, nk,
+                      (T)p->scale, scaled);
+}
+
 /* ---------------------------------------------------------------------- */
 /* second pass: weights (and raw scores) of the item's rows                */
 /* ---------------------------------------------------------------------- */
@@ -180,14 +228,12 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
                           size_t nq)
 {
     const attn_problem *p = pl->p;
-    const size_t S = p->S, E = p->E, BQ = pl->BQ, BK = pl->BK;
+    const size_t S = p->S, BQ = pl->BQ, BK = pl->BK;
     const size_t nqv = (nq + W - 1) / W;
-    const T *qt = (const T *)(sb + pl->off_qt);
     T *st = (T *)(sb + pl->off_st);
     const T *rm_used = (const T *)(sb + pl->off_row) + ROW_M_USED * BQ;
     const T *rinv = (const T *)(sb + pl->off_row) + ROW_INV * BQ;
     const T *rfmv = (const T *)(sb + pl->off_row) + ROW_FMV * BQ;
-    T *kp = (T *)(sb + pl->off_kp);
     const unsigned char *isfm = (const unsigned char *)(sb + pl->off_fm);
     const char *k_b = MAT_B_(p->k, b);
     const uint8_t *mask_b = p->mask.data
@@ -209,10 +255,8 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
         int cdiag;
         const int cls = SFX(classify)(pl, mcls, i0, nq, j0, nk, &cdiag);
         if (cls != BLK_ALL || sc_b) {
-            ptrdiff_t ks;
-            const T *kblk = SFX(k_any)(pl, k_b, j0, nk, kp, &ks);
-            SFX(qk_block)(st, BQ, qt, BQ, nqv, kblk, ks, E, nk, scale,
-                          sc_b == NULL);
+            SFX(scores)(pl, sb, st, BQ, nq, nqv, 0, k_b, j0, nk,
+                        sc_b == NULL);
             if (sc_b) {
                 SFX(store_tile_any)(&p->scores, sc_b + (ptrdiff_t)j0
                                     * p->scores.s1 * (ptrdiff_t)ssz, st, BQ,
@@ -315,12 +359,10 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
     const attn_problem *p = pl->p;
     const size_t BQ = pl->BQ, BK = pl->BK, EvP = pl->EvP;
     const size_t nqv = (nq + W - 1) / W, nev = EvP / W;
-    const T *qt = (const T *)(sb + pl->off_qt);
     T *st = (T *)(sb + pl->off_st);
     T *oc = (T *)(sb + pl->off_oc);
     T *rm = (T *)(sb + pl->off_row) + ROW_M * BQ;
     T *rl = rm + BQ, *ralpha = rl + BQ, *rm_used = ralpha + BQ;
-    T *kp = (T *)(sb + pl->off_kp);
     T *vp = (T *)(sb + pl->off_vp);
     const char *k_b = MAT_B_(p->k, b), *v_b = MAT_B_(p->v, b);
     const uint8_t *mask_b = p->mask.data
@@ -334,9 +376,7 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
     /* a few rows: qk_few, which leaves the padding lanes alone (0 here,
      * then probabilities of score 0: never NaN, never denormal)         */
     const int few = pl->off_kt != 0 && nq <= ATTN_QK_FEW;
-    /* 16-bit K / V read in place (contiguous rows; V rows of whole
-     * vectors): see below                                               */
-    const int k16 = p->k.store != ATTN_ST_NATIVE && p->k.s1 == 1;
+    /* 16-bit V read in place by the one-row P V (V rows of whole vectors) */
     const int v16 = p->v.store != ATTN_ST_NATIVE && p->v.s1 == 1
                     && p->Ev % W == 0 && HALF_VEC_;
     if (few)
@@ -349,22 +389,15 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
         const int cls = SFX(classify)(pl, mcls, i0, nq, j0, nk, &cdiag);
         if (cls == BLK_ALL)
             continue;
-        ptrdiff_t ks = p->k.s0, vs = p->v.s0;
-        /* qk_few converts 16-bit K rows in its transposes, the one-row
-         * P V its V rows as it loads them: no converted copy of either */
-        const void *kblk = few && k16
-            ? (const void *)((const uint16_t *)k_b + (ptrdiff_t)j0 * ks)
-            : (const void *)SFX(k_any)(pl, k_b, j0, nk, kp, &ks);
-        const attn_store kst = few && k16 ? p->k.store : ATTN_ST_NATIVE;
+        ptrdiff_t vs = p->v.s0;
         if (few && nq == 1 && !(p->bias.data || cls == BLK_MIXED || cdiag
                                 || pl->edits_scores)) {
             /* one row, nothing to mask: its scores as one contiguous row,
              * its softmax with keys in the lanes (softmax_row) */
             T *srow = (T *)(sb + pl->off_srow);
-            SFX(qk_few)(srow, 1, qt, BQ, 1, kblk, ks, kst, p->E, nk,
-                        (T)p->scale, (T *)(sb + pl->off_kt));
+            SFX(scores)(pl, sb, srow, 1, 1, 1, 1, k_b, j0, nk, 1);
             SFX(softmax_row)(srow, nk, rm, rl, ralpha, rm_used);
-            if (v16) {
+            if (v16) { /* V rows converted as P V loads them */
                 SFX(pv_one16)(oc, nev, srow, ralpha, (const uint16_t *)v_b
                               + (ptrdiff_t)j0 * vs, vs, nk, p->v.store);
                 continue;
@@ -374,12 +407,7 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
             continue;
         }
         const T *vblk = SFX(v_any)(pl, v_b, j0, nk, vp, &vs);
-        if (few)
-            SFX(qk_few)(st, BQ, qt, BQ, nq, kblk, ks, kst, p->E, nk,
-                        (T)p->scale, (T *)(sb + pl->off_kt));
-        else
-            SFX(qk_block)(st, BQ, qt, BQ, nqv, (const T *)kblk, ks, p->E,
-                          nk, (T)p->scale, 1);
+        SFX(scores)(pl, sb, st, BQ, nq, nqv, few, k_b, j0, nk, 1);
         if (p->bias.data || cls == BLK_MIXED || cdiag || pl->edits_scores)
             SFX(apply_masks)(pl, st, BQ, b, i0, nq, nqv, j0, nk, mask_b, cls,
                              cdiag, NULL);
@@ -495,6 +523,13 @@ TI size_t SFX(item_rows)(const attn_plan *pl, char *sb, size_t b, size_t qb,
     const attn_problem *p = pl->p;
     const size_t i0 = qb * pl->BQ;
     *nq = MINZ_(pl->BQ, p->L - i0);
+#if ATTN_DPBF16
+    if (pl->dpbf16) {
+        SFX(pack_qt2)(pl, MAT_B_(p->q, b), i0, *nq, (*nq + W - 1) / W,
+                      (uint32_t *)(sb + pl->off_qt));
+        return i0;
+    }
+#endif
     SFX(pack_qt)(pl, MAT_B_(p->q, b), i0, *nq,
                  (*nq + W - 1) / W, (T *)(sb + pl->off_qt));
     return i0;
@@ -609,6 +644,7 @@ TF void SFX(exp_array)(T *y, const T *x, size_t n)
 #undef ESZ_
 #undef MAT_B_
 #undef VLOAD16_
+#undef ATTN_DPBF16
 
 /* the template's parameters, defined by the including file */
 #include "attention/vec_undef.h"

@@ -110,10 +110,17 @@ TI void SFX(k_transpose_st)(T *kt, const void *k, ptrdiff_t ks, size_t E,
 #ifdef VTRANS
         for (; e + W <= E; e += W) {
             VT r[W];
-            for (size_t i = 0; i < (size_t)W; i++)
+            for (size_t i = 0; i < (size_t)W; i++) {
+                if (kst != ATTN_ST_NATIVE && g + W + i < nk)
+                    /* the next group's rows: 16-bit rows are read
+                     * in place, straight from memory */
+                    ATTN_PREFETCH((const uint16_t *)k
+                                  + (ptrdiff_t)(g + W + i) * ks
+                                  + (ptrdiff_t)e);
                 r[i] = g + i < nk
                     ? KVEC_(k, (ptrdiff_t)(g + i) * ks + (ptrdiff_t)e, kst)
                     : VZERO();
+            }
             VTRANS(r);
             for (size_t i = 0; i < (size_t)W; i++)
                 VSTOREU(kt + (e + i) * ldkt + g, r[i]);
@@ -255,6 +262,9 @@ TI void SFX(pv_rows)(const int MR, T *o, size_t ldo, size_t nev, const T *pt,
  * after inlining; contiguous rows of nev*W elements), converted as it is
  * loaded: the same operations in the same order as on the upcast block,
  * resum_if_not_finite's included, so the same bits                     */
+#ifndef PV16_AHEAD
+#define PV16_AHEAD 8
+#endif
 TI void SFX(pv_one16_k)(const int NR, T *restrict o, const T *restrict p,
                         const T *alpha, const uint16_t *v, ptrdiff_t vs,
                         size_t nk, attn_store vst)
@@ -264,6 +274,8 @@ TI void SFX(pv_one16_k)(const int NR, T *restrict o, const T *restrict p,
         acc[c] = VZERO();
     const uint16_t *v_j = v;
     for (size_t j = 0; j < nk; j++, v_j += vs) {
+        if (j + PV16_AHEAD < nk) /* rows come from memory: ask early */
+            ATTN_PREFETCH(v_j + PV16_AHEAD * vs);
         const VT pb = VSET1(p[j]);
         for (int c = 0; c < NR; c++)
             acc[c] = VFMA(pb, VLOAD16_(v_j + (size_t)c * W, vst), acc[c]);
