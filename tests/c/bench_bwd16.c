@@ -4,9 +4,11 @@
  *
  *   cc -std=c11 -O3 -pthread -Icsrc/core tests/c/bench_bwd16.c \
  *       csrc/core/(every subdirectory)/(every .c) -lm -o /tmp/bench_bwd16
- *   /tmp/bench_bwd16 ISA [threads [reps]]
+ *   /tmp/bench_bwd16 ISA [threads [reps [cases]]]     (cases: letters a-e,
+ *   see main; e: with a float bias and dbias written)
  *
- * Per shape (heads, L = S, E = Ev, causal) one float32 problem and the
+ * Per shape (B, L = S, E = Ev, causal; B < 4 runs the split passes A
+ * and B, larger B one fused item per b) one float32 problem and the
  * same inputs in float16 and bfloat16 (q, k, v, out, dout read, dq, dk,
  * dv written in 16 bits; lse float). Each repetition runs the three
  * back to back, in a rotating order; prints each one's median time and
@@ -69,7 +71,7 @@ static attn_mat mat(void *d, const ptrdiff_t *boff, size_t s0, attn_store st)
 }
 
 static void bench(size_t B, size_t L, size_t E, attn_causal causal, int nt,
-                  int reps)
+                  int reps, int bias)
 {
     const size_t n = B * L * E;
     float *q = pattern(n, 0.37, 1.5), *k = pattern(n, 0.73, 1.5),
@@ -95,6 +97,10 @@ static void bench(size_t B, size_t L, size_t E, attn_causal causal, int nt,
     p->v = mat(v, bo, E, 0);
     p->out = mat(out, bo, E, 0);
     p->lse = (attn_mat){lse, bl, 1, 0, 0};
+    /* bias: one float (L, S) row pattern for every b; dbias per b      */
+    float *bs = bias ? pattern(L * L, 0.05, 0.5) : NULL;
+    if (bias)
+        p->bias = mat(bs, NULL, L, 0);
     attn_exec ex = {nt, NULL, NULL};
     if (attn_sdpa(p, &ex) != ATTN_OK) {
         printf("forward failed\n");
@@ -104,13 +110,17 @@ static void bench(size_t B, size_t L, size_t E, attn_causal causal, int nt,
     for (size_t i = 0; i < n; i++)
         out[i] = attn_bf16_to_f32(attn_f32_to_bf16(out[i]));
     const attn_store sts[3] = {ATTN_ST_NATIVE, ATTN_ST_F16, ATTN_ST_BF16};
-    void *in[3][5], *g[3][3];
+    void *in[3][5], *g[3][4];
+    ptrdiff_t *bb = malloc(B * sizeof(ptrdiff_t));
+    for (size_t b = 0; b < B; b++)
+        bb[b] = (ptrdiff_t)(b * L * L);
     float *src[5] = {q, k, v, out, dout};
     for (int s = 0; s < 3; s++) {
         for (int i = 0; i < 5; i++)
             in[s][i] = s ? (void *)to16(src[i], n, sts[s]) : (void *)src[i];
         for (int i = 0; i < 3; i++)
             g[s][i] = malloc(n * (s ? 2 : 4) + 4);
+        g[s][3] = bias ? malloc(B * L * L * (s ? 2 : 4) + 4) : NULL;
     }
     double t[3][64], ratio[2][64];
     if (reps > 64)
@@ -127,6 +137,7 @@ static void bench(size_t B, size_t L, size_t E, attn_causal causal, int nt,
             bp.dq = mat(g[s][0], bo, E, sts[s]);
             bp.dk = mat(g[s][1], bo, E, sts[s]);
             bp.dv = mat(g[s][2], bo, E, sts[s]);
+            bp.dbias = mat(g[s][3], bb, L, sts[s]);
             const double t0 = now();
             const attn_status st = attn_sdpa_backward(&bp, &ex);
             tr[s] = now() - t0;
@@ -142,10 +153,11 @@ static void bench(size_t B, size_t L, size_t E, attn_causal causal, int nt,
         ratio[0][r] = tr[0] / tr[1];
         ratio[1][r] = tr[0] / tr[2];
     }
-    printf("%s (%zu,%zu,%zu) %s t=%d reps=%d: median float32 %8.2f ms, "
+    printf("%s (%zu,%zu,%zu) %s%s t=%d reps=%d: median float32 %8.2f ms, "
            "float16 %8.2f ms, bfloat16 %8.2f ms; float32/16-bit time "
            "(median of per-rep ratios): float16 %.3f, bfloat16 %.3f\n",
-           attn_isa_name(), B, L, E, causal ? "causal" : "full  ", nt, reps,
+           attn_isa_name(), B, L, E, causal ? "causal" : "full  ",
+           bias ? "+dbias" : "", nt, reps,
            median(t[0], reps) * 1e3, median(t[1], reps) * 1e3,
            median(t[2], reps) * 1e3, median(ratio[0], reps),
            median(ratio[1], reps));
@@ -153,9 +165,11 @@ static void bench(size_t B, size_t L, size_t E, attn_causal causal, int nt,
     for (int s = 0; s < 3; s++) {
         for (int i = 0; s && i < 5; i++)
             free(in[s][i]);
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 4; i++)
             free(g[s][i]);
     }
+    free(bs);
+    free(bb);
     for (int i = 0; i < 5; i++)
         free(src[i]);
     free(lse);
@@ -166,7 +180,7 @@ static void bench(size_t B, size_t L, size_t E, attn_causal causal, int nt,
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        printf("usage: bench_bwd16 ISA [threads [reps]]\n");
+        printf("usage: bench_bwd16 ISA [threads [reps [cases a-e]]]\n");
         return 0;
     }
     if (attn_set_isa(argv[1]) != 0) {
@@ -175,8 +189,16 @@ int main(int argc, char **argv)
     }
     const int nt = argc > 2 ? atoi(argv[2]) : 2;
     const int reps = argc > 3 ? atoi(argv[3]) : 7;
-    bench(12, 1024, 64, ATTN_CAUSAL_NONE, nt, reps);
-    bench(12, 1024, 64, ATTN_CAUSAL_TOP_LEFT, nt, reps);
-    bench(8, 2048, 64, ATTN_CAUSAL_TOP_LEFT, nt, reps);
+    const char *only = argc > 4 ? argv[4] : "abcde";
+    if (strchr(only, 'a'))
+        bench(12, 1024, 64, ATTN_CAUSAL_NONE, nt, reps, 0);
+    if (strchr(only, 'b'))
+        bench(12, 1024, 64, ATTN_CAUSAL_TOP_LEFT, nt, reps, 0);
+    if (strchr(only, 'c'))
+        bench(8, 2048, 64, ATTN_CAUSAL_TOP_LEFT, nt, reps, 0);
+    if (strchr(only, 'd')) /* B < 4: the split passes */
+        bench(2, 2048, 64, ATTN_CAUSAL_TOP_LEFT, nt, reps, 0);
+    if (strchr(only, 'e'))
+        bench(12, 1024, 64, ATTN_CAUSAL_TOP_LEFT, nt, reps, 1);
     return 0;
 }

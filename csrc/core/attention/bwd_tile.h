@@ -249,11 +249,25 @@ TI void SFX(bwd_dbias_tile)(const attn_bwd_problem *bp, size_t b, size_t i0,
     if (m.store) { /* each dS rounded once to 16 bits */
         void *d = bwd_addr(&m, sizeof(T), BOFF_(m, b) + (ptrdiff_t)i0 * m.s0
                                               + (ptrdiff_t)j0 * m.s1);
-        for (size_t r = 0; r < nq; r++)
-            for (size_t j = 0; j < nk; j++)
+        for (size_t r = 0; r < nq; r++) {
+            size_t j = 0;
+#ifdef VSTORE_F16 /* contiguous rows: W keys gathered, rounded at once */
+            uint16_t *row = (uint16_t *)d + (ptrdiff_t)r * m.s0;
+            for (; m.s1 == 1 && j + W <= nk; j += W) {
+                T x[W];
+                for (size_t l = 0; l < (size_t)W; l++)
+                    x[l] = ds[(j + l) * ldds + r];
+                if (m.store == ATTN_ST_BF16)
+                    VSTORE_BF16(row + j, VLOADU(x));
+                else
+                    VSTORE_F16(row + j, VLOADU(x));
+            }
+#endif
+            for (; j < nk; j++)
                 attn_store_f32(m.store, d,
                                (ptrdiff_t)r * m.s0 + (ptrdiff_t)j * m.s1,
                                (float)ds[j * ldds + r]);
+        }
         return;
     }
     SFX(store_tile_t)((T *)bp->dbias.data + BOFF_(bp->dbias, b)
@@ -476,9 +490,16 @@ TF void SFX(bwd_dq_store)(const attn_bwd_plan *bpl, char *sb, size_t b,
 TI void SFX(bwd_dbias_zero)(const attn_bwd_problem *bp, size_t b, size_t i0,
                             size_t nq, size_t j0, size_t nk)
 {
+    const attn_mat m = bp->dbias;
     for (size_t r = 0; r < nq; r++)
-        for (size_t j = 0; j < nk; j++)
-            SFX(bwd_put)(&bp->dbias, b, i0 + r, j0 + j, (T)0);
+        for (size_t j = 0; j < nk; j++) {
+            const ptrdiff_t at = BOFF_(m, b) + (ptrdiff_t)(i0 + r) * m.s0
+                                 + (ptrdiff_t)(j0 + j) * m.s1;
+            if (m.store) /* +0 in either 16-bit format */
+                ((uint16_t *)m.data)[at] = 0;
+            else
+                ((T *)m.data)[at] = 0;
+        }
 }
 
 /* ---------------------------------------------------------------------- */
