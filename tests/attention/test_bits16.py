@@ -201,3 +201,49 @@ def test_no_hidden_copy(L):
     _, copy = _extra_allocated(lambda: (attnpy.attention(Q, K, V, causal="bottom_right"),
                                         K.astype(np.float32)))
     assert copy > out.nbytes + SMALL_OBJECTS
+
+
+_RSS_CHILD = r"""
+import sys
+import numpy as np
+import attnpy
+from test_bits16 import np_dtype
+
+def status(key):          # kB lines of /proc/self/status
+    with open("/proc/self/status") as f:
+        return next(int(x.split()[1]) * 1024 for x in f if x.startswith(key))
+
+rng = np.random.default_rng(5)
+dt = np_dtype(sys.argv[1])
+S, E, L = 65536, 128, 256
+Q = rng.standard_normal((1, 1, L, E), dtype=np.float32).astype(dt)
+K, V = (rng.standard_normal((1, 1, S, E), dtype=np.float32).astype(dt) for _ in range(2))
+attnpy.attention(Q[:, :, :4], K[:, :, :64], V[:, :, :64], causal="bottom_right")
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")                      # the peak RSS (VmHWM) starts again from now
+before = status("VmRSS:")
+out = attnpy.attention(Q, K, V, causal="bottom_right")
+print(status("VmHWM:") - before, out.nbytes, K.nbytes)
+"""
+
+SCRATCH = 2 << 20     # the threads' block scratch and page rounding
+
+
+@pytest.mark.parametrize("name", DTYPES)
+def test_no_hidden_copy_in_the_process_peak(name):
+    """The same claim by the process's peak RSS (which also sees memory
+    that C code takes with malloc): 256 queries against 65,536 keys of
+    E = 128 (16 MiB each for K and V) need no more than their output and
+    the threads' scratch."""
+    import os
+    import subprocess
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.abspath(list(attnpy.__path__)[0]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [root, here] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    p = subprocess.run([sys.executable, "-c", _RSS_CHILD, name], capture_output=True,
+                       text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stderr
+    extra, out_bytes, k_bytes = (int(x) for x in p.stdout.split())
+    assert extra <= out_bytes + SCRATCH < k_bytes, (extra, out_bytes, k_bytes)
