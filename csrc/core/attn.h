@@ -106,6 +106,30 @@ typedef struct {
  *
  * Element types: q, k, v, bias, out, weights, scores are `dtype`
  * (float or double); mask is uint8 (nonzero = may attend).
+ *
+ * 16-bit operands (attn_sdpa). In a float call (dtype ATTN_F32) any of q,
+ * k, v, out, bias, weights and scores may be stored as float16 or
+ * bfloat16 (their attn_mat.store; offsets and strides then count 16-bit
+ * elements); mask, lse and the ALiBi slopes may not, and a double call
+ * takes none (ATTN_EINVAL, nothing written).
+ *   - The kernel reads them in 16 bits itself: converted in registers as
+ *     they are loaded, or one key block at a time into the thread's own
+ *     scratch; never a converted copy of a whole operand, so a call needs
+ *     no more memory than the same call in float. Every sum is in float.
+ *   - 16-bit results (out, weights, scores) are the float results rounded
+ *     once, to nearest even; lse stays float.
+ *   - The block plan (query block, key block, keys per chunk) comes from
+ *     the compute type, never from the storage, and every conversion is
+ *     exact: on the paths with fused multiply-add a 16-bit call gives
+ *     exactly the bits of the float call on the upcast inputs, rounded
+ *     once (tests/c/test_half16.c, every instruction set).
+ *   - One exception: bfloat16 q AND k with an even E on the AVX-512 path
+ *     of a CPU with AVX512-BF16 take their scores from vdpbf16ps (pairs
+ *     of features per step): close to the float call, not its bits.
+ *   - Batch invariance holds for them as for float: a row's result is the
+ *     same bits whatever else is in the call (decoded alone or inside a
+ *     long Q, any thread count, split or not), the bfloat16 pair path
+ *     included (both of its score kernels run the same pair chain).
  */
 typedef struct {
     attn_dtype dtype;

@@ -10,10 +10,13 @@
  *      tests/c/bench_half.c $(ls csrc/core/[a-z]*[a-z]/[a-z]*.c) -lm \
  *      -o /tmp/bench_half
  *   bench_half [isa [threads [reps]]]
+ *   bench_half mem [n [threads]]   peak memory of a float16 causal call
+ *                                  over n tokens (default 65536)
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -131,8 +134,52 @@ static void bench(size_t B, size_t H, size_t L, size_t S, size_t E,
     free(bk);
 }
 
+/* peak resident memory of the process so far, bytes (Linux: KiB units) */
+static double peak_bytes(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss * 1024.0;
+}
+
+/* "no hidden copy": one float16 causal call over L = S = n tokens; the
+ * peak memory it adds to the touched inputs and output                  */
+static void memory_check(size_t n, size_t E, int nt)
+{
+    void *q = filled(n * E, ATTN_ST_F16, 0.37, 1.5);
+    void *k = filled(n * E, ATTN_ST_F16, 0.73, 1.5);
+    void *v = filled(n * E, ATTN_ST_F16, 0.11, 1.0);
+    void *o = filled(n * E, ATTN_ST_F16, 0.0, 0.0);
+    attn_problem p;
+    memset(&p, 0, sizeof p);
+    p.dtype = ATTN_F32;
+    p.B = 1, p.L = n, p.S = n, p.E = E, p.Ev = E;
+    p.q = (attn_mat){q, NULL, (ptrdiff_t)E, 1, ATTN_ST_F16};
+    p.k = (attn_mat){k, NULL, (ptrdiff_t)E, 1, ATTN_ST_F16};
+    p.v = (attn_mat){v, NULL, (ptrdiff_t)E, 1, ATTN_ST_F16};
+    p.out = (attn_mat){o, NULL, (ptrdiff_t)E, 1, ATTN_ST_F16};
+    p.scale = 1.0 / sqrt((double)E);
+    p.causal = ATTN_CAUSAL_TOP_LEFT;
+    attn_exec ex = {nt, NULL, NULL};
+    const double before = peak_bytes(), t0 = now();
+    const attn_status st = attn_sdpa(&p, &ex);
+    const double t = now() - t0, added = peak_bytes() - before;
+    printf("memory: float16 causal L=S=%zu E=%zu threads=%d: status %d, "
+           "%.1f s, peak memory added by the call %.2f MB, its output "
+           "%.2f MB (%s)\n", n, E, nt, (int)st, t, added / 1e6,
+           (double)(n * E * 2) / 1e6,
+           added <= (double)(n * E * 2) ? "no more than the output"
+                                         : "MORE than the output");
+    free(q), free(k), free(v), free(o);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "mem") == 0) {
+        memory_check(argc > 2 ? (size_t)atol(argv[2]) : 65536, 64,
+                     argc > 3 ? atoi(argv[3]) : 2);
+        return 0;
+    }
     const char *isa = argc > 1 ? argv[1] : "auto";
     const int nt = argc > 2 ? atoi(argv[2]) : 1;
     const int reps = argc > 3 ? atoi(argv[3]) : 21;
