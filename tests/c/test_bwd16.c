@@ -343,19 +343,24 @@ static void test_b16_refused(void)
     }
 }
 
+/* instruction set i, when this CPU has it: small and big problems     */
+static void test_b16_isa(int i, int count, uint64_t seed)
+{
+    if (!check_use_isa(i))
+        return;
+    rng_state = seed + (uint64_t)i;
+    test_b16_random(check_isa(i), count, 0);
+    test_b16_random(check_isa(i), count / 8 + 1, 1);
+}
+
 int main(int argc, char **argv)
 {
-    int count = argc > 1 ? atoi(argv[1]) : 8;
-    uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 1616;
-    clock_t t0 = clock();
-    attn__min_flops_per_thread = 0; /* use threads even on tiny problems */
-    for (int i = 0; i < CHECK_NISA; i++) {
-        if (!check_use_isa(i))
-            continue;
-        rng_state = seed + (uint64_t)i;
-        test_b16_random(check_isa(i), count, 0);
-        test_b16_random(check_isa(i), count / 8 + 1, 1);
-    }
+    const clock_t t0 = clock();
+    const int count = argc > 1 ? atoi(argv[1]) : 8;
+    const uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 1616;
+    attn__min_flops_per_thread = 0; /* threads even for tiny problems */
+    for (int i = 0; i < CHECK_NISA; i++)
+        test_b16_isa(i, count, seed);
     CHECK(attn_set_isa("auto") == 0, "set_isa(auto)");
     rng_state = seed + 99;
     test_b16_refused();
