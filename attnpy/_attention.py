@@ -177,6 +177,18 @@ def attention(Q: ArrayLike, K: ArrayLike, V: ArrayLike, *,
     >>> lse.shape
     (2, 4, 16)
 
+    float16 (or bfloat16) inputs are read in 16 bits and accumulated in
+    float32: the result is the float32 call's, rounded once to float16,
+    and the lse stays float32:
+
+    >>> Qh, Kh, Vh = (a.astype(np.float16) for a in (Q, K, V))
+    >>> out, lse = attnpy.attention(Qh, Kh, Vh, return_lse=True)
+    >>> out.dtype, lse.dtype
+    (dtype('float16'), dtype('float32'))
+    >>> up = [a.astype(np.float32) for a in (Qh, Kh, Vh)]
+    >>> bool(np.array_equal(out, attnpy.attention(*up).astype(np.float16)))
+    True
+
     Grouped-query attention: 8 query heads share 2 K/V heads, as if each
     K/V head were repeated for its 4 query heads (nothing is copied):
 

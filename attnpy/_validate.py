@@ -142,9 +142,9 @@ def _as_result(dt, bf):
     """A promoted dtype as a result: float16/float32/float64/bfloat16 stay,
     longdouble, bool and integers become float64."""
     if bf is not None and is_bfloat16(dt):
-        return bf
+        return bf.newbyteorder("=")
     if dt in (np.float16, np.float32):
-        return np.dtype(dt)
+        return np.dtype(dt.type)            # native byte order
     return np.dtype(np.float64)
 
 

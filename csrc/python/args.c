@@ -138,14 +138,14 @@ void err_shapes2(PyObject *exc, const char *msg, const char *na,
  * float16 -> float32; bool/int -> float64; longdouble -> float64. */
 int compute_type_of(PyArray_Descr *d)
 {
-    switch (d->kind) {
-    case 'b':
-    case 'i':
-    case 'u':
+    switch (storage_of(d)) {
+    case AP_F16:
+    case AP_F32:
+        return NPY_FLOAT;
+    case AP_F64:
+    case AP_CONV:
         return NPY_DOUBLE;
-    case 'f':
-        return PyDataType_ELSIZE(d) <= 4 ? NPY_FLOAT : NPY_DOUBLE;
-    default:
+    default: /* bfloat16 is not one of these functions' dtypes */
         return -1;
     }
 }

@@ -93,16 +93,23 @@ PyArrayObject *as_array16(PyObject *obj, const char *fname, const char *arg)
     return a;
 }
 
+/* the native-order version of a dtype the kernels can read (new ref) */
+static PyArray_Descr *native_descr(PyArray_Descr *d)
+{
+    if (PyArray_ISNBO(d->byteorder)) {
+        Py_INCREF(d);
+        return d;
+    }
+    return PyArray_DescrNewByteorder(d, NPY_NATIVE);
+}
+
 /* a promoted dtype as a result: float16, float32, float64 and bfloat16
  * stay; longdouble, bool and integers become float64 (new reference)  */
 static PyArray_Descr *as_result(PyArray_Descr *rt, PyArrayObject *bf)
 {
     ap_kind k = storage_of(rt);
-    if (k == AP_BF16 && bf) {
-        PyArray_Descr *d = PyArray_DESCR(bf); /* the input's own */
-        Py_INCREF(d);
-        return d;
-    }
+    if (k == AP_BF16 && bf) /* the input's own, in native byte order */
+        return native_descr(PyArray_DESCR(bf));
     return PyArray_DescrFromType(k == AP_F16 ? NPY_HALF
                                  : k == AP_F32 ? NPY_FLOAT : NPY_DOUBLE);
 }
@@ -150,16 +157,6 @@ int is_16bit(PyArray_Descr *d)
 {
     ap_kind k = storage_of(d);
     return k == AP_F16 || k == AP_BF16;
-}
-
-/* the native-order version of a dtype the kernels can read (new ref) */
-static PyArray_Descr *native_descr(PyArray_Descr *d)
-{
-    if (PyArray_ISNBO(d->byteorder)) {
-        Py_INCREF(d);
-        return d;
-    }
-    return PyArray_DescrNewByteorder(d, NPY_NATIVE);
 }
 
 PyArrayObject *as_storage(PyArrayObject *a, int typenum, const char *fname,

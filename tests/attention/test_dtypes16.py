@@ -169,6 +169,19 @@ def test_attention_is_the_float32_call_rounded_once(dt, isa):
 
 
 @pytest.mark.parametrize("dt", SIXTEEN, ids=str)
+def test_thread_count_and_batch_invariant(dt):
+    """the same bits with 1 or 3 threads, and a row decoded alone (L = 1)
+    as inside the long Q (the bfloat16 dot-product path included)"""
+    Q, K, V = qkv(dt, (2, 2, 33, 16), 70, 16)
+    attnpy.set_num_threads(1)
+    one = attnpy.attention(Q, K, V, causal="bottom_right")
+    attnpy.set_num_threads(3)
+    assert_bits(attnpy.attention(Q, K, V, causal="bottom_right"), one)
+    row = attnpy.attention(Q[:, :, -1:], K, V, causal="bottom_right")
+    assert_bits(row, one[:, :, -1:])
+
+
+@pytest.mark.parametrize("dt", SIXTEEN, ids=str)
 def test_sdpa_and_explain_weights(dt):
     Q, K, V = qkv(dt, (1, 2, 9, 8), 11, 8)
     out, w = attnpy.scaled_dot_product_attention(Q, K, V, causal=True)
@@ -182,6 +195,19 @@ def test_sdpa_and_explain_weights(dt):
     tr32 = attnpy.explain(*up(Q, K, V), causal=True)
     assert tr.scores.dtype == F32           # the steps in float32
     assert_bits(tr.scores, tr32.scores, approx)
+
+
+@pytest.mark.parametrize("dt", SIXTEEN, ids=str)
+def test_explain_walkthrough_of_16bit_weights(dt):
+    """the walk-through's row-sum check allows the 16-bit rounding of the
+    weights (one rounding each: a row of sum 1 moves by at most 2^-11 for
+    float16, 2^-8 for bfloat16), and no more"""
+    X = np.random.default_rng(8).standard_normal((30, 4)).astype(dt)
+    tr = attnpy.explain(X, X, X)
+    dev = np.abs(tr.weights.astype(F64).sum(-1) - 1).max()
+    assert 0 < dev <= (2.0 ** -10 if dt == F16 else 2.0 ** -7)
+    assert "each row sums to 1: yes" in str(tr)
+    assert f"{dt.name} rounding" in str(tr)
 
 
 @pytest.mark.parametrize("dt", SIXTEEN, ids=str)
@@ -327,6 +353,73 @@ def test_no_conversion_copy(dt):
         tracemalloc.stop()
     assert out.dtype == dt
     assert peak <= out.nbytes + 64 * 1024, (peak, out.nbytes)
+    # into a 16-bit out=: nothing allocated at all
+    tracemalloc.start()
+    try:
+        attnpy.attention(Q, K, V, causal=True, out=out)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= 64 * 1024, peak
+
+
+@pytest.mark.parametrize("dt", SIXTEEN, ids=str)
+def test_backward_no_conversion_copy(dt):
+    """16-bit Q, K, V, out, dout read in place: the backward pass allocates
+    its three 16-bit gradients (and its float32 lse input is used as is)"""
+    rng = np.random.default_rng(7)
+    shape = (1, 4, 1024, 64)
+    Q, K, V = (rng.standard_normal(shape, dtype=np.float32).astype(dt)
+               for _ in range(3))
+    out, lse = attnpy.attention(Q, K, V, causal=True, return_lse=True)
+    dout = rng.standard_normal(shape, dtype=np.float32).astype(dt)
+    tracemalloc.start()
+    try:
+        grads = attnpy.attention_backward(dout, Q, K, V, out, lse,
+                                          causal=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [g.dtype for g in grads] == [dt] * 3
+    assert peak <= 3 * Q.nbytes + 64 * 1024, (peak, Q.nbytes)
+
+
+@pytest.mark.parametrize("dt", SIXTEEN, ids=str)
+@pytest.mark.parametrize("which", [0, 1, 2], ids=["Q", "K", "V"])
+def test_every_memory_layout(dt, which):
+    """strided, transposed, reversed, byteswapped and unaligned 16-bit
+    operands give the contiguous call's bits"""
+    from _arrays import layouts
+    args = list(qkv(dt, (2, 1, 7, 8), 9, 6, seed=5))
+    want = attnpy.attention(*args, causal=True)
+    seen = []
+    for name, a in layouts(args[which]):
+        got = attnpy.attention(*(args[:which] + [a] + args[which + 1:]),
+                               causal=True)
+        assert_bits(got, want)
+        seen.append(name)
+    assert {"transposed", "strided", "byteswapped", "unaligned"} <= set(seen)
+
+
+@pytest.mark.parametrize("dt", SIXTEEN, ids=str)
+def test_strided_views_are_not_copied(dt):
+    """K given transposed (a (E, S) array seen as (S, E)) and V a strided
+    view: both read in place, only the output is allocated"""
+    rng = np.random.default_rng(6)
+    Q = rng.standard_normal((4, 1024, 64), dtype=np.float32).astype(dt)
+    KT = rng.standard_normal((4, 64, 1024), dtype=np.float32).astype(dt)
+    V2 = rng.standard_normal((4, 1024, 128), dtype=np.float32).astype(dt)
+    K, V = KT.swapaxes(-1, -2), V2[..., ::2]
+    attnpy.attention(Q[:, :4], K[:, :4], V[:, :4])
+    tracemalloc.start()
+    try:
+        out = attnpy.attention(Q, K, V)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= out.nbytes + 64 * 1024, (peak, out.nbytes)
+    assert_bits(out, attnpy.attention(Q, np.ascontiguousarray(K),
+                                      np.ascontiguousarray(V)))
 
 
 # -- recognising bfloat16, and the messages -----------------------------------

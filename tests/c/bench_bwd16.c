@@ -13,7 +13,7 @@
  * dv written in 16 bits; lse float). Each repetition runs the three
  * back to back, in a rotating order; prints each one's median time and
  * the medians of the per-repetition ratios float32 time / 16-bit time
- * (> 1: the 16-bit call is faster).
+ * (> 1: the 16-bit call is faster), for wall-clock and CPU time.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -26,10 +26,12 @@
 #include "attn.h"
 #include "half.h"
 
-static double now(void)
+/* wall clock, or this process's CPU time (every thread): on a shared
+ * machine the wall times stretch with the load, the CPU times much less */
+static double now(clockid_t clk)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clk, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -122,11 +124,11 @@ static void bench(size_t B, size_t L, size_t E, attn_causal causal, int nt,
             g[s][i] = malloc(n * (s ? 2 : 4) + 4);
         g[s][3] = bias ? malloc(B * L * L * (s ? 2 : 4) + 4) : NULL;
     }
-    double t[3][64], ratio[2][64];
+    double t[3][64], ratio[2][64], cpu[3][64], cratio[2][64];
     if (reps > 64)
         reps = 64;
     for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
-        double tr[3];
+        double tr[3], cr[3];
         for (int o = 0; o < 3; o++) {
             const int s = (o + (r < 0 ? 0 : r)) % 3;
             p->q = mat(in[s][0], bo, E, sts[s]);
@@ -138,9 +140,11 @@ static void bench(size_t B, size_t L, size_t E, attn_causal causal, int nt,
             bp.dk = mat(g[s][1], bo, E, sts[s]);
             bp.dv = mat(g[s][2], bo, E, sts[s]);
             bp.dbias = mat(g[s][3], bb, L, sts[s]);
-            const double t0 = now();
+            const double t0 = now(CLOCK_MONOTONIC),
+                         c0 = now(CLOCK_PROCESS_CPUTIME_ID);
             const attn_status st = attn_sdpa_backward(&bp, &ex);
-            tr[s] = now() - t0;
+            tr[s] = now(CLOCK_MONOTONIC) - t0;
+            cr[s] = now(CLOCK_PROCESS_CPUTIME_ID) - c0;
             if (st != ATTN_OK) {
                 printf("backward failed: %d\n", (int)st);
                 exit(1);
@@ -148,19 +152,29 @@ static void bench(size_t B, size_t L, size_t E, attn_causal causal, int nt,
         }
         if (r < 0)
             continue;
-        for (int s = 0; s < 3; s++)
+        for (int s = 0; s < 3; s++) {
             t[s][r] = tr[s];
-        ratio[0][r] = tr[0] / tr[1];
-        ratio[1][r] = tr[0] / tr[2];
+            cpu[s][r] = cr[s];
+        }
+        for (int s = 0; s < 2; s++) {
+            ratio[s][r] = tr[0] / tr[s + 1];
+            cratio[s][r] = cr[0] / cr[s + 1];
+        }
     }
-    printf("%s (%zu,%zu,%zu) %s%s t=%d reps=%d: median float32 %8.2f ms, "
-           "float16 %8.2f ms, bfloat16 %8.2f ms; float32/16-bit time "
-           "(median of per-rep ratios): float16 %.3f, bfloat16 %.3f\n",
+    printf("%s (%zu,%zu,%zu) %s%s t=%d reps=%d\n"
+           "  wall: median float32 %8.2f ms, float16 %8.2f ms, bfloat16 "
+           "%8.2f ms; float32/16-bit (median of per-rep ratios): float16 "
+           "%.3f, bfloat16 %.3f\n"
+           "  cpu:  median float32 %8.2f ms, float16 %8.2f ms, bfloat16 "
+           "%8.2f ms; float32/16-bit (median of per-rep ratios): float16 "
+           "%.3f, bfloat16 %.3f\n",
            attn_isa_name(), B, L, E, causal ? "causal" : "full  ",
-           bias ? "+dbias" : "", nt, reps,
-           median(t[0], reps) * 1e3, median(t[1], reps) * 1e3,
-           median(t[2], reps) * 1e3, median(ratio[0], reps),
-           median(ratio[1], reps));
+           bias ? "+dbias" : "", nt, reps, median(t[0], reps) * 1e3,
+           median(t[1], reps) * 1e3, median(t[2], reps) * 1e3,
+           median(ratio[0], reps), median(ratio[1], reps),
+           median(cpu[0], reps) * 1e3, median(cpu[1], reps) * 1e3,
+           median(cpu[2], reps) * 1e3, median(cratio[0], reps),
+           median(cratio[1], reps));
     fflush(stdout);
     for (int s = 0; s < 3; s++) {
         for (int i = 0; s && i < 5; i++)

@@ -24,26 +24,23 @@
 #include "attn.h"
 #include "half.h"
 
-static double now(void)
+/* seconds on clock id: CLOCK_MONOTONIC (wall), or the process's CPU
+ * time (with one thread, the call's own cost even when other programs
+ * share the cores)                                                     */
+static double secs(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+#define now() secs(CLOCK_MONOTONIC)
+#define cpu_now() secs(CLOCK_PROCESS_CPUTIME_ID)
 
-/* CPU time of the process: with one thread, the call's own cost even
- * when other programs share the cores                                   */
-static double cpu_now(void)
+/* ascending doubles, for qsort (medians) */
+static int by_value(const void *a, const void *b)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmpd(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    const double d = *(const double *)a - *(const double *)b;
+    return d > 0 ? 1 : d < 0 ? -1 : 0;
 }
 
 /* n values in storage st (0: float) */
@@ -111,8 +108,8 @@ static void bench(size_t B, size_t H, size_t L, size_t S, size_t E,
         }
     double med[3], cmed[3];
     for (int s = 0; s < 3; s++) {
-        qsort(t[s], (size_t)reps, sizeof(double), cmpd);
-        qsort(c[s], (size_t)reps, sizeof(double), cmpd);
+        qsort(t[s], (size_t)reps, sizeof(double), by_value);
+        qsort(c[s], (size_t)reps, sizeof(double), by_value);
         med[s] = t[s][reps / 2];
         cmed[s] = c[s][reps / 2];
     }

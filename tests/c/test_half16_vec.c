@@ -6,7 +6,8 @@
  * rounding ties, the float16 overflow and subnormal edges, inf and NaN)
  * written. Each instruction set runs only where the CPU has it.
  *
- *   test_half16_vec [STRIDE]    float patterns every STRIDE (default 9973)
+ *   test_half16_vec [COUNT]    the float patterns every 79,784 / COUNT
+ *                              (default 8: every 9,973th; more is denser)
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -128,8 +129,9 @@ CHECK_FNS(neon, W, )
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && atoi(argv[1]) > 0)
-        g_stride = (uint32_t)atoi(argv[1]);
+    const int count = argc > 1 ? atoi(argv[1]) : 8;
+    if (count > 0) /* an odd stride: every residue of the low bits */
+        g_stride = (uint32_t)(79784 / count) | 1u;
     clock_t t0 = clock();
     portable_check();
 #ifdef HAVE_X86_FNS

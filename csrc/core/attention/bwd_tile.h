@@ -211,18 +211,31 @@ TF void SFX(bwd_pack_q)(const attn_bwd_plan *bpl, char *sb, size_t b,
     const attn_bwd_problem *bp = bpl->bp;
     const attn_problem *p = &bp->f;
     const size_t BQ = bpl->fp.BQ, nrv = (nq + W - 1) / W * W;
-    const attn_mat q = p->q, g = bp->dout;
+    attn_mat q = p->q, g = bp->dout;
     const void *q_b = BWD_BASE_(q, b), *g_b = BWD_BASE_(g, b);
-    SFX(bwd_pack_t)((T *)(sb + bpl->off_qt), BQ, q_b, q.store, q.s0, q.s1,
-                    i0, nq, nrv, p->E);
-    SFX(bwd_pack_t)((T *)(sb + bpl->off_dot), BQ, g_b, g.store, g.s0, g.s1,
-                    i0, nq, nrv, p->Ev);
+    size_t qi0 = i0, gi0 = i0;
     if (rows) {
-        SFX(bwd_pack_r)((T *)(sb + bpl->off_qr), bpl->EP, q_b, q.store, q.s0,
-                        q.s1, i0, nq, p->E);
-        SFX(bwd_pack_r)((T *)(sb + bpl->off_dor), bpl->fp.EvP, g_b, g.store,
-                        g.s0, g.s1, i0, nq, p->Ev);
+        T *qr = (T *)(sb + bpl->off_qr), *dor = (T *)(sb + bpl->off_dor);
+        SFX(bwd_pack_r)(qr, bpl->EP, q_b, q.store, q.s0, q.s1, i0, nq, p->E);
+        SFX(bwd_pack_r)(dor, bpl->fp.EvP, g_b, g.store, g.s0, g.s1, i0, nq,
+                        p->Ev);
+        /* 16 bits: the transposes below from these rows, converted once */
+        if (q.store) {
+            q = (attn_mat){qr, NULL, (ptrdiff_t)bpl->EP, 1, ATTN_ST_NATIVE};
+            q_b = qr;
+            qi0 = 0;
+        }
+        if (g.store) {
+            g = (attn_mat){dor, NULL, (ptrdiff_t)bpl->fp.EvP, 1,
+                           ATTN_ST_NATIVE};
+            g_b = dor;
+            gi0 = 0;
+        }
     }
+    SFX(bwd_pack_t)((T *)(sb + bpl->off_qt), BQ, q_b, q.store, q.s0, q.s1,
+                    qi0, nq, nrv, p->E);
+    SFX(bwd_pack_t)((T *)(sb + bpl->off_dot), BQ, g_b, g.store, g.s0, g.s1,
+                    gi0, nq, nrv, p->Ev);
     T *rlse = (T *)(sb + bpl->off_row), *rd = rlse + BQ;
     unsigned char *lnan = (unsigned char *)(sb + bpl->off_lnan);
     const T *lse_b = (const T *)p->lse.data + BOFF_(p->lse, b);

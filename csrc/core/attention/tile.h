@@ -299,8 +299,17 @@ TI void SFX(pack_qt)(const attn_plan *pl, const char *q_b0, size_t i0,
     for (size_t r = 0; r < nq; r++) {
         T *qt_r = qt + r;
         if (p->q.store != ATTN_ST_NATIVE) { /* 16 bits: exact upcast */
-            const char *q16 = q_b0 + (ptrdiff_t)(i0 + r) * qs0 * 2;
-            for (size_t e = 0; e < E; e++)
+            const uint16_t *q16 = (const uint16_t *)q_b0
+                                  + (ptrdiff_t)(i0 + r) * qs0;
+            size_t e = 0;
+#if HALF_VEC_
+            for (T lane[W]; qs1 == 1 && e + W <= E; e += W) {
+                VSTOREU(lane, VLOAD16_(q16 + e, p->q.store));
+                for (size_t x = 0; x < (size_t)W; x++)
+                    qt_r[(e + x) * BQ] = lane[x];
+            }
+#endif
+            for (; e < E; e++)
                 qt_r[e * BQ] = (T)attn_load_f32(p->q.store, q16,
                                                 (ptrdiff_t)e * qs1);
             continue;

@@ -379,36 +379,24 @@ PV_SOPS(pd2_, 2, double, pexp_d, ptanh_d)
 #endif /* ATTN_PORT_VEXT */
 
 /* 16-bit storage: W float16 / bfloat16 <-> W floats, lane by lane with
- * half.h's exact conversions (P: a float prefix, any lane layout)       */
-#define PV_HALF(P, W_, A_)                                                     \
-    static ATTN_INLINE A_ P##vt P##ld_f16(const uint16_t *p)                   \
+ * half.h's exact conversions (P: a float prefix, any lane layout);
+ * PV_HALF1 makes one format's pair, named by F                          */
+#define PV_HALF1(P, W_, A_, F)                                                 \
+    static ATTN_INLINE A_ P##vt P##ld_##F(const uint16_t *p)                   \
     {                                                                          \
         float x[W_];                                                           \
         for (int i = 0; i < (W_); i++)                                         \
-            x[i] = attn_f16_to_f32(p[i]);                                      \
+            x[i] = attn_##F##_to_f32(p[i]);                                    \
         return P##load(x);                                                     \
     }                                                                          \
-    static ATTN_INLINE A_ P##vt P##ld_bf16(const uint16_t *p)                  \
-    {                                                                          \
-        float x[W_];                                                           \
-        for (int i = 0; i < (W_); i++)                                         \
-            x[i] = attn_bf16_to_f32(p[i]);                                     \
-        return P##load(x);                                                     \
-    }                                                                          \
-    static ATTN_INLINE A_ void P##st_f16(uint16_t *p, P##vt a)                 \
+    static ATTN_INLINE A_ void P##st_##F(uint16_t *p, P##vt a)                 \
     {                                                                          \
         float x[W_];                                                           \
         P##store(x, a);                                                        \
         for (int i = 0; i < (W_); i++)                                         \
-            p[i] = attn_f32_to_f16(x[i]);                                      \
-    }                                                                          \
-    static ATTN_INLINE A_ void P##st_bf16(uint16_t *p, P##vt a)                \
-    {                                                                          \
-        float x[W_];                                                           \
-        P##store(x, a);                                                        \
-        for (int i = 0; i < (W_); i++)                                         \
-            p[i] = attn_f32_to_bf16(x[i]);                                     \
+            p[i] = attn_f32_to_##F(x[i]);                                      \
     }
+#define PV_HALF(P, W_, A_) PV_HALF1(P, W_, A_, f16) PV_HALF1(P, W_, A_, bf16)
 
 PV_HALF(pf4_, 4, )
 #ifdef ATTN_PORT_HAVE_WIDE
