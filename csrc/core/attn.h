@@ -217,10 +217,10 @@ typedef struct {
  * written for different b must not overlap: where K, V or the bias were
  * broadcast over b, the caller gives each b its own gradient and sums.
  *
- * 16-bit storage (f.dtype == ATTN_F32 only): any of f.q, f.k, f.v, f.out
- * and dout may be ATTN_ST_F16 / ATTN_ST_BF16, and so may any of dq, dk,
- * dv, dbias, each on its own; f.lse, f.mask, f.bias and f.alibi stay in
- * the call's dtype (anything else: ATTN_EINVAL). The kernels read the
+ * 16-bit storage (f.dtype == ATTN_F32 only): any of f.q, f.k, f.v,
+ * f.bias, f.out and dout may be ATTN_ST_F16 / ATTN_ST_BF16, and so may
+ * any of dq, dk, dv, dbias, each on its own; f.lse, f.mask and f.alibi
+ * stay in the call's dtype (anything else: ATTN_EINVAL). The kernels read the
  * 16-bit operands a block at a time into their float scratch (exact),
  * never as a whole converted copy; every sum is the float call's, in the
  * same order (D in double, dS and the dq/dk/dv accumulations in float

@@ -5,8 +5,9 @@
  *   on every instruction set this CPU has, random float problems (every
  *   layout, mask, bias, causal alignment, fully_masked policy, variants:
  *   window, ALiBi, softcap, positions; inf/NaN elements) whose inputs are
- *   exactly 16-bit numbers: each of q, k, v, out, dout read in 16 bits or
- *   in float, each of dq, dk, dv, dbias written in 16 bits or in float.
+ *   exactly 16-bit numbers: each of q, k, v, bias, out, dout read in 16
+ *   bits or in float, each of dq, dk, dv, dbias written in 16 bits or in
+ *   float.
  *   The 16-bit gradients are bit for bit the float32 backward's on the
  *   same (upcast) inputs rounded once (half.h), the float ones bit for
  *   bit the float32 backward's, for 1, 2, 3 and 7 threads; statuses and
@@ -15,8 +16,8 @@
  *   own float run on the upcast inputs; the fast 16-bit gradients
  *   within the 16-bit rounding of it
  *   ATTN_EINVAL for 16-bit operands the kernels do not read in 16 bits
- *   (any of a double problem, an unknown storage, bias, lse, mask; the
- *   oracle: the first two and the mask)
+ *   (any of a double problem, an unknown storage, lse, mask, the ALiBi
+ *   slopes; the oracle: all but lse)
  *
  * It reuses test_bwd.c's problems (and so test_core.c's) by including it.
  * Prints one line per failure and "N passed, M failed"; exit status 1 on
@@ -96,13 +97,16 @@ static void hook16(prob *t)
         op_round16(&t->q, round_st);
         op_round16(&t->k, round_st);
         op_round16(&t->v, round_st);
+        if (t->bias.buf)
+            op_round16(&t->bias, round_st);
     }
 }
 
 typedef struct {
     bprob x;
     attn_store st;
-    operand in16[5];   /* q, k, v, out, dout in 16 bits (buf NULL: float) */
+    operand in16[6];   /* q, k, v, out, dout, bias in 16 bits (buf NULL:
+                          float)                                         */
     operand g16[4];    /* dq, dk, dv, dbias in 16 bits (buf NULL: float)  */
     unsigned char *ref[4]; /* the float32 backward's gradients           */
     attn_status ref_st;
@@ -112,7 +116,7 @@ typedef struct {
 
 static void b16_free(b16 *y)
 {
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         free(y->in16[i].buf);
     for (int i = 0; i < 4; i++) {
         free(y->g16[i].buf);
@@ -157,10 +161,11 @@ static void b16_make(b16 *y, int big, const char *isa)
     for (int i = 0; i < 4 && x->g[i].buf; i++)
         y->ref[i] = dup_buf(&x->g[i]);
     /* the 16-bit twins: each operand 16-bit with probability 3/4       */
-    const operand *ins[5] = {&x->t.q, &x->t.k, &x->t.v, &out, &x->dout};
+    const operand *ins[6] = {&x->t.q, &x->t.k, &x->t.v, &out, &x->dout,
+                             &x->t.bias};
     int any = 0;
-    for (int i = 0; i < 5; i++)
-        if (irand(4)) {
+    for (int i = 0; i < 6; i++)
+        if (irand(4) && ins[i]->buf) {
             op_twin16(&y->in16[i], ins[i], y->st);
             any = 1;
         }
@@ -174,9 +179,9 @@ static void b16_target(b16 *y, int naive)
 {
     bprob *x = &y->x;
     bprob_target(x, naive);
-    attn_mat *in[5] = {&x->bp.f.q, &x->bp.f.k, &x->bp.f.v, &x->bp.f.out,
-                       &x->bp.dout};
-    for (int i = 0; i < 5; i++)
+    attn_mat *in[6] = {&x->bp.f.q, &x->bp.f.k, &x->bp.f.v, &x->bp.f.out,
+                       &x->bp.dout, &x->bp.f.bias};
+    for (int i = 0; i < 6; i++)
         if (y->in16[i].buf)
             *in[i] = y->in16[i].m;
     attn_mat *g[4] = {&x->bp.dq, &x->bp.dk, &x->bp.dv, &x->bp.dbias};
@@ -197,6 +202,8 @@ static void b16_untarget(b16 *y)
     x->bp.f.q = x->t.q.m;
     x->bp.f.k = x->t.k.m;
     x->bp.f.v = x->t.v.m;
+    if (x->t.bias.buf)
+        x->bp.f.bias = x->t.bias.m;
     x->bp.f.out.store = ATTN_ST_NATIVE;
     x->bp.f.out.data = x->t.out_n.buf
                        + ((unsigned char *)x->t.out.m.data - x->t.out.buf);
@@ -325,16 +332,15 @@ static void test_b16_refused(void)
             what = "mask";
             break;
         default:
-            bp.f.bias.store = ATTN_ST_BF16;
-            what = "bias";
+            bp.f.alibi.store = ATTN_ST_BF16;
+            what = "alibi";
             break;
         }
         attn_exec ex = {2, NULL, NULL};
         const attn_status st = attn_sdpa_backward(&bp, &ex);
         CHECK(st == ATTN_EINVAL, "16-bit %s (%s): status %d, not EINVAL",
               what, f32 ? "f32" : "f64", (int)st);
-        if (it % 4 == 0 || it % 4 == 2) { /* (the oracle reads a 16-bit
-                                               bias or lse)             */
+        if (it % 4 != 1) { /* (the oracle reads a 16-bit lse) */
             const attn_status stn = attn_sdpa_backward_naive(&bp);
             CHECK(stn == ATTN_EINVAL, "naive: 16-bit %s (%s): status %d, "
                   "not EINVAL", what, f32 ? "f32" : "f64", (int)stn);

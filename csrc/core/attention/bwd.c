@@ -281,20 +281,21 @@ static int bwd_guarded(const attn_bwd_problem *bp)
            || !bwd_finite_f32(bp->dout, p->B, p->L, p->Ev);
 }
 
-/* 16-bit storage (attn.h): q, k, v, out, dout, dq, dk, dv, dbias of a
- * float problem; mask, bias, lse and the slopes in the call's dtype     */
+/* 16-bit storage (attn.h): q, k, v, bias, out, dout, dq, dk, dv, dbias
+ * of a float problem (the bias read by tile_masks.h); mask, lse and the
+ * slopes in the call's dtype                                             */
 static int bwd_stores_ok(const attn_bwd_problem *bp)
 {
     const attn_problem *p = &bp->f;
-    const attn_mat *half[] = {&p->q,   &p->k,   &p->v,   &p->out, &bp->dout,
-                              &bp->dq, &bp->dk, &bp->dv, &bp->dbias};
+    const attn_mat *half[] = {&p->q,     &p->k,   &p->v,   &p->bias,
+                              &p->out,   &bp->dout, &bp->dq, &bp->dk,
+                              &bp->dv,   &bp->dbias};
     for (size_t i = 0; i < sizeof half / sizeof *half; i++)
         if (half[i]->store != ATTN_ST_NATIVE
             && (p->dtype != ATTN_F32 || (half[i]->store != ATTN_ST_F16
                                          && half[i]->store != ATTN_ST_BF16)))
             return 0;
-    return p->mask.store == ATTN_ST_NATIVE && p->bias.store == ATTN_ST_NATIVE
-           && p->lse.store == ATTN_ST_NATIVE
+    return p->mask.store == ATTN_ST_NATIVE && p->lse.store == ATTN_ST_NATIVE
            && p->alibi.store == ATTN_ST_NATIVE;
 }
 
