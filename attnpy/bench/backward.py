@@ -22,6 +22,7 @@ import numpy as np
 
 import attnpy
 
+from . import bits16
 from .report import _p
 from .timing import Contender, _estimate, time_interleaved
 
@@ -128,8 +129,9 @@ def memory_65536(root, threads):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def bench_backward(env, cfg, repeat, shapes=SHAPES, memory=True):
-    """Every shape of SHAPES, then the memory of the long causal backward."""
+def bench_backward(env, cfg, repeat, shapes=SHAPES, memory=True, shapes16=None):
+    """Every shape of SHAPES, then the memory of the long causal backward,
+    then the 16-bit rows of shapes16 (default bits16.BACKWARD16)."""
     _p("")
     _p("attention forward + backward, %d threads, medians of interleaved samples (ms)"
        % env.threads)
@@ -159,4 +161,10 @@ def bench_backward(env, cfg, repeat, shapes=SHAPES, memory=True):
         _p("  (1, 1, 65536, 64) float32 causal backward: extra peak memory "
            + ("%.1f MiB beyond inputs and outputs (RSS)" % (m["extra"] / 2 ** 20)
               if "extra" in m else "error: " + m["error"]))
+    shapes16 = bits16.BACKWARD16 if shapes16 is None else shapes16
+    out["rows16"] = bits16.run_rows(
+        env, cfg, repeat, "forward + backward in 16 bits beside attnpy float32 and torch",
+        [lambda s=s, c=c, d=d: bits16.backward_row(env, cfg, repeat, s, c, d)
+         for s, c in shapes16 for d in bits16.DTYPES16])
+    out["targets"] = bits16.targets16(out["rows16"])
     return out

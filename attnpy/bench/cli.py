@@ -63,6 +63,10 @@ def _parse(argv):
                     help="idle seconds before each interleaved sample, so that "
                          "the previous contender's spinning thread pool does "
                          "not slow the next one (default 0.12; 0: none)")
+    ap.add_argument("--sampling", choices=("blocked", "interleaved"), default="blocked",
+                    help="how the decode part samples its contenders: blocked (default: "
+                         "each contender's samples back to back, after a pause and an "
+                         "untimed call) or interleaved (a, b, c, a, b, c, ...)")
     ap.add_argument("--strict", action="store_true",
                     help="exit with status 2 when a target FAILs")
     args = ap.parse_args(argv)
@@ -87,6 +91,7 @@ def _parse(argv):
     if not args.settle >= 0:
         ap.error("--settle must be >= 0")
     cfg["settle_s"] = args.settle
+    cfg["sampling"] = args.sampling
     if args.lengths:
         try:
             cfg["lengths"] = tuple(int(x) for x in args.lengths.split(",") if x.strip())
@@ -155,6 +160,9 @@ def _run(env, args, cfg):
         wrong.append(R["threads"])
     if R.get("decode") and not R["decode"]["guards_ok"]:
         wrong.append(R["decode"])
+    for part in ("forward", "backward"):
+        wrong += [r for r in (R.get(part) or {}).get("rows16", [])
+                  if "guard" in r and not r["guard"]["ok"]]
     R["meta"]["guards_ok"] = not wrong
     R["meta"]["seconds"] = time.perf_counter() - t_start
     R["meta"]["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None

@@ -13,10 +13,11 @@ MODES = {
                   min_sample_s=0.005, parts=("tiny",)),
     "default": dict(lengths=ALL_LENGTHS[:-1], budget=2.0, min_samples=5,
                     max_samples=25, min_sample_s=0.02,
-                    parts=("tiny", "memory", "threads", "mha", "backward", "decode")),
+                    parts=("tiny", "memory", "threads", "mha", "forward", "backward",
+                           "decode")),
     "full": dict(lengths=ALL_LENGTHS, budget=5.0, min_samples=7, max_samples=41,
-                 min_sample_s=0.05, parts=("tiny", "memory", "threads", "mha", "backward",
-                                           "decode", "variants")),
+                 min_sample_s=0.05, parts=("tiny", "memory", "threads", "mha", "forward",
+                                           "backward", "decode", "variants")),
 }
 
 TINY_SHAPE = (1, 3, 4)         # (B, L, E) = the tutorial's worked example size

@@ -2,7 +2,9 @@
 a long key/value cache (the split-K decode kernel of attention, L <= 4).
 
 For each case (B, H, L, E) with S cached keys, float32, medians of
-interleaved samples (a, b, c, a, b, c, ...) of
+samples taken in blocks (timing.time_blocked: each contender's samples
+back to back after a pause and an untimed call, the contenders taking
+turns; torch gets the same thread count) of
 
 - attnpy: ``attention(Q, K, V)``;
 - torch: ``scaled_dot_product_attention`` (when torch imports);
@@ -33,8 +35,9 @@ import numpy as np
 
 import attnpy
 
+from . import bits16
 from .report import _p
-from .timing import Contender, _estimate, time_interleaved
+from .timing import Contender, _estimate, time_blocked, time_interleaved
 
 CASES = [  # (B, H, L, E), S, one of the decode targets
     ((1, 32, 1, 128), 4096, True),
@@ -108,7 +111,7 @@ def _arrays(shape, S, seed=0):
 
 
 def decode_case(env, cfg, repeat, shape, S, pool, one_thread=True):
-    """One row: attnpy, torch and the readers, interleaved."""
+    """One row: attnpy, torch and the readers, in blocks."""
     Q, K, V = _arrays(shape, S)
     nbytes = K.nbytes + V.nbytes
     out = attnpy.attention(Q, K, V)
@@ -126,7 +129,8 @@ def decode_case(env, cfg, repeat, shape, S, pool, one_thread=True):
     cs += readers(nbytes, env.threads, pool)
     for c in cs:
         c.fn()
-    st = time_interleaved(cs, {c.name: _estimate(c) for c in cs}, cfg, repeat)
+    sample = time_interleaved if cfg.get("sampling") == "interleaved" else time_blocked
+    st = sample(cs, {c.name: _estimate(c) for c in cs}, cfg, repeat)
     t = {k: v["median_s"] for k, v in st.items()}
     read = min(v for k, v in t.items() if k.startswith("read:"))
     row.update(results=st, attnpy_s=t["attnpy"], torch_s=t.get("torch"), read_s=read,
@@ -207,14 +211,17 @@ def decode_targets(rows, threads):
     return res
 
 
-def bench_decode(env, cfg, repeat, cases=None, window=None):
+def bench_decode(env, cfg, repeat, cases=None, window=None, cases16=None):
     """Every case of cases (default CASES), then the windowed decode of
-    window (default WINDOW; False: none); prints the rows."""
+    window (default WINDOW; False: none), then the 16-bit rows of cases16
+    (default bits16.DECODE16: [(shape, S)]); prints the rows."""
     cases = CASES if cases is None else cases
     window = WINDOW if window is None else window
+    cases16 = bits16.DECODE16 if cases16 is None else cases16
     _p("")
     _p("decode: one query row against a K/V cache, float32, %d threads, medians of "
-       "interleaved samples" % env.threads)
+       "%s" % (env.threads, "interleaved samples" if cfg.get("sampling") == "interleaved"
+               else "samples in blocks (each contender's back to back)"))
     rows = []
     with ThreadPoolExecutor(env.threads) as pool:
         for shape, S, is_target in cases:
@@ -233,6 +240,12 @@ def bench_decode(env, cfg, repeat, cases=None, window=None):
                "%.3f ms (%.0fx the window)" % (head, t["window"], w["W"], t["last W keys"],
                                                w["window_vs_w_keys"], t["full cache"],
                                                w["full_vs_window"]))
-    out["targets"] = decode_targets([r for r in rows if r["target"]], env.threads)
-    out["guards_ok"] = all(r["guard"]["ok"] for r in rows + [out.get("window")] if r)
+    out["rows16"] = bits16.run_rows(
+        env, cfg, repeat, "decode in 16 bits beside attnpy float32 and torch in the same dtype",
+        [lambda s=s, S=S, d=d: bits16.decode_row(env, cfg, repeat, s, S, d)
+         for s, S in cases16 for d in bits16.DTYPES16])
+    out["targets"] = (decode_targets([r for r in rows if r["target"]], env.threads)
+                      + bits16.targets16(out["rows16"]))
+    out["guards_ok"] = all(r["guard"]["ok"] for r in rows + [out.get("window")]
+                           + out["rows16"] if r and "guard" in r)
     return out

@@ -78,6 +78,16 @@ def part_variants(env, args, cfg, R):
     R["variants"] = bench_variants(env, cfg, args.repeat)
 
 
+def part_forward(env, args, cfg, R):
+    from . import bits16
+    rows = bits16.run_rows(
+        env, cfg, args.repeat, "attention forward in 16 bits beside attnpy float32 and "
+        "torch in the same dtype",
+        [lambda s=s, c=c, d=d: bits16.forward_row(env, cfg, args.repeat, s, c, d)
+         for s, c in bits16.FORWARD16 for d in bits16.DTYPES16])
+    R["forward"] = {"rows16": rows, "targets": bits16.targets16(rows)}
+
+
 def part_decode(env, args, cfg, R):
     from .decode import bench_decode
     R["decode"] = bench_decode(env, cfg, args.repeat)
@@ -102,6 +112,6 @@ def part_dask(env, args, cfg, R):
 # ("dask" is in none: it starts a local cluster, run it with --only dask;
 # nor "llm": minutes, and a model package; run it with --only llm)
 PARTS = {"tiny": part_tiny, "memory": part_memory, "threads": part_threads,
-         "mha": part_mha, "backward": part_backward, "decode": part_decode,
+         "mha": part_mha, "forward": part_forward, "backward": part_backward, "decode": part_decode,
          "layer": part_layer,
          "variants": part_variants, "llm": part_llm, "dask": part_dask}

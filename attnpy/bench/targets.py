@@ -149,8 +149,10 @@ def _window_target(R):
 
 
 def _decode_targets(R):
-    """The decode targets, when the decode part ran (bench/decode.py
-    judged them: >= 1.5x torch, >= 70% of the read rate, every thread)."""
+    """The targets the decode, forward and backward parts judged themselves
+    (decode.py: >= 1.5x torch, >= 70% of the read rate, every thread;
+    bits16.py: the 16-bit rows), when they ran."""
     return [{"target": t["target"], "status": t["status"], "measured": t["measured"],
              "required": t["required"]}
-            for t in (R.get("decode") or {}).get("targets", [])]
+            for part in ("forward", "backward", "decode")
+            for t in (R.get(part) or {}).get("targets", [])]

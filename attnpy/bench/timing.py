@@ -1,11 +1,13 @@
-"""Timing: contenders sampled interleaved, medians and IQR.
+"""Timing: contenders sampled interleaved (or in blocks), medians and IQR.
 
 Every contender is warmed up, then the contenders are run interleaved
 (a, b, c, a, b, c, ...) so that machine noise hits all alike. Before each
 sample the machine is left idle for a moment (``settle_s``, --settle):
 OpenBLAS's and OpenMP's idle workers spin for up to ~0.1 s after a call,
 and without the pause that spinning would be charged to whichever
-contender runs next.
+contender runs next. time_blocked takes each contender's samples back to
+back instead, in a few runs that take turns (the decode part: there a
+sample right after torch's call ran at half speed despite the pause).
 """
 import gc
 import math
@@ -48,13 +50,8 @@ def _estimate(c):
     return total / n
 
 
-def time_interleaved(contenders, est, cfg, repeat=None):
-    """Median seconds per call of each contender, sampled interleaved.
-
-    est: {name: estimated seconds per call}. A sample is `number` calls
-    (enough to last cfg.min_sample_s); samples per contender: --repeat, or as
-    many as fit in cfg.budget, within [min_samples, max_samples].
-    """
+def _plan(contenders, est, cfg, repeat):
+    """(calls per sample of each contender, samples per contender)."""
     number = {c.name: max(1, min(100000, math.ceil(cfg["min_sample_s"] / max(est[c.name], 1e-9))))
               for c in contenders}
     round_s = sum(number[c.name] * est[c.name] for c in contenders)
@@ -63,6 +60,26 @@ def time_interleaved(contenders, est, cfg, repeat=None):
     else:
         nsamples = int(cfg["budget"] / max(round_s, 1e-9))
         nsamples = max(cfg["min_samples"], min(cfg["max_samples"], nsamples))
+    return number, nsamples
+
+
+def _sample(c, k):
+    """Seconds per call of k calls of c.fn, back to back."""
+    fn = c.fn
+    t0 = time.perf_counter()
+    for _ in range(k):
+        fn()
+    return (time.perf_counter() - t0) / k
+
+
+def time_interleaved(contenders, est, cfg, repeat=None):
+    """Median seconds per call of each contender, sampled interleaved.
+
+    est: {name: estimated seconds per call}. A sample is `number` calls
+    (enough to last cfg.min_sample_s); samples per contender: --repeat, or as
+    many as fit in cfg.budget, within [min_samples, max_samples].
+    """
+    number, nsamples = _plan(contenders, est, cfg, repeat)
     samples = {c.name: [] for c in contenders}
     settle = cfg.get("settle_s", 0.0) if len(contenders) > 1 else 0.0
     gc_was = gc.isenabled()
@@ -72,14 +89,47 @@ def time_interleaved(contenders, est, cfg, repeat=None):
             for c in contenders:
                 if c.setup:
                     c.setup()
-                k = number[c.name]
-                fn = c.fn
                 if settle:
                     time.sleep(settle)  # let the last contender's pool idle
-                t0 = time.perf_counter()
-                for _ in range(k):
-                    fn()
-                samples[c.name].append((time.perf_counter() - t0) / k)
+                samples[c.name].append(_sample(c, number[c.name]))
+    finally:
+        if gc_was:
+            gc.enable()
+    return {c.name: _stats(samples[c.name], number[c.name]) for c in contenders}
+
+
+def time_blocked(contenders, est, cfg, repeat=None, blocks=2):
+    """Median seconds per call of each contender, sampled in blocks.
+
+    The samples of a contender are taken back to back, in `blocks` runs
+    (as a decode loop calls it, token after token). Before each run the
+    machine idles cfg.settle_s and the contender makes one untimed call:
+    torch's OpenMP workers keep spinning after their call returns, and a
+    sample taken right after a torch call pays for it on a 2-CPU machine;
+    the untimed call also wakes the contender's own pool and reloads its
+    data. Runs take turns with their order reversed every round (a b c,
+    c b a, ...), so a slow drift of the machine's load hits all alike.
+    Same arguments and result as time_interleaved.
+    """
+    number, nsamples = _plan(contenders, est, cfg, repeat)
+    blocks = max(1, min(int(blocks), nsamples))
+    per = [nsamples // blocks + (1 if i < nsamples % blocks else 0) for i in range(blocks)]
+    samples = {c.name: [] for c in contenders}
+    settle = cfg.get("settle_s", 0.0)
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        for i, n in enumerate(per):
+            for c in (contenders if i % 2 == 0 else contenders[::-1]):
+                if c.setup:
+                    c.setup()
+                if settle:
+                    time.sleep(settle)
+                c.fn()          # untimed: wakes the pool after the pause
+                for _ in range(n):
+                    if c.setup:
+                        c.setup()
+                    samples[c.name].append(_sample(c, number[c.name]))
     finally:
         if gc_was:
             gc.enable()

@@ -16,6 +16,7 @@ from attnpy.bench import decode
 SMALL = [((1, 4, 1, 16), 512, True), ((1, 1, 1, 16), 4096, True),
          ((2, 2, 3, 8), 300, False)]
 SMALL_WINDOW = dict(shape=(1, 1, 1, 16), S=4096, W=64)
+SMALL16 = [((1, 2, 1, 16), 256)]
 
 
 def _env():
@@ -26,7 +27,8 @@ def _env():
 def test_decode_part_rows_on_small_shapes(capsys):
     env, cfg = _env()
     try:
-        res = decode.bench_decode(env, cfg, 1, cases=SMALL, window=SMALL_WINDOW)
+        res = decode.bench_decode(env, cfg, 1, cases=SMALL, window=SMALL_WINDOW,
+                                  cases16=SMALL16)
     finally:
         env.close()
     out = capsys.readouterr().out
@@ -52,10 +54,13 @@ def test_decode_part_rows_on_small_shapes(capsys):
     assert set(w["results"]) == {"window", "last W keys", "full cache"}
     assert "window: the last 64 of 4096 keys" in out
     # targets: the two target rows only, each vs torch and the read rate,
-    # and the one-head row's threads
+    # and the one-head row's threads; then the 16-bit row in each dtype, vs
+    # attnpy float32 and vs torch
     names = [t["target"] for t in res["targets"]]
-    assert len(names) == 5 and all(t["status"] in ("PASS", "FAIL")
-                                   for t in res["targets"])
+    assert len(names) == 5 + 2 * 2 and all(t["status"] in ("PASS", "FAIL")
+                                           for t in res["targets"])
+    assert len(res["rows16"]) == 2 and "decode in 16 bits" in out
+    assert sum(n.startswith("decode (1,2,1,16) S=256 ") for n in names) == 4
     assert sum("threads used" in n for n in names) == 1
     assert not any("(2,2,3,8)" in n for n in names)
 
@@ -66,6 +71,7 @@ def test_decode_part_from_the_command_line(monkeypatch, tmp_path, capsys):
     targets and its rows the JSON."""
     monkeypatch.setattr(decode, "CASES", SMALL[:2])
     monkeypatch.setattr(decode, "WINDOW", SMALL_WINDOW)
+    monkeypatch.setattr(decode.bits16, "DECODE16", SMALL16)
     path = tmp_path / "r.json"
     rc = bench.main(["--only", "decode", "--repeat", "1", "--json", str(path)])
     out = capsys.readouterr().out
@@ -74,8 +80,12 @@ def test_decode_part_from_the_command_line(monkeypatch, tmp_path, capsys):
     R = json.loads(path.read_text())
     assert len(R["decode"]["rows"]) == 2
     decode_targets = [t for t in R["targets"] if t["target"].startswith("decode ")]
-    assert len(decode_targets) == 5
+    assert len(decode_targets) == 5 + 4
     assert all(t["required"] for t in decode_targets)
+    # the same rows sampled interleaved (the bench's earlier way)
+    rc = bench.main(["--only", "decode", "--repeat", "1", "--sampling", "interleaved"])
+    assert rc == 0
+    assert "medians of interleaved samples" in capsys.readouterr().out
 
 
 def test_wrong_decode_is_caught_and_not_timed(monkeypatch, capsys):
@@ -87,7 +97,7 @@ def test_wrong_decode_is_caught_and_not_timed(monkeypatch, capsys):
     monkeypatch.setattr(attnpy, "attention", wrong)
     env, cfg = _env()
     try:
-        res = decode.bench_decode(env, cfg, 1, cases=SMALL[:1], window=False)
+        res = decode.bench_decode(env, cfg, 1, cases=SMALL[:1], window=False, cases16=[])
     finally:
         env.close()
     out = capsys.readouterr().out
