@@ -48,15 +48,18 @@ def result_dtype(*arrays):
     """The result dtype of the functions that keep 16-bit data (softmax,
     rotary_embedding, merge_attention's out, the layer functions).
 
-    float16 if every input is float16, bfloat16 if every input is
-    bfloat16, float32 if every input is float32 or 16-bit (float16 with
-    bfloat16 too: NumPy cannot promote that pair), float64 otherwise
-    (bool and integers count as float64). A 16-bit result is computed in
-    float32 by attnpy and in float64 by these twins, then rounded once.
+    np.result_type of the inputs, float16, bfloat16 and float32 kept,
+    everything else (float64, long double, bool, integers) float64. Where
+    NumPy has no common dtype (bfloat16 with float16, or with a wide
+    integer): float32, or float64 where the other inputs promote to
+    float64. A 16-bit result is computed in float32 by attnpy and in
+    float64 by these twins, then rounded once.
 
     >>> result_dtype(np.zeros(2, np.float16), np.zeros(2, np.float16))
     dtype('float16')
     >>> result_dtype(np.zeros(2, np.float16), np.zeros(2, np.float32))
+    dtype('float32')
+    >>> result_dtype(np.zeros(2, np.uint8), np.zeros(2, np.float32))
     dtype('float32')
     """
     dts = [np.asarray(a).dtype for a in arrays]
@@ -64,10 +67,17 @@ def result_dtype(*arrays):
         if not is_16bit(dt):
             _check_real("input", dt)
     dts = [d.newbyteorder("=") for d in dts]   # byte order aside
-    if dts and is_16bit(dts[0]) and all(d == dts[0] for d in dts):
-        return dts[0]
-    if all(d == np.float32 or is_16bit(d) for d in dts):
+    if not dts:
         return np.dtype(np.float32)
+    try:
+        rt = np.result_type(*dts)
+    except TypeError:                       # DTypePromotionError
+        rest = [d for d in dts if not is_16bit(d) or d == np.float16]
+        rt = np.result_type(*rest)
+        return np.dtype(np.float32 if rt in (np.float16, np.float32)
+                        else np.float64)
+    if rt == np.float32 or is_16bit(rt):
+        return rt
     return np.dtype(np.float64)
 
 
