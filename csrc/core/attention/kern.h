@@ -238,9 +238,6 @@ typedef struct attn_isa_desc_ {
     size_t BQ[2], BK[2];     /* block sizes                                */
     attn_item_fn item[2];
     attn_merge_fn merge[2];
-    /* vectorised exp for x <= 0 (tests): y[i] = exp(x[i])                 */
-    void (*exp_f32)(float *y, const float *x, size_t n);
-    void (*exp_f64)(double *y, const double *x, size_t n);
     attn_bwd_fn bwd_a[2], bwd_b[2]; /* backward passes A and B, per type */
     /* NULL, or the desc whose key blocks this one uses (same bits)       */
     const struct attn_isa_desc_ *plan_as;

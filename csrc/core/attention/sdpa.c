@@ -405,52 +405,6 @@ static char *split_buffer(attn_plan *pl, const attn_exec *ex, double flops,
     return raw;
 }
 
-static attn_status sdpa_run(attn_plan *pl, const attn_isa_desc *d,
-                            const attn_exec *ex, size_t nitems)
-{
-    const attn_problem *p = pl->p;
-    const int t = p->dtype == ATTN_F64;
-    sdpa_ctx c;
-    memset(&c, 0, sizeof c);
-    c.pl = pl;
-    c.item = d->item[t];
-    /* causal: the items of the last query blocks are the largest, hand
-     * them out first. With a mask, items of one query block in a row let
-     * a thread reuse the mask's block classes across b (mask_classes). */
-    c.largest_first = (p->causal != ATTN_CAUSAL_NONE && !p->window)
-                      || p->mask.data != NULL;
-    atomic_init(&c.bad, SIZE_MAX);
-    attn_job job = {sdpa_item, &c, nitems, pl->scratch_bytes,
-                    sdpa_scratch_init, attn__sdpa_flops(p, 2.0)};
-    char *raw = split_buffer(pl, ex, job.flops, nitems);
-    attn_status st = ATTN_OK;
-    if (raw) { /* phase 1: chunk items; phase 2: merge items */
-        c.split = 1;
-        job.nitems = nitems * pl->nch;
-        st = attn_sched_run(&job, ex);
-        c.split = 0;
-        c.merge = d->merge[t];
-        job.nitems = nitems;
-        job.flops = (double)nitems * (double)pl->nch * (double)pl->BQ
-                    * (double)pl->EvP * 4.0;
-    }
-    if (st == ATTN_OK)
-        st = attn_sched_run(&job, ex);
-    free(raw);
-    pl->part = NULL;
-    if (st != ATTN_OK)
-        return st;
-    const size_t bad = atomic_load(&c.bad);
-    if (bad != SIZE_MAX) {
-        attn_problem *pw = (attn_problem *)p;
-        const size_t idx = bad / pl->BQ;
-        pw->bad_b = idx / pl->nqb;
-        pw->bad_row = (idx % pl->nqb) * pl->BQ + bad % pl->BQ;
-        return ATTN_EFULLYMASKED;
-    }
-    return ATTN_OK;
-}
-
 /* the operands the fast path reads or writes in 16 bits (attn.h): a bit
  * per field, set once its path is done; any other 16-bit operand, or a
  * 16-bit operand of a double call, is refused (never read as a float)   */
@@ -480,6 +434,11 @@ static int store_ok(const attn_problem *p)
     return 1;
 }
 
+/* the whole call: plan, then the work items (b, query block) over the
+ * scheduler's threads -- or, when too few for the threads, every key
+ * chunk of every item as an item, then merge items folding them (the
+ * same bits: tile.h); the first fully masked row of a "raise" call in
+ * (b, row) order                                                         */
 attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
 {
     if (!p || (p->dtype != ATTN_F32 && p->dtype != ATTN_F64) || !store_ok(p))
@@ -495,5 +454,41 @@ attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
         return ATTN_ENOMEM;
     if (nitems == 0)
         return ATTN_OK;
-    return sdpa_run(&pl, d, ex, nitems);
+    const int t = p->dtype == ATTN_F64;
+    sdpa_ctx c;
+    memset(&c, 0, sizeof c);
+    c.pl = &pl;
+    c.item = d->item[t];
+    /* causal: the items of the last query blocks are the largest, hand
+     * them out first. With a mask, items of one query block in a row let
+     * a thread reuse the mask's block classes across b (mask_classes). */
+    c.largest_first = (p->causal != ATTN_CAUSAL_NONE && !p->window)
+                      || p->mask.data != NULL;
+    atomic_init(&c.bad, SIZE_MAX);
+    attn_job job = {sdpa_item, &c, nitems, pl.scratch_bytes,
+                    sdpa_scratch_init, attn__sdpa_flops(p, 2.0)};
+    char *raw = split_buffer(&pl, ex, job.flops, nitems);
+    if (raw) { /* phase 1: chunk items; phase 2: merge items */
+        c.split = 1;
+        job.nitems = nitems * pl.nch;
+        st = attn_sched_run(&job, ex);
+        c.split = 0;
+        c.merge = d->merge[t];
+        job.nitems = nitems;
+        job.flops = (double)nitems * (double)pl.nch * (double)pl.BQ
+                    * (double)pl.EvP * 4.0;
+    }
+    if (st == ATTN_OK)
+        st = attn_sched_run(&job, ex);
+    free(raw);
+    if (st != ATTN_OK)
+        return st;
+    const size_t bad = atomic_load(&c.bad);
+    if (bad != SIZE_MAX) {
+        const size_t idx = bad / pl.BQ;
+        p->bad_b = idx / pl.nqb;
+        p->bad_row = (idx % pl.nqb) * pl.BQ + bad % pl.BQ;
+        return ATTN_EFULLYMASKED;
+    }
+    return ATTN_OK;
 }

@@ -39,8 +39,6 @@ const attn_isa_desc attn__isa_avx2 = {
     {48, 48},
     {item_avx2_f32, item_avx2_f64},
     {merge_item_avx2_f32, merge_item_avx2_f64},
-    exp_array_avx2_f32,
-    exp_array_avx2_f64,
     {bwd_item_a_avx2_f32, bwd_item_a_avx2_f64},
     {bwd_item_b_avx2_f32, bwd_item_b_avx2_f64},
     NULL,

@@ -41,8 +41,6 @@ const attn_isa_desc attn__isa_avx512 = {
     {48, 24},
     {item_avx512_f32, item_avx512_f64},
     {merge_item_avx512_f32, merge_item_avx512_f64},
-    exp_array_avx512_f32,
-    exp_array_avx512_f64,
     {bwd_item_a_avx512_f32, bwd_item_a_avx512_f64},
     {bwd_item_b_avx512_f32, bwd_item_b_avx512_f64},
     NULL,

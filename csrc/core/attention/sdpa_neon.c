@@ -42,8 +42,6 @@ const attn_isa_desc attn__isa_neon = {
     {48, 48},
     {item_neon_f32, item_neon_f64},
     {merge_item_neon_f32, merge_item_neon_f64},
-    exp_array_neon_f32,
-    exp_array_neon_f64,
     {bwd_item_a_neon_f32, bwd_item_a_neon_f64},
     {bwd_item_b_neon_f32, bwd_item_b_neon_f64},
     NULL,

@@ -38,8 +38,6 @@ const attn_isa_desc attn__isa_portable = {
     {128, 128},
     {item_portable_f32, item_portable_f64},
     {merge_item_portable_f32, merge_item_portable_f64},
-    exp_array_portable_f32,
-    exp_array_portable_f64,
     {bwd_item_a_portable_f32, bwd_item_a_portable_f64},
     {bwd_item_b_portable_f32, bwd_item_b_portable_f64},
     NULL,
@@ -83,8 +81,6 @@ const attn_isa_desc attn__isa_portable_wide = {
     {128, 128},
     {item_portable8_f32, item_portable8_f64},
     {merge_item_portable8_f32, merge_item_portable8_f64},
-    exp_array_portable8_f32,
-    exp_array_portable8_f64,
     {bwd_item_a_portable8_f32, bwd_item_a_portable8_f64},
     {bwd_item_b_portable8_f32, bwd_item_b_portable8_f64},
     &attn__isa_portable, /* its key blocks (and the backward's query

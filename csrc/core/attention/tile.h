@@ -626,22 +626,6 @@ TF attn_status SFX(merge_item)(const attn_plan *pl, void *scratch, size_t b,
     return SFX(item_outputs)(pl, sb, b, i0, nq, 1, bad_row);
 }
 
-/* exp over an array (for the tests) */
-TF void SFX(exp_array)(T *y, const T *x, size_t n)
-{
-    size_t i = 0;
-    for (; i + W <= n; i += W)
-        VSTOREU(y + i, VEXP(VLOADU(x + i)));
-    if (i < n) {
-        T buf[W];
-        for (size_t t = 0; t < W; t++)
-            buf[t] = i + t < n ? x[i + t] : (T)0;
-        VSTOREU(buf, VEXP(VLOADU(buf)));
-        for (size_t t = 0; i + t < n; t++)
-            y[i + t] = buf[t];
-    }
-}
-
 #undef TI
 #undef TF
 #undef BOFF_
