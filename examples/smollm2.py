@@ -256,18 +256,27 @@ class SmolLM2:
         """Self-attention of the rows of x (L, d) at positions pos.. ."""
         L, hd, H, Hkv = len(x), self.head_dim, self.n_heads, self.n_kv
         qkv = x @ layer["qkv"].T                      # (L, (H + 2 Hkv) hd)
-        q = qkv[:, :H * hd].reshape(L, H, hd).transpose(1, 0, 2)
-        k = qkv[:, H * hd:(H + Hkv) * hd].reshape(L, Hkv, hd)
-        v = qkv[:, (H + Hkv) * hd:].reshape(L, Hkv, hd)
-        rope = dict(offset=pos, base=self.base, interleaved=True)
-        q = attnpy.rotary_embedding(q, **rope)
-        k = attnpy.rotary_embedding(k.transpose(1, 0, 2), **rope)
-        K, V = cache.append(k[None], v.transpose(1, 0, 2)[None])
+        # queries and keys rotated in one call: (H + Hkv, L, hd)
+        qk = attnpy.rotary_embedding(
+            qkv[:, :(H + Hkv) * hd].reshape(L, H + Hkv, hd).transpose(1, 0, 2),
+            offset=pos, base=self.base, interleaved=True)
+        q, k = qk[:H], qk[H:]
+        v = qkv[:, (H + Hkv) * hd:].reshape(L, Hkv, hd).transpose(1, 0, 2)
+        K, V = cache.append(k[None], v[None])
         if trace is not None:
             trace.append(dict(q=q, K=K[0].copy(), V=V[0].copy()))
-        o = attnpy.attention(q[None], K, V, causal="bottom_right",
-                             enable_gqa=True)[0]      # (H, L, hd)
-        return o.transpose(1, 0, 2).reshape(L, H * hd) @ layer["o"].T
+        if L == 1:
+            # one new position: the H // Hkv query heads that share a
+            # key/value head become that head's rows, so that its keys
+            # and values are read once, not once per query head. Every
+            # row is at the last position and sees every key (no mask);
+            # each row's result is the same, bit for bit
+            o = attnpy.attention(q.reshape(1, Hkv, H // Hkv, hd), K, V)
+        else:
+            o = attnpy.attention(q[None], K, V, causal="bottom_right",
+                                 enable_gqa=True)     # (1, H, L, hd)
+        return o.reshape(H, L, hd).transpose(1, 0, 2).reshape(L, H * hd) \
+            @ layer["o"].T
 
     def _mlp(self, layer, x):
         f = layer["down"].shape[1]
