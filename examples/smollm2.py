@@ -220,6 +220,31 @@ def pick(logits, temperature=0.0, top_k=None, top_p=None, rng=None):
 # the model
 # ---------------------------------------------------------------------------
 
+class _Clock:
+    """forward's timings: each call adds the time since the previous one
+    to timings[key]."""
+
+    KEYS = ("matmul", "attention", "other", "total")
+
+    def __init__(self, timings):
+        for key in self.KEYS:
+            timings.setdefault(key, 0.0)
+        self.timings = timings
+        self.start = self.last = time.perf_counter()
+
+    def __call__(self, key):
+        now = time.perf_counter()
+        self.timings[key] += now - self.last
+        self.last = now
+
+    def close(self):
+        self.timings["total"] += self.last - self.start
+
+
+def _no_clock(key):
+    pass
+
+
 class SmolLM2:
     """The decoder. ``tokenizer`` encodes and decodes; ``generate`` yields
     text, ``generate_ids`` returns token ids; ``forward`` runs positions
@@ -262,10 +287,11 @@ class SmolLM2:
                                dtype=self.cache_dtype)
                 for _ in range(self.n_layers)]
 
-    def _attention(self, layer, x, cache, pos, trace, timings):
+    def _attention(self, layer, x, cache, pos, trace, tick):
         """Self-attention of the rows of x (L, d) at positions pos.. ."""
         L, hd, H, Hkv = len(x), self.head_dim, self.n_heads, self.n_kv
         qkv = x @ layer["qkv"].T                      # (L, (H + 2 Hkv) hd)
+        tick("matmul")
         # queries and keys rotated in one call: (H + Hkv, L, hd)
         qk = attnpy.rotary_embedding(
             qkv[:, :(H + Hkv) * hd].reshape(L, H + Hkv, hd).transpose(1, 0, 2),
@@ -275,7 +301,7 @@ class SmolLM2:
         K, V = cache.append(k[None], v[None])
         if trace is not None:
             trace.append(dict(q=q, K=K[0].copy(), V=V[0].copy()))
-        start = time.perf_counter() if timings is not None else 0.0
+        tick("other")
         if L == 1:
             # one new position: the H // Hkv query heads that share a
             # key/value head become that head's rows, so that its keys
@@ -286,16 +312,22 @@ class SmolLM2:
         else:
             o = attnpy.attention(q[None], K, V, causal="bottom_right",
                                  enable_gqa=True)     # (1, H, L, hd)
-        if timings is not None:
-            timings["attention"] += time.perf_counter() - start
-        return o.reshape(H, L, hd).transpose(1, 0, 2).reshape(L, H * hd) \
-            @ layer["o"].T
+        tick("attention")
+        o = o.reshape(H, L, hd).transpose(1, 0, 2).reshape(L, H * hd)
+        tick("other")
+        o = o @ layer["o"].T
+        tick("matmul")
+        return o
 
-    def _mlp(self, layer, x):
+    def _mlp(self, layer, x, tick):
         f = layer["down"].shape[1]
         gu = x @ layer["gate_up"].T                   # (L, 2 f)
+        tick("matmul")
         h = attnpy.swiglu(gu[:, :f], gu[:, f:])
-        return h @ layer["down"].T
+        tick("other")
+        h = h @ layer["down"].T
+        tick("matmul")
+        return h
 
     def forward(self, ids, caches, pos, *, trace=None, all_logits=False,
                 timings=None):
@@ -303,24 +335,28 @@ class SmolLM2:
         all_logits), the ids at positions pos, pos + 1, ... appended to
         `caches`. trace: a list that receives, per layer, the rotated
         queries q (H, L, hd) and copies of the cache's keys K and values V
-        (Hkv, S, hd) the layer attended to. timings: a dict whose
-        "attention" and "total" entries (seconds, created at 0) grow by
-        the attention calls' time and the whole call's."""
-        start = time.perf_counter()
-        if timings is not None:
-            for key in ("attention", "total"):
-                timings.setdefault(key, 0.0)
+        (Hkv, S, hd) the layer attended to. timings: a dict whose entries
+        (seconds, created at 0) grow by the time of the matrix products
+        ("matmul", the output layer's included), of the attention calls
+        ("attention"), of the rest ("other": norms, rotations, the
+        caches' appends, SiLU gates, sums, Python) and of the whole call
+        ("total")."""
+        tick = _Clock(timings) if timings is not None else _no_clock
         h = self.embed[np.asarray(ids)]
         for layer, cache in zip(self.layers, caches):
             x = attnpy.rms_norm(h, self.eps, weight=layer["attn_norm"])
-            h += self._attention(layer, x, cache, pos, trace, timings)
+            tick("other")
+            h += self._attention(layer, x, cache, pos, trace, tick)
             x = attnpy.rms_norm(h, self.eps, weight=layer["ffn_norm"])
-            h += self._mlp(layer, x)
+            tick("other")
+            h += self._mlp(layer, x, tick)
         h = h if all_logits else h[-1:]
         x = attnpy.rms_norm(h, self.eps, weight=self.norm)
+        tick("other")
         logits = x @ self.out.T
+        tick("matmul")
         if timings is not None:
-            timings["total"] += time.perf_counter() - start
+            tick.close()
         return logits if all_logits else logits[0]
 
     # -- generation ----------------------------------------------------------

@@ -11,9 +11,10 @@ At each context C (128, 1024, 4096 tokens):
   (tokens/s); between samples the caches are cut back to C (attnpy's
   KVCache fill, transformers' DynamicCache.crop) so that every step sees
   the same context;
-- attention's share of attnpy's decode step: the 30 layers' attention
-  calls (the 9 query heads as 3 rows of each of the 3 key/value heads,
-  over C + 1 keys) clocked inside decode steps, over those steps' time.
+- where attnpy's decode step goes, clocked inside decode steps: the
+  shares of the 30 layers' attention calls (the 9 query heads as 3 rows
+  of each of the 3 key/value heads, over C + 1 keys), of the matrix
+  products (4 a layer and the output layer) and of the rest.
 
 Then the peak resident memory of each, in a fresh process: loading the
 model, a prefill of the longest context and 8 decode steps (the peak
@@ -100,20 +101,26 @@ class _Sides:
         self.hf(self.tok, past_key_values=self.hf_cache, use_cache=True)
 
 
-def _attention_share(*sides, repeat=None):
-    """Per side: seconds of the 30 layers' attention calls in a decode
-    step and their share of the step, both clocked inside the same steps
-    (forward's timings), so that the caches hold what a real step leaves
-    in them; the sides' steps alternate; medians over the samples."""
-    attn, share = [[] for _ in sides], [[] for _ in sides]
+def _step_parts(*sides, repeat=None):
+    """Per side: where attnpy's decode step goes, clocked inside real steps
+    (forward's timings, so that the caches hold what a real step leaves
+    in them; the sides' steps alternate): the median seconds of the 30
+    layers' attention calls, of the matrix products and of the rest, and
+    each median's share of their sum."""
+    keys = ("attention", "matmul", "other")
+    samples = [{k: [] for k in keys} for _ in sides]
     for _ in range(max(repeat or 0, 7)):
-        for i, side in enumerate(sides):
+        for side, got in zip(sides, samples):
             t = {}
             side.decode(t)
-            attn[i].append(t["attention"])
-            share[i].append(t["attention"] / t["total"])
-    return [(float(np.median(a)), float(np.median(s)))
-            for a, s in zip(attn, share)]
+            for k in keys:
+                got[k].append(t[k])
+    res = []
+    for got in samples:
+        med = {k: float(np.median(v)) for k, v in got.items()}
+        res.append({"attention_s": med["attention"], **{
+            k + "_share": v / sum(med.values()) for k, v in med.items()}})
+    return res
 
 
 def _cache16(sides32, cfg, repeat):
@@ -133,8 +140,9 @@ def _cache16(sides32, cfg, repeat):
            Contender("float16 cache", sides16.decode)]
     t = time_interleaved(dec, {c.name: _estimate(c) for c in dec}, cfg,
                          repeat)
-    (a32, s32), (a16, s16) = _attention_share(sides32, sides16,
-                                              repeat=repeat)
+    p32, p16 = _step_parts(sides32, sides16, repeat=repeat)
+    (a32, s32), (a16, s16) = [(p["attention_s"], p["attention_share"])
+                              for p in (p32, p16)]
     r = {"context": C, "results": t, "attention_s": [a32, a16],
          "attention_share": [s32, s16], "share_drop": 1 - s16 / s32,
          "attention_drop": 1 - a16 / a32}
@@ -232,12 +240,11 @@ def _peak_memory(env, ids):
     return res
 
 
-def _row(C, t, share):
+def _row(C, t, parts):
     med = {k: v["median_s"] for k, v in t.items()}
     r = {"context": C, "results": t,
          "attnpy_prefill_tok_s": C / med["attnpy prefill"],
-         "attnpy_decode_tok_s": 1 / med["attnpy decode"],
-         "attention_s": share[0], "attention_share": share[1]}
+         "attnpy_decode_tok_s": 1 / med["attnpy decode"], **parts}
     if "transformers decode" in med:
         r["hf_prefill_tok_s"] = C / med["transformers prefill"]
         r["hf_decode_tok_s"] = 1 / med["transformers decode"]
@@ -248,14 +255,15 @@ def _row(C, t, share):
 
 def _print_row(r):
     hf = "prefill_speedup" in r
-    _p("  %6d | %9.1f %9s %7s | %7.2f %7s %7s | %5.1f%%" % (
+    _p("  %6d | %9.1f %9s %7s | %7.2f %7s %7s | %5.1f%% %5.1f%% %5.1f%%" % (
         r["context"], r["attnpy_prefill_tok_s"],
         "%.1f" % r["hf_prefill_tok_s"] if hf else "-",
         "%.2fx" % r["prefill_speedup"] if hf else "-",
         r["attnpy_decode_tok_s"],
         "%.2f" % r["hf_decode_tok_s"] if hf else "-",
         "%.2fx" % r["decode_speedup"] if hf else "-",
-        100 * r["attention_share"]))
+        100 * r["attention_share"], 100 * r["matmul_share"],
+        100 * r["other_share"]))
 
 
 def _time_context(sides, cfg, repeat):
@@ -297,20 +305,21 @@ def bench_llm(env, cfg, repeat, contexts=CONTEXTS, memory=True):
                "identical" if g["same_greedy_tokens"] else "DIFFER"))
     else:
         _p("  transformers: %s" % res.get("transformers", env.torch_error))
-    _p("  %6s | %9s %9s %7s | %7s %7s %7s | %6s" % (
+    _p("  %6s | %9s %9s %7s | %7s %7s %7s | %6s %6s %6s" % (
         "ctx", "prefill", "hf tok/s", "ratio", "decode", "hf", "ratio",
-        "attn"))
+        "attn", "matmul", "other"))
     rows = res["contexts"] = []
     for C in contexts:
         sides = _Sides(model, hf, torch, C)
         t = _time_context(sides, cfg, repeat)
-        share, = _attention_share(sides, repeat=repeat)
+        share, = _step_parts(sides, repeat=repeat)
         rows.append(_row(C, t, share))
         _print_row(rows[-1])
         if C != contexts[-1]:
             del sides   # the last one's serves the float16 comparison
     _p("  (prefill and decode in tokens/s; ratio = attnpy / transformers; "
-       "attn = the 30 attention calls' share of attnpy's decode step)")
+       "attn, matmul, other: the shares of attnpy's decode step of the 30 "
+       "attention calls, of the matrix products and of the rest)")
     res["cache16"] = _cache16(sides, cfg, repeat)
     del sides
     if hf is not None:

@@ -34,6 +34,10 @@ def test_llm_part_rows_without_transformers(capsys):
                           r["context"] / med["attnpy prefill"])
         assert np.isclose(r["attnpy_decode_tok_s"], 1 / med["attnpy decode"])
         assert 0 < r["attention_share"] < 1
+        # a decode step of 540 MB of float32 weights: mostly the products
+        assert r["matmul_share"] > 0.5
+        assert np.isclose(r["attention_share"] + r["matmul_share"]
+                          + r["other_share"], 1)
         assert "decode_speedup" not in r
     assert "targets" not in res
     # the float16 cache against the float32 one at the last context
