@@ -47,6 +47,7 @@ def test_llm_part_rows_without_transformers(capsys):
     assert all(0 < share < 1 for share in c16["attention_share"])
     assert np.isclose(c16["share_drop"], 1 - c16["attention_share"][1]
                       / c16["attention_share"][0])
+    assert c16["target_met"] == (c16["share_drop"] >= llm.TARGET_SHARE_DROP)
     assert "float16 KV cache at 40: decode" in out
     mem = res["memory"]
     assert set(mem) == {"attnpy"}
