@@ -44,6 +44,13 @@ def scaled_dot_product_attention(
         Keys.
     V : array_like, shape (..., S, Ev)
         Values. Leading dims of Q, K, V (and mask, bias) broadcast.
+        Dtypes: float16, bfloat16 (``ml_dtypes.bfloat16``), float32 or
+        float64 (bool and integers are converted to float64). The result
+        has ``np.result_type`` of Q, K, V (float16 with bfloat16 gives
+        float32); 16-bit inputs are read in 16 bits by the kernels, never
+        converted as a whole, accumulated in float32 and the result is
+        rounded once. A 16-bit input in a float64 call is converted to
+        float64. See the guide's page on 16-bit data.
     mask : array_like, optional
         Broadcastable to (..., L, S), any real or bool dtype: nonzero/True
         means "may attend" (the tutorial's 0/1 ``np.tril`` mask, PyTorch's
@@ -64,7 +71,9 @@ def scaled_dot_product_attention(
         SDPA), uniform weights 1/S (what the tutorials' -1e9 fill gives),
         NaN, or a ValueError naming the row.
     out, weights_out : ndarray, optional
-        Arrays of exactly the results' shapes and dtype (any strides) to fill.
+        Arrays of exactly the results' shapes (any strides) to fill, of
+        the results' dtype or a wider float: a float32 `out` for float16
+        inputs receives the float32 accumulator, not rounded to 16 bits.
 {variants}
     Returns
     -------
@@ -150,7 +159,8 @@ def attention(Q: ArrayLike, K: ArrayLike, V: ArrayLike, *,
     Returns
     -------
     output : ndarray, shape (..., L, Ev)
-    lse : ndarray, shape (..., L), output's dtype (only if return_lse)
+    lse : ndarray, shape (..., L) (only if return_lse)
+        In the output's dtype, float32 for a float16 or bfloat16 output.
 
     Examples
     --------
@@ -166,6 +176,18 @@ def attention(Q: ArrayLike, K: ArrayLike, V: ArrayLike, *,
     >>> out, lse = attnpy.attention(Q, K, V, return_lse=True)
     >>> lse.shape
     (2, 4, 16)
+
+    float16 (or bfloat16) inputs are read in 16 bits and accumulated in
+    float32: the result is the float32 call's, rounded once to float16,
+    and the lse stays float32:
+
+    >>> Qh, Kh, Vh = (a.astype(np.float16) for a in (Q, K, V))
+    >>> out, lse = attnpy.attention(Qh, Kh, Vh, return_lse=True)
+    >>> out.dtype, lse.dtype
+    (dtype('float16'), dtype('float32'))
+    >>> up = [a.astype(np.float32) for a in (Qh, Kh, Vh)]
+    >>> bool(np.array_equal(out, attnpy.attention(*up).astype(np.float16)))
+    True
 
     Grouped-query attention: 8 query heads share 2 K/V heads, as if each
     K/V head were repeated for its 4 query heads (nothing is copied):

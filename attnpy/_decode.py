@@ -13,7 +13,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import _core
-from ._validate import float_dtype as _float_dtype, size as _size
+from ._validate import (ACCEPTED16, float_dtype as _float_dtype,
+                        is_bfloat16 as _is_bfloat16, size as _size)
 from ._types import Array, ArrayLike, DTypeLike
 
 __all__ = ["merge_attention", "KVCache"]
@@ -112,7 +113,10 @@ class KVCache:
     Parameters
     ----------
     batch, num_heads, max_len, head_dim : int
-    dtype : float32 (default) or float64
+    dtype : float32 (default), float64, float16 or bfloat16
+        The storage dtype. float16 and bfloat16 (``ml_dtypes.bfloat16``,
+        or the string ``"bfloat16"``) halve the cache's memory; the
+        attention kernels read them in 16 bits and accumulate in float32.
     value_dim : int, optional
         Features of a value row (default: head_dim).
 
@@ -132,6 +136,14 @@ class KVCache:
     (1, 2, 1, 4)
     >>> bool(np.shares_memory(cache.keys, K))
     True
+
+    A float16 cache stores 16 bits; attention reads them as they are:
+
+    >>> half = attnpy.KVCache(1, 2, max_len=16, head_dim=4, dtype=np.float16)
+    >>> K, V = half.append(rng.standard_normal((1, 2, 3, 4)),
+    ...                    rng.standard_normal((1, 2, 3, 4)))
+    >>> K.dtype, attnpy.attention(q.astype(np.float16), K, V).dtype
+    (dtype('float16'), dtype('float16'))
     """
 
     def __init__(self, batch: int, num_heads: int, max_len: int,
@@ -144,7 +156,7 @@ class KVCache:
                 _size(head_dim, fname, "head_dim")]
         dv = dims[3] if value_dim is None else _size(value_dim, fname,
                                                       "value_dim")
-        dt = _float_dtype(dtype, fname)
+        dt = _float_dtype(dtype, fname, sixteen=True)
         try:
             self._k = np.zeros(dims, dt)
             self._v = np.zeros(dims[:3] + [dv], dt)
@@ -209,9 +221,11 @@ class KVCache:
         fname = "KVCache.append"
         k, v = np.asarray(k), np.asarray(v)
         for name, a, full in (("k", k, self._k), ("v", v, self._v)):
-            if a.dtype.kind not in "biuf":
+            if a.dtype.kind not in "biuf" and not _is_bfloat16(a.dtype):
                 raise TypeError(f"{fname}: {name} has dtype {a.dtype}; the "
-                                "cache holds real numbers")
+                                f"cache holds real numbers ({ACCEPTED16}, "
+                                "bool or integers, converted to the "
+                                "cache's dtype)")
             want = full.shape[:2] + full.shape[3:]
             if a.ndim != 4 or a.shape[:2] + a.shape[3:] != want:
                 raise ValueError(

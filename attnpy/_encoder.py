@@ -216,7 +216,7 @@ class TransformerEncoderLayer:
         """
         fname = "TransformerEncoderLayer.forward"
         self._cache = None   # only a call that succeeded is differentiated
-        x = _core.as_real(x, fname, "x")
+        x = _core.as_array16(x, fname, "x")
         if x.ndim < 2 or x.shape[-1] != self.d_model:
             raise ValueError(f"{fname}: x must have shape (..., seq, "
                              f"d_model={self.d_model}), got {x.shape}")

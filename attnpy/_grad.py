@@ -12,7 +12,7 @@ import textwrap
 import numpy as np
 
 from . import _variants
-from ._validate import public
+from ._validate import is_bfloat16, public
 from ._types import Array, ArrayLike, Causal, FullyMasked, Window
 
 __all__ = ["attention_backward"]
@@ -30,9 +30,11 @@ def _sum_to(g, shape):
 
 
 def _like(g, x):
-    """g in the dtype of input x when that is a float type (else as is)."""
+    """g in the dtype of input x when that is a float type, float16 and
+    bfloat16 included (else as is): a gradient the kernel accumulated in
+    float32 and the sums above kept there is rounded once here."""
     dt = np.asarray(x).dtype
-    if np.issubdtype(dt, np.floating) and g.dtype != dt:
+    if (np.issubdtype(dt, np.floating) or is_bfloat16(dt)) and g.dtype != dt:
         return g.astype(dt)
     return g
 

@@ -189,7 +189,7 @@ class MultiHeadAttention:
         return combine_heads(x)
 
     def _check(self, x, arg, fname):
-        x = _core.as_real(x, fname, arg)
+        x = _core.as_array16(x, fname, arg)
         if x.ndim < 2 or x.shape[-1] != self.d_model:
             raise ValueError(f"{fname}: {arg} must have shape (..., seq, "
                              f"d_model={self.d_model}), got {x.shape}")

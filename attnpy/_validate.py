@@ -94,16 +94,78 @@ def empty(shape, dtype, fname, what="the result"):
                          f"allocate ({exc})") from None
 
 
-def float_dtype(dtype, fname):
-    """np.dtype(dtype), which must be float32 or float64."""
+#: the storage dtypes the attention functions take, for messages
+ACCEPTED16 = "float16, bfloat16, float32 or float64"
+
+
+def is_bfloat16(dtype):
+    """Is `dtype` ml_dtypes.bfloat16? Read off the dtype itself (kind 'V',
+    two bytes, scalar type ``bfloat16`` from ml_dtypes), so ml_dtypes is
+    never imported here: such a dtype only exists once the user has."""
+    t = getattr(dtype, "type", None)
+    return (getattr(dtype, "kind", None) == "V"
+            and getattr(dtype, "itemsize", None) == 2 and t is not None
+            and getattr(t, "__name__", None) == "bfloat16"
+            and str(getattr(t, "__module__", "")).split(".")[0]
+            == "ml_dtypes")
+
+
+def is_16bit(dtype):
+    """float16 or bfloat16."""
+    return dtype == np.float16 or is_bfloat16(dtype)
+
+
+def float_dtype(dtype, fname, sixteen=False):
+    """np.dtype(dtype), which must be float32 or float64 (or, with
+    `sixteen`, float16 or bfloat16: the string "bfloat16" imports
+    ml_dtypes, the attnpy[bf16] extra)."""
+    want = ACCEPTED16 if sixteen else "float32 or float64"
+    if sixteen and isinstance(dtype, str) and dtype == "bfloat16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise TypeError(f"{fname}: dtype='bfloat16' needs ml_dtypes "
+                            "(pip install \"attnpy[bf16]\")") from None
+        dtype = ml_dtypes.bfloat16
     try:
         dt = np.dtype(dtype)
     except TypeError:
-        raise TypeError(f"{fname}: dtype must be float32 or float64, got "
+        raise TypeError(f"{fname}: dtype must be {want}, got "
                         f"{dtype!r}") from None
-    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise TypeError(f"{fname}: dtype must be float32 or float64, got {dt}")
-    return dt
+    if dt in (np.dtype(np.float32), np.dtype(np.float64)) or (
+            sixteen and is_16bit(dt)):
+        return dt
+    raise TypeError(f"{fname}: dtype must be {want}, got {dt}")
+
+
+def _as_result(dt, bf):
+    """A promoted dtype as a result: float16/float32/float64/bfloat16 stay,
+    longdouble, bool and integers become float64."""
+    if bf is not None and is_bfloat16(dt):
+        return bf.newbyteorder("=")
+    if dt in (np.float16, np.float32):
+        return np.dtype(dt.type)            # native byte order
+    return np.dtype(np.float64)
+
+
+def result_dtype(*dtypes):
+    """The dtype of a result computed from arrays of `dtypes` (None
+    skipped), as the C binding chooses it: ``np.result_type``, with
+    longdouble, bool and integers made float64; where NumPy has no common
+    dtype (bfloat16 with float16 or a wide integer), float32, or float64
+    where the other dtypes promote to float64."""
+    dts = [np.dtype(d) for d in dtypes if d is not None]
+    if not dts:
+        return np.dtype(np.float32)
+    bf = next((d for d in dts if is_bfloat16(d)), None)
+    try:
+        return _as_result(np.result_type(*dts), bf)
+    except TypeError:          # DTypePromotionError
+        rest = [d for d in dts if not is_bfloat16(d)]
+        if bf is None or not rest:
+            raise
+    r = _as_result(np.result_type(*rest), None)
+    return np.dtype(np.float32) if r == np.float16 else r
 
 
 def check_out(out, shape, dtype, fname):

@@ -40,7 +40,7 @@ def _split_head(a, axis, Hkv, g, Hq, fname, name):
     axes (Hkv, g) or (1, 1); a is returned as is when it has no head axis."""
     if a is None:
         return None
-    a = _core.as_real(a, fname, name)
+    a = _core.as_array16(a, fname, name)
     if a.ndim < -axis:
         return a
     n = a.shape[axis]
@@ -68,9 +68,9 @@ class Gqa:
     """The views of one enable_gqa call, and how to undo them."""
 
     def __init__(self, fname, Q, K, V):
-        Q = _core.as_real(Q, fname, "Q")
-        K = _core.as_real(K, fname, "K")
-        V = _core.as_real(V, fname, "V")
+        Q = _core.as_array16(Q, fname, "Q")
+        K = _core.as_array16(K, fname, "K")
+        V = _core.as_array16(V, fname, "V")
         if Q.ndim < 3 or K.ndim < 3 or V.ndim < 3:
             raise ValueError(
                 f"{fname}: enable_gqa=True needs a head axis: Q (..., Hq, L, "

@@ -37,7 +37,8 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 
 import attnpy
 from attnpy import _variants
-from attnpy._validate import keep_mask
+from attnpy._validate import ACCEPTED16, is_16bit, is_bfloat16, keep_mask, \
+    result_dtype
 from attnpy._types import ArrayLike, Causal, FullyMasked, Window
 
 __all__ = ["attention"]
@@ -105,7 +106,8 @@ def attention(Q: Any, K: Any, V: Any, *, mask: Any = None, bias: Any = None,
         raise ValueError(f"{fname}: split_every must be >= 2, got {split_every}")
     if alibi_slopes is not None:
         alibi_slopes = np.asarray(alibi_slopes)
-        if alibi_slopes.dtype.kind not in "biuf":
+        if alibi_slopes.dtype.kind not in "biuf" and \
+                not is_bfloat16(alibi_slopes.dtype):
             raise TypeError(f"{fname}: alibi_slopes must be an array of real "
                             f"numbers, got dtype {alibi_slopes.dtype}")
     if enable_gqa:
@@ -168,9 +170,9 @@ def _as_dask(x, name, fname):
         raise TypeError(f"{fname}: {name} is a numpy.ma masked array, which "
                         f"attnpy does not support")
     a = keep_mask(x, fname) if name == "mask" else np.asarray(x)
-    if a.dtype.kind not in "biuf":
+    if a.dtype.kind not in "biuf" and not is_bfloat16(a.dtype):
         raise TypeError(f"{fname}: {name} must be an array of real numbers, "
-                        f"got dtype {a.dtype}")
+                        f"got dtype {a.dtype} (expected {ACCEPTED16})")
     return da.from_array(a, chunks=a.shape or ())
 
 
@@ -200,9 +202,11 @@ class _Plan:
             raise ValueError(f"{fname}: the leading (batch) dimensions of Q, K, V, "
                              f"mask and bias do not broadcast (Q.shape={Q.shape}, "
                              f"K.shape={K.shape}, V.shape={V.shape})") from None
-        self.dtype = np.result_type(Q.dtype, K.dtype, V.dtype)
-        if self.dtype not in (np.float32, np.float64):
-            self.dtype = np.dtype(np.float32 if self.dtype == np.float16 else np.float64)
+        # the result's dtype, as attnpy.attention's; a 16-bit result's
+        # partials and lse stay float32 (acc) and the result is rounded
+        # once, at the end
+        self.dtype = result_dtype(Q.dtype, K.dtype, V.dtype)
+        self.acc = np.dtype(np.float32) if is_16bit(self.dtype) else self.dtype
         self.L, self.S, self.E, self.Ev, self.batch = L, S, E, Ev, batch
         nb = len(batch)
         Q = da.broadcast_to(Q, batch + (L, E))
@@ -253,7 +257,7 @@ class _Plan:
                                  f"number > 0, got {softcap!r}")
         if alibi is not None:
             try:
-                alibi = np.broadcast_to(alibi.astype(self.dtype), self.batch)
+                alibi = np.broadcast_to(alibi.astype(self.acc), self.batch)
             except ValueError:
                 raise ValueError(f"{fname}: alibi_slopes of shape {alibi.shape} do "
                                  f"not broadcast to the batch dims {self.batch}"
@@ -309,17 +313,18 @@ class _Plan:
                                 self._block_key(self.mask, bi, qi, ki),
                                 self._block_key(self.bias, bi, qi, ki),
                                 (self.scale, causal, q0 + self.coff - k0,
-                                 self.window, alibi, self.softcap))
+                                 self.window, alibi, self.softcap,
+                                 str(self.acc)))
                     parts.append(key)
                 top = _tree(dsk, name + "-merge", bi + (qi,), parts, split_every)
                 if top is None:   # bottom_right with L > S: rows before any key
                     top = (name + "-none",) + bi + (qi,)
                     dsk[top] = (_no_key, (self.Q.name,) + bi + (qi, 0), self.Ev,
-                                str(self.dtype))
+                                str(self.acc))
                 dsk[(name + "-res",) + bi + (qi,)] = (
                     _finish, top, fully_masked,
                     None if vmean is None else (vmean.name,) + bi + (0,),
-                    int(qoff[qi]), str(self.dtype))
+                    int(qoff[qi]), str(self.dtype), str(self.acc))
                 dsk[(name,) + bi + (qi, 0)] = (_item, (name + "-res",) + bi + (qi,), 0)
                 dsk[(name + "-lse",) + bi + (qi,)] = (
                     _item, (name + "-res",) + bi + (qi,), 1)
@@ -330,7 +335,7 @@ class _Plan:
             name + "-lse", {k: v for k, v in dsk.items()
                             if k[0] == name + "-lse"}, dependencies=[out])
         lse = da.Array(lse_graph, name + "-lse", self.bchunks + (self.qchunks,),
-                       dtype=self.dtype)
+                       dtype=self.acc)
         return out, lse
 
     def _visible(self, q0, nq, k0, nk):
@@ -356,9 +361,11 @@ def _partial(q, k, v, mask, bias, how):
     """(out, lse) of one query block over one key block, computed at the
     blocks' place in the sequence: pos_shift = q0 + coff - k0 puts local
     query r at local key position r + pos_shift, so causal (top_left here),
-    the window and ALiBi see global positions."""
-    scale, causal, shift, window, alibi, softcap = how
-    return _variants.sdpa(q, k, v, mask, bias, causal, scale, "zero", None,
+    the window and ALiBi see global positions. The output is written in
+    `acc` (float32 for 16-bit inputs, which the kernel reads in 16 bits)."""
+    scale, causal, shift, window, alibi, softcap, acc = how
+    out = np.empty(q.shape[:-1] + v.shape[-1:], dtype=acc)
+    return _variants.sdpa(q, k, v, mask, bias, causal, scale, "zero", out,
                           None, "attnpy.dask.attention", False, window,
                           alibi, softcap, shift, return_lse=True)
 
@@ -392,13 +399,13 @@ def _no_key(q, Ev, dtype):
             np.full(q.shape[:-1], -np.inf, dtype=dtype))
 
 
-def _finish(part, fully_masked, vmean, q0, dtype):
+def _finish(part, fully_masked, vmean, q0, dtype, acc):
     """The merged (out, lse) of one query block, with the policy applied to
-    the rows that saw no key."""
+    the rows that saw no key; out rounded once to `dtype`, lse in `acc`."""
     out, lse = part
     dead = np.isneginf(lse)
     if fully_masked == "zero" or not dead.any():
-        return out.astype(dtype, copy=False), lse.astype(dtype, copy=False)
+        return out.astype(dtype, copy=False), lse.astype(acc, copy=False)
     if fully_masked == "raise":
         row = int(np.argwhere(dead)[0][-1])
         raise ValueError(f"attnpy.dask.attention: query row {q0 + row} may "
@@ -411,7 +418,7 @@ def _finish(part, fully_masked, vmean, q0, dtype):
     else:
         fill = np.broadcast_to(vmean[..., None, :], out.shape)
         out[dead] = fill[dead]
-    return out, lse.astype(dtype, copy=False)
+    return out, lse.astype(acc, copy=False)
 
 
 def _item(pair, i):

@@ -164,7 +164,9 @@ def explain(Q: ArrayLike, K: ArrayLike, V: ArrayLike,
         Qa, Ka, Va, mask=mask, bias=bias, causal=causal, scale=scale,
         fully_masked=fully_masked, fname="explain", window=window,
         alibi_slopes=alibi_slopes, softcap=softcap, return_scores=True)
-    dtype = weights.dtype
+    # the steps in the compute dtype (the scores'): float32 for 16-bit
+    # inputs, whose weights and output keep the result's 16-bit dtype
+    dtype = scores.dtype
     batch = weights.shape[:-2]
     L, S = weights.shape[-2:]
     E = Qa.shape[-1]

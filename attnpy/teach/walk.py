@@ -29,6 +29,10 @@ def rowsum_lines(tr, indent):
     sums = w.sum(axis=-1)
     live = ~tr.fully_masked_rows
     tol = 1e-5 if tr.dtype == np.float32 else 1e-12
+    if tr.weights.dtype.itemsize == 2:   # float16 / bfloat16 weights:
+        # each rounded once by at most u = 2^-11 / 2^-8 of itself, so a
+        # row of sum 1 moves by at most u (2u: room for float32's error)
+        tol = 2.0 ** (-10 if tr.weights.dtype == np.float16 else -7)
     lines = []
     if live.any():
         dev = np.abs(sums[live] - 1.0)

@@ -106,6 +106,30 @@ typedef struct {
  *
  * Element types: q, k, v, bias, out, weights, scores are `dtype`
  * (float or double); mask is uint8 (nonzero = may attend).
+ *
+ * 16-bit operands (attn_sdpa). In a float call (dtype ATTN_F32) any of q,
+ * k, v, out, bias, weights and scores may be stored as float16 or
+ * bfloat16 (their attn_mat.store; offsets and strides then count 16-bit
+ * elements); mask, lse and the ALiBi slopes may not, and a double call
+ * takes none (ATTN_EINVAL, nothing written).
+ *   - The kernel reads them in 16 bits itself: converted in registers as
+ *     they are loaded, or one key block at a time into the thread's own
+ *     scratch; never a converted copy of a whole operand, so a call needs
+ *     no more memory than the same call in float. Every sum is in float.
+ *   - 16-bit results (out, weights, scores) are the float results rounded
+ *     once, to nearest even; lse stays float.
+ *   - The block plan (query block, key block, keys per chunk) comes from
+ *     the compute type, never from the storage, and every conversion is
+ *     exact: on the paths with fused multiply-add a 16-bit call gives
+ *     exactly the bits of the float call on the upcast inputs, rounded
+ *     once (tests/c/test_half16.c, every instruction set).
+ *   - One exception: bfloat16 q AND k with an even E on the AVX-512 path
+ *     of a CPU with AVX512-BF16 take their scores from vdpbf16ps (pairs
+ *     of features per step): close to the float call, not its bits.
+ *   - Batch invariance holds for them as for float: a row's result is the
+ *     same bits whatever else is in the call (decoded alone or inside a
+ *     long Q, any thread count, split or not), the bfloat16 pair path
+ *     included (both of its score kernels run the same pair chain).
  */
 typedef struct {
     attn_dtype dtype;
@@ -192,6 +216,20 @@ typedef struct {
  * the optional dbias (B, L, S) are written, dtype f.dtype. The regions
  * written for different b must not overlap: where K, V or the bias were
  * broadcast over b, the caller gives each b its own gradient and sums.
+ *
+ * 16-bit storage (f.dtype == ATTN_F32 only): any of f.q, f.k, f.v, f.out
+ * and dout may be ATTN_ST_F16 / ATTN_ST_BF16, and so may any of dq, dk,
+ * dv, dbias, each on its own; f.lse, f.mask, f.bias and f.alibi stay in
+ * the call's dtype (anything else: ATTN_EINVAL). The kernels read the
+ * 16-bit operands a block at a time into their float scratch (exact),
+ * never as a whole converted copy; every sum is the float call's, in the
+ * same order (D in double, dS and the dq/dk/dv accumulations in float
+ * scratch), and no pass adds into a caller's gradient: each gradient
+ * element is computed in float and rounded ONCE, to nearest even, into
+ * its storage. So a 16-bit gradient
+ * is exactly the float32 call's gradient on the upcast inputs, rounded
+ * once (block sizes come from the float compute type, never from the
+ * storage), and the same bits for any exec->nthreads.
  */
 typedef struct {
     attn_problem f;
@@ -215,7 +253,9 @@ typedef struct {
 /* ---- attention ----------------------------------------------------------
  * attn_sdpa: the fast path (fused, tiled, never builds L x S unless weights
  * or scores are requested, in which case it writes them into the caller's
- * buffers). Results do not depend on exec->nthreads.
+ * buffers). Results do not depend on exec->nthreads. A 16-bit operand
+ * (attn_mat.store) the fast path does not read natively gives ATTN_EINVAL:
+ * it is never read as floats.
  * attn_sdpa_naive: a plain row-by-row implementation of the same contract,
  * single-threaded, the C tests' oracle (csrc/core/testing/: linked into
  * the C test programs only, not into the Python extension).              */

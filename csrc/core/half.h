@@ -50,13 +50,16 @@ static inline uint16_t attn_f32_to_bf16(float f)
     return (uint16_t)((u + 0x7fffu + lsb) >> 16);
 }
 
-/* float16 -> float, exact (subnormals normalised, inf and NaN kept) */
+/* float16 -> float, exact (subnormals normalised, inf kept); a NaN keeps
+ * its sign and payload and comes out quiet, as vcvtph2ps and NEON fcvtl
+ * make it (so every path reads the same bits)                          */
 static inline float attn_f16_to_f32(uint16_t h)
 {
     const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     const uint32_t exp = (h >> 10) & 0x1fu, frac = h & 0x3ffu;
-    if (exp == 0x1f) /* inf, NaN (payload kept, quiet bit as given) */
-        return attn_bits_to_f32(sign | 0x7f800000u | (frac << 13));
+    if (exp == 0x1f) /* inf, or NaN made quiet */
+        return attn_bits_to_f32(sign | 0x7f800000u | (frac << 13)
+                                | (frac ? 0x400000u : 0u));
     if (exp != 0)
         return attn_bits_to_f32(sign | ((exp + 112u) << 23) | (frac << 13));
     /* zero or subnormal: frac * 2^-24, exact in float */

@@ -138,19 +138,19 @@ void err_shapes2(PyObject *exc, const char *msg, const char *na,
  * float16 -> float32; bool/int -> float64; longdouble -> float64. */
 int compute_type_of(PyArray_Descr *d)
 {
-    switch (d->kind) {
-    case 'b':
-    case 'i':
-    case 'u':
+    switch (storage_of(d)) {
+    case AP_F16:
+    case AP_F32:
+        return NPY_FLOAT;
+    case AP_F64:
+    case AP_CONV:
         return NPY_DOUBLE;
-    case 'f':
-        return PyDataType_ELSIZE(d) <= 4 ? NPY_FLOAT : NPY_DOUBLE;
-    default:
+    default: /* bfloat16 is not one of these functions' dtypes */
         return -1;
     }
 }
 
-static const char *describe_dtype_problem(PyArray_Descr *d)
+const char *describe_dtype_problem(PyArray_Descr *d)
 {
     switch (d->kind) {
     case 'c':
@@ -196,15 +196,12 @@ int reject_masked(PyObject *obj, const char *fname, const char *arg)
     return is_ma != 0 ? -1 : 0;
 }
 
-/* Any array-like -> ndarray in its own dtype (new reference), with a
- * message naming the function and argument on failure. Real dtypes only. */
-PyArrayObject *as_real_array(PyObject *obj, const char *fname,
-                                    const char *arg)
+PyArrayObject *any_array(PyObject *obj, const char *fname, const char *arg,
+                         const char *what)
 {
     if (obj == Py_None) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s: %s must be an array of real numbers, got None", fname,
-                     arg);
+        PyErr_Format(PyExc_TypeError, "%s: %s must be an array of %s, got "
+                     "None", fname, arg, what);
         return NULL;
     }
     if (reject_masked(obj, fname, arg) < 0)
@@ -223,6 +220,17 @@ PyArrayObject *as_real_array(PyObject *obj, const char *fname,
         Py_XDECREF(tb);
         return NULL;
     }
+    return a;
+}
+
+/* Any array-like -> ndarray in its own dtype (new reference), with a
+ * message naming the function and argument on failure. Real dtypes only. */
+PyArrayObject *as_real_array(PyObject *obj, const char *fname,
+                             const char *arg)
+{
+    PyArrayObject *a = any_array(obj, fname, arg, "real numbers");
+    if (!a)
+        return NULL;
     if (compute_type_of(PyArray_DESCR(a)) < 0) {
         if (PyArray_Check(obj))
             PyErr_Format(PyExc_TypeError,
@@ -391,21 +399,7 @@ PyArrayObject *check_out(PyObject *obj, const char *fname,
 PyArrayObject *dest_for(PyArrayObject *user, PyArrayObject *const *ins,
                                int nins, int *is_tmp)
 {
-    ptrdiff_t st[NPY_MAXDIMS];
-    int direct = PyArray_ISALIGNED(user) && PyArray_ISNOTSWAPPED(user) &&
-                 elem_strides(user, st) == 0;
-    for (int i = 0; direct && i < nins; i++)
-        direct = !may_overlap(user, ins[i]);
-    *is_tmp = !direct;
-    if (direct) {
-        Py_INCREF(user);
-        return user;
-    }
-    PyArray_Descr *d = PyArray_DescrFromType(PyArray_TYPE(user));
-    if (!d)
-        return NULL;
-    return (PyArrayObject *)PyArray_Empty(PyArray_NDIM(user),
-                                          PyArray_DIMS(user), d, 0);
+    return dest_for_call(user, ins, nins, PyArray_TYPE(user), is_tmp);
 }
 
 /* The result a function returns (new reference): the user's out= array,
@@ -451,8 +445,21 @@ void fill_offsets(int nd, const npy_intp *shape, int nops,
 PyArrayObject *new_result(int nd, const npy_intp *dims, int typenum,
                                  const char *fname, const char *what)
 {
-    PyArrayObject *a = (PyArrayObject *)PyArray_SimpleNew(nd, (npy_intp *)dims,
-                                                          typenum);
+    PyArray_Descr *d = PyArray_DescrFromType(typenum);
+    if (!d)
+        return NULL;
+    PyArrayObject *a = new_result_descr(nd, dims, d, fname, what);
+    Py_DECREF(d);
+    return a;
+}
+
+PyArrayObject *new_result_descr(int nd, const npy_intp *dims,
+                                PyArray_Descr *descr, const char *fname,
+                                const char *what)
+{
+    Py_INCREF(descr); /* PyArray_NewFromDescr steals it */
+    PyArrayObject *a = (PyArrayObject *)PyArray_NewFromDescr(
+        &PyArray_Type, descr, nd, (npy_intp *)dims, NULL, NULL, 0, NULL);
     if (a)
         return a;
     int is_mem = PyErr_ExceptionMatches(PyExc_MemoryError);
@@ -534,7 +541,7 @@ attn_mat mat_of(PyArrayObject *a, const ptrdiff_t *boff,
     m.boff = boff;
     m.s0 = a ? st[nd - 2] : 0;
     m.s1 = a ? st[nd - 1] : 0;
-    m.store = ATTN_ST_NATIVE; /* 16-bit operands: the binding sets it */
+    m.store = store_of(a); /* float16/bfloat16 arrays: read in 16 bits */
     return m;
 }
 

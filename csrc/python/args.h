@@ -23,6 +23,7 @@
  *   2. Inputs: as_real_array() (any array-like -> ndarray, TypeError naming
  *      fname and the argument), compute_type_of() / as_type() (the dtype
  *      rules of docs/user/tour.md: float32 stays float32, the rest float64),
+ *      or, for 16-bit data, the calls of the "16-bit storage" section,
  *      ensure_elem_strides() (strides in elements for attn_mat).
  *   3. Shapes: check them and raise with err_shapes2() or PyErr_Format,
  *      naming fname, the argument and the shapes. Batch dims:
@@ -102,6 +103,10 @@ void err_shapes2(PyObject *exc, const char *msg, const char *na,
 int compute_type_of(PyArray_Descr *d);
 PyArrayObject *as_real_array(PyObject *obj, const char *fname,
                              const char *arg);
+/* obj (not None, not a numpy.ma array) as an ndarray in its own dtype,
+ * whatever the dtype; messages say it must be an array of `what`      */
+PyArrayObject *any_array(PyObject *obj, const char *fname, const char *arg,
+                         const char *what);
 /* -1 with a TypeError when obj is a numpy.ma masked array (as_real_array
  * calls it; so must a binding that takes an ndarray as it is)           */
 int reject_masked(PyObject *obj, const char *fname, const char *arg);
@@ -110,12 +115,71 @@ PyArrayObject *as_type(PyArrayObject *a, int typenum, const char *fname,
 int elem_strides(PyArrayObject *a, ptrdiff_t *st);
 int ensure_elem_strides(PyArrayObject **pa, ptrdiff_t *st);
 int may_overlap(PyArrayObject *a, PyArrayObject *b);
+/* store = store_of(a): a float16/bfloat16 array is read in 16 bits    */
 attn_mat mat_of(PyArrayObject *a, const ptrdiff_t *boff, const ptrdiff_t *st,
                 int nd);
 static inline attn_dtype dtype_of(int typenum)
 {
     return typenum == NPY_FLOAT ? ATTN_F32 : ATTN_F64;
 }
+
+/* the reason a dtype is refused, for messages ("complex numbers are not
+ * supported", ...)                                                      */
+const char *describe_dtype_problem(PyArray_Descr *d);
+
+/* ---- 16-bit storage (dtypes.c) --------------------------------------------
+ * float16 (NumPy's) and bfloat16 (ml_dtypes.bfloat16) arrays are handed to
+ * the core as they are, in 16 bits (attn_mat.store), under a float32 call;
+ * the core accumulates in float and rounds a 16-bit result once. bfloat16
+ * is recognised by its descr (kind 'V', 2 bytes, scalar type "bfloat16"
+ * from module ml_dtypes) without importing ml_dtypes; new bfloat16 arrays
+ * are made from an input's own descr. A binding that takes 16-bit data:
+ *   1. inputs: as_array16() (instead of as_real_array), then the result
+ *      dtype result_descr() of the operands that decide it, its compute
+ *      type compute_type16(), and as_storage() for each operand;
+ *   2. results: new_result_descr() (the result descr, or the compute type
+ *      for float32-only results such as lse), out= through
+ *      check_out_wide() and dest_for_call();
+ *   3. mat_of() sets each operand's store from its array's dtype.
+ * The rules:
+ *   storage_of: AP_F16, AP_BF16, AP_F32, AP_F64; AP_CONV for bool, integer
+ *     and longdouble arrays (converted to float64, as before); AP_BAD else.
+ *   result_descr of n inputs (at most AP_MAX_OPS): np.result_type of
+ *     them, float16/bfloat16/float32 kept, longdouble, bool and integers
+ *     made float64 (as before); where NumPy has no common dtype (bfloat16
+ *     with float16 or a wide integer): float32, or float64 where the
+ *     other inputs promote to float64.
+ *   compute_type16: NPY_DOUBLE for a float64 result, else NPY_FLOAT.
+ *   as_storage(a, typenum): under NPY_FLOAT a 16-bit array stays 16-bit
+ *     (made aligned and native-order, a copy only if it was not); every
+ *     other array -- and a 16-bit one under NPY_DOUBLE (the core has no
+ *     16-bit-with-double path) -- is as_type(a, typenum).
+ *   check_out_wide: out= may have the result's dtype or a wider float
+ *     (float32 or float64 with more bytes than the result).
+ *   dest_for_call: like dest_for; the user's array is written directly
+ *     only where the kernel can write its dtype (the compute type, or a
+ *     16-bit type under NPY_FLOAT); otherwise through a temporary of the
+ *     compute type that deliver() widens into it (exactly).            */
+typedef enum {
+    AP_BAD = -1, AP_F32 = 0, AP_F64 = 1, AP_F16 = 2, AP_BF16 = 3, AP_CONV = 4
+} ap_kind;
+ap_kind storage_of(PyArray_Descr *d);
+int is_bf16_descr(PyArray_Descr *d);
+int is_16bit(PyArray_Descr *d);                  /* AP_F16 or AP_BF16 */
+attn_store store_of(PyArrayObject *a);           /* NULL: ATTN_ST_NATIVE */
+/* any array-like -> ndarray in its own dtype (new reference), storage_of
+ * not AP_BAD; TypeError naming fname, arg and the accepted dtypes      */
+PyArrayObject *as_array16(PyObject *obj, const char *fname, const char *arg);
+/* NULL entries are skipped; new reference                              */
+PyArray_Descr *result_descr(int n, PyArrayObject *const *arrs);
+int compute_type16(PyArray_Descr *result);
+PyArrayObject *as_storage(PyArrayObject *a, int typenum, const char *fname,
+                          const char *arg);
+PyArrayObject *check_out_wide(PyObject *obj, const char *fname,
+                              const char *arg, int nd, const npy_intp *dims,
+                              PyArray_Descr *result);
+PyArrayObject *dest_for_call(PyArrayObject *user, PyArrayObject *const *ins,
+                             int nins, int typenum, int *is_tmp);
 
 /* ---- results and out= ---------------------------------------------------- */
 PyArrayObject *check_out(PyObject *obj, const char *fname, const char *arg,
@@ -125,6 +189,10 @@ PyArrayObject *dest_for(PyArrayObject *user, PyArrayObject *const *ins,
 PyObject *deliver(PyArrayObject *user, PyArrayObject *dst, int is_tmp);
 PyArrayObject *new_result(int nd, const npy_intp *dims, int typenum,
                           const char *fname, const char *what);
+/* the same with a descr (not stolen): a 16-bit result                  */
+PyArrayObject *new_result_descr(int nd, const npy_intp *dims,
+                                PyArray_Descr *descr, const char *fname,
+                                const char *what);
 
 /* One input x -> one result array (softmax, combine_heads, ...): the
  * references such a function holds. Zero it, fill it with the two calls
@@ -172,6 +240,10 @@ int parse_pos_shift(PyObject *o, const char *fname, ptrdiff_t *shift);
 /* once p->L, p->S and p->pos_shift are set: unbounded (and wider) window
  * sides become L + S + |pos_shift|, as attn.h asks                       */
 int clamp_window(attn_problem *p, const char *fname);
+
+/* a keep-mask (nonzero = may attend) must hold no negative values: -1
+ * with a ValueError pointing to bias= for an additive mask              */
+int check_keep_mask(PyArrayObject *m, const char *fname);
 
 /* ---- running the core ---------------------------------------------------- */
 typedef struct {

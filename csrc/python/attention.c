@@ -41,7 +41,8 @@ typedef struct {
     const char *fname;
     long want;                     /* 0 out, 1 +weights, 2 +scores, 3 +lse */
     int bwd;                       /* sdpa_bwd                            */
-    int typenum;                   /* NPY_FLOAT or NPY_DOUBLE             */
+    int typenum;                   /* compute type: NPY_FLOAT, NPY_DOUBLE */
+    PyArray_Descr *rdescr;         /* the result dtype (owned)            */
     PyArrayObject *arr[N_OPS];     /* converted operands (owned)          */
     PyArrayObject *raw[N_IN];      /* inputs in their own dtype (owned)   */
     PyObject *alibi;               /* alibi_slopes as given (borrowed)    */
@@ -127,7 +128,7 @@ static int sdpa_inputs(sdpa_call *c, PyObject *const *args)
 {
     const char *fname = c->fname;
     for (int op = OP_Q; op <= OP_V; op++) {
-        if (!(c->raw[op] = as_real_array(args[op], fname, op_names[op])))
+        if (!(c->raw[op] = as_array16(args[op], fname, op_names[op])))
             return -1;
         if (PyArray_NDIM(c->raw[op]) < 2) {
             PyObject *s = shape_of(c->raw[op]);
@@ -141,20 +142,14 @@ static int sdpa_inputs(sdpa_call *c, PyObject *const *args)
             return -1;
         }
     }
-    PyArray_Descr *rt = PyArray_ResultType(3, c->raw, 0, NULL);
-    if (!rt)
+    /* float16/bfloat16 operands stay 16-bit under a float32 call */
+    if (!(c->rdescr = result_descr(3, c->raw)))
         return -1;
-    c->typenum = compute_type_of(rt);
-    Py_DECREF(rt);
-    if (c->typenum < 0) {
-        PyErr_Format(PyExc_TypeError, "%s: Q, K, V have no common real "
-                     "dtype", fname);
-        return -1;
-    }
+    c->typenum = compute_type16(c->rdescr);
     c->p.dtype = dtype_of(c->typenum);
     for (int op = OP_Q; op <= OP_V; op++)
-        if (!(c->arr[op] = as_type(c->raw[op], c->typenum, fname,
-                                   op_names[op])))
+        if (!(c->arr[op] = as_storage(c->raw[op], c->typenum, fname,
+                                      op_names[op])))
             return -1;
     return 0;
 }
@@ -205,7 +200,7 @@ static int sdpa_alibi(sdpa_call *c)
 {
     if (!c->alibi)
         return 0;
-    if (!(c->raw[OP_ALIBI] = as_real_array(c->alibi, c->fname,
+    if (!(c->raw[OP_ALIBI] = as_array16(c->alibi, c->fname,
                                            "alibi_slopes")) ||
         !(c->arr[OP_ALIBI] = as_type(c->raw[OP_ALIBI], c->typenum, c->fname,
                                      "alibi_slopes")))
@@ -219,60 +214,21 @@ static int sdpa_alibi(sdpa_call *c)
     return 0;
 }
 
-/* A mask is a keep-mask (nonzero = may attend), so an additive float
- * mask (0 attend, -inf blocked: PyTorch's float attn_mask) would be read
- * backwards without a word. Negative entries have no meaning in a
- * keep-mask: they are refused, pointing to bias=.                       */
-static int check_keep_mask(PyArrayObject *m, const char *fname)
-{
-    const char kind = PyArray_DESCR(m)->kind;
-    if (kind == 'b' || kind == 'u' || PyArray_SIZE(m) == 0)
-        return 0;
-    PyObject *zero = PyLong_FromLong(0);
-    PyObject *neg = zero ? PyObject_RichCompare((PyObject *)m, zero, Py_LT)
-                         : NULL;
-    Py_XDECREF(zero);
-    PyObject *any = neg ? PyObject_CallMethod(neg, "any", NULL) : NULL;
-    int bad = any ? PyObject_IsTrue(any) : -1;
-    Py_XDECREF(any);
-    if (bad <= 0) {
-        Py_XDECREF(neg);
-        return bad;
-    }
-    /* the first negative entry, for the message */
-    PyObject *i = PyObject_CallMethod(neg, "argmax", NULL);
-    PyObject *flat = i ? PyObject_GetAttrString((PyObject *)m, "flat") : NULL;
-    PyObject *v = flat ? PyObject_GetItem(flat, i) : NULL;
-    PyObject *f = v ? PyNumber_Float(v) : NULL;
-    PyObject *shape = f ? shape_of(m) : NULL;
-    if (shape)
-        PyErr_Format(PyExc_ValueError,
-                     "%s: mask holds negative values (e.g. %R), but mask is a "
-                     "keep-mask: nonzero/True = may attend. An additive mask "
-                     "(0 = attend, -inf = blocked, like PyTorch's float "
-                     "attn_mask) goes in bias= instead (mask.shape=%R)",
-                     fname, f, shape);
-    Py_XDECREF(shape);
-    Py_XDECREF(f);
-    Py_XDECREF(v);
-    Py_XDECREF(flat);
-    Py_XDECREF(i);
-    Py_DECREF(neg);
-    return -1;
-}
-
 static int sdpa_mask_bias(sdpa_call *c, PyObject *const *args)
 {
     for (int op = OP_MASK; op <= OP_BIAS; op++) {
         PyObject *o = args[op == OP_MASK ? A_MASK : A_BIAS];
         if (o == Py_None)
             continue;
-        if (!(c->raw[op] = as_real_array(o, c->fname, op_names[op])) ||
+        if (!(c->raw[op] = as_array16(o, c->fname, op_names[op])) ||
             (op == OP_MASK && check_keep_mask(c->raw[op], c->fname) < 0))
             return -1;
-        PyArrayObject *a = as_type(c->raw[op],
-                                   op == OP_MASK ? NPY_BOOL : c->typenum,
-                                   c->fname, op_names[op]);
+        /* a 16-bit bias stays 16-bit in the forward pass; the backward
+         * pass reads it in the compute type (attn.h)                   */
+        PyArrayObject *a =
+            op == OP_MASK ? as_type(c->raw[op], NPY_BOOL, c->fname, "mask")
+            : c->bwd ? as_type(c->raw[op], c->typenum, c->fname, "bias")
+                     : as_storage(c->raw[op], c->typenum, c->fname, "bias");
         if (!a || !(a = at_least_2d(a)))
             return -1;
         c->arr[op] = a;
@@ -354,28 +310,30 @@ static int sdpa_results(sdpa_call *c, PyObject *const *args)
                                     c->arr[OP_V],    c->arr[OP_MASK],
                                     c->arr[OP_BIAS], c->arr[OP_ALIBI], NULL};
     if (args[A_OUT] != Py_None) {
-        if (!(c->user_out = check_out(args[A_OUT], c->fname, "out", nd, odims,
-                                      c->typenum)) ||
-            !(c->arr[OP_OUT] = dest_for(c->user_out, ins, N_IN,
-                                        &c->tmp_out)))
+        if (!(c->user_out = check_out_wide(args[A_OUT], c->fname, "out", nd,
+                                           odims, c->rdescr)) ||
+            !(c->arr[OP_OUT] = dest_for_call(c->user_out, ins, N_IN,
+                                             c->typenum, &c->tmp_out)))
             return -1;
     }
-    else if (!(c->arr[OP_OUT] = new_result(nd, odims, c->typenum, c->fname,
-                                           "the output")))
+    else if (!(c->arr[OP_OUT] = new_result_descr(nd, odims, c->rdescr,
+                                                 c->fname, "the output")))
         return -1;
     if (c->want == 1 || c->want == 2) {
         ins[N_IN] = c->arr[OP_OUT];
         if (args[A_W] != Py_None) {
-            if (!(c->user_w = check_out(args[A_W], c->fname, "weights_out", nd,
-                                        wdims, c->typenum)) ||
-                !(c->arr[OP_W] = dest_for(c->user_w, ins, N_IN + 1,
-                                          &c->tmp_w)))
+            if (!(c->user_w = check_out_wide(args[A_W], c->fname,
+                                             "weights_out", nd, wdims,
+                                             c->rdescr)) ||
+                !(c->arr[OP_W] = dest_for_call(c->user_w, ins, N_IN + 1,
+                                               c->typenum, &c->tmp_w)))
                 return -1;
         }
-        else if (!(c->arr[OP_W] = new_result(nd, wdims, c->typenum, c->fname,
-                                             "the weights")))
+        else if (!(c->arr[OP_W] = new_result_descr(nd, wdims, c->rdescr,
+                                                   c->fname, "the weights")))
             return -1;
     }
+    /* explain's raw scores: a teaching intermediate, in the compute type */
     if (c->want == 2 && !(c->arr[OP_SC] = new_result(nd, wdims, c->typenum,
                                                      c->fname, "the scores")))
         return -1;
@@ -530,6 +488,7 @@ static void sdpa_release(sdpa_call *c)
     Py_XDECREF(c->raw_bwd[2]);
     Py_XDECREF(c->user_out);
     Py_XDECREF(c->user_w);
+    Py_XDECREF(c->rdescr);
 }
 
 static PyObject *core_sdpa(PyObject *Py_UNUSED(mod), PyObject *const *argv,
@@ -577,8 +536,8 @@ static int bwd_inputs(sdpa_call *c, PyObject *const *args)
     dims[c->bnd + 1] = c->Ev;
     for (int i = 0; i < 3; i++) {
         const int op = ops[i], nd = c->bnd + (op == OP_LSE ? 1 : 2);
-        PyArrayObject *a = as_real_array(args[argi[i]], c->fname,
-                                         op_names[op]);
+        PyArrayObject *a = as_array16(args[argi[i]], c->fname,
+                                      op_names[op]);
         c->raw_bwd[i] = a;
         if (!a)
             return -1;
@@ -601,10 +560,30 @@ static int bwd_inputs(sdpa_call *c, PyObject *const *args)
             Py_XDECREF(vs);
             return -1;
         }
-        if (!(c->arr[op] = as_type(a, c->typenum, c->fname, op_names[op])))
+        /* out and dout may stay 16-bit; lse is read in the compute type */
+        if (!(c->arr[op] = op == OP_LSE
+                  ? as_type(a, c->typenum, c->fname, op_names[op])
+                  : as_storage(a, c->typenum, c->fname, op_names[op])))
             return -1;
     }
     return 0;
+}
+
+/* A gradient in its operand's 16-bit dtype where the wrapper sums
+ * nothing (the operand has exactly the gradient's shape), else in the
+ * compute type: the wrapper sums that and rounds once to the operand's
+ * dtype. New reference.                                                 */
+static PyArray_Descr *grad_descr(sdpa_call *c, PyArrayObject *x, int nd,
+                                 const npy_intp *dims)
+{
+    PyArray_Descr *d = PyArray_DESCR(x);
+    int whole = is_16bit(d) && PyArray_NDIM(x) == nd;
+    for (int k = 0; whole && k < nd; k++)
+        whole = PyArray_DIM(x, k) == dims[k];
+    if (!whole)
+        return PyArray_DescrFromType(c->typenum);
+    Py_INCREF(d);
+    return d;
 }
 
 static int bwd_results(sdpa_call *c, PyObject *bias_grad)
@@ -624,8 +603,13 @@ static int bwd_results(sdpa_call *c, PyObject *bias_grad)
             break;
         dims[c->bnd] = rows[i];
         dims[c->bnd + 1] = cols[i];
-        if (!(c->arr[OP_DQ + i] = new_result(nd, dims, c->typenum, c->fname,
-                                             what[i])))
+        PyArray_Descr *gd = grad_descr(c, c->arr[i == 3 ? OP_BIAS : i], nd,
+                                       dims);
+        if (!gd)
+            return -1;
+        c->arr[OP_DQ + i] = new_result_descr(nd, dims, gd, c->fname, what[i]);
+        Py_DECREF(gd);
+        if (!c->arr[OP_DQ + i])
             return -1;
     }
     return 0;

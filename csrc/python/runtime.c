@@ -100,22 +100,44 @@ static PyObject *core_available_cpus(PyObject *Py_UNUSED(mod),
 }
 
 AP_ARGSPEC(as_real_spec, "as_real", 3, 3, "obj", "fname", "arg");
+AP_ARGSPEC(as_array16_spec, "as_array16", 3, 3, "obj", "fname", "arg");
 
-/* as_real(obj, fname, arg): ndarray of real numbers in its own dtype */
-static PyObject *core_as_real(PyObject *Py_UNUSED(mod), PyObject *const *argv,
-                              Py_ssize_t nargs, PyObject *kwnames)
+/* (obj, fname, arg) -> conv(obj, fname, arg)                            */
+static PyObject *array_of(ap_argspec *spec, PyObject *const *argv,
+                          Py_ssize_t nargs, PyObject *kwnames,
+                          PyArrayObject *(*conv)(PyObject *, const char *,
+                                                 const char *))
 {
     PyObject *args[3];
-    if (ap_parse_args(&as_real_spec, argv, nargs, kwnames, args) < 0)
+    if (ap_parse_args(spec, argv, nargs, kwnames, args) < 0)
         return NULL;
     const char *fname = PyUnicode_AsUTF8(args[1]);
     const char *arg = fname ? PyUnicode_AsUTF8(args[2]) : NULL;
     if (!arg)
         return NULL;
-    return (PyObject *)as_real_array(args[0], fname, arg);
+    return (PyObject *)conv(args[0], fname, arg);
+}
+
+/* as_real(obj, fname, arg): ndarray of real numbers in its own dtype */
+static PyObject *core_as_real(PyObject *Py_UNUSED(mod), PyObject *const *argv,
+                              Py_ssize_t nargs, PyObject *kwnames)
+{
+    return array_of(&as_real_spec, argv, nargs, kwnames, as_real_array);
+}
+
+/* as_array16(obj, fname, arg): the same, float16 and bfloat16 accepted */
+static PyObject *core_as_array16(PyObject *Py_UNUSED(mod),
+                                 PyObject *const *argv, Py_ssize_t nargs,
+                                 PyObject *kwnames)
+{
+    return array_of(&as_array16_spec, argv, nargs, kwnames, as_array16);
 }
 
 PyMethodDef ap_runtime_methods[] = {
+    {"as_array16", AP_FASTCALL(core_as_array16), AP_KW,
+     "as_array16(obj, fname, arg)\n--\n\nobj as an ndarray in its own "
+     "dtype: float16, bfloat16, float32, float64, bool or integer, or a "
+     "TypeError naming the function, argument and accepted dtypes"},
     {"as_real", AP_FASTCALL(core_as_real), AP_KW,
      "as_real(obj, fname, arg)\n--\n\nobj as an ndarray of real numbers, "
      "or a TypeError naming the function and argument"},

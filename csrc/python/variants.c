@@ -163,3 +163,45 @@ int clamp_window(attn_problem *p, const char *fname)
         p->wright = wide;
     return 0;
 }
+
+/* A mask is a keep-mask (nonzero = may attend), so an additive float
+ * mask (0 attend, -inf blocked: PyTorch's float attn_mask) would be read
+ * backwards without a word. Negative entries have no meaning in a
+ * keep-mask: they are refused, pointing to bias=.                       */
+int check_keep_mask(PyArrayObject *m, const char *fname)
+{
+    const char kind = PyArray_DESCR(m)->kind;
+    if (kind == 'b' || kind == 'u' || PyArray_SIZE(m) == 0)
+        return 0;
+    PyObject *zero = PyLong_FromLong(0);
+    PyObject *neg = zero ? PyObject_RichCompare((PyObject *)m, zero, Py_LT)
+                         : NULL;
+    Py_XDECREF(zero);
+    PyObject *any = neg ? PyObject_CallMethod(neg, "any", NULL) : NULL;
+    int bad = any ? PyObject_IsTrue(any) : -1;
+    Py_XDECREF(any);
+    if (bad <= 0) {
+        Py_XDECREF(neg);
+        return bad;
+    }
+    /* the first negative entry, for the message */
+    PyObject *i = PyObject_CallMethod(neg, "argmax", NULL);
+    PyObject *flat = i ? PyObject_GetAttrString((PyObject *)m, "flat") : NULL;
+    PyObject *v = flat ? PyObject_GetItem(flat, i) : NULL;
+    PyObject *f = v ? PyNumber_Float(v) : NULL;
+    PyObject *shape = f ? shape_of(m) : NULL;
+    if (shape)
+        PyErr_Format(PyExc_ValueError,
+                     "%s: mask holds negative values (e.g. %R), but mask is a "
+                     "keep-mask: nonzero/True = may attend. An additive mask "
+                     "(0 = attend, -inf = blocked, like PyTorch's float "
+                     "attn_mask) goes in bias= instead (mask.shape=%R)",
+                     fname, f, shape);
+    Py_XDECREF(shape);
+    Py_XDECREF(f);
+    Py_XDECREF(v);
+    Py_XDECREF(flat);
+    Py_XDECREF(i);
+    Py_DECREF(neg);
+    return -1;
+}

@@ -44,6 +44,7 @@ MASK = rng.random((3, 5)) > 0.3
 MASKF = MASK.astype(np.float64)
 BIAS = rng.standard_normal((2, 1, 3, 5))
 OUT = np.empty((2, 3, 6))
+OUT16 = np.empty((2, 3, 6), np.float16)   # narrower than a float32 result
 WOUT = np.empty((2, 3, 5))
 OUT_T = np.empty((2, 6, 3)).swapaxes(-1, -2)
 SQ = rng.standard_normal((2, 4, 4))          # L = S = E = Ev: out=SQ aliases
@@ -157,7 +158,7 @@ BAD = {
     "attention-out-readonly": (lambda: attnpy.attention(Q, K, V, out=RO),
                                ValueError),
     "attention-out-wrong-dtype": (lambda: attnpy.attention(Q32, K32, V32,
-                                                           out=OUT),
+                                                           out=OUT16),
                                   TypeError),
     "attention-fully-masked-raise": (lambda: attnpy.attention(
         Q, K, V, mask=M0, fully_masked="raise"), ValueError),

@@ -26,6 +26,7 @@
 
 #include "attn.h"
 #include "attention/kern.h"
+#include "half.h"
 #include "util.h"
 
 /* keys per block of pass A, pass B and the fused items: one size, so a
@@ -38,7 +39,49 @@
 /* ------------------------------------------------------------------------ */
 /* pass 0 (per b) and the input scan                                        */
 /* ------------------------------------------------------------------------ */
+/* element x (counted from b's base) of m, as a double: T, or 16 bits    */
+#define BWD_AT_(T, m, b, x)                                                     \
+    ((m).store ? (double)attn_load_f32((m).store, (m).data, OFF(m, b) + (x))  \
+               : (double)((const T *)(m).data)[OFF(m, b) + (x)])
+#define BWD_CHUNK 128 /* row elements fetched at a time                   */
+
+/* every element of a 16-bit m (B x rows x cols) finite? From the bits:
+ * all exponent bits set is inf or NaN                                    */
+static int bwd_finite16(const attn_mat *m, size_t B, size_t rows, size_t cols)
+{
+    const uint16_t e = m->store == ATTN_ST_BF16 ? 0x7f80u : 0x7c00u;
+    const uint16_t *h = m->data;
+    for (size_t b = 0; b < B; b++)
+        for (size_t r = 0; r < rows; r++) {
+            const ptrdiff_t at = OFF(*m, b) + (ptrdiff_t)r * m->s0;
+            unsigned bad = 0;
+            for (size_t c = 0; c < cols; c++)
+                bad |= (h[at + (ptrdiff_t)c * m->s1] & e) == e;
+            if (bad)
+                return 0;
+        }
+    return 1;
+}
+
 #define DEFINE_BWD_ROWS(T, SFX)                                                 \
+/* x[c] = element (b, r, c0 + c) of m, c < n: T, or 16 bits (exact)     */    \
+static void bwd_fetch_##SFX(const attn_mat *m, size_t b, size_t r, size_t c0,   \
+                            size_t n, T *x)                                     \
+{                                                                               \
+    const ptrdiff_t s1 = m->s1,                                                 \
+                    at = OFF(*m, b) + (ptrdiff_t)r * m->s0 + (ptrdiff_t)c0 * s1;\
+    const uint16_t *h = m->data;                                                \
+    if (m->store == ATTN_ST_F16)                                                \
+        for (size_t c = 0; c < n; c++)                                          \
+            x[c] = (T)attn_f16_to_f32(h[at + (ptrdiff_t)c * s1]);               \
+    else if (m->store == ATTN_ST_BF16)                                          \
+        for (size_t c = 0; c < n; c++)                                          \
+            x[c] = (T)attn_bf16_to_f32(h[at + (ptrdiff_t)c * s1]);              \
+    else                                                                        \
+        for (size_t c = 0; c < n; c++)                                          \
+            x[c] = ((const T *)m->data)[at + (ptrdiff_t)c * s1];                \
+}                                                                               \
+                                                                                \
 static void bwd_rows_##SFX(const attn_bwd_plan *bpl, size_t b, size_t *bad)     \
 {                                                                               \
     const attn_bwd_problem *bp = bpl->bp;                                       \
@@ -47,17 +90,19 @@ static void bwd_rows_##SFX(const attn_bwd_plan *bpl, size_t b, size_t *bad)     
     T *d_b = (T *)bpl->dvec + b * L;                                            \
     T *u_b = (T *)bpl->uvec + b * EvP;                                          \
     const T *lse_b = (const T *)p->lse.data + OFF(p->lse, b);                   \
-    const T *g_b = (const T *)bp->dout.data + OFF(bp->dout, b);                 \
-    const T *o_b = (const T *)p->out.data + OFF(p->out, b);                     \
+    const attn_mat g = bp->dout;                                                \
+    T gx[BWD_CHUNK], ox[BWD_CHUNK];                                             \
     size_t nfm = 0;                                                             \
     *bad = SIZE_MAX;                                                            \
     for (size_t i = 0; i < L; i++) {                                            \
-        const T *g_i = g_b + (ptrdiff_t)i * bp->dout.s0;                        \
-        const T *o_i = o_b + (ptrdiff_t)i * p->out.s0;                          \
         double D = 0;                                                           \
-        for (size_t c = 0; c < Ev; c++)                                         \
-            D += (double)g_i[(ptrdiff_t)c * bp->dout.s1]                        \
-                 * (double)o_i[(ptrdiff_t)c * p->out.s1];                       \
+        for (size_t c0 = 0; c0 < Ev; c0 += BWD_CHUNK) {                         \
+            const size_t n = Ev - c0 < BWD_CHUNK ? Ev - c0 : BWD_CHUNK;         \
+            bwd_fetch_##SFX(&g, b, i, c0, n, gx);                               \
+            bwd_fetch_##SFX(&p->out, b, i, c0, n, ox);                          \
+            for (size_t c = 0; c < n; c++)                                      \
+                D += (double)gx[c] * (double)ox[c];                             \
+        }                                                                       \
         d_b[i] = (T)D;                                                          \
         if (lse_b[(ptrdiff_t)i * p->lse.s0] == (T)-INFINITY && !nfm++)          \
             *bad = i;                                                           \
@@ -67,24 +112,30 @@ static void bwd_rows_##SFX(const attn_bwd_plan *bpl, size_t b, size_t *bad)     
         double acc = 0;                                                         \
         for (size_t i = 0; nfm && c < Ev && i < L; i++)                         \
             if (lse_b[(ptrdiff_t)i * p->lse.s0] == (T)-INFINITY)                \
-                acc += (double)g_b[(ptrdiff_t)i * bp->dout.s0                   \
-                                   + (ptrdiff_t)c * bp->dout.s1];               \
+                acc += BWD_AT_(T, g, b, (ptrdiff_t)i * g.s0                     \
+                                        + (ptrdiff_t)c * g.s1);                 \
         u_b[c] = (T)(S ? acc / (double)S : 0.0);                                \
     }                                                                           \
 }                                                                               \
                                                                                 \
-/* every element of m (B x rows x cols) finite?                          */    \
+/* every element of m (B x rows x cols) finite? (0 * x is NaN just for   */    \
+/* inf and NaN: 8 independent products, so the loop is not one chain)    */    \
 static int bwd_finite_##SFX(attn_mat m, size_t B, size_t rows, size_t cols)     \
 {                                                                               \
+    T x[BWD_CHUNK], acc[8] = {0};                                               \
+    if (m.store)                                                                \
+        return bwd_finite16(&m, B, rows, cols);                                 \
     for (size_t b = 0; b < B; b++)                                              \
         for (size_t r = 0; r < rows; r++) {                                     \
-            const T *row = (const T *)m.data + OFF(m, b)                        \
-                           + (ptrdiff_t)r * m.s0;                               \
-            T acc = 0;                                                          \
-            for (size_t c = 0; c < cols; c++)                                   \
-                acc *= row[(ptrdiff_t)c * m.s1];                                \
-            if (acc != acc)                                                     \
-                return 0;                                                       \
+            for (size_t c0 = 0; c0 < cols; c0 += BWD_CHUNK) {                   \
+                const size_t n = cols - c0 < BWD_CHUNK ? cols - c0 : BWD_CHUNK; \
+                bwd_fetch_##SFX(&m, b, r, c0, n, x);                            \
+                for (size_t c = 0; c < n; c++)                                  \
+                    acc[c % 8] *= x[c];                                         \
+            }                                                                   \
+            for (int l = 0; l < 8; l++)                                         \
+                if (acc[l] != acc[l])                                           \
+                    return 0;                                                   \
         }                                                                       \
     return 1;                                                                   \
 }
@@ -162,7 +213,7 @@ static attn_status bwd_plan(attn_bwd_plan *bpl, const attn_bwd_problem *bp,
     ok = ok && mul_ok(BKM, BQ, &n) && take(&a, n, esz, &bpl->off_st);
     ok = ok && mul_ok(BKM, BQ, &n) && take(&a, n, esz, &bpl->off_dp);
     ok = ok && mul_ok(BKM, EP, &n) && take(&a, n, esz, &bpl->off_kr);
-    ok = ok && mul_ok(BKM, pl->pack_v ? EvP : 0, &n)
+    ok = ok && mul_ok(BKM, pl->pack_v || p->v.store ? EvP : 0, &n)
          && take(&a, n, esz, &bpl->off_vp);
     ok = ok && mul_ok(BKM > BQ ? BKM : BQ, EP, &n)
          && take(&a, n, esz, &bpl->off_acc1);
@@ -230,11 +281,29 @@ static int bwd_guarded(const attn_bwd_problem *bp)
            || !bwd_finite_f32(bp->dout, p->B, p->L, p->Ev);
 }
 
+/* 16-bit storage (attn.h): q, k, v, out, dout, dq, dk, dv, dbias of a
+ * float problem; mask, bias, lse and the slopes in the call's dtype     */
+static int bwd_stores_ok(const attn_bwd_problem *bp)
+{
+    const attn_problem *p = &bp->f;
+    const attn_mat *half[] = {&p->q,   &p->k,   &p->v,   &p->out, &bp->dout,
+                              &bp->dq, &bp->dk, &bp->dv, &bp->dbias};
+    for (size_t i = 0; i < sizeof half / sizeof *half; i++)
+        if (half[i]->store != ATTN_ST_NATIVE
+            && (p->dtype != ATTN_F32 || (half[i]->store != ATTN_ST_F16
+                                         && half[i]->store != ATTN_ST_BF16)))
+            return 0;
+    return p->mask.store == ATTN_ST_NATIVE && p->bias.store == ATTN_ST_NATIVE
+           && p->lse.store == ATTN_ST_NATIVE
+           && p->alibi.store == ATTN_ST_NATIVE;
+}
+
 attn_status attn_sdpa_backward(attn_bwd_problem *bp, const attn_exec *ex)
 {
     if (!bp || (bp->f.dtype != ATTN_F32 && bp->f.dtype != ATTN_F64)
         || !bp->f.lse.data || !bp->f.out.data || !bp->dout.data
-        || !bp->dq.data || !bp->dk.data || !bp->dv.data)
+        || !bp->dq.data || !bp->dk.data || !bp->dv.data
+        || !bwd_stores_ok(bp))
         return ATTN_EINVAL;
     const attn_problem *p = &bp->f;
     const attn_isa_desc *d = attn__isa_current();

@@ -38,6 +38,19 @@
 #define BLK_NONE_ 1
 #define BLK_MIXED_ 2
 
+#ifndef ATTNPY_BWD_TILE_ONCE
+#define ATTNPY_BWD_TILE_ONCE
+#include "half.h"
+/* element x (counted from m's data pointer) of m: 16-bit storage, or
+ * elements of esz bytes (the call's dtype)                               */
+static inline void *bwd_addr(const attn_mat *m, size_t esz, ptrdiff_t x)
+{
+    return (char *)m->data + x * (ptrdiff_t)(m->store ? 2 : esz);
+}
+#endif
+/* the start of batch item b's part of m                                  */
+#define BWD_BASE_(m, b) bwd_addr(&(m), sizeof(T), BOFF_(m, b))
+
 /* ---------------------------------------------------------------------- */
 /* O (nr x ncv*W, ld ldo) += A (nr x n: a[r*ars + x*axs]) B (n x .., ldb)  */
 /* Each call's block sum starts from 0 and is added to O at the end.       */
@@ -113,13 +126,52 @@ TF void SFX(mm_block)(T *o, size_t ldo, size_t nr, size_t ncv, const T *a,
 /* ---------------------------------------------------------------------- */
 /* packing                                                                 */
 /* ---------------------------------------------------------------------- */
-/* dst[c][r] = src(r0 + r, c), c < ncols, r < nrv (rows >= nr: 0)         */
-TI void SFX(bwd_pack_t)(T *dst, size_t ldd, const T *src, ptrdiff_t s0,
-                        ptrdiff_t s1, size_t r0, size_t nr, size_t nrv,
-                        size_t ncols)
+/* dst[c * ds] = row[c * s1], c < n, from 16 bits (st) to T: exact     */
+TI void SFX(bwd_cvt16)(T *dst, size_t ds, const uint16_t *row, ptrdiff_t s1,
+                       size_t n, attn_store st)
+{
+#ifdef VLOAD_F16 /* the float build: W at a time (exact either way) */
+    if (s1 == 1) {
+        size_t c = 0;
+        for (; c + W <= n; c += W) {
+            const VT x = st == ATTN_ST_BF16 ? VLOAD_BF16(row + c)
+                                            : VLOAD_F16(row + c);
+            if (ds == 1) {
+                VSTOREU(dst + c, x);
+                continue;
+            }
+            T tmp[W];
+            VSTOREU(tmp, x);
+            for (size_t i = 0; i < (size_t)W; i++)
+                dst[(c + i) * ds] = tmp[i];
+        }
+        dst += c * ds;
+        row += c;
+        n -= c;
+    }
+#endif
+    if (st == ATTN_ST_BF16)
+        for (size_t c = 0; c < n; c++)
+            dst[c * ds] = (T)attn_bf16_to_f32(row[(ptrdiff_t)c * s1]);
+    else
+        for (size_t c = 0; c < n; c++)
+            dst[c * ds] = (T)attn_f16_to_f32(row[(ptrdiff_t)c * s1]);
+}
+
+/* dst[c][r] = src(r0 + r, c), c < ncols, r < nrv (rows >= nr: 0); src
+ * holds T, or 16 bits when st is nonzero                                */
+TI void SFX(bwd_pack_t)(T *dst, size_t ldd, const void *src, attn_store st,
+                        ptrdiff_t s0, ptrdiff_t s1, size_t r0, size_t nr,
+                        size_t nrv, size_t ncols)
 {
     for (size_t r = 0; r < nr; r++) {
-        const T *row = src + (ptrdiff_t)(r0 + r) * s0;
+        const ptrdiff_t x = (ptrdiff_t)(r0 + r) * s0;
+        if (st) {
+            SFX(bwd_cvt16)(dst + r, ldd, (const uint16_t *)src + x, s1, ncols,
+                           st);
+            continue;
+        }
+        const T *row = (const T *)src + x;
         for (size_t c = 0; c < ncols; c++)
             dst[c * ldd + r] = row[(ptrdiff_t)c * s1];
     }
@@ -128,19 +180,23 @@ TI void SFX(bwd_pack_t)(T *dst, size_t ldd, const T *src, ptrdiff_t s0,
             dst[c * ldd + r] = 0;
 }
 
-/* dst[r][c] = src(r0 + r, c), c < ncols (columns up to ldd: 0)          */
-TI void SFX(bwd_pack_r)(T *dst, size_t ldd, const T *src, ptrdiff_t s0,
-                        ptrdiff_t s1, size_t r0, size_t nr, size_t ncols)
+/* dst[r][c] = src(r0 + r, c), c < ncols (columns up to ldd: 0); src as
+ * bwd_pack_t's                                                          */
+TI void SFX(bwd_pack_r)(T *dst, size_t ldd, const void *src, attn_store st,
+                        ptrdiff_t s0, ptrdiff_t s1, size_t r0, size_t nr,
+                        size_t ncols)
 {
     for (size_t r = 0; r < nr; r++) {
-        const T *row = src + (ptrdiff_t)(r0 + r) * s0;
+        const ptrdiff_t x = (ptrdiff_t)(r0 + r) * s0;
         T *d = dst + r * ldd;
-        if (s1 == 1)
+        if (st)
+            SFX(bwd_cvt16)(d, 1, (const uint16_t *)src + x, s1, ncols, st);
+        else if (s1 == 1)
             for (size_t c = 0; c < ncols; c++)
-                d[c] = row[c];
+                d[c] = ((const T *)src + x)[c];
         else
             for (size_t c = 0; c < ncols; c++)
-                d[c] = row[(ptrdiff_t)c * s1];
+                d[c] = ((const T *)src + x)[(ptrdiff_t)c * s1];
         for (size_t c = ncols; c < ldd; c++)
             d[c] = 0;
     }
@@ -155,18 +211,31 @@ TF void SFX(bwd_pack_q)(const attn_bwd_plan *bpl, char *sb, size_t b,
     const attn_bwd_problem *bp = bpl->bp;
     const attn_problem *p = &bp->f;
     const size_t BQ = bpl->fp.BQ, nrv = (nq + W - 1) / W * W;
-    const T *q_b = (const T *)p->q.data + BOFF_(p->q, b);
-    const T *g_b = (const T *)bp->dout.data + BOFF_(bp->dout, b);
-    SFX(bwd_pack_t)((T *)(sb + bpl->off_qt), BQ, q_b, p->q.s0, p->q.s1, i0,
-                    nq, nrv, p->E);
-    SFX(bwd_pack_t)((T *)(sb + bpl->off_dot), BQ, g_b, bp->dout.s0,
-                    bp->dout.s1, i0, nq, nrv, p->Ev);
+    attn_mat q = p->q, g = bp->dout;
+    const void *q_b = BWD_BASE_(q, b), *g_b = BWD_BASE_(g, b);
+    size_t qi0 = i0, gi0 = i0;
     if (rows) {
-        SFX(bwd_pack_r)((T *)(sb + bpl->off_qr), bpl->EP, q_b, p->q.s0,
-                        p->q.s1, i0, nq, p->E);
-        SFX(bwd_pack_r)((T *)(sb + bpl->off_dor), bpl->fp.EvP, g_b,
-                        bp->dout.s0, bp->dout.s1, i0, nq, p->Ev);
+        T *qr = (T *)(sb + bpl->off_qr), *dor = (T *)(sb + bpl->off_dor);
+        SFX(bwd_pack_r)(qr, bpl->EP, q_b, q.store, q.s0, q.s1, i0, nq, p->E);
+        SFX(bwd_pack_r)(dor, bpl->fp.EvP, g_b, g.store, g.s0, g.s1, i0, nq,
+                        p->Ev);
+        /* 16 bits: the transposes below from these rows, converted once */
+        if (q.store) {
+            q = (attn_mat){qr, NULL, (ptrdiff_t)bpl->EP, 1, ATTN_ST_NATIVE};
+            q_b = qr;
+            qi0 = 0;
+        }
+        if (g.store) {
+            g = (attn_mat){dor, NULL, (ptrdiff_t)bpl->fp.EvP, 1,
+                           ATTN_ST_NATIVE};
+            g_b = dor;
+            gi0 = 0;
+        }
     }
+    SFX(bwd_pack_t)((T *)(sb + bpl->off_qt), BQ, q_b, q.store, q.s0, q.s1,
+                    qi0, nq, nrv, p->E);
+    SFX(bwd_pack_t)((T *)(sb + bpl->off_dot), BQ, g_b, g.store, g.s0, g.s1,
+                    gi0, nq, nrv, p->Ev);
     T *rlse = (T *)(sb + bpl->off_row), *rd = rlse + BQ;
     unsigned char *lnan = (unsigned char *)(sb + bpl->off_lnan);
     const T *lse_b = (const T *)p->lse.data + BOFF_(p->lse, b);
@@ -189,6 +258,31 @@ TI void SFX(bwd_dbias_tile)(const attn_bwd_problem *bp, size_t b, size_t i0,
                             size_t nq, size_t j0, size_t nk, const T *ds,
                             size_t ldds)
 {
+    const attn_mat m = bp->dbias;
+    if (m.store) { /* each dS rounded once to 16 bits */
+        void *d = bwd_addr(&m, sizeof(T), BOFF_(m, b) + (ptrdiff_t)i0 * m.s0
+                                              + (ptrdiff_t)j0 * m.s1);
+        for (size_t r = 0; r < nq; r++) {
+            size_t j = 0;
+#ifdef VSTORE_F16 /* contiguous rows: W keys gathered, rounded at once */
+            uint16_t *row = (uint16_t *)d + (ptrdiff_t)r * m.s0;
+            for (; m.s1 == 1 && j + W <= nk; j += W) {
+                T x[W];
+                for (size_t l = 0; l < (size_t)W; l++)
+                    x[l] = ds[(j + l) * ldds + r];
+                if (m.store == ATTN_ST_BF16)
+                    VSTORE_BF16(row + j, VLOADU(x));
+                else
+                    VSTORE_F16(row + j, VLOADU(x));
+            }
+#endif
+            for (; j < nk; j++)
+                attn_store_f32(m.store, d,
+                               (ptrdiff_t)r * m.s0 + (ptrdiff_t)j * m.s1,
+                               (float)ds[j * ldds + r]);
+        }
+        return;
+    }
     SFX(store_tile_t)((T *)bp->dbias.data + BOFF_(bp->dbias, b)
                           + (ptrdiff_t)i0 * bp->dbias.s0
                           + (ptrdiff_t)j0 * bp->dbias.s1,
@@ -264,11 +358,29 @@ TI const T *SFX(bwd_kv)(const attn_bwd_plan *bpl, char *sb, size_t b,
                         size_t j0, size_t nk, ptrdiff_t *vs)
 {
     const attn_problem *p = &bpl->bp->f;
-    const T *k_b = (const T *)p->k.data + BOFF_(p->k, b);
-    const T *v_b = (const T *)p->v.data + BOFF_(p->v, b);
-    SFX(bwd_pack_r)((T *)(sb + bpl->off_kr), bpl->EP, k_b, p->k.s0, p->k.s1,
-                    j0, nk, p->E);
-    return SFX(v_block)(&bpl->fp, v_b, j0, nk, (T *)(sb + bpl->off_vp), vs);
+    const attn_mat k = p->k, v = p->v;
+    SFX(bwd_pack_r)((T *)(sb + bpl->off_kr), bpl->EP, BWD_BASE_(k, b),
+                    k.store, k.s0, k.s1, j0, nk, p->E);
+    T *vp = (T *)(sb + bpl->off_vp);
+    if (!v.store)
+        return SFX(v_block)(&bpl->fp, (const T *)v.data + BOFF_(v, b), j0, nk,
+                            vp, vs);
+    /* 16 bits: always converted into the block's copy (the plan has it) */
+    SFX(bwd_pack_r)(vp, bpl->fp.EvP, BWD_BASE_(v, b), v.store, v.s0, v.s1, j0,
+                    nk, p->Ev);
+    *vs = (ptrdiff_t)bpl->fp.EvP;
+    return vp;
+}
+
+/* element (b, i, j) of a gradient = x (16-bit storage: rounded once)    */
+TI void SFX(bwd_put)(const attn_mat *m, size_t b, size_t i, size_t j, T x)
+{
+    const ptrdiff_t at = BOFF_(*m, b) + (ptrdiff_t)i * m->s0
+                         + (ptrdiff_t)j * m->s1;
+    if (m->store)
+        attn_store_f32(m->store, m->data, at, (float)x);
+    else
+        ((T *)m->data)[at] = x;
 }
 
 /* rows r0 .. r0+n-1 of a (B, rows, cols) gradient = scale * acc (or NaN) */
@@ -276,10 +388,28 @@ TI void SFX(bwd_store)(const attn_mat *g, size_t b, size_t r0, size_t n,
                        size_t cols, const T *acc, size_t lda, T scale,
                        const unsigned char *nanrow, int allnan)
 {
-    T *g_b = (T *)g->data + BOFF_(*g, b);
+    const attn_store st = g->store;
     for (size_t r = 0; r < n; r++) {
-        T *row = g_b + (ptrdiff_t)(r0 + r) * g->s0;
+        const ptrdiff_t x = (ptrdiff_t)(r0 + r) * g->s0;
         const int nan = allnan || (nanrow && nanrow[r]);
+        if (st) { /* 16 bits: the T result (scale * acc), rounded once */
+            void *row = bwd_addr(g, sizeof(T), BOFF_(*g, b) + x);
+            size_t c = 0;
+#ifdef VSTORE_F16
+            for (; g->s1 == 1 && !nan && c + W <= cols; c += W) {
+                const VT y = VMUL(VLOADU(acc + r * lda + c), VSET1(scale));
+                if (st == ATTN_ST_BF16)
+                    VSTORE_BF16((uint16_t *)row + c, y);
+                else
+                    VSTORE_F16((uint16_t *)row + c, y);
+            }
+#endif
+            for (; c < cols; c++)
+                attn_store_f32(st, row, (ptrdiff_t)c * g->s1,
+                               nan ? NAN : (float)(acc[r * lda + c] * scale));
+            continue;
+        }
+        T *row = (T *)g->data + BOFF_(*g, b) + x;
         for (size_t c = 0; c < cols; c++)
             row[(ptrdiff_t)c * g->s1] = nan ? (T)NAN : acc[r * lda + c] * scale;
     }
@@ -361,13 +491,10 @@ TF void SFX(bwd_dq_store)(const attn_bwd_plan *bpl, char *sb, size_t b,
                     && lse_b[(ptrdiff_t)(i0 + r) * p->lse.s0] == (T)-INFINITY;
         anynan |= nanrow[r];
     }
-    T *db_b = bp->dbias.data ? (T *)bp->dbias.data + BOFF_(bp->dbias, b)
-                                   + (ptrdiff_t)i0 * bp->dbias.s0 : NULL;
-    if (anynan && db_b)
-        for (size_t r = 0; r < nq; r++)
-            for (size_t j = 0; nanrow[r] && j < p->S; j++)
-                db_b[(ptrdiff_t)r * bp->dbias.s0
-                     + (ptrdiff_t)j * bp->dbias.s1] = (T)NAN;
+    const attn_mat db = bp->dbias;
+    for (size_t r = 0; anynan && db.data && r < nq; r++)
+        for (size_t j = 0; nanrow[r] && j < p->S; j++)
+            SFX(bwd_put)(&db, b, i0 + r, j, (T)NAN);
     SFX(bwd_store)(&bp->dq, b, i0, nq, p->E, dq, bpl->EP, (T)p->scale,
                    anynan ? nanrow : NULL, 0);
 }
@@ -376,11 +503,16 @@ TF void SFX(bwd_dq_store)(const attn_bwd_plan *bpl, char *sb, size_t b,
 TI void SFX(bwd_dbias_zero)(const attn_bwd_problem *bp, size_t b, size_t i0,
                             size_t nq, size_t j0, size_t nk)
 {
-    T *d = (T *)bp->dbias.data + BOFF_(bp->dbias, b)
-           + (ptrdiff_t)i0 * bp->dbias.s0 + (ptrdiff_t)j0 * bp->dbias.s1;
+    const attn_mat m = bp->dbias;
     for (size_t r = 0; r < nq; r++)
-        for (size_t j = 0; j < nk; j++)
-            d[(ptrdiff_t)r * bp->dbias.s0 + (ptrdiff_t)j * bp->dbias.s1] = 0;
+        for (size_t j = 0; j < nk; j++) {
+            const ptrdiff_t at = BOFF_(m, b) + (ptrdiff_t)(i0 + r) * m.s0
+                                 + (ptrdiff_t)(j0 + j) * m.s1;
+            if (m.store) /* +0 in either 16-bit format */
+                ((uint16_t *)m.data)[at] = 0;
+            else
+                ((T *)m.data)[at] = 0;
+        }
 }
 
 /* ---------------------------------------------------------------------- */
@@ -461,6 +593,7 @@ TF void SFX(bwd_item_b)(const attn_bwd_plan *bpl, void *scratch, size_t b,
 
 #undef TI
 #undef TF
+#undef BWD_BASE_
 #undef BOFF_
 #undef MINZ_
 #undef BLK_ALL_

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "attn.h"
+#include "half.h"
 #include "runtime/platform.h"
 #include "runtime/pool.h"
 #include "runtime/sched.h"
@@ -84,6 +85,8 @@ typedef struct {
     int edits_scores; /* softcap or ALiBi: every computed score changes    */
     int pack_k;       /* K rows not contiguous: copy each key block         */
     int pack_v;       /* V rows not contiguous or Ev % W: copy, zero padded */
+    int dpbf16;       /* bfloat16 Q and K: scores by AVX512-BF16 pairs
+                         (tile_dpbf16.h)                                   */
     /* scratch layout: byte offsets from a 64-byte aligned base            */
     size_t off_qt;    /* Q^T of the item, E x BQ                           */
     size_t off_st;    /* score / probability tile, BK x BQ (key-major)     */

@@ -4,6 +4,7 @@
  * key gets the mean of all S value rows of its batch item.
  */
 #include "attention/kern.h"
+#include "half.h"
 #include "util.h"
 
 void attn__uniform_mean(const attn_problem *p, size_t b, double *mean)
@@ -12,7 +13,13 @@ void attn__uniform_mean(const attn_problem *p, size_t b, double *mean)
     for (size_t c = 0; c < p->Ev; c++)
         mean[c] = 0;
     for (size_t j = 0; j < p->S; j++) {
-        if (p->dtype == ATTN_F64) {
+        if (p->v.store != ATTN_ST_NATIVE) { /* 16 bits, float call */
+            const uint16_t *v_j = (const uint16_t *)p->v.data + OFF(p->v, b)
+                                  + (ptrdiff_t)j * s0;
+            for (size_t c = 0; c < p->Ev; c++)
+                mean[c] += (double)attn_load_f32(p->v.store, v_j,
+                                                 (ptrdiff_t)c * s1);
+        } else if (p->dtype == ATTN_F64) {
             const double *v_j = (const double *)p->v.data + OFF(p->v, b)
                                 + (ptrdiff_t)j * s0;
             for (size_t c = 0; c < p->Ev; c++)

@@ -257,9 +257,20 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
     const size_t bk = BK < p->S ? BK : p->S ? p->S : 1;
 
     pl->nqb = (p->L + BQ - 1) / BQ;
+#if ATTN_HAVE_X86 && (defined(__GNUC__) || defined(__clang__))
+    /* bfloat16 Q and K on a CPU with AVX512-BF16: scores by pairs of
+     * features (tile_dpbf16.h); chosen from (ISA, storage, E) alone, so
+     * every row of every call of that kind meets the same kernel      */
+    pl->dpbf16 = d == &attn__isa_avx512 && p->dtype == ATTN_F32
+                 && p->q.store == ATTN_ST_BF16 && p->k.store == ATTN_ST_BF16
+                 && p->E % 2 == 0
+                 && (attn__x86_features() & ATTN_X86_AVX512_BF16);
+#endif
     attn__limits(pl, p);
-    pl->pack_k = p->E > 1 && p->k.s1 != 1;
-    pl->pack_v = p->Ev > 0 && ((p->Ev > 1 && p->v.s1 != 1) || p->Ev % W);
+    /* 16-bit K / V: every block is converted into the packed block */
+    pl->pack_k = (p->E > 1 && p->k.s1 != 1) || p->k.store != ATTN_ST_NATIVE;
+    pl->pack_v = p->Ev > 0 && ((p->Ev > 1 && p->v.s1 != 1) || p->Ev % W
+                               || p->v.store != ATTN_ST_NATIVE);
 
     size_t n, a = 0;
     int ok = 1;
@@ -440,9 +451,38 @@ static attn_status sdpa_run(attn_plan *pl, const attn_isa_desc *d,
     return ATTN_OK;
 }
 
+/* the operands the fast path reads or writes in 16 bits (attn.h): a bit
+ * per field, set once its path is done; any other 16-bit operand, or a
+ * 16-bit operand of a double call, is refused (never read as a float)   */
+enum {
+    ST16_Q = 1 << 0, ST16_K = 1 << 1, ST16_V = 1 << 2, ST16_OUT = 1 << 3,
+    ST16_BIAS = 1 << 4, ST16_WEIGHTS = 1 << 5, ST16_SCORES = 1 << 6
+};
+#define ST16_HANDLED                                                           \
+    (ST16_Q | ST16_K | ST16_V | ST16_OUT | ST16_BIAS | ST16_WEIGHTS          \
+     | ST16_SCORES)
+
+static int store_ok(const attn_problem *p)
+{
+    const struct { const attn_mat *m; int bit; } ops[] = {
+        {&p->q, ST16_Q}, {&p->k, ST16_K}, {&p->v, ST16_V},
+        {&p->out, ST16_OUT}, {&p->bias, ST16_BIAS},
+        {&p->weights, ST16_WEIGHTS}, {&p->scores, ST16_SCORES},
+        {&p->mask, 0}, {&p->lse, 0}, {&p->alibi, 0}};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        const attn_store st = ops[i].m->store;
+        if (st == ATTN_ST_NATIVE)
+            continue;
+        if ((st != ATTN_ST_F16 && st != ATTN_ST_BF16) || p->dtype != ATTN_F32
+            || !(ST16_HANDLED & ops[i].bit))
+            return 0;
+    }
+    return 1;
+}
+
 attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
 {
-    if (!p || (p->dtype != ATTN_F32 && p->dtype != ATTN_F64))
+    if (!p || (p->dtype != ATTN_F32 && p->dtype != ATTN_F64) || !store_ok(p))
         return ATTN_EINVAL;
     const attn_isa_desc *d = attn__isa_current();
     attn_plan pl;

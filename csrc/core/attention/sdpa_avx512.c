@@ -18,6 +18,9 @@
 #define SM_G 4
 
 #define ATTN_VEC_F64 0
+#if defined(__GNUC__) || defined(__clang__)
+#define ATTN_DPBF16 1 /* bfloat16 scores by vdpbf16ps (tile_dpbf16.h) */
+#endif
 #include "attention/vec_avx512.h"
 #include "attention/tile.h"
 #define ATTN_VEC_F64 0

@@ -17,6 +17,10 @@
  *   VSAFE(x)     x == -inf ? 0 : x, lane-wise
  *   VRSUM(x)     the sum of the lanes (any order: tested against 0 only)
  *   VTRANS(r)    optional: r[0..W-1] rows of a W x W block -> columns
+ *   VLOAD_F16(p) VLOAD_BF16(p)  (float only) W 16-bit elements at
+ *                (const uint16_t *)p -> VT, exact
+ *   VSTORE_F16(p, v) VSTORE_BF16(p, v)  (float only) VT -> W 16-bit
+ *                elements, rounded to nearest even (half.h's bits)
  *   QK_MR, QK_NR micro-kernel of S^T = K Q^T: QK_MR keys x QK_NR vectors
  *   PV_MR, PV_NR micro-kernel of O += P V: PV_MR queries x PV_NR vectors
  *   SM_G         query vectors kept in registers by the softmax pass
@@ -70,9 +74,36 @@
 #define BLK_NONE 1  /* no mask entry of the block is 0                     */
 #define BLK_MIXED 2 /* apply the mask element-wise                          */
 
+/* 16-bit storage (tile_half.h) */
+#ifdef VLOAD_F16
+#define HALF_VEC_ 1 /* this instantiation has the 16-bit primitives */
+#else
+#define HALF_VEC_ 0
+#define VLOAD_F16(p) VZERO()
+#define VLOAD_BF16(p) VZERO()
+#endif
+
+/* bytes per element of operand m, and its batch item b (offsets and
+ * strides count elements of its own storage)                            */
+#define ESZ_(m) ((m).store != ATTN_ST_NATIVE ? (size_t)2 : sizeof(T))
+#define MAT_B_(m, b)                                                           \
+    ((char *)(m).data + BOFF_(m, b) * (ptrdiff_t)ESZ_(m))
+
+/* W elements of a 16-bit row as a vector: st is a constant where it matters
+ * (the kernels are inlined per storage), so this is one load            */
+#define VLOAD16_(p, st)                                                        \
+    ((st) == ATTN_ST_BF16 ? VLOAD_BF16(p) : VLOAD_F16(p))
+
 #include "attention/tile_kern.h"
 
 #include "attention/tile_masks.h"
+
+#ifndef ATTN_DPBF16
+#define ATTN_DPBF16 0
+#endif
+#if ATTN_DPBF16
+#include "attention/tile_dpbf16.h"
+#endif
 
 /* ---------------------------------------------------------------------- */
 /* K / V blocks: used in place when rows are contiguous, else packed       */
@@ -147,6 +178,49 @@ TI void SFX(store_tile_t)(T *dst, ptrdiff_t s0, ptrdiff_t s1, const T *st,
     }
 }
 
+#include "attention/tile_half.h"
+
+/* st (key-major, ld ldst) = the scores of rows i0 .. i0+nq-1 (nqv vectors
+ * of qt) with keys j0 .. j0+nk-1, times scale if scaled: qk_few (few
+ * rows; reads 16-bit K rows in place) or qk_block, or their bfloat16 pair
+ * twins when the plan says so (tile_dpbf16.h)                           */
+TI void SFX(scores)(const attn_plan *pl, char *sb, T *st, size_t ldst,
+                    size_t nq, size_t nqv, int few, const char *k_b,
+                    size_t j0, size_t nk, int scaled)
+{
+    const attn_problem *p = pl->p;
+    const size_t BQ = pl->BQ;
+    void *qt = sb + pl->off_qt, *kt = sb + pl->off_kt, *kp = sb + pl->off_kp;
+    ptrdiff_t ks = p->k.s0;
+#if ATTN_DPBF16
+    if (pl->dpbf16) {
+        const uint16_t *k = SFX(k_dp_block)(pl, k_b, j0, nk, kp, &ks);
+        const T scale = scaled ? (T)p->scale : (T)1;
+        if (few)
+            SFX(qk_few_dp)(st, ldst, qt, BQ, nq, k, ks, p->E / 2, nk, scale,
+                           kt);
+        else
+            SFX(qk_dp_block)(st, ldst, qt, BQ, nqv, k, ks, p->E / 2, nk,
+                             scale);
+        return;
+    }
+#endif
+    if (few && p->k.store != ATTN_ST_NATIVE && p->k.s1 == 1) {
+        /* converted in qk_few's transposes: no converted copy */
+        SFX(qk_few)(st, ldst, qt, BQ, nq,
+                    (const uint16_t *)k_b + (ptrdiff_t)j0 * ks, ks,
+                    p->k.store, p->E, nk, (T)p->scale, kt);
+        return;
+    }
+    const T *kblk = SFX(k_any)(pl, k_b, j0, nk, kp, &ks);
+    if (few)
+        SFX(qk_few)(st, ldst, qt, BQ, nq, kblk, ks, ATTN_ST_NATIVE, p->E, nk,
+                    (T)p->scale, kt);
+    else
+        SFX(qk_block)(st, ldst, qt, BQ, nqv, kblk, ks, p->E, nk,
+                      (T)p->scale, scaled);
+}
+
 /* ---------------------------------------------------------------------- */
 /* second pass: weights (and raw scores) of the item's rows                */
 /* ---------------------------------------------------------------------- */
@@ -154,26 +228,25 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
                           size_t nq)
 {
     const attn_problem *p = pl->p;
-    const size_t S = p->S, E = p->E, BQ = pl->BQ, BK = pl->BK;
+    const size_t S = p->S, BQ = pl->BQ, BK = pl->BK;
     const size_t nqv = (nq + W - 1) / W;
-    const T *qt = (const T *)(sb + pl->off_qt);
     T *st = (T *)(sb + pl->off_st);
     const T *rm_used = (const T *)(sb + pl->off_row) + ROW_M_USED * BQ;
     const T *rinv = (const T *)(sb + pl->off_row) + ROW_INV * BQ;
     const T *rfmv = (const T *)(sb + pl->off_row) + ROW_FMV * BQ;
-    T *kp = (T *)(sb + pl->off_kp);
     const unsigned char *isfm = (const unsigned char *)(sb + pl->off_fm);
-    const T *k_b = (const T *)p->k.data + BOFF_(p->k, b);
+    const char *k_b = MAT_B_(p->k, b);
     const uint8_t *mask_b = p->mask.data
         ? (const uint8_t *)p->mask.data + BOFF_(p->mask, b) : NULL;
     const unsigned char *mcls = mask_b
         ? SFX(mask_classes)(pl, sb, mask_b, i0, nq) : NULL;
-    T *w_b = p->weights.data
-        ? (T *)p->weights.data + BOFF_(p->weights, b)
-          + (ptrdiff_t)i0 * p->weights.s0 : NULL;
-    T *sc_b = p->scores.data
-        ? (T *)p->scores.data + BOFF_(p->scores, b)
-          + (ptrdiff_t)i0 * p->scores.s0 : NULL;
+    const size_t wsz = ESZ_(p->weights), ssz = ESZ_(p->scores);
+    char *w_b = p->weights.data
+        ? MAT_B_(p->weights, b) + (ptrdiff_t)i0 * p->weights.s0 * (ptrdiff_t)wsz
+        : NULL;
+    char *sc_b = p->scores.data
+        ? MAT_B_(p->scores, b) + (ptrdiff_t)i0 * p->scores.s0 * (ptrdiff_t)ssz
+        : NULL;
     const T scale = (T)p->scale;
     const VT vscale = VSET1(scale);
 
@@ -182,14 +255,12 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
         int cdiag;
         const int cls = SFX(classify)(pl, mcls, i0, nq, j0, nk, &cdiag);
         if (cls != BLK_ALL || sc_b) {
-            ptrdiff_t ks;
-            const T *kblk = SFX(k_block)(pl, k_b, j0, nk, kp, &ks);
-            SFX(qk_block)(st, BQ, qt, BQ, nqv, kblk, ks, E, nk, scale,
-                          sc_b == NULL);
+            SFX(scores)(pl, sb, st, BQ, nq, nqv, 0, k_b, j0, nk,
+                        sc_b == NULL);
             if (sc_b) {
-                SFX(store_tile_t)(sc_b + (ptrdiff_t)j0 * p->scores.s1,
-                                  p->scores.s0, p->scores.s1, st, BQ, nq, nk,
-                                  NULL, NULL, NULL, 0);
+                SFX(store_tile_any)(&p->scores, sc_b + (ptrdiff_t)j0
+                                    * p->scores.s1 * (ptrdiff_t)ssz, st, BQ,
+                                    nq, nk, NULL, NULL, NULL, 0);
                 if (cls != BLK_ALL && w_b)
                     for (size_t j = 0; j < nk; j++)
                         for (size_t v = 0; v < nqv; v++) {
@@ -210,23 +281,40 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
                     VSTOREU(s, VMUL(VEXP(x), VLOADU(rinv + v * W)));
                 }
         }
-        SFX(store_tile_t)(w_b + (ptrdiff_t)j0 * p->weights.s1, p->weights.s0,
-                          p->weights.s1, st, BQ, nq, nk, isfm, rfmv, rinv,
-                          cls == BLK_ALL);
+        SFX(store_tile_any)(&p->weights, w_b + (ptrdiff_t)j0 * p->weights.s1
+                            * (ptrdiff_t)wsz, st, BQ, nq, nk, isfm, rfmv, rinv,
+                            cls == BLK_ALL);
     }
 }
 
 /* step 0 of an item: Q^T of rows i0 .. i0+nq-1 into qt (E x BQ), the
  * columns past nq (up to nqv vectors) zero                                */
-TI void SFX(pack_qt)(const attn_plan *pl, const T *q_b, size_t i0, size_t nq,
-                     size_t nqv, T *qt)
+TI void SFX(pack_qt)(const attn_plan *pl, const char *q_b0, size_t i0,
+                     size_t nq, size_t nqv, T *qt)
 {
     const attn_problem *p = pl->p;
     const size_t E = p->E, BQ = pl->BQ;
     const ptrdiff_t qs0 = p->q.s0, qs1 = p->q.s1;
+    const T *q_b = (const T *)q_b0;
     for (size_t r = 0; r < nq; r++) {
-        const T *q_bi = q_b + (ptrdiff_t)(i0 + r) * qs0;
         T *qt_r = qt + r;
+        if (p->q.store != ATTN_ST_NATIVE) { /* 16 bits: exact upcast */
+            const uint16_t *q16 = (const uint16_t *)q_b0
+                                  + (ptrdiff_t)(i0 + r) * qs0;
+            size_t e = 0;
+#if HALF_VEC_
+            for (T lane[W]; qs1 == 1 && e + W <= E; e += W) {
+                VSTOREU(lane, VLOAD16_(q16 + e, p->q.store));
+                for (size_t x = 0; x < (size_t)W; x++)
+                    qt_r[(e + x) * BQ] = lane[x];
+            }
+#endif
+            for (; e < E; e++)
+                qt_r[e * BQ] = (T)attn_load_f32(p->q.store, q16,
+                                                (ptrdiff_t)e * qs1);
+            continue;
+        }
+        const T *q_bi = q_b + (ptrdiff_t)(i0 + r) * qs0;
         if (qs1 == 1)
             for (size_t e = 0; e < E; e++)
                 qt_r[e * BQ] = q_bi[e];
@@ -244,7 +332,7 @@ TI void SFX(pack_qt)(const attn_plan *pl, const T *q_b, size_t i0, size_t nq,
  * function every path uses), nan, or zero; returns the weight the weights
  * pass writes for the row                                                 */
 TI T SFX(masked_row)(const attn_problem *p, size_t b, double *vmean,
-                     int *have_mean, T *out_r)
+                     int *have_mean, char *out_r)
 {
     const size_t Ev = p->Ev;
     const ptrdiff_t os1 = p->out.s1;
@@ -253,12 +341,12 @@ TI T SFX(masked_row)(const attn_problem *p, size_t b, double *vmean,
             attn__uniform_mean(p, b, vmean);
         *have_mean = 1;
         for (size_t c = 0; c < Ev; c++)
-            out_r[(ptrdiff_t)c * os1] = (T)vmean[c];
+            SFX(put)(&p->out, out_r, (ptrdiff_t)c * os1, (T)vmean[c]);
         return p->S ? (T)1 / (T)p->S : (T)0;
     }
     const T fill = p->fully_masked == ATTN_FM_NAN ? (T)NAN : (T)0;
     for (size_t c = 0; c < Ev; c++)
-        out_r[(ptrdiff_t)c * os1] = fill;
+        SFX(put)(&p->out, out_r, (ptrdiff_t)c * os1, fill);
     return fill;
 }
 
@@ -280,15 +368,12 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
     const attn_problem *p = pl->p;
     const size_t BQ = pl->BQ, BK = pl->BK, EvP = pl->EvP;
     const size_t nqv = (nq + W - 1) / W, nev = EvP / W;
-    const T *qt = (const T *)(sb + pl->off_qt);
     T *st = (T *)(sb + pl->off_st);
     T *oc = (T *)(sb + pl->off_oc);
     T *rm = (T *)(sb + pl->off_row) + ROW_M * BQ;
     T *rl = rm + BQ, *ralpha = rl + BQ, *rm_used = ralpha + BQ;
-    T *kp = (T *)(sb + pl->off_kp);
     T *vp = (T *)(sb + pl->off_vp);
-    const T *k_b = (const T *)p->k.data + BOFF_(p->k, b);
-    const T *v_b = (const T *)p->v.data + BOFF_(p->v, b);
+    const char *k_b = MAT_B_(p->k, b), *v_b = MAT_B_(p->v, b);
     const uint8_t *mask_b = p->mask.data
         ? (const uint8_t *)p->mask.data + BOFF_(p->mask, b) : NULL;
     for (size_t r = 0; r < nqv * W; r++) {
@@ -300,6 +385,9 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
     /* a few rows: qk_few, which leaves the padding lanes alone (0 here,
      * then probabilities of score 0: never NaN, never denormal)         */
     const int few = pl->off_kt != 0 && nq <= ATTN_QK_FEW;
+    /* 16-bit V read in place by the one-row P V (V rows of whole vectors) */
+    const int v16 = p->v.store != ATTN_ST_NATIVE && p->v.s1 == 1
+                    && p->Ev % W == 0 && HALF_VEC_;
     if (few)
         memset(st, 0, MINZ_(BK, p->S) * BQ * sizeof(T));
     const size_t c0 = c * pl->CK;
@@ -310,26 +398,25 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
         const int cls = SFX(classify)(pl, mcls, i0, nq, j0, nk, &cdiag);
         if (cls == BLK_ALL)
             continue;
-        ptrdiff_t ks, vs;
-        const T *kblk = SFX(k_block)(pl, k_b, j0, nk, kp, &ks);
-        const T *vblk = SFX(v_block)(pl, v_b, j0, nk, vp, &vs);
+        ptrdiff_t vs = p->v.s0;
         if (few && nq == 1 && !(p->bias.data || cls == BLK_MIXED || cdiag
                                 || pl->edits_scores)) {
             /* one row, nothing to mask: its scores as one contiguous row,
              * its softmax with keys in the lanes (softmax_row) */
             T *srow = (T *)(sb + pl->off_srow);
-            SFX(qk_few)(srow, 1, qt, BQ, 1, kblk, ks, p->E, nk, (T)p->scale,
-                        (T *)(sb + pl->off_kt));
+            SFX(scores)(pl, sb, srow, 1, 1, 1, 1, k_b, j0, nk, 1);
             SFX(softmax_row)(srow, nk, rm, rl, ralpha, rm_used);
+            if (v16) { /* V rows converted as P V loads them */
+                SFX(pv_one16)(oc, nev, srow, ralpha, (const uint16_t *)v_b
+                              + (ptrdiff_t)j0 * vs, vs, nk, p->v.store);
+                continue;
+            }
+            const T *vblk = SFX(v_any)(pl, v_b, j0, nk, vp, &vs);
             SFX(pv_block)(oc, EvP, 1, nev, srow, 1, ralpha, vblk, vs, nk);
             continue;
         }
-        if (few)
-            SFX(qk_few)(st, BQ, qt, BQ, nq, kblk, ks, p->E, nk,
-                        (T)p->scale, (T *)(sb + pl->off_kt));
-        else
-            SFX(qk_block)(st, BQ, qt, BQ, nqv, kblk, ks, p->E, nk,
-                          (T)p->scale, 1);
+        const T *vblk = SFX(v_any)(pl, v_b, j0, nk, vp, &vs);
+        SFX(scores)(pl, sb, st, BQ, nq, nqv, few, k_b, j0, nk, 1);
         if (p->bias.data || cls == BLK_MIXED || cdiag || pl->edits_scores)
             SFX(apply_masks)(pl, st, BQ, b, i0, nq, nqv, j0, nk, mask_b, cls,
                              cdiag, NULL);
@@ -400,11 +487,11 @@ TF attn_status SFX(finish_rows)(const attn_plan *pl, char *sb, size_t b,
     T *rfmv = row + ROW_FMV * BQ;
     unsigned char *isfm = (unsigned char *)(sb + pl->off_fm);
     int have_mean = 0;
-    T *out_b = (T *)p->out.data + BOFF_(p->out, b);
+    char *out_b = MAT_B_(p->out, b);
     T *lse_b = p->lse.data ? (T *)p->lse.data + BOFF_(p->lse, b) : NULL;
-    const ptrdiff_t os1 = p->out.s1;
+    const ptrdiff_t osz = (ptrdiff_t)ESZ_(p->out);
     for (size_t r = 0; r < nq; r++) {
-        T *out_r = out_b + (ptrdiff_t)(i0 + r) * p->out.s0;
+        char *out_r = out_b + (ptrdiff_t)(i0 + r) * p->out.s0 * osz;
         const T *o_r = o + r * EvP;
         const int fm = RM[r] == ninf && RL[r] == RL[r];
         isfm[r] = (unsigned char)fm;
@@ -415,12 +502,7 @@ TF attn_status SFX(finish_rows)(const attn_plan *pl, char *sb, size_t b,
         if (!fm) {
             const T inv = (T)1 / RL[r];
             rinv[r] = inv;
-            if (os1 == 1)
-                for (size_t c = 0; c < Ev; c++)
-                    out_r[c] = o_r[c] * inv;
-            else
-                for (size_t c = 0; c < Ev; c++)
-                    out_r[(ptrdiff_t)c * os1] = o_r[c] * inv;
+            SFX(store_out_row)(&p->out, out_r, o_r, inv, Ev);
             continue;
         }
         rinv[r] = 0;
@@ -450,7 +532,14 @@ TI size_t SFX(item_rows)(const attn_plan *pl, char *sb, size_t b, size_t qb,
     const attn_problem *p = pl->p;
     const size_t i0 = qb * pl->BQ;
     *nq = MINZ_(pl->BQ, p->L - i0);
-    SFX(pack_qt)(pl, (const T *)p->q.data + BOFF_(p->q, b), i0, *nq,
+#if ATTN_DPBF16
+    if (pl->dpbf16) {
+        SFX(pack_qt2)(pl, MAT_B_(p->q, b), i0, *nq, (*nq + W - 1) / W,
+                      (uint32_t *)(sb + pl->off_qt));
+        return i0;
+    }
+#endif
+    SFX(pack_qt)(pl, MAT_B_(p->q, b), i0, *nq,
                  (*nq + W - 1) / W, (T *)(sb + pl->off_qt));
     return i0;
 }
@@ -560,6 +649,11 @@ TF void SFX(exp_array)(T *y, const T *x, size_t n)
 #undef BLK_ALL
 #undef BLK_NONE
 #undef BLK_MIXED
+#undef HALF_VEC_
+#undef ESZ_
+#undef MAT_B_
+#undef VLOAD16_
+#undef ATTN_DPBF16
 
 /* the template's parameters, defined by the including file */
 #include "attention/vec_undef.h"

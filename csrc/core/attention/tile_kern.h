@@ -89,8 +89,20 @@ TF void SFX(qk_block)(T *st, size_t ldst, const T *qt, size_t ldq, size_t nqv,
 /* ---------------------------------------------------------------------- */
 #define QK_FEW_G 4 /* key vectors per pass: independent FMA chains */
 
-TI void SFX(k_transpose)(T *kt, const T *k, ptrdiff_t ks, size_t E,
-                         size_t nk)
+/* element x of a K block stored as kst (a constant after inlining): as a
+ * vector of W at x, or one element; conversion in registers           */
+#define KVEC_(k, x, kst)                                                       \
+    ((kst) == ATTN_ST_NATIVE ? VLOADU((const T *)(k) + (x))                    \
+                             : VLOAD16_((const uint16_t *)(k) + (x), kst))
+#define KONE_(k, x, kst)                                                       \
+    ((kst) == ATTN_ST_NATIVE ? ((const T *)(k))[x]                             \
+                             : (T)attn_load_f32(kst, k, x))
+
+/* k: nk rows of E elements stored as kst, row stride ks, contiguous rows
+ * (or kst native, any rows): 16-bit rows are converted as they are
+ * loaded for the transposes, never copied first                        */
+TI void SFX(k_transpose_st)(T *kt, const void *k, ptrdiff_t ks, size_t E,
+                            size_t nk, attn_store kst)
 {
     const size_t ldkt = (nk + W - 1) / W * W;
     for (size_t g = 0; g < ldkt; g += W) {
@@ -98,9 +110,17 @@ TI void SFX(k_transpose)(T *kt, const T *k, ptrdiff_t ks, size_t E,
 #ifdef VTRANS
         for (; e + W <= E; e += W) {
             VT r[W];
-            for (size_t i = 0; i < (size_t)W; i++)
-                r[i] = g + i < nk ? VLOADU(k + (ptrdiff_t)(g + i) * ks + e)
-                                  : VZERO();
+            for (size_t i = 0; i < (size_t)W; i++) {
+                if (kst != ATTN_ST_NATIVE && g + W + i < nk)
+                    /* the next group's rows: 16-bit rows are read
+                     * in place, straight from memory */
+                    ATTN_PREFETCH((const uint16_t *)k
+                                  + (ptrdiff_t)(g + W + i) * ks
+                                  + (ptrdiff_t)e);
+                r[i] = g + i < nk
+                    ? KVEC_(k, (ptrdiff_t)(g + i) * ks + (ptrdiff_t)e, kst)
+                    : VZERO();
+            }
             VTRANS(r);
             for (size_t i = 0; i < (size_t)W; i++)
                 VSTOREU(kt + (e + i) * ldkt + g, r[i]);
@@ -109,19 +129,32 @@ TI void SFX(k_transpose)(T *kt, const T *k, ptrdiff_t ks, size_t E,
         for (; e < E; e++)
             for (size_t i = 0; i < (size_t)W; i++)
                 kt[e * ldkt + g + i] =
-                    g + i < nk ? k[(ptrdiff_t)(g + i) * ks + (ptrdiff_t)e]
-                               : (T)0;
+                    g + i < nk
+                        ? KONE_(k, (ptrdiff_t)(g + i) * ks + (ptrdiff_t)e, kst)
+                        : (T)0;
     }
 }
 
-/* st[j * ldst + r] for rows r < nq of qt (E x .., ld ldq), keys j < nk   */
+TF void SFX(k_transpose)(T *kt, const void *k, ptrdiff_t ks, size_t E,
+                         size_t nk, attn_store kst)
+{
+    if (kst == ATTN_ST_F16)
+        SFX(k_transpose_st)(kt, k, ks, E, nk, ATTN_ST_F16);
+    else if (kst == ATTN_ST_BF16)
+        SFX(k_transpose_st)(kt, k, ks, E, nk, ATTN_ST_BF16);
+    else
+        SFX(k_transpose_st)(kt, k, ks, E, nk, ATTN_ST_NATIVE);
+}
+
+/* st[j * ldst + r] for rows r < nq of qt (E x .., ld ldq), keys j < nk of
+ * k (stored as kst: see k_transpose_st)                                */
 TF void SFX(qk_few)(T *st, size_t ldst, const T *qt, size_t ldq, size_t nq,
-                    const T *k, ptrdiff_t ks, size_t E, size_t nk, T scale,
-                    T *kt)
+                    const void *k, ptrdiff_t ks, attn_store kst, size_t E,
+                    size_t nk, T scale, T *kt)
 {
     const size_t ldkt = (nk + W - 1) / W * W;
     const VT vs = VSET1(scale);
-    SFX(k_transpose)(kt, k, ks, E, nk);
+    SFX(k_transpose)(kt, k, ks, E, nk, kst);
     for (size_t r = 0; r < nq; r++)
         for (size_t g0 = 0; g0 < ldkt; g0 += QK_FEW_G * W) {
             const size_t ng = MINZ_((size_t)QK_FEW_G, (ldkt - g0) / W);
@@ -223,6 +256,69 @@ TI void SFX(pv_rows)(const int MR, T *o, size_t ldo, size_t nev, const T *pt,
                      nk);
     for (; c < nev; c++)
         SFX(pv_kern)(MR, 1, o + c * W, ldo, pt, ldp, alpha, v + c * W, vs, nk);
+}
+
+/* pv_kern(1, NR, ...) on a V block stored in 16 bits (vst, a constant
+ * after inlining; contiguous rows of nev*W elements), converted as it is
+ * loaded: the same operations in the same order as on the upcast block,
+ * resum_if_not_finite's included, so the same bits                     */
+#ifndef PV16_AHEAD
+#define PV16_AHEAD 8
+#endif
+TI void SFX(pv_one16_k)(const int NR, T *restrict o, const T *restrict p,
+                        const T *alpha, const uint16_t *v, ptrdiff_t vs,
+                        size_t nk, attn_store vst)
+{
+    VT acc[PV_FEW_NR];
+    for (int c = 0; c < NR; c++)
+        acc[c] = VZERO();
+    const uint16_t *v_j = v;
+    for (size_t j = 0; j < nk; j++, v_j += vs) {
+        if (j + PV16_AHEAD < nk) /* rows come from memory: ask early */
+            ATTN_PREFETCH(v_j + PV16_AHEAD * vs);
+        const VT pb = VSET1(p[j]);
+        for (int c = 0; c < NR; c++)
+            acc[c] = VFMA(pb, VLOAD16_(v_j + (size_t)c * W, vst), acc[c]);
+    }
+    VT bad = VZERO();
+    for (int c = 0; c < NR; c++)
+        bad = VADD(bad, VMUL(acc[c], VZERO()));
+    if (VRSUM(bad) != 0)
+        for (int c = 0; c < NR; c++) {
+            acc[c] = VZERO();
+            for (size_t x = 0; x < nk; x++)
+                if (p[x] != 0)
+                    acc[c] = VFMA(VSET1(p[x]),
+                                  VLOAD16_(v + (ptrdiff_t)x * vs
+                                           + (ptrdiff_t)c * W, vst),
+                                  acc[c]);
+        }
+    const VT a = VSET1(alpha[0]);
+    for (int c = 0; c < NR; c++)
+        VSTOREU(o + (size_t)c * W, VFMA(VLOADU(o + (size_t)c * W), a, acc[c]));
+}
+
+TI void SFX(pv_one16_st)(T *o, size_t nev, const T *p, const T *alpha,
+                         const uint16_t *v, ptrdiff_t vs, size_t nk,
+                         attn_store vst)
+{
+    size_t c = 0;
+    for (; c + PV_FEW_NR <= nev; c += PV_FEW_NR)
+        SFX(pv_one16_k)(PV_FEW_NR, o + c * W, p, alpha, v + c * W, vs, nk,
+                        vst);
+    for (; c < nev; c++)
+        SFX(pv_one16_k)(1, o + c * W, p, alpha, v + c * W, vs, nk, vst);
+}
+
+/* one query row (pv_block with nq == 1), V stored in 16 bits            */
+TF void SFX(pv_one16)(T *o, size_t nev, const T *p, const T *alpha,
+                      const uint16_t *v, ptrdiff_t vs, size_t nk,
+                      attn_store vst)
+{
+    if (vst == ATTN_ST_BF16)
+        SFX(pv_one16_st)(o, nev, p, alpha, v, vs, nk, ATTN_ST_BF16);
+    else
+        SFX(pv_one16_st)(o, nev, p, alpha, v, vs, nk, ATTN_ST_F16);
 }
 
 /* o (nq x nev*W, ld ldo) = alpha o + pt^T (pt: nk x .., ld ldp) . V_blk  */

@@ -138,7 +138,17 @@ TF void SFX(apply_masks)(const attn_plan *pl, T *st, size_t ldst, size_t b,
     const T ninf = (T)-INFINITY;
     if (p->softcap > 0)
         SFX(softcap_tile)(st, ldst, nk, nqv, p->softcap, capt);
-    if (p->bias.data) {
+    if (p->bias.data && p->bias.store != ATTN_ST_NATIVE) {
+        /* 16 bits: each element upcast exactly, then the same adds */
+        const uint16_t *b16 = (const uint16_t *)p->bias.data
+                              + BOFF_(p->bias, b);
+        const ptrdiff_t s0 = p->bias.s0, s1 = p->bias.s1;
+        for (size_t r = 0; r < nq; r++)
+            for (size_t j = 0; j < nk; j++)
+                st[j * ldst + r] += (T)attn_load_f32(
+                    p->bias.store, b16,
+                    (ptrdiff_t)(i0 + r) * s0 + (ptrdiff_t)(j0 + j) * s1);
+    } else if (p->bias.data) {
         const T *bias_b = (const T *)p->bias.data + BOFF_(p->bias, b);
         const ptrdiff_t s0 = p->bias.s0, s1 = p->bias.s1;
         if (s0 == 0) { /* one bias row for every query: vector adds */

@@ -24,7 +24,9 @@
 #include "attention/exp.h"
 #include "runtime/platform.h"
 
-#define ATTR ATTN_TARGET("avx2,fma")
+/* f16c: vcvtph2ps / vcvtps2ph (every AVX2 CPU has it; cpuid.c requires
+ * it for this path)                                                    */
+#define ATTR ATTN_TARGET("avx2,fma,f16c")
 
 /* The steps exp and expm1 share (exp.h), on xc = max(CLAMP, x):
  * x = n ln2 + r; returns q1 = 1 + r q(r), so that exp(x) = 2^n (1 + r q1)
@@ -201,6 +203,53 @@ static ATTN_INLINE ATTR void transpose4_f64(__m256d *r)
     }
 }
 
+/* 16-bit storage (half.h's rules): 8 float16 / bfloat16 <-> 8 floats.
+ * Reading is exact; writing rounds to nearest even (vcvtps2ph with
+ * rounding mode 0; bfloat16 by integer rounding, NaN kept quiet), the
+ * bits of attn_f32_to_f16 / attn_f32_to_bf16.                          */
+static ATTN_INLINE ATTR __m256 ld8_f16(const uint16_t *p)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+static ATTN_INLINE ATTR __m256 ld8_bf16(const uint16_t *p)
+{
+    const __m256i u = _mm256_cvtepu16_epi32(
+        _mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+}
+
+static ATTN_INLINE ATTR void st8_f16(uint16_t *p, __m256 v)
+{
+    _mm_storeu_si128((__m128i *)p,
+                     _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+
+/* float bits -> bfloat16 bits in the low half of each 32-bit lane */
+static ATTN_INLINE ATTR __m256i bf16r8(__m256 v)
+{
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16),
+                                         _mm256_set1_epi32(1));
+    const __m256i r = _mm256_srli_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb),
+        16);
+    const __m256i nan = _mm256_cmpgt_epi32(
+        _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+        _mm256_set1_epi32(0x7f800000));
+    const __m256i qn = _mm256_or_si256(_mm256_srli_epi32(u, 16),
+                                       _mm256_set1_epi32(0x40));
+    return _mm256_blendv_epi8(r, qn, nan);
+}
+
+static ATTN_INLINE ATTR void st8_bf16(uint16_t *p, __m256 v)
+{
+    const __m256i r = bf16r8(v);
+    _mm_storeu_si128((__m128i *)p,
+                     _mm_packus_epi32(_mm256_castsi256_si128(r),
+                                      _mm256_extracti128_si256(r, 1)));
+}
+
 #endif /* ATTNPY_VEC_AVX2_H */
 
 /* ---- the template parameters of one element type ---- */
@@ -242,5 +291,9 @@ static ATTN_INLINE ATTR void transpose4_f64(__m256d *r)
 #define VSAFE(a) safe8_f32(a)
 #define VRSUM(a) hsum8_f32(a)
 #define VTRANS(r) transpose8_f32(r)
+#define VLOAD_F16(p) ld8_f16(p)
+#define VLOAD_BF16(p) ld8_bf16(p)
+#define VSTORE_F16(p, v) st8_f16(p, v)
+#define VSTORE_BF16(p, v) st8_bf16(p, v)
 #endif
 #undef ATTN_VEC_F64

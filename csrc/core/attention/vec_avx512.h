@@ -196,6 +196,44 @@ static ATTN_INLINE ATTR void transpose8_f64(__m512d *r)
     }
 }
 
+/* 16-bit storage (half.h's rules): 16 float16 / bfloat16 <-> 16 floats,
+ * AVX-512F only (vcvtph2ps / vcvtps2ph zmm; bfloat16 by integer shifts
+ * and rounding, NaN kept quiet): the bits of half.h's conversions.     */
+static ATTN_INLINE ATTR __m512 ld16_f16(const uint16_t *p)
+{
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+
+static ATTN_INLINE ATTR __m512 ld16_bf16(const uint16_t *p)
+{
+    const __m512i u = _mm512_cvtepu16_epi32(
+        _mm256_loadu_si256((const __m256i *)p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
+}
+
+static ATTN_INLINE ATTR void st16_f16(uint16_t *p, __m512 v)
+{
+    _mm256_storeu_si256((__m256i *)p,
+                        _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT
+                                               | _MM_FROUND_NO_EXC));
+}
+
+static ATTN_INLINE ATTR void st16_bf16(uint16_t *p, __m512 v)
+{
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16),
+                                         _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb),
+        16);
+    const __mmask16 nan = _mm512_cmpgt_epi32_mask(
+        _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+        _mm512_set1_epi32(0x7f800000));
+    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16),
+                             _mm512_set1_epi32(0x40));
+    _mm256_storeu_si256((__m256i *)p, _mm512_cvtepi32_epi16(r));
+}
+
 #endif /* ATTNPY_VEC_AVX512_H */
 
 /* ---- the template parameters of one element type ---- */
@@ -237,5 +275,9 @@ static ATTN_INLINE ATTR void transpose8_f64(__m512d *r)
 #define VSAFE(a) safe16_f32(a)
 #define VRSUM(a) _mm512_reduce_add_ps(a)
 #define VTRANS(r) transpose16_f32(r)
+#define VLOAD_F16(p) ld16_f16(p)
+#define VLOAD_BF16(p) ld16_bf16(p)
+#define VSTORE_F16(p, v) st16_f16(p, v)
+#define VSTORE_BF16(p, v) st16_bf16(p, v)
 #endif
 #undef ATTN_VEC_F64

@@ -155,6 +155,38 @@ static ATTN_INLINE float64x2_t safe2_f64(float64x2_t m)
         vbicq_u64(vreinterpretq_u64_f64(m), isninf));
 }
 
+/* 16-bit storage (half.h's rules): 4 float16 / bfloat16 <-> 4 floats.
+ * fcvtl / fcvtn convert float16 (fcvtn rounds by FPCR: nearest even, the
+ * default every C program runs with); bfloat16 by integer shifts and
+ * rounding, NaN kept quiet: the bits of half.h's conversions.          */
+static ATTN_INLINE float32x4_t ld4_f16(const uint16_t *p)
+{
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
+}
+
+static ATTN_INLINE float32x4_t ld4_bf16(const uint16_t *p)
+{
+    return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16));
+}
+
+static ATTN_INLINE void st4_f16(uint16_t *p, float32x4_t v)
+{
+    vst1_u16(p, vreinterpret_u16_f16(vcvt_f16_f32(v)));
+}
+
+static ATTN_INLINE void st4_bf16(uint16_t *p, float32x4_t v)
+{
+    const uint32x4_t u = vreinterpretq_u32_f32(v);
+    const uint32x4_t hi = vshrq_n_u32(u, 16);
+    const uint32x4_t lsb = vandq_u32(hi, vdupq_n_u32(1));
+    const uint32x4_t r = vshrq_n_u32(
+        vaddq_u32(vaddq_u32(u, vdupq_n_u32(0x7fff)), lsb), 16);
+    const uint32x4_t nan = vcgtq_u32(vandq_u32(u, vdupq_n_u32(0x7fffffff)),
+                                     vdupq_n_u32(0x7f800000));
+    const uint32x4_t qn = vorrq_u32(hi, vdupq_n_u32(0x40));
+    vst1_u16(p, vmovn_u32(vbslq_u32(nan, qn, r)));
+}
+
 #endif /* ATTNPY_VEC_NEON_H */
 
 /* ---- the template parameters of one element type ---- */
@@ -194,5 +226,9 @@ static ATTN_INLINE float64x2_t safe2_f64(float64x2_t m)
 #define VTANH(a) tanh4_f32(a)
 #define VSAFE(a) safe4_f32(a)
 #define VRSUM(a) vaddvq_f32(a)
+#define VLOAD_F16(p) ld4_f16(p)
+#define VLOAD_BF16(p) ld4_bf16(p)
+#define VSTORE_F16(p, v) st4_f16(p, v)
+#define VSTORE_BF16(p, v) st4_bf16(p, v)
 #endif
 #undef ATTN_VEC_F64

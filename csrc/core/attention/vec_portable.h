@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "attention/exp.h"
+#include "half.h"
 #include "runtime/platform.h"
 
 #ifdef __clang__
@@ -377,6 +378,31 @@ PV_SOPS(pf4_, 4, float, pexp_f, ptanh_f)
 PV_SOPS(pd2_, 2, double, pexp_d, ptanh_d)
 #endif /* ATTN_PORT_VEXT */
 
+/* 16-bit storage: W float16 / bfloat16 <-> W floats, lane by lane with
+ * half.h's exact conversions (P: a float prefix, any lane layout);
+ * PV_HALF1 makes one format's pair, named by F                          */
+#define PV_HALF1(P, W_, A_, F)                                                 \
+    static ATTN_INLINE A_ P##vt P##ld_##F(const uint16_t *p)                   \
+    {                                                                          \
+        float x[W_];                                                           \
+        for (int i = 0; i < (W_); i++)                                         \
+            x[i] = attn_##F##_to_f32(p[i]);                                    \
+        return P##load(x);                                                     \
+    }                                                                          \
+    static ATTN_INLINE A_ void P##st_##F(uint16_t *p, P##vt a)                 \
+    {                                                                          \
+        float x[W_];                                                           \
+        P##store(x, a);                                                        \
+        for (int i = 0; i < (W_); i++)                                         \
+            p[i] = attn_f32_to_##F(x[i]);                                      \
+    }
+#define PV_HALF(P, W_, A_) PV_HALF1(P, W_, A_, f16) PV_HALF1(P, W_, A_, bf16)
+
+PV_HALF(pf4_, 4, )
+#ifdef ATTN_PORT_HAVE_WIDE
+PV_HALF(pf8_, 8, ATTN_PORT_WIDE_ATTR)
+#endif
+
 #endif /* ATTNPY_VEC_PORTABLE_H */
 
 /* ---- the template parameters of one (variant, element type) ---- */
@@ -437,5 +463,11 @@ PV_SOPS(pd2_, 2, double, pexp_d, ptanh_d)
 #define VTANH(a) PV_P_(tanh)(a)
 #define VSAFE(a) PV_P_(safe)(a)
 #define VRSUM(a) PV_P_(rsum)(a)
+#if !ATTN_VEC_F64
+#define VLOAD_F16(p) PV_P_(ld_f16)(p)
+#define VLOAD_BF16(p) PV_P_(ld_bf16)(p)
+#define VSTORE_F16(p, v) PV_P_(st_f16)(p, v)
+#define VSTORE_BF16(p, v) PV_P_(st_bf16)(p, v)
+#endif
 #undef ATTN_VEC_F64
 #undef ATTN_PORT_WIDE

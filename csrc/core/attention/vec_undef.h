@@ -21,3 +21,7 @@
 #undef VRSUM
 #undef VTANH
 #undef VTRANS
+#undef VLOAD_F16
+#undef VLOAD_BF16
+#undef VSTORE_F16
+#undef VSTORE_BF16

@@ -49,8 +49,9 @@ static int detect(void)
         return 0;
     cpuid(1, 0, r);
     const int fma = (r[2] >> 12) & 1, osxsave = (r[2] >> 27) & 1,
-              avx = (r[2] >> 28) & 1;
-    if (!osxsave || !avx || !fma)
+              avx = (r[2] >> 28) & 1, f16c = (r[2] >> 29) & 1;
+    /* the AVX2 path converts float16 with F16C: every AVX2 CPU has it */
+    if (!osxsave || !avx || !fma || !f16c)
         return 0;
     const unsigned long long x = xcr0();
     if ((x & 0x6) != 0x6) /* SSE and AVX (ymm) state */
@@ -59,7 +60,13 @@ static int detect(void)
     const int avx2 = (r[1] >> 5) & 1, avx512f = (r[1] >> 16) & 1;
     if (!avx2)
         return 0;
-    int f = ATTN_X86_AVX2_FMA;
+    const unsigned max_sub7 = r[0];
+    int f = ATTN_X86_AVX2_FMA | ATTN_X86_F16C;
+    int avx512bf16 = 0;
+    if (max_sub7 >= 1) {
+        cpuid(7, 1, r);
+        avx512bf16 = (r[0] >> 5) & 1;
+    }
 #if defined(__APPLE__)
     const int zmm_state = 1; /* enabled on first use */
 #else
@@ -67,6 +74,8 @@ static int detect(void)
 #endif
     if (avx512f && zmm_state)
         f |= ATTN_X86_AVX512F;
+    if (avx512f && zmm_state && avx512bf16)
+        f |= ATTN_X86_AVX512_BF16;
     return f;
 }
 

@@ -13,12 +13,25 @@
 
 #include "attn.h"
 #include "attention/variants.h"
+#include "half.h"
 #include "util.h"
 
 /* element (b, i, j) of a batched view, as a pointer of type T */
 #define AT(T, m, b, i, j)                                                      \
     ((T *)(m).data + OFF(m, b) + (ptrdiff_t)(i) * (m).s0                        \
      + (ptrdiff_t)(j) * (m).s1)
+
+/* element (b, i, j) of a view stored as m.store (16-bit only with float
+ * problems: read exactly, written through float)                       */
+#define IDX(m, b, i, j)                                                        \
+    (OFF(m, b) + (ptrdiff_t)(i) * (m).s0 + (ptrdiff_t)(j) * (m).s1)
+#define GET(T, m, b, i, j)                                                     \
+    ((m).store ? (double)attn_load_f32((m).store, (m).data, IDX(m, b, i, j))  \
+               : (double)*AT(T, m, b, i, j))
+#define PUT(T, m, b, i, j, x)                                                  \
+    ((m).store ? attn_store_f32((m).store, (m).data, IDX(m, b, i, j),         \
+                                (float)(x))                                    \
+               : (void)(*AT(T, m, b, i, j) = (T)(x)))
 
 /* Per batch item b (shapes as in attn.h):
  *   1. per row i: D_i; fully masked rows (lse -inf) by policy
@@ -42,11 +55,11 @@ static attn_status bwd_naive_##SFX(attn_bwd_problem *bp, double *buf)           
         for (size_t x = 0; x < S * (E + Ev); x++)                               \
             dk[x] = 0;                                                          \
         for (size_t i = 0; i < L; i++) {                                        \
-            const double lse = (double)*AT(T, f->lse, b, i, 0);                 \
+            const double lse = GET(T, f->lse, b, i, 0);                 \
             double D = 0;                                                       \
             for (size_t c = 0; c < Ev; c++)                                     \
-                D += (double)*AT(T, bp->dout, b, i, c)                          \
-                     * (double)*AT(T, f->out, b, i, c);                         \
+                D += GET(T, bp->dout, b, i, c)                          \
+                     * GET(T, f->out, b, i, c);                         \
             for (size_t e = 0; e < E; e++)                                      \
                 dq[e] = 0;                                                      \
             const int fm = lse == -INFINITY;                                    \
@@ -67,7 +80,7 @@ static attn_status bwd_naive_##SFX(attn_bwd_problem *bp, double *buf)           
                 double ds = 0;                                                  \
                 if (fm && f->fully_masked == ATTN_FM_UNIFORM)                   \
                     for (size_t c = 0; c < Ev; c++)                             \
-                        dv[j * Ev + c] += (double)*AT(T, bp->dout, b, i, c)     \
+                        dv[j * Ev + c] += GET(T, bp->dout, b, i, c)     \
                                           / (double)S;                          \
                 int allowed = !fm && j >= klo && j < khi;                       \
                 if (allowed && f->mask.data)                                    \
@@ -77,8 +90,8 @@ static attn_status bwd_naive_##SFX(attn_bwd_problem *bp, double *buf)           
                 if (allowed) {                                                  \
                     double s = 0, dp = 0;                                       \
                     for (size_t e = 0; e < E; e++)                              \
-                        s += (double)*AT(T, f->q, b, i, e)                      \
-                             * (double)*AT(T, f->k, b, j, e);                   \
+                        s += GET(T, f->q, b, i, e)                      \
+                             * GET(T, f->k, b, j, e);                   \
                     s *= f->scale;                                              \
                     double dcap = 1;                                            \
                     if (cap > 0) {                                              \
@@ -86,7 +99,7 @@ static attn_status bwd_naive_##SFX(attn_bwd_problem *bp, double *buf)           
                         dcap = 1 - (s / cap) * (s / cap);                       \
                     }                                                           \
                     if (f->bias.data)                                           \
-                        s += (double)*AT(T, f->bias, b, i, j);                  \
+                        s += GET(T, f->bias, b, i, j);                  \
                     if (f->alibi.data)                                          \
                         s -= slope * (double)attn__var_dist(ip, j);             \
                     double P = s == -INFINITY ? 0 : exp(s - lse);               \
@@ -95,30 +108,30 @@ static attn_status bwd_naive_##SFX(attn_bwd_problem *bp, double *buf)           
                                /* kernels' exp gives (matters with an inf) */ \
                     if (P != 0) {                                               \
                         for (size_t c = 0; c < Ev; c++) {                       \
-                            const double g = *AT(T, bp->dout, b, i, c);         \
-                            dp += g * (double)*AT(T, f->v, b, j, c);            \
+                            const double g = GET(T, bp->dout, b, i, c);         \
+                            dp += g * GET(T, f->v, b, j, c);            \
                             dv[j * Ev + c] += P * g;                            \
                         }                                                       \
                         ds = P * (dp - D);                                      \
                         const double gs = ds * dcap;                            \
                         for (size_t e = 0; e < E; e++) {                        \
-                            dq[e] += gs * (double)*AT(T, f->k, b, j, e);        \
-                            dk[j * E + e] += gs * (double)*AT(T, f->q, b, i, e);\
+                            dq[e] += gs * GET(T, f->k, b, j, e);        \
+                            dk[j * E + e] += gs * GET(T, f->q, b, i, e);\
                         }                                                       \
                     }                                                           \
                 }                                                               \
                 if (bp->dbias.data)                                             \
-                    *AT(T, bp->dbias, b, i, j) = (T)ds;                         \
+                    PUT(T, bp->dbias, b, i, j, ds);                         \
             }                                                                   \
             for (size_t e = 0; e < E; e++)                                      \
-                *AT(T, bp->dq, b, i, e) = (T)(dq[e] * f->scale);                \
+                PUT(T, bp->dq, b, i, e, dq[e] * f->scale);                \
         }                                                                       \
         for (size_t j = 0; j < S; j++) {                                        \
             for (size_t e = 0; e < E; e++)                                      \
-                *AT(T, bp->dk, b, j, e) =                                       \
-                    nan_b ? (T)NAN : (T)(dk[j * E + e] * f->scale);             \
+                PUT(T, bp->dk, b, j, e,                                         \
+                    nan_b ? (double)NAN : dk[j * E + e] * f->scale);            \
             for (size_t c = 0; c < Ev; c++)                                     \
-                *AT(T, bp->dv, b, j, c) = nan_b ? (T)NAN : (T)dv[j * Ev + c];   \
+                PUT(T, bp->dv, b, j, c, nan_b ? (double)NAN : dv[j * Ev + c]);  \
         }                                                                       \
     }                                                                           \
     return ATTN_OK;                                                             \
@@ -132,6 +145,18 @@ attn_status attn_sdpa_backward_naive(attn_bwd_problem *bp)
     const attn_problem *f = &bp->f;
     size_t n;
     if (f->dtype != ATTN_F32 && f->dtype != ATTN_F64)
+        return ATTN_EINVAL;
+    /* 16-bit storage: float problems only, never the uint8 mask or the
+     * slopes (variants.h reads them)                                     */
+    const attn_mat *all[] = {&f->q, &f->k, &f->v, &f->bias, &f->out,
+                             &f->lse, &bp->dout, &bp->dq,
+                             &bp->dk, &bp->dv, &bp->dbias};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (all[i]->store != ATTN_ST_NATIVE
+            && (f->dtype != ATTN_F32 || (all[i]->store != ATTN_ST_F16
+                                         && all[i]->store != ATTN_ST_BF16)))
+            return ATTN_EINVAL;
+    if (f->mask.store != ATTN_ST_NATIVE || f->alibi.store != ATTN_ST_NATIVE)
         return ATTN_EINVAL;
     /* S (E + Ev) + E doubles */
     if (f->E + f->Ev < f->E || (f->S && (f->E + f->Ev) > SIZE_MAX / f->S)
