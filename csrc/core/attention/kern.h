@@ -5,6 +5,8 @@
  *                        dispatch, work items over the thread pool, poll
  *   tile.h               the tiled FlashAttention-2 kernel, written once as
  *                        a "template" over (element type, vector primitives)
+ *   tile_half.h          its reads and writes of 16-bit operands
+ *   tile_dpbf16.h        bfloat16 scores by AVX512-BF16 pairs (AVX-512)
  *   exp.h                constants of the vector exp
  *   sdpa_portable.c      instantiates it in plain C (any CPU)
  *   sdpa_avx2.c          ... for AVX2+FMA   (__attribute__((target)))

@@ -91,8 +91,9 @@ TI void SFX(store_out_row)(const attn_mat *m, char *dst, const T *o, T inv,
         if (s1 == 1)
             for (; c < n; c++)
                 d[c] = o[c] * inv;
-        for (; c < n; c++)
-            d[(ptrdiff_t)c * s1] = o[c] * inv;
+        else
+            for (; c < n; c++)
+                d[(ptrdiff_t)c * s1] = o[c] * inv;
         return;
     }
 #if HALF_VEC_
