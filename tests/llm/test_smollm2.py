@@ -127,3 +127,63 @@ def test_errors(model):
         model.generate_ids([], 4)
     with pytest.raises(ValueError, match="exceed the context of 8192"):
         model.generate_ids([1], 9000)
+
+
+# -- a float16 KV cache: the cache rounded to 16 bits, every product still
+# float32. Its greedy tokens are checked against the float32 cache's (the
+# stored reference, which test_greedy_generation_is_token_identical holds
+# the float32 cache to) on the prompts with 32 or more reference tokens.
+LONG = [c for c in REF["prompts"] if len(c["greedy"]) >= 32]
+
+
+@pytest.fixture(scope="module")
+def model16(model):
+    import copy
+    m = copy.copy(model)                 # the same weights
+    m.cache_dtype = np.dtype(np.float16)
+    return m
+
+
+@pytest.mark.parametrize("case", LONG, ids=lambda c: c["prompt"])
+def test_float16_cache_greedy_tokens_equal_the_float32_caches(model16, case):
+    got = model16.generate_ids(case["ids"], 32)
+    assert got == case["greedy"][:32], (model16.tokenizer.decode(got),
+                                        model16.tokenizer.decode(
+                                            case["greedy"][:32]))
+
+
+def test_float16_cache_stores_half_the_bytes_and_rounds_once(model, model16):
+    ids = REF["prompts"][1]["ids"]
+    c32, c16 = model.new_caches(len(ids)), model16.new_caches(len(ids))
+    l32 = model.forward(ids, c32, 0)
+    l16 = model16.forward(ids, c16, 0)
+    assert c16[0].dtype == np.float16 and c32[0].dtype == np.float32
+    assert c16[0].keys.nbytes * 2 == c32[0].keys.nbytes
+    # layer 0's keys and values come from the same inputs: the float16
+    # cache holds the float32 cache's numbers, rounded once
+    np.testing.assert_array_equal(c16[0].keys, c32[0].keys.astype(np.float16))
+    np.testing.assert_array_equal(c16[0].values,
+                                  c32[0].values.astype(np.float16))
+    assert l16.dtype == np.float32
+    assert 0 < np.abs(l16 - l32).max() < 1e-2 * np.abs(l32).max()
+
+
+def test_cli_cache_dtype(model, monkeypatch, capsys):
+    case = REF["prompts"][0]
+    asked = {}
+
+    def fake_load(path=None, cache_dtype=np.float32):
+        import copy
+        asked["cache_dtype"] = cache_dtype
+        m = copy.copy(model)             # not a second read of the file
+        m.cache_dtype = np.dtype(cache_dtype)
+        return m
+
+    monkeypatch.setattr(ex, "load", fake_load)
+    ex.main(["--cache-dtype", "float16", "--max-new-tokens", "6",
+             case["prompt"]])
+    assert asked["cache_dtype"] == np.float16
+    assert capsys.readouterr().out == \
+        model.tokenizer.decode(case["greedy"][:6]) + "\n"
+    with pytest.raises(SystemExit):
+        ex.main(["--cache-dtype", "int8", "hi"])
