@@ -3,11 +3,13 @@
  * K with AVX512-BF16's vdpbf16ps: each instruction adds the products of
  * a PAIR of features (2p, 2p+1) to a float accumulator, so a score is one
  * chain over the pairs p = 0 .. E/2-1, in that order, from 0, times
- * scale. Both score kernels run that same chain with the same operands
- * (K's pair first, Q's second): qk_dp_block (queries in the lanes, K
- * pairs broadcast) and qk_few_dp (keys in the lanes, for decoding; K^T
- * built by 16 x 16 transposes of 32-bit pairs, no conversion), so a row's
- * scores, and all after them, are the same bits in either: batch
+ * scale. Every score kernel runs that same chain: qk_few_dp (keys in
+ * the lanes, for decoding; K^T built by 16 x 16 transposes of 32-bit
+ * pairs, no conversion) and qk_dp_block (queries in the lanes, K pairs
+ * broadcast) with vdpbf16ps, and qk_block on floats as vdpbf16ps's FMA
+ * twin (below: the default for query blocks, where vdpbf16ps, at half
+ * the FMA units' multiply-add rate here, is the slower), so a row's
+ * scores, and all after them, are the same bits in any of them: batch
  * invariance holds as on the float path. The bits differ from the float
  * path's (pairs, and vdpbf16ps flushes subnormals), within float
  * rounding of the scores.
@@ -16,7 +18,8 @@
  * (ATTN_DPBF16 set by sdpa_avx512.c, gcc / clang); used when the plan
  * says so (pl->dpbf16: the CPU has AVX512_BF16, q and k are bfloat16, E
  * is even). Q's pairs are packed per work item into the qt scratch as
- * 32-bit words, qt2[p * BQ + i] = (q[i][2p], q[i][2p+1]).
+ * 32-bit words, qt2[p * BQ + i] = (q[i][2p], q[i][2p+1]), or for the
+ * FMA twin as floats with each pair swapped.
  */
 
 #define DPATTR ATTN_TARGET("avx512f,avx512bf16,avx2,fma")
