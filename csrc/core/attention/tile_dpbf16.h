@@ -269,16 +269,15 @@ TI void SFX(scores_dp)(const attn_plan *pl, char *sb, T *st, size_t ldst,
                        size_t nq, size_t nqv, int few, const char *k_b,
                        size_t j0, size_t nk, int scaled)
 {
-    const attn_problem *p = pl->p;
-    const size_t BQ = pl->BQ;
-    void *qt = sb + pl->off_qt, *kt = sb + pl->off_kt, *kp = sb + pl->off_kp;
-    const T scale = scaled ? (T)p->scale : (T)1;
+    const T scale = scaled ? (T)pl->p->scale : (T)1;
+    const size_t E = pl->p->E;
     if (!few && dp_fma_item(pl, nq)) {
-        const float *kf = SFX(k_dp_fma)(pl, k_b, j0, nk, kp);
+        const float *kf =
+            SFX(k_dp_fma)(pl, k_b, j0, nk, (float *)(sb + pl->off_kp));
         const unsigned csr = dp_get_csr();
         dp_set_csr(csr | 0x8040u);
-        SFX(qk_block)(st, ldst, qt, BQ, nqv, kf, (ptrdiff_t)p->E, p->E, nk,
-                      (T)1, 0);
+        SFX(qk_block)(st, ldst, (const T *)(sb + pl->off_qt), pl->BQ, nqv,
+                      kf, (ptrdiff_t)E, E, nk, (T)1, 0);
         dp_set_csr(csr);
         if (scaled) /* after the chain, as vdpbf16ps's twins do */
             for (size_t j = 0; j < nk; j++)
@@ -288,11 +287,14 @@ TI void SFX(scores_dp)(const attn_plan *pl, char *sb, T *st, size_t ldst,
         return;
     }
     ptrdiff_t ks;
-    const uint16_t *k = SFX(k_dp_block)(pl, k_b, j0, nk, kp, &ks);
+    const uint16_t *k =
+        SFX(k_dp_block)(pl, k_b, j0, nk, sb + pl->off_kp, &ks);
+    const uint32_t *qt2 = (const uint32_t *)(sb + pl->off_qt);
     if (few)
-        SFX(qk_few_dp)(st, ldst, qt, BQ, nq, k, ks, p->E / 2, nk, scale, kt);
+        SFX(qk_few_dp)(st, ldst, qt2, pl->BQ, nq, k, ks, E / 2, nk, scale,
+                       (uint32_t *)(sb + pl->off_kt));
     else
-        SFX(qk_dp_block)(st, ldst, qt, BQ, nqv, k, ks, p->E / 2, nk, scale);
+        SFX(qk_dp_block)(st, ldst, qt2, pl->BQ, nqv, k, ks, E / 2, nk, scale);
 }
 
 #undef DPATTR
