@@ -88,7 +88,7 @@ typedef struct {
     int pack_k;       /* K rows not contiguous: copy each key block         */
     int pack_v;       /* V rows not contiguous or Ev % W: copy, zero padded */
     int dpbf16;       /* bfloat16 Q and K: scores by AVX512-BF16 pairs
-                         (tile_dpbf16.h)                                   */
+                         (tile_dpbf16.h): ATTN_DP_VDP or ATTN_DP_FMA      */
     /* scratch layout: byte offsets from a 64-byte aligned base            */
     size_t off_qt;    /* Q^T of the item, E x BQ                           */
     size_t off_st;    /* score / probability tile, BK x BQ (key-major)     */
@@ -130,6 +130,13 @@ enum {
 /* query blocks of at most this many rows (decoding) compute their scores
  * with keys in the lanes (tile_kern.h, qk_few)                           */
 #define ATTN_QK_FEW 4
+
+/* pl->dpbf16: the pair chain by vdpbf16ps in every kernel, or by its
+ * bit-exact FMA twin in query blocks (tile_dpbf16.h); the default is
+ * attn__dpbf16_mode (benchmarks compare the two in one process)         */
+#define ATTN_DP_VDP 1
+#define ATTN_DP_FMA 2
+extern int attn__dpbf16_mode;
 
 /* item's chunk argument: every chunk, folded by the item itself          */
 #define ATTN_ALL_CHUNKS SIZE_MAX

@@ -240,6 +240,10 @@ void attn__limits(attn_plan *pl, const attn_problem *p)
     pl->edits_scores = p->softcap > 0 || p->alibi.data != NULL;
 }
 
+/* how bfloat16 pair-chain scores are computed (kern.h): FMA twins in
+ * query blocks, vdpbf16ps for a few rows; the same bits either way     */
+int attn__dpbf16_mode = ATTN_DP_FMA;
+
 static attn_status make_plan(attn_plan *pl, const attn_problem *p,
                              const attn_isa_desc *d)
 {
@@ -261,10 +265,10 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
     /* bfloat16 Q and K on a CPU with AVX512-BF16: scores by pairs of
      * features (tile_dpbf16.h); chosen from (ISA, storage, E) alone, so
      * every row of every call of that kind meets the same kernel      */
-    pl->dpbf16 = d == &attn__isa_avx512 && p->dtype == ATTN_F32
-                 && p->q.store == ATTN_ST_BF16 && p->k.store == ATTN_ST_BF16
-                 && p->E % 2 == 0
-                 && (attn__x86_features() & ATTN_X86_AVX512_BF16);
+    if (d == &attn__isa_avx512 && p->dtype == ATTN_F32
+        && p->q.store == ATTN_ST_BF16 && p->k.store == ATTN_ST_BF16
+        && p->E % 2 == 0 && (attn__x86_features() & ATTN_X86_AVX512_BF16))
+        pl->dpbf16 = attn__dpbf16_mode;
 #endif
     attn__limits(pl, p);
     /* 16-bit K / V: every block is converted into the packed block */

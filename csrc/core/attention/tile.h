@@ -194,14 +194,7 @@ TI void SFX(scores)(const attn_plan *pl, char *sb, T *st, size_t ldst,
     ptrdiff_t ks = p->k.s0;
 #if ATTN_DPBF16
     if (pl->dpbf16) {
-        const uint16_t *k = SFX(k_dp_block)(pl, k_b, j0, nk, kp, &ks);
-        const T scale = scaled ? (T)p->scale : (T)1;
-        if (few)
-            SFX(qk_few_dp)(st, ldst, qt, BQ, nq, k, ks, p->E / 2, nk, scale,
-                           kt);
-        else
-            SFX(qk_dp_block)(st, ldst, qt, BQ, nqv, k, ks, p->E / 2, nk,
-                             scale);
+        SFX(scores_dp)(pl, sb, st, ldst, nq, nqv, few, k_b, j0, nk, scaled);
         return;
     }
 #endif

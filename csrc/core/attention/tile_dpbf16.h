@@ -3,11 +3,13 @@
  * K with AVX512-BF16's vdpbf16ps: each instruction adds the products of
  * a PAIR of features (2p, 2p+1) to a float accumulator, so a score is one
  * chain over the pairs p = 0 .. E/2-1, in that order, from 0, times
- * scale. Both score kernels run that same chain with the same operands
- * (K's pair first, Q's second): qk_dp_block (queries in the lanes, K
- * pairs broadcast) and qk_few_dp (keys in the lanes, for decoding; K^T
- * built by 16 x 16 transposes of 32-bit pairs, no conversion), so a row's
- * scores, and all after them, are the same bits in either: batch
+ * scale. Every score kernel runs that same chain: qk_few_dp (keys in
+ * the lanes, for decoding; K^T built by 16 x 16 transposes of 32-bit
+ * pairs, no conversion) and qk_dp_block (queries in the lanes, K pairs
+ * broadcast) with vdpbf16ps, and qk_block on floats as vdpbf16ps's FMA
+ * twin (below: the default for query blocks, where vdpbf16ps, at half
+ * the FMA units' multiply-add rate here, is the slower), so a row's
+ * scores, and all after them, are the same bits in any of them: batch
  * invariance holds as on the float path. The bits differ from the float
  * path's (pairs, and vdpbf16ps flushes subnormals), within float
  * rounding of the scores.
@@ -16,7 +18,8 @@
  * (ATTN_DPBF16 set by sdpa_avx512.c, gcc / clang); used when the plan
  * says so (pl->dpbf16: the CPU has AVX512_BF16, q and k are bfloat16, E
  * is even). Q's pairs are packed per work item into the qt scratch as
- * 32-bit words, qt2[p * BQ + i] = (q[i][2p], q[i][2p+1]).
+ * 32-bit words, qt2[p * BQ + i] = (q[i][2p], q[i][2p+1]), or for the
+ * FMA twin as floats with each pair swapped.
  */
 
 #define DPATTR ATTN_TARGET("avx512f,avx512bf16,avx2,fma")
@@ -29,23 +32,79 @@ static ATTN_INLINE uint32_t dp_pair(const uint16_t *x)
     return u;
 }
 
-/* Q's pairs of rows i0 .. i0+nq-1 into qt2 (E/2 x BQ words), zero padded */
+/* the FMA twin of the pair chain (pl->dpbf16 == ATTN_DP_FMA): per lane,
+ * vdpbf16ps(acc, a, b) is, bit for bit, fma(a[2p], b[2p], fma(a[2p+1],
+ * b[2p+1], acc)) with subnormal inputs read as 0 and subnormal results
+ * flushed to 0 (MXCSR's DAZ and FTZ), so qk_block on floats with each
+ * feature pair swapped, run under DAZ | FTZ, gives the same scores at
+ * the FMA units' rate: vdpbf16ps issues at half their multiply-add rate
+ * on the CPUs measured. Items of a few rows keep the pairs (qk_few_dp). */
+static ATTN_INLINE int dp_fma_item(const attn_plan *pl, size_t nq)
+{
+    return pl->dpbf16 == ATTN_DP_FMA
+           && !(pl->off_kt != 0 && nq <= ATTN_QK_FEW);
+}
+
+/* the float of a bfloat16 bit pattern (exact) */
+static ATTN_INLINE float dp_f32(uint32_t h)
+{
+    const uint32_t u = h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Q's pairs of rows i0 .. i0+nq-1 into qt2 (E/2 x BQ words), zero padded;
+ * for an FMA-twin item, floats with each pair swapped into qt (E x BQ)  */
 TI void SFX(pack_qt2)(const attn_plan *pl, const char *q_b0, size_t i0,
                       size_t nq, size_t nqv, uint32_t *qt2)
 {
     const attn_problem *p = pl->p;
     const size_t E2 = p->E / 2, BQ = pl->BQ;
     const uint16_t *q_b = (const uint16_t *)q_b0;
+    const int fma = dp_fma_item(pl, nq);
+    float *qt = (float *)qt2;
     for (size_t r = 0; r < nq; r++) {
         const uint16_t *q_r = q_b + (ptrdiff_t)(i0 + r) * p->q.s0;
-        for (size_t e2 = 0; e2 < E2; e2++)
-            qt2[e2 * BQ + r] =
-                (uint32_t)q_r[(ptrdiff_t)(2 * e2) * p->q.s1]
-                | (uint32_t)q_r[(ptrdiff_t)(2 * e2 + 1) * p->q.s1] << 16;
+        for (size_t e2 = 0; e2 < E2; e2++) {
+            const uint32_t lo = q_r[(ptrdiff_t)(2 * e2) * p->q.s1],
+                           hi = q_r[(ptrdiff_t)(2 * e2 + 1) * p->q.s1];
+            if (fma) {
+                qt[2 * e2 * BQ + r] = dp_f32(hi);
+                qt[(2 * e2 + 1) * BQ + r] = dp_f32(lo);
+            } else {
+                qt2[e2 * BQ + r] = lo | hi << 16;
+            }
+        }
     }
-    for (size_t e2 = 0; e2 < E2; e2++)
+    for (size_t e = 0; e < (fma ? 2 * E2 : E2); e++)
         for (size_t r = nq; r < nqv * W; r++)
-            qt2[e2 * BQ + r] = 0;
+            qt2[e * BQ + r] = 0; /* 0.0f too */
+}
+
+/* K rows j0 .. j0+nk-1 as floats with each pair swapped, into kp (nk x E) */
+TI const float *SFX(k_dp_fma)(const attn_plan *pl, const char *k_b,
+                              size_t j0, size_t nk, float *kp)
+{
+    const attn_problem *p = pl->p;
+    const uint16_t *k = (const uint16_t *)k_b + (ptrdiff_t)j0 * p->k.s0;
+    const size_t E = p->E;
+    for (size_t r = 0; r < nk; r++) {
+        const uint16_t *k_r = k + (ptrdiff_t)r * p->k.s0;
+        float *d = kp + r * E;
+        if (p->k.s1 == 1) {
+            for (size_t e = 0; e < E; e += 2) {
+                d[e] = dp_f32(k_r[e + 1]);
+                d[e + 1] = dp_f32(k_r[e]);
+            }
+        } else {
+            for (size_t e = 0; e < E; e += 2) {
+                d[e] = dp_f32(k_r[(ptrdiff_t)(e + 1) * p->k.s1]);
+                d[e + 1] = dp_f32(k_r[(ptrdiff_t)e * p->k.s1]);
+            }
+        }
+    }
+    return kp;
 }
 
 /* K rows j0 .. j0+nk-1 (bfloat16) with contiguous features: in place, or
@@ -188,6 +247,54 @@ static DPATTR void SFX(qk_few_dp)(T *st, size_t ldst, const uint32_t *qt2,
                     st[(j0 + i) * ldst + r] = lane[i];
             }
         }
+}
+
+/* MXCSR with DAZ (bit 6) and FTZ (bit 15) set, or restored; the memory
+ * clobber keeps the kernel's loads and stores of st between the two   */
+static ATTN_INLINE void dp_set_csr(unsigned csr)
+{
+    __asm__ volatile("ldmxcsr %0" : : "m"(csr) : "memory");
+}
+
+static ATTN_INLINE unsigned dp_get_csr(void)
+{
+    unsigned csr;
+    __asm__ volatile("stmxcsr %0" : "=m"(csr) : : "memory");
+    return csr;
+}
+
+/* tile.h's scores() when the plan says dpbf16: the pair chain by
+ * qk_few_dp, qk_dp_block or (FMA-twin items) qk_block under DAZ | FTZ  */
+TI void SFX(scores_dp)(const attn_plan *pl, char *sb, T *st, size_t ldst,
+                       size_t nq, size_t nqv, int few, const char *k_b,
+                       size_t j0, size_t nk, int scaled)
+{
+    const T scale = scaled ? (T)pl->p->scale : (T)1;
+    const size_t E = pl->p->E;
+    if (!few && dp_fma_item(pl, nq)) {
+        const float *kf =
+            SFX(k_dp_fma)(pl, k_b, j0, nk, (float *)(sb + pl->off_kp));
+        const unsigned csr = dp_get_csr();
+        dp_set_csr(csr | 0x8040u);
+        SFX(qk_block)(st, ldst, (const T *)(sb + pl->off_qt), pl->BQ, nqv,
+                      kf, (ptrdiff_t)E, E, nk, (T)1, 0);
+        dp_set_csr(csr);
+        if (scaled) /* after the chain, as vdpbf16ps's twins do */
+            for (size_t j = 0; j < nk; j++)
+                for (size_t c = 0; c < nqv * W; c += W)
+                    VSTOREU(st + j * ldst + c,
+                            VMUL(VLOADU(st + j * ldst + c), VSET1(scale)));
+        return;
+    }
+    ptrdiff_t ks;
+    const uint16_t *k =
+        SFX(k_dp_block)(pl, k_b, j0, nk, sb + pl->off_kp, &ks);
+    const uint32_t *qt2 = (const uint32_t *)(sb + pl->off_qt);
+    if (few)
+        SFX(qk_few_dp)(st, ldst, qt2, pl->BQ, nq, k, ks, E / 2, nk, scale,
+                       (uint32_t *)(sb + pl->off_kt));
+    else
+        SFX(qk_dp_block)(st, ldst, qt2, pl->BQ, nqv, k, ks, E / 2, nk, scale);
 }
 
 #undef DPATTR

@@ -1,0 +1,155 @@
+/*
+ * tests/c/test_dpbf16.c -- bfloat16 Q and K on AVX-512 (with AVX512-BF16
+ * the pair chain of tile_dpbf16.h): the raw scores of every row are
+ *
+ *   chain    the pair chain, bit for bit: acc = 0, then per pair p
+ *            acc = fma(k[2p], q[2p], fma(k[2p+1], q[2p+1], acc)), with
+ *            subnormal inputs read as 0 and subnormal sums flushed to 0
+ *            (vdpbf16ps's arithmetic), on values from 2^-133 to 2^40 so
+ *            that subnormal products and partial sums occur
+ *   kernels  the same bits from vdpbf16ps in every kernel and from its
+ *            FMA twin in query blocks (attn__dpbf16_mode), and from a
+ *            row decoded alone (L = 1: qk_few_dp) as inside a long call
+ *
+ * Without AVX512-BF16 the pair chain is not used and only "kernels" (the
+ * float path's batch invariance) is checked.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "attention/kern.h"
+#include "attn.h"
+#include "check.h"
+#include "half.h"
+#include "runtime/platform.h"
+
+/* a bfloat16 pattern: mostly ordinary values, some tiny (subnormal
+ * products, partial sums and inputs), some large; tiny only: every
+ * product of two is subnormal or near it, so partial sums are too     */
+static uint16_t rnd_bf16(int tiny)
+{
+    const uint16_t sign = (uint16_t)(irand(2) << 15), man = irand(128);
+    size_t e;
+    switch (tiny ? 1 : irand(8)) {
+    case 0: e = irand(4); break;              /* subnormal or near it  */
+    case 1: e = 60 + irand(10); break;        /* 2^-67 .. 2^-58         */
+    case 2: e = 150 + irand(18); break;       /* large                  */
+    default: e = 120 + irand(12); break;      /* about 2^-7 .. 2^4      */
+    }
+    return (uint16_t)(sign | e << 7 | man);
+}
+
+/* x with a subnormal read as (signed) 0: vdpbf16ps's DAZ / FTZ */
+static float ftz(float x)
+{
+    return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x;
+}
+
+static float bf(uint16_t h) { return attn_bf16_to_f32(h); }
+
+static float pair_chain(const uint16_t *q, const uint16_t *k, size_t E)
+{
+    float acc = 0.0f;
+    for (size_t e = 0; e < E; e += 2) {
+        acc = ftz(fmaf(ftz(bf(k[e + 1])), ftz(bf(q[e + 1])), acc));
+        acc = ftz(fmaf(ftz(bf(k[e])), ftz(bf(q[e])), acc));
+    }
+    return acc;
+}
+
+/* scores (and out) of rows [i0, i0 + L) of Q (L0 x E) with S keys */
+static void run(const uint16_t *q, const uint16_t *k, const uint16_t *v,
+                size_t i0, size_t L, size_t S, size_t E, float *sc,
+                float *out, int mode)
+{
+    attn_problem p;
+    memset(&p, 0, sizeof p);
+    p.dtype = ATTN_F32;
+    p.B = 1, p.L = L, p.S = S, p.E = E, p.Ev = E;
+    p.scale = 1.0 / sqrt((double)E);
+    p.q = (attn_mat){(void *)(q + i0 * E), NULL, (ptrdiff_t)E, 1,
+                     ATTN_ST_BF16};
+    p.k = (attn_mat){(void *)k, NULL, (ptrdiff_t)E, 1, ATTN_ST_BF16};
+    p.v = (attn_mat){(void *)v, NULL, (ptrdiff_t)E, 1, ATTN_ST_BF16};
+    p.out = (attn_mat){out, NULL, (ptrdiff_t)E, 1, ATTN_ST_NATIVE};
+    p.scores = (attn_mat){sc, NULL, (ptrdiff_t)S, 1, ATTN_ST_NATIVE};
+    attn_exec ex = {1, NULL, NULL};
+    attn__dpbf16_mode = mode;
+    CHECK(attn_sdpa(&p, &ex) == ATTN_OK, "call L%zu S%zu E%zu", L, S, E);
+    attn__dpbf16_mode = ATTN_DP_FMA;
+}
+
+static size_t differ(const float *a, const float *b, size_t n)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += attn_f32_to_bits(a[i]) != attn_f32_to_bits(b[i]);
+    return bad;
+}
+
+static void test_one(size_t L, size_t S, size_t E, int pairs)
+{
+    uint16_t *q = malloc(L * E * 2), *k = malloc(S * E * 2),
+             *v = malloc(S * E * 2);
+    float *sc = malloc(L * S * 4), *sc2 = malloc(L * S * 4),
+          *out = malloc(L * E * 4), *out2 = malloc(L * E * 4),
+          *row = malloc(S * 4), *orow = malloc(E * 4);
+    for (size_t i = 0; i < L * E; i++)
+        q[i] = rnd_bf16(i / E % 3 == 0);
+    for (size_t i = 0; i < S * E; i++) {
+        k[i] = rnd_bf16(i / E % 3 == 0);
+        v[i] = attn_f32_to_bf16((float)(urand() - 0.5));
+    }
+    run(q, k, v, 0, L, S, E, sc, out, ATTN_DP_FMA);
+    if (pairs) {
+        size_t bad = 0;
+        for (size_t i = 0; i < L; i++)
+            for (size_t j = 0; j < S; j++) {
+                const float w = pair_chain(q + i * E, k + j * E, E);
+                bad += attn_f32_to_bits(sc[i * S + j]) != attn_f32_to_bits(w);
+            }
+        CHECK(bad == 0, "chain L%zu S%zu E%zu: %zu scores differ", L, S, E,
+              bad);
+    }
+    run(q, k, v, 0, L, S, E, sc2, out2, ATTN_DP_VDP);
+    CHECK(differ(sc, sc2, L * S) == 0 && differ(out, out2, L * E) == 0,
+          "kernels L%zu S%zu E%zu: the FMA twin and vdpbf16ps differ", L, S,
+          E);
+    for (size_t i = 0; i < L; i += L / 3 + 1) {
+        run(q, k, v, i, 1, S, E, row, orow, ATTN_DP_FMA);
+        CHECK(differ(row, sc + i * S, S) == 0
+                  && differ(orow, out + i * E, E) == 0,
+              "kernels L%zu S%zu E%zu: row %zu decoded alone differs", L, S,
+              E, i);
+    }
+    free(q), free(k), free(v), free(sc), free(sc2), free(out), free(out2);
+    free(row), free(orow);
+}
+
+int main(int argc, char **argv)
+{
+    const int count = argc > 1 ? atoi(argv[1]) : 12;
+    clock_t t0 = clock();
+    if (attn_set_isa("avx512") != 0) {
+        printf("isa avx512: not supported by this CPU, not tested\n");
+        return check_summary(t0);
+    }
+#if ATTN_HAVE_X86
+    const int pairs = (attn__x86_features() & ATTN_X86_AVX512_BF16) != 0;
+#else
+    const int pairs = 0;
+#endif
+    printf("isa avx512, AVX512-BF16 pair chain: %s\n", pairs ? "yes" : "no");
+    for (int n = 0; n < count; n++) {
+        const size_t E = 2 * (1 + irand(48)), L = 1 + irand(150),
+                     S = 1 + irand(300);
+        test_one(L, S, E, pairs);
+    }
+    test_one(130, 257, 64, pairs);
+    test_one(70, 100, 128, pairs);
+    return check_summary(t0);
+}
