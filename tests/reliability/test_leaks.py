@@ -1,12 +1,12 @@
-"""Leak tests: 20,000 calls (100,000 with ``pytest --full``, a CI step) of
+"""Leak tests: 5,000 calls (100,000 with ``pytest --full``, a CI step) of
 each main function -- successful calls on
 tiny inputs through every binding path (fresh results, out=, temporaries
 for aliasing, dtype conversions, strided copies, broadcast batch offset
 tables) and error-raising calls -- must leave unchanged:
 
 * the resident set size (RSS, /proc/self/statm): growth < 2 MiB after a
-  warm-up (it sees C-level leaks the other counts cannot: from ~300
-  bytes per call at 20,000 calls, ~60 at 100,000; see the detector test);
+  warm-up (it sees C-level leaks the other counts cannot: from ~1,200
+  bytes per call at 5,000 calls, ~60 at 100,000; see the detector test);
 * the number of blocks held by Python's allocator
   (sys.getallocatedblocks): a leaked object per call would add one per call;
 * the reference counts of the inputs, of the dtype singletons the binding
@@ -25,7 +25,7 @@ import pytest
 
 import attnpy
 
-N_CALLS = 20_000
+N_CALLS = 5_000
 N_CALLS_FULL = 100_000
 RSS_SLACK = 2 << 20          # bytes
 BLOCK_SLACK = 2_000          # pymalloc blocks
@@ -272,16 +272,18 @@ def test_no_leak_failing_calls(call, exc, n_calls):
 
 def test_leak_detector_detects_a_leak(n_calls):
     """The measurement can fail, at the count the checks use: a call that
-    keeps one array (64 float64, ~620 bytes with NumPy's header) and one
+    keeps one array (12 MiB over the calls, at least 64 float64) and one
     extra reference to Q per call is caught by all three counts. The
     reference and allocator-block counts see a leaked object or reference
     of any size; RSS only sees a leak once it outgrows the heap's free
     pages (~4 MiB left by the earlier tests in a full run) plus the 2 MiB
-    slack: ~300 bytes per call at 20,000 calls, ~60 at 100,000 (--full)."""
+    slack: ~1,200 bytes per call at 5,000 calls, ~60 at 100,000
+    (--full)."""
     kept = []
+    size = max(64, (12 << 20) // (8 * n_calls))
 
     def leaky():
-        kept.append((np.empty(64), Q))
+        kept.append((np.empty(size), Q))
     drss, dblocks, refs = measure(leaky, n_calls)
     kept.clear()
     assert refs, "the extra references were not seen"
