@@ -18,7 +18,7 @@ collect_ignore = [] if os.name == "posix" else ["c"]
 def pytest_addoption(parser):
     parser.addoption(
         "--full", action="store_true", default=False,
-        help="full counts: 100,000 calls per leak check instead of 20,000, "
+        help="full counts: 100,000 calls per leak check instead of 5,000, "
              "60 random problems per C test program instead of their "
              "default 6-8 (a step of .ci/run; docs/guide/testing.md)")
 

@@ -22,10 +22,14 @@ outside its window; test_variants_tile.c the variants in the tiled
 forward and backward kernels on test_core.c's and test_bwd.c's random
 problems, and window block skipping. All without the Python binding.
 
-The fast suite runs each program with its own small count of random
-problems (6-8, on top of its fixed cases); ``pytest --full`` (a CI step)
-runs 60. Only collected on POSIX (tests/conftest.py): Windows runs these
-programs in tools/cross_windows.sh.
+Marked slow: building the programs takes ~25 s of the 2-CPU machine, a
+sixth of the README's test command, so the fast suite leaves them to
+`bash tools/c_tests.sh` (the developer's command after a C change, each
+program's own 6-8 random problems) and to CI's full-counts step
+(``pytest --full -m slow tests``: 60 random problems each), besides the
+valgrind, sanitizer and cross-compiler steps. Only collected on POSIX
+(tests/conftest.py): Windows runs these programs in
+tools/cross_windows.sh.
 """
 import os
 import shutil
@@ -37,6 +41,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 C_TESTS = os.path.join(ROOT, "tools", "c_tests.sh")
 CC = os.environ.get("CC", "gcc")
 FULL_COUNT = "60"
+
+pytestmark = pytest.mark.slow
 
 
 def program_names():
