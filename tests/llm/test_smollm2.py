@@ -144,7 +144,14 @@ def model16(model):
     return m
 
 
-@pytest.mark.parametrize("case", LONG, ids=lambda c: c["prompt"])
+# one prompt in the fast suite, the others with the slow tests (the same
+# decode path on other tokens)
+LONG16 = [pytest.param(c, id=c["prompt"],
+                       marks=[pytest.mark.slow] if i >= 1 else [])
+          for i, c in enumerate(LONG)]
+
+
+@pytest.mark.parametrize("case", LONG16)
 def test_float16_cache_greedy_tokens_equal_the_float32_caches(model16, case):
     got = model16.generate_ids(case["ids"], 32)
     assert got == case["greedy"][:32], (model16.tokenizer.decode(got),

@@ -10,6 +10,9 @@ from test_notebook import ROOT, execute, outputs, stale_cells
 
 NOTEBOOK = ROOT / "examples" / "gradients.ipynb"
 
+# running the notebook takes ~7 s: with the slow tests (CI's full-counts)
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def executed():
