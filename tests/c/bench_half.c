@@ -23,7 +23,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
+#if defined(__linux__)
 #include <sys/resource.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -163,12 +165,17 @@ static void bench(size_t B, size_t H, size_t L, size_t S, size_t E,
     free(bk);
 }
 
-/* peak resident memory of the process so far, bytes (Linux: KiB units) */
+/* peak resident memory of the process so far, bytes (Linux: KiB units;
+ * elsewhere not measured: -1)                                           */
 static double peak_bytes(void)
 {
+#if defined(__linux__)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return (double)ru.ru_maxrss * 1024.0;
+#else
+    return -1.0;
+#endif
 }
 
 /* "no hidden copy": one float16 causal call over L = S = n tokens; the
