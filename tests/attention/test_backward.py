@@ -254,3 +254,38 @@ def test_return_lse_builds_no_weights():
     assert lse.shape == (1, 2, 2048)
     assert peak < 2 * 2048 * 2048 * 4 / 4      # a quarter of the weights
     np.testing.assert_array_equal(out, attnpy.attention(Q, K, V))
+
+
+@pytest.mark.parametrize("dts", [
+    ("float16", "float16", "float16", "float16"),
+    ("bfloat16", "bfloat16", "bfloat16", "bfloat16"),
+    ("bfloat16", "float32", "float16", "float32"),
+    ("float32", "float64", "bfloat16", "float16"),
+])
+def test_reference_gradient_dtypes(dts):
+    """attnpy.reference's backward twin follows attnpy's rule: each
+    gradient (dbias too) in its input's dtype, 16-bit in, 16-bit out, a
+    float32 input of a float64 call float32; and the values agree."""
+    import ml_dtypes
+    rng = np.random.default_rng(5)
+    dq_, dk_, dv_, db_ = (np.dtype(ml_dtypes.bfloat16) if d == "bfloat16"
+                          else np.dtype(d) for d in dts)
+    Q = rng.standard_normal((2, 6, 8)).astype(dq_)
+    K = rng.standard_normal((2, 9, 8)).astype(dk_)
+    V = rng.standard_normal((2, 9, 4)).astype(dv_)
+    bias = rng.standard_normal((6, 9)).astype(db_)
+    out, lse = attnpy.attention(Q, K, V, bias=bias, causal=True,
+                                return_lse=True)
+    dout = rng.standard_normal(out.shape).astype(out.dtype)
+    kw = dict(bias=bias, causal=True, bias_grad=True)
+    got = attnpy.attention_backward(dout, Q, K, V, out, lse, **kw)
+    want = ref.attention_backward(dout, Q, K, V, out, lse, **kw)
+    for g, w, x in zip(got, want, (Q, K, V, bias)):
+        assert g.dtype == x.dtype and w.dtype == x.dtype, (g.dtype, w.dtype)
+        tol = 0.02 if x.dtype.itemsize == 2 else 1e-5
+        np.testing.assert_allclose(g.astype(np.float64),
+                                   w.astype(np.float64), rtol=tol, atol=tol)
+    # dq= of the input's dtype is filled by the twin as by attnpy
+    dq = np.empty(Q.shape, Q.dtype)
+    assert ref.attention_backward(dout, Q, K, V, out, lse, dq=dq,
+                                  **kw)[0] is dq
