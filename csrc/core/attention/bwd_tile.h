@@ -302,7 +302,7 @@ TI void SFX(bwd_dbias_tile)(const attn_bwd_problem *bp, size_t b, size_t i0,
 
 /* S^T = scale K Q^T of the block, the forward's bits: the float FMA chain,
  * or (pl->dpbf16) the bfloat16 pair chain as its FMA twin, on the swapped
- * pairs of qt and K (kd) under DAZ | FTZ, scaled after (tile_dpbf16.h)  */
+ * pairs of qt and K (off_kp) under DAZ | FTZ, scaled after (tile_dpbf16.h) */
 TI void SFX(bwd_scores)(const attn_bwd_plan *bpl, char *sb, const T *qt,
                         T *st, size_t nqv, const T *kr, size_t nk)
 {
