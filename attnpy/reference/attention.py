@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from ._common import (FULLY_MASKED_POLICIES, _as_compute, _check_real, _quiet,
-                      _store, compute_dtype, result_dtype)
+                      _store, compute_dtype, is_16bit, result_dtype)
 from .elementwise import (softmax)
 
 
@@ -422,10 +422,15 @@ def attention_backward(dout, Q, K, V, out, lse, *, mask=None, bias=None,
     every dV row, "nan" makes dQ's and dbias's row and all of dK and dV of
     that batch item NaN. Broadcast inputs get their gradients summed over
     the broadcast dims; with enable_gqa, dK and dV are summed over the
-    query heads of each K/V head.
+    query heads of each K/V head. Each gradient has its input's dtype when
+    that is a float type, as attnpy's: float16 or bfloat16 in, the same
+    out (computed in float32, or float64 with a float64 input, rounded
+    once).
     """
     func = "attention_backward"
     Q0, K0, V0, bias0 = Q, K, V, bias
+    Q, K, V, bias, dout, out = (_bf16_wide(a)
+                                for a in (Q, K, V, bias, dout, out))
     Q, K, V, s, _, batch, scale, capped = _scores(
         Q, K, V, mask, bias, causal, scale, "zero", func,
         (enable_gqa, window, alibi_slopes, softcap, _pos_shift))
@@ -468,12 +473,31 @@ def attention_backward(dout, Q, K, V, out, lse, *, mask=None, bias=None,
         g = K.shape[-3] // np.shape(K0)[-3]         # query heads per group
         dK, dV = (d.reshape(np.shape(x)[:-2] + (g,) + d.shape[-2:])
                   .sum(axis=-3) for d, x in ((dK, K0), (dV, V0)))
-    grads = [_store(g.reshape(np.shape(x)), d, func, n)
+    grads = [_store(_grad_like(g.reshape(np.shape(x)), x), d, func, n)
              for g, x, d, n in ((dQ, Q0, dq, "dq"), (dK, K0, dk, "dk"),
                                 (dV, V0, dv, "dv"))]
     if bias_grad:
-        grads.append(_sum_to_shape(dS, np.shape(bias0)))
+        grads.append(_grad_like(_sum_to_shape(dS, np.shape(bias0)), bias0))
     return tuple(grads)
+
+
+def _bf16_wide(a):
+    """A 16-bit array as float32 (exact), so that bfloat16 computes as
+    float16 does (in float32, or float64 with a float64 input); else `a`."""
+    if a is None:
+        return a
+    a = np.asarray(a)
+    return a.astype(np.float32) if is_16bit(a.dtype) else a
+
+
+def _grad_like(g, x):
+    """attnpy's rule for gradients: g in input x's dtype when that is a
+    float type (16-bit included: 16 bits in, 16 bits out, rounded once),
+    else in the compute dtype."""
+    dt = np.asarray(x).dtype
+    if dt.kind == "f" or is_16bit(dt):
+        return g.astype(dt, copy=False)
+    return g
 
 
 

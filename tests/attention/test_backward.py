@@ -9,7 +9,10 @@
   broadcast K/V (one K/V head for 4 query heads), strided/transposed
   inputs, on every instruction set;
 - the same bits with 1, 2 and 7 threads (more threads than work items);
-- dq=/dk=/dv= are filled, clear errors for mismatched dout/out/lse.
+- dq=/dk=/dv= are filled, clear errors for mismatched dout/out/lse;
+- P rebuilt from the forward's very scores (float16, bfloat16 Q and K:
+  the pair chain on AVX512-BF16), bit for bit;
+- the reference twin's gradients in the inputs' dtypes, as attnpy's.
 """
 import numpy as np
 import pytest
@@ -254,3 +257,71 @@ def test_return_lse_builds_no_weights():
     assert lse.shape == (1, 2, 2048)
     assert peak < 2 * 2048 * 2048 * 4 / 4      # a quarter of the weights
     np.testing.assert_array_equal(out, attnpy.attention(Q, K, V))
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("shape", [(1, 40, 300, 64), (5, 20, 150, 32),
+                                   (2, 3, 200, 64)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_backward_weights_from_the_forward_scores(isa, shape, dtype):
+    """The backward rebuilds P = exp(s - lse) from the forward's very
+    scores s (for bfloat16 Q, K on a CPU with AVX512-BF16: the pairwise
+    chain the forward takes them from): dV = P^T dout is, bit for bit,
+    that of a float32 call with Q = 0 and bias = the forward's raw scores
+    times scale (0 + bias: exactly those scores), the same lse."""
+    import ml_dtypes
+    dt = np.dtype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
+    B, L, S, E = shape
+    rng = np.random.default_rng(11)
+    Q = rng.standard_normal((B, L, E)).astype(dt)
+    K = rng.standard_normal((B, S, E)).astype(dt)
+    V = rng.standard_normal((B, S, 16)).astype(np.float32)
+    _core.set_isa(isa)
+    try:
+        out, lse = attnpy.attention(Q, K, V, return_lse=True)
+        raw = _core.sdpa(Q, K, V, return_scores=True)[2]
+        dout = rng.standard_normal(out.shape).astype(np.float32)
+        dv = attnpy.attention_backward(dout, Q, K, V, out, lse)[2]
+        bias = raw * np.float32(1 / np.sqrt(E))     # the kernel's product
+        dv0 = attnpy.attention_backward(
+            dout, np.zeros(Q.shape, np.float32), K.astype(np.float32), V,
+            out, lse, bias=bias)[2]
+    finally:
+        _core.set_isa("auto")
+    assert raw.dtype == dv.dtype == dv0.dtype == np.float32
+    np.testing.assert_array_equal(dv.view(np.uint32), dv0.view(np.uint32))
+
+
+@pytest.mark.parametrize("dts", [
+    ("float16", "float16", "float16", "float16"),
+    ("bfloat16", "bfloat16", "bfloat16", "bfloat16"),
+    ("bfloat16", "float32", "float16", "float32"),
+    ("float32", "float64", "bfloat16", "float16"),
+])
+def test_reference_gradient_dtypes(dts):
+    """attnpy.reference's backward twin follows attnpy's rule: each
+    gradient (dbias too) in its input's dtype, 16-bit in, 16-bit out, a
+    float32 input of a float64 call float32; and the values agree."""
+    import ml_dtypes
+    rng = np.random.default_rng(5)
+    dq_, dk_, dv_, db_ = (np.dtype(ml_dtypes.bfloat16) if d == "bfloat16"
+                          else np.dtype(d) for d in dts)
+    Q = rng.standard_normal((2, 6, 8)).astype(dq_)
+    K = rng.standard_normal((2, 9, 8)).astype(dk_)
+    V = rng.standard_normal((2, 9, 4)).astype(dv_)
+    bias = rng.standard_normal((6, 9)).astype(db_)
+    out, lse = attnpy.attention(Q, K, V, bias=bias, causal=True,
+                                return_lse=True)
+    dout = rng.standard_normal(out.shape).astype(out.dtype)
+    kw = dict(bias=bias, causal=True, bias_grad=True)
+    got = attnpy.attention_backward(dout, Q, K, V, out, lse, **kw)
+    want = ref.attention_backward(dout, Q, K, V, out, lse, **kw)
+    for g, w, x in zip(got, want, (Q, K, V, bias)):
+        assert g.dtype == x.dtype and w.dtype == x.dtype, (g.dtype, w.dtype)
+        tol = 0.02 if x.dtype.itemsize == 2 else 1e-5
+        np.testing.assert_allclose(g.astype(np.float64),
+                                   w.astype(np.float64), rtol=tol, atol=tol)
+    # dq= of the input's dtype is filled by the twin as by attnpy
+    dq = np.empty(Q.shape, Q.dtype)
+    assert ref.attention_backward(dout, Q, K, V, out, lse, dq=dq,
+                                  **kw)[0] is dq

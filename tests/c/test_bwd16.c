@@ -125,8 +125,37 @@ static void b16_free(b16 *y)
     bprob_free(&y->x);
 }
 
+/* every element (b, r, 2p) of o swapped with (b, r, 2p + 1): all read
+ * first, as elements may share memory (stride 0)                        */
+static void op_swap_pairs(operand *o)
+{
+    const size_t C = o->C, n = o->B * o->R * C;
+    double *x = malloc(n * sizeof *x + 1);
+    CHECK(x != NULL, "op_swap_pairs: out of memory");
+    for (size_t k = 0; x && k < n; k++)
+        x[k] = op_get(o, k / C / o->R, k / C % o->R, k % C);
+    for (size_t k = 0; x && k < n; k++)
+        if ((k % C ^ 1) < C) /* (an odd C's last column stays) */
+            op_set(o, k / C / o->R, k / C % o->R, k % C,
+                   x[k - k % C + (k % C ^ 1)]);
+    free(x);
+}
+
+/* bfloat16 q and k where the forward takes its scores from the pair
+ * chain (sdpa.c: AVX-512 with AVX512-BF16, E even): so does the backward */
+static int b16_pairs(const b16 *y)
+{
+    attn_problem f = y->x.bp.f;
+    f.q.store = y->in16[0].buf ? y->st : ATTN_ST_NATIVE;
+    f.k.store = y->in16[1].buf ? y->st : ATTN_ST_NATIVE;
+    return attn__dpbf16_plan(&f, attn__isa_current()) != 0;
+}
+
 /* a float problem with 16-bit inputs: out and dout rounded too; the
- * float32 backward (1 thread) as the reference                           */
+ * float32 backward (1 thread) as the reference: with the pair chain
+ * (b16_pairs), the float32 backward on q and k with each feature pair
+ * swapped, whose float chain is then the pair chain (no subnormal
+ * products in these problems), dq and dk swapped back                   */
 static void b16_make(b16 *y, int big, const char *isa)
 {
     memset(y, 0, sizeof *y);
@@ -153,13 +182,6 @@ static void b16_make(b16 *y, int big, const char *isa)
              y->st == ATTN_ST_BF16 ? "bf16" : "f16", x->bp.f.pos_shift,
              x->bp.f.window, x->bp.f.wleft, x->bp.f.wright,
              x->bp.f.alibi.data != NULL, x->bp.f.softcap);
-    bprob_target(x, 0);
-    attn_exec ex = {1, NULL, NULL};
-    y->ref_st = attn_sdpa_backward(&x->bp, &ex);
-    y->ref_b = x->bp.f.bad_b;
-    y->ref_row = x->bp.f.bad_row;
-    for (int i = 0; i < 4 && x->g[i].buf; i++)
-        y->ref[i] = dup_buf(&x->g[i]);
     /* the 16-bit twins: each operand 16-bit with probability 3/4       */
     const operand *ins[6] = {&x->t.q, &x->t.k, &x->t.v, &out, &x->dout,
                              &x->t.bias};
@@ -172,6 +194,26 @@ static void b16_make(b16 *y, int big, const char *isa)
     for (int i = 0; i < 4 && x->g[i].buf; i++)
         if (irand(4) || (!any && i == 0))
             op_twin16(&y->g16[i], &x->g[i], y->st); /* sentinels, 16 bits */
+    bprob_target(x, 0);
+    const int pairs = b16_pairs(y);
+    if (pairs) {
+        op_swap_pairs(&x->t.q);
+        op_swap_pairs(&x->t.k);
+        len = strlen(y->d);
+        snprintf(y->d + len, sizeof y->d - len, " pairs");
+    }
+    attn_exec ex = {1, NULL, NULL};
+    y->ref_st = attn_sdpa_backward(&x->bp, &ex);
+    y->ref_b = x->bp.f.bad_b;
+    y->ref_row = x->bp.f.bad_row;
+    if (pairs) { /* q, k back; dq, dk in the features' order */
+        op_swap_pairs(&x->t.q);
+        op_swap_pairs(&x->t.k);
+        op_swap_pairs(&x->g[0]);
+        op_swap_pairs(&x->g[1]);
+    }
+    for (int i = 0; i < 4 && x->g[i].buf; i++)
+        y->ref[i] = dup_buf(&x->g[i]);
 }
 
 /* point the backward problem at the 16-bit operands where there are     */
@@ -349,6 +391,95 @@ static void test_b16_refused(void)
     }
 }
 
+/* B batch offsets of items of n elements each                          */
+static ptrdiff_t *boffs(size_t B, size_t n)
+{
+    ptrdiff_t *o = malloc((B + 1) * sizeof *o);
+    CHECK(o != NULL, "boffs: out of memory");
+    for (size_t b = 0; o && b < B; b++)
+        o[b] = (ptrdiff_t)(b * n);
+    return o;
+}
+
+/* the backward's P = exp(s - lse) takes the forward's very scores s: a
+ * backward on 16-bit q, k (v, dout float) against a float one with q = 0
+ * and bias = the forward's raw scores times scale (0 + bias: exactly
+ * those scores), the same lse, v, dout: dV = P^T dout the same bits. For
+ * bfloat16 on AVX512-BF16 the forward's scores are the pair chain's
+ * (test_dpbf16.c), in any mode (attn__dpbf16_mode) and for few rows   */
+static void test_b16_scores(const char *isa, attn_store st, size_t B,
+                            size_t L, size_t S, size_t E, int mode, int nt)
+{
+    const size_t Ev = 8 + irand(24);
+    uint16_t *q16 = malloc(B * L * E * 2 + 2), *k16 = malloc(B * S * E * 2 + 2);
+    float *qz = calloc(B * L * E + 1, 4), *kf = malloc(B * S * E * 4 + 4),
+          *v = malloc(B * S * Ev * 4 + 4), *dout = malloc(B * L * Ev * 4 + 4),
+          *out = malloc(B * L * Ev * 4 + 4), *lse = malloc(B * L * 4 + 4),
+          *sc = malloc(B * L * S * 4 + 4), *dq = malloc(B * L * E * 4 + 4),
+          *dk = malloc(B * S * E * 4 + 4), *dv = malloc(B * S * Ev * 4 + 4),
+          *dv2 = malloc(B * S * Ev * 4 + 4);
+    ptrdiff_t *oqe = boffs(B, L * E), *ose = boffs(B, S * E),
+              *osv = boffs(B, S * Ev), *olv = boffs(B, L * Ev),
+              *ol = boffs(B, L), *ols = boffs(B, L * S);
+    CHECK(q16 && k16 && qz && kf && v && dout && out && lse && sc && dq && dk
+              && dv && dv2 && oqe && ose && osv && olv && ol && ols,
+          "scores: out of memory");
+    for (size_t i = 0; q16 && i < B * L * E; i++)
+        q16[i] = to16(st, (float)(urand() + urand() + urand() - 1.5));
+    for (size_t i = 0; k16 && i < B * S * E; i++) {
+        k16[i] = to16(st, (float)(urand() + urand() + urand() - 1.5));
+        kf[i] = from16(st, k16[i]);
+    }
+    for (size_t i = 0; v && i < B * S * Ev; i++)
+        v[i] = (float)(urand() - 0.5);
+    for (size_t i = 0; dout && i < B * L * Ev; i++)
+        dout[i] = (float)(urand() - 0.5);
+    attn_problem f;
+    memset(&f, 0, sizeof f);
+    f.dtype = ATTN_F32;
+    f.B = B, f.L = L, f.S = S, f.E = E, f.Ev = Ev;
+    f.scale = 1.0 / sqrt((double)E);
+    f.causal = (attn_causal)irand(2);
+    f.q = (attn_mat){q16, oqe, (ptrdiff_t)E, 1, st};
+    f.k = (attn_mat){k16, ose, (ptrdiff_t)E, 1, st};
+    f.v = (attn_mat){v, osv, (ptrdiff_t)Ev, 1, ATTN_ST_NATIVE};
+    f.out = (attn_mat){out, olv, (ptrdiff_t)Ev, 1, ATTN_ST_NATIVE};
+    f.lse = (attn_mat){lse, ol, 1, 0, ATTN_ST_NATIVE};
+    f.scores = (attn_mat){sc, ols, (ptrdiff_t)S, 1, ATTN_ST_NATIVE};
+    attn_exec ex = {nt, NULL, NULL};
+    attn__dpbf16_mode = mode;
+    const attn_status s1 = attn_sdpa(&f, &ex);
+    f.scores = (attn_mat){0};
+    attn_bwd_problem bp;
+    memset(&bp, 0, sizeof bp);
+    bp.f = f;
+    bp.dout = (attn_mat){dout, olv, (ptrdiff_t)Ev, 1, ATTN_ST_NATIVE};
+    bp.dq = (attn_mat){dq, oqe, (ptrdiff_t)E, 1, ATTN_ST_NATIVE};
+    bp.dk = (attn_mat){dk, ose, (ptrdiff_t)E, 1, ATTN_ST_NATIVE};
+    bp.dv = (attn_mat){dv, osv, (ptrdiff_t)Ev, 1, ATTN_ST_NATIVE};
+    const attn_status s2 = attn_sdpa_backward(&bp, &ex);
+    /* the float twin: scores 0 + bias */
+    for (size_t i = 0; i < B * L * S; i++)
+        sc[i] *= (float)f.scale;
+    bp.f.q = (attn_mat){qz, oqe, (ptrdiff_t)E, 1, ATTN_ST_NATIVE};
+    bp.f.k = (attn_mat){kf, ose, (ptrdiff_t)E, 1, ATTN_ST_NATIVE};
+    bp.f.bias = (attn_mat){sc, ols, (ptrdiff_t)S, 1, ATTN_ST_NATIVE};
+    bp.dv.data = dv2;
+    const attn_status s3 = attn_sdpa_backward(&bp, &ex);
+    attn__dpbf16_mode = ATTN_DP_FMA;
+    size_t bad = 0;
+    for (size_t i = 0; i < B * S * Ev; i++)
+        bad += attn_f32_to_bits(dv[i]) != attn_f32_to_bits(dv2[i]);
+    CHECK(s1 == ATTN_OK && s2 == ATTN_OK && s3 == ATTN_OK && bad == 0,
+          "[%s] %s B=%zu L=%zu S=%zu E=%zu causal=%d mode=%d threads=%d: "
+          "statuses %d %d %d, %zu of dV not from the forward's scores", isa,
+          st == ATTN_ST_BF16 ? "bf16" : "f16", B, L, S, E, (int)f.causal,
+          mode, nt, (int)s1, (int)s2, (int)s3, bad);
+    free(q16), free(k16), free(qz), free(kf), free(v), free(dout);
+    free(out), free(lse), free(sc), free(dq), free(dk), free(dv), free(dv2);
+    free(oqe), free(ose), free(osv), free(olv), free(ol), free(ols);
+}
+
 /* instruction set i, when this CPU has it: small and big problems     */
 static void test_b16_isa(int i, int count, uint64_t seed)
 {
@@ -357,6 +488,15 @@ static void test_b16_isa(int i, int count, uint64_t seed)
     rng_state = seed + (uint64_t)i;
     test_b16_random(check_isa(i), count, 0);
     test_b16_random(check_isa(i), count / 8 + 1, 1);
+    /* split and fused items, decoding rows (L <= 4), E = 2 */
+    static const size_t shapes[][4] = {
+        {1, 37, 300, 64}, {5, 20, 150, 32}, {2, 3, 200, 64}, {1, 50, 70, 2}};
+    for (size_t n = 0; n < sizeof shapes / sizeof *shapes; n++)
+        for (int st = 0; st < 2; st++)
+            test_b16_scores(check_isa(i), st ? ATTN_ST_BF16 : ATTN_ST_F16,
+                            shapes[n][0], shapes[n][1], shapes[n][2],
+                            shapes[n][3], n % 2 ? ATTN_DP_VDP : ATTN_DP_FMA,
+                            1 + (int)(n % 3));
 }
 
 int main(int argc, char **argv)

@@ -29,6 +29,7 @@
 #include "test_core.c"
 #undef main
 #include "attention/variants.h"
+#include "runtime/pool.h"
 #ifdef TEST_DECODE_MAIN /* included by test_variants.c */
 #define main TEST_DECODE_MAIN
 #endif
@@ -139,6 +140,78 @@ static void test_decode_long(const char *isa)
     }
 }
 
+/* another caller holding the pool: a call then runs every item on its
+ * own thread, the one that polls (runtime/pool.c), whatever the load,
+ * so which items are followed by a poll does not depend on timing      */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int held, release;
+    pthread_t th;
+} pool_hold;
+
+static void hold_task(void *arg, int t)
+{
+    pool_hold *h = arg;
+    if (t != 0)
+        return;
+    pthread_mutex_lock(&h->mu);
+    h->held = 1;
+    pthread_cond_broadcast(&h->cv);
+    while (!h->release)
+        pthread_cond_wait(&h->cv, &h->mu);
+    pthread_mutex_unlock(&h->mu);
+}
+
+static void *hold_thread(void *arg)
+{
+    attn_pool_run(hold_task, arg, 2);
+    return NULL;
+}
+
+static int pool_hold_start(pool_hold *h)
+{
+    memset(h, 0, sizeof *h);
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    if (pthread_create(&h->th, NULL, hold_thread, h) != 0)
+        return 0;
+    pthread_mutex_lock(&h->mu);
+    while (!h->held)
+        pthread_cond_wait(&h->cv, &h->mu);
+    pthread_mutex_unlock(&h->mu);
+    return 1;
+}
+
+static void pool_hold_end(pool_hold *h)
+{
+    pthread_mutex_lock(&h->mu);
+    h->release = 1;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    pthread_join(h->th, NULL);
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv);
+}
+
+/* a split call's polls by pass: the one row's out is NaN (set before the
+ * call) until its merge item writes it, so a poll that still sees NaN
+ * follows a chunk item; the answer: stop at poll number `stop_at`     */
+typedef struct {
+    const float *out0;
+    int chunk, merge, stop_at;
+} pass_polls;
+
+static int pass_poll_fn(void *ctx)
+{
+    pass_polls *c = ctx;
+    if (isnan(*c->out0))
+        c->chunk++;
+    else
+        c->merge++;
+    return c->chunk + c->merge == c->stop_at;
+}
+
 /* the calling thread polls between items; a nonzero answer stops the call */
 static void test_decode_poll(void)
 {
@@ -163,24 +236,36 @@ static void test_decode_poll(void)
           (int)st, poll_count);
     prob_free(&t);
     /* one row, two threads: the keys split into chunk items, then a merge
-     * item; the caller polls in both passes and a stop ends the call    */
+     * item; with the pool held elsewhere the caller runs (and polls after)
+     * every item: polls in both passes, and a stop in the first ends the
+     * call before the merge                                             */
     prob_simple(&t, ATTN_F32, 1, 1, 20000, 16, 16);
     prob_outputs(&t, 1, 0);
     run_naive(&t);
     prob_target(&t, 0);
-    attn_exec ex2 = {2, poll_fn, NULL};
-    poll_count = 0;
-    poll_stop_after = 1000000;
+    float *out0 = (float *)t.p.out.data
+                  + (t.p.out.boff ? t.p.out.boff[0] : 0);
+    pass_polls pp = {out0, 0, 0, -1};
+    attn_exec ex2 = {2, pass_poll_fn, &pp};
+    pool_hold hold;
+    const int held = pool_hold_start(&hold);
+    CHECK(held, "decode, split call: could not start the pool holder");
+    *out0 = NAN;
     st = attn_sdpa(&t.p, &ex2);
-    CHECK(st == ATTN_OK && poll_count >= 2,
-          "decode, split call: polls in both passes (status %d, %d polls)",
-          (int)st, poll_count);
+    CHECK(st == ATTN_OK && pp.chunk >= 2 && pp.merge == 1,
+          "decode, split call: polls in both passes (status %d, %d polls "
+          "after chunk items, %d after the merge item)", (int)st, pp.chunk,
+          pp.merge);
     check_fast(&t, "split call", 2); /* and its results are the oracle's */
-    poll_count = 0;
-    poll_stop_after = 0;
+    pp = (pass_polls){out0, 0, 0, 1};
+    *out0 = NAN;
     st = attn_sdpa(&t.p, &ex2);
-    CHECK(st == ATTN_EINTERRUPTED,
-          "decode, split call: a nonzero poll stops it (status %d)", (int)st);
+    CHECK(st == ATTN_EINTERRUPTED && pp.chunk == 1 && pp.merge == 0
+              && isnan(*out0),
+          "decode, split call: a nonzero poll stops it in the chunk pass "
+          "(status %d, %d + %d polls)", (int)st, pp.chunk, pp.merge);
+    if (held)
+        pool_hold_end(&hold);
     attn__poll_interval_ns = saved;
     prob_free(&t);
 }

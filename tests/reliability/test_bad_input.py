@@ -482,9 +482,11 @@ TOO_BIG = {
     "attention-batch-overflow": (lambda: attnpy.attention(
         bcast(2 ** 40, 1, 1, 1), bcast(1, 2 ** 30, 1, 1), bcast(1, 1)),
         "attention"),
+    # a bool mask: taken as it is (a float one would first be compared
+    # with 0 into a 2**30-element array, seconds before the same refusal)
     "sdpa-mask-batch-overflow": (lambda: SDPA(
         bcast(2 ** 40, 1, 1, 1), bcast(1, 1), bcast(1, 1),
-        mask=bcast(2 ** 30, 1, 1, 1, 1)), "scaled_dot_product_attention"),
+        mask=bcast_bool(2 ** 30, 1, 1, 1, 1)), "scaled_dot_product_attention"),
     # batch 2**62: element count fits, byte count does not
     "attention-batch-2**62": (lambda: attnpy.attention(
         bcast(2 ** 31, 1, 1, 1), bcast(1, 2 ** 31, 1, 1), bcast(1, 1)),

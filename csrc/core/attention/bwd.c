@@ -184,6 +184,9 @@ static attn_status bwd_plan(attn_bwd_plan *bpl, const attn_bwd_problem *bp,
     pl->nqb = (p->L + BQ - 1) / BQ;
     pl->nkb = (p->S + pl->BK - 1) / pl->BK;
     attn__limits(pl, p);
+    /* the forward's score arithmetic (bfloat16 pairs), so that P = exp(s -
+     * lse) sees the very scores lse came from                           */
+    pl->dpbf16 = attn__dpbf16_plan(p, d);
     pl->pack_v = p->Ev > 1 && p->v.s1 != 1;
     const size_t BK = pl->BK, EP = bpl->EP, EvP = pl->EvP;
     bpl->BKA = p->S < BWD_BKA ? (p->S ? p->S : 1) : BWD_BKA;
@@ -213,6 +216,9 @@ static attn_status bwd_plan(attn_bwd_plan *bpl, const attn_bwd_problem *bp,
     ok = ok && mul_ok(BKM, BQ, &n) && take(&a, n, esz, &bpl->off_st);
     ok = ok && mul_ok(BKM, BQ, &n) && take(&a, n, esz, &bpl->off_dp);
     ok = ok && mul_ok(BKM, EP, &n) && take(&a, n, esz, &bpl->off_kr);
+    /* pairs: K rows with each feature pair swapped (tile_dpbf16.h)      */
+    ok = ok && mul_ok(BKM, pl->dpbf16 ? p->E : 0, &n)
+         && take(&a, n, esz, &pl->off_kp);
     ok = ok && mul_ok(BKM, pl->pack_v || p->v.store ? EvP : 0, &n)
          && take(&a, n, esz, &bpl->off_vp);
     ok = ok && mul_ok(BKM > BQ ? BKM : BQ, EP, &n)

@@ -37,6 +37,9 @@
 #define BLK_ALL_ 0  /* tile.h's block classes (it #undefs its names) */
 #define BLK_NONE_ 1
 #define BLK_MIXED_ 2
+#ifndef ATTN_DPBF16 /* 1: tile.h's instantiation has tile_dpbf16.h     */
+#define ATTN_DPBF16 0
+#endif
 
 #ifndef ATTNPY_BWD_TILE_ONCE
 #define ATTNPY_BWD_TILE_ONCE
@@ -232,8 +235,15 @@ TF void SFX(bwd_pack_q)(const attn_bwd_plan *bpl, char *sb, size_t b,
             gi0 = 0;
         }
     }
-    SFX(bwd_pack_t)((T *)(sb + bpl->off_qt), BQ, q_b, q.store, q.s0, q.s1,
-                    qi0, nq, nrv, p->E);
+    T *qt = (T *)(sb + bpl->off_qt);
+    SFX(bwd_pack_t)(qt, BQ, q_b, q.store, q.s0, q.s1, qi0, nq, nrv, p->E);
+    if (ATTN_DPBF16 && bpl->fp.dpbf16) /* pairs swapped, as K's */
+        for (size_t e = 0; e + 1 < p->E; e += 2)
+            for (size_t r = 0; r < nrv; r++) {
+                const T x = qt[e * BQ + r];
+                qt[e * BQ + r] = qt[(e + 1) * BQ + r];
+                qt[(e + 1) * BQ + r] = x;
+            }
     SFX(bwd_pack_t)((T *)(sb + bpl->off_dot), BQ, g_b, g.store, g.s0, g.s1,
                     gi0, nq, nrv, p->Ev);
     T *rlse = (T *)(sb + bpl->off_row), *rd = rlse + BQ;
@@ -290,6 +300,35 @@ TI void SFX(bwd_dbias_tile)(const attn_bwd_problem *bp, size_t b, size_t i0,
                       NULL, NULL, 0);
 }
 
+/* S^T = scale K Q^T of the block, the forward's bits: the float FMA chain,
+ * or (pl->dpbf16) the bfloat16 pair chain as its FMA twin, on the swapped
+ * pairs of qt and K (off_kp) under DAZ | FTZ, scaled after (tile_dpbf16.h) */
+TI void SFX(bwd_scores)(const attn_bwd_plan *bpl, char *sb, const T *qt,
+                        T *st, size_t nqv, const T *kr, size_t nk)
+{
+    const attn_plan *pl = &bpl->fp;
+    const size_t BQ = pl->BQ, E = pl->p->E;
+    const T scale = (T)pl->p->scale;
+#if ATTN_DPBF16
+    if (pl->dpbf16) {
+        const unsigned csr = dp_get_csr();
+        dp_set_csr(csr | 0x8040u);
+        SFX(qk_block)(st, BQ, qt, BQ, nqv, (const T *)(sb + pl->off_kp),
+                      (ptrdiff_t)E, E, nk, (T)1, 0);
+        dp_set_csr(csr);
+        for (size_t j = 0; j < nk; j++)
+            for (size_t c = 0; c < nqv * W; c += W)
+                VSTOREU(st + j * BQ + c,
+                        VMUL(VLOADU(st + j * BQ + c), VSET1(scale)));
+        return;
+    }
+#else
+    (void)sb;
+#endif
+    SFX(qk_block)(st, BQ, qt, BQ, nqv, kr, (ptrdiff_t)bpl->EP, E, nk, scale,
+                  1);
+}
+
 /* ---------------------------------------------------------------------- */
 /* one block pair: st = P^T, dp = dS^T (keys j0.., queries of qt/dot)      */
 /* ---------------------------------------------------------------------- */
@@ -307,8 +346,7 @@ TF void SFX(bwd_block)(const attn_bwd_plan *bpl, char *sb, size_t b,
     const uint8_t *mask_b = p->mask.data
         ? (const uint8_t *)p->mask.data + BOFF_(p->mask, b) : NULL;
     /* S^T = scale K Q^T (+ bias, masks): the forward's bits */
-    SFX(qk_block)(st, BQ, (const T *)(qs + bpl->off_qt), BQ, nqv, kr,
-                  (ptrdiff_t)bpl->EP, p->E, nk, (T)p->scale, 1);
+    SFX(bwd_scores)(bpl, sb, (const T *)(qs + bpl->off_qt), st, nqv, kr, nk);
     T *capt = p->softcap > 0 ? (T *)(sb + bpl->off_cap) : NULL;
     if (p->bias.data || mask_b || cdiag || pl->edits_scores)
         SFX(apply_masks)(pl, st, BQ, b, i0, nq, nqv, j0, nk, mask_b,
@@ -361,6 +399,11 @@ TI const T *SFX(bwd_kv)(const attn_bwd_plan *bpl, char *sb, size_t b,
     const attn_mat k = p->k, v = p->v;
     SFX(bwd_pack_r)((T *)(sb + bpl->off_kr), bpl->EP, BWD_BASE_(k, b),
                     k.store, k.s0, k.s1, j0, nk, p->E);
+#if ATTN_DPBF16
+    if (bpl->fp.dpbf16) /* the scores' K: pairs swapped (kr: dQ's)     */
+        SFX(k_dp_fma)(&bpl->fp, (const char *)BWD_BASE_(k, b), j0, nk,
+                      (float *)(sb + bpl->fp.off_kp));
+#endif
     T *vp = (T *)(sb + bpl->off_vp);
     if (!v.store)
         return SFX(v_block)(&bpl->fp, (const T *)v.data + BOFF_(v, b), j0, nk,
@@ -599,6 +642,7 @@ TF void SFX(bwd_item_b)(const attn_bwd_plan *bpl, void *scratch, size_t b,
 #undef BLK_ALL_
 #undef BLK_NONE_
 #undef BLK_MIXED_
+#undef ATTN_DPBF16
 
 /* the template's parameters, defined by the including file */
 #include "attention/vec_undef.h"

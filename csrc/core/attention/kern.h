@@ -265,6 +265,10 @@ extern const attn_isa_desc attn__isa_neon;
 /* The descriptor attn_sdpa uses now (tests). */
 const attn_isa_desc *attn__isa_current(void);
 
+/* pl->dpbf16 for problem p on desc d (sdpa.c): the forward and the
+ * backward ask the same question, so they compute the same scores      */
+int attn__dpbf16_plan(const attn_problem *p, const attn_isa_desc *d);
+
 /* the work of a call of `products` (L x S x (E + Ev)) multiply-adds per
  * batch item, for runtime/sched.h's thread-count rule (sdpa.c)          */
 double attn__sdpa_flops(const attn_problem *p, double products);

@@ -244,6 +244,23 @@ void attn__limits(attn_plan *pl, const attn_problem *p)
  * query blocks, vdpbf16ps for a few rows; the same bits either way     */
 int attn__dpbf16_mode = ATTN_DP_FMA;
 
+int attn__dpbf16_plan(const attn_problem *p, const attn_isa_desc *d)
+{
+#if ATTN_HAVE_X86 && (defined(__GNUC__) || defined(__clang__))
+    /* bfloat16 Q and K on a CPU with AVX512-BF16: scores by pairs of
+     * features (tile_dpbf16.h); chosen from (ISA, storage, E) alone, so
+     * every row of every call of that kind meets the same kernel      */
+    if (d == &attn__isa_avx512 && p->dtype == ATTN_F32
+        && p->q.store == ATTN_ST_BF16 && p->k.store == ATTN_ST_BF16
+        && p->E % 2 == 0 && (attn__x86_features() & ATTN_X86_AVX512_BF16))
+        return attn__dpbf16_mode;
+#else
+    (void)p;
+    (void)d;
+#endif
+    return 0;
+}
+
 static attn_status make_plan(attn_plan *pl, const attn_problem *p,
                              const attn_isa_desc *d)
 {
@@ -261,15 +278,7 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
     const size_t bk = BK < p->S ? BK : p->S ? p->S : 1;
 
     pl->nqb = (p->L + BQ - 1) / BQ;
-#if ATTN_HAVE_X86 && (defined(__GNUC__) || defined(__clang__))
-    /* bfloat16 Q and K on a CPU with AVX512-BF16: scores by pairs of
-     * features (tile_dpbf16.h); chosen from (ISA, storage, E) alone, so
-     * every row of every call of that kind meets the same kernel      */
-    if (d == &attn__isa_avx512 && p->dtype == ATTN_F32
-        && p->q.store == ATTN_ST_BF16 && p->k.store == ATTN_ST_BF16
-        && p->E % 2 == 0 && (attn__x86_features() & ATTN_X86_AVX512_BF16))
-        pl->dpbf16 = attn__dpbf16_mode;
-#endif
+    pl->dpbf16 = attn__dpbf16_plan(p, d);
     attn__limits(pl, p);
     /* 16-bit K / V: every block is converted into the packed block */
     pl->pack_k = (p->E > 1 && p->k.s1 != 1) || p->k.store != ATTN_ST_NATIVE;

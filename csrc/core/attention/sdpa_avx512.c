@@ -24,6 +24,9 @@
 #include "attention/vec_avx512.h"
 #include "attention/tile.h"
 #define ATTN_VEC_F64 0
+#if defined(__GNUC__) || defined(__clang__)
+#define ATTN_DPBF16 1 /* and the backward's scores (bwd_tile.h) */
+#endif
 #include "attention/vec_avx512.h"
 #include "attention/bwd_tile.h"
 
