@@ -126,6 +126,8 @@ typedef struct {
  *   - One exception: bfloat16 q AND k with an even E on the AVX-512 path
  *     of a CPU with AVX512-BF16 take their scores from vdpbf16ps (pairs
  *     of features per step): close to the float call, not its bits.
+ *     attn_sdpa_backward recomputes those scores by the same pair chain,
+ *     so the backward's P is built from the forward's very scores.
  *   - Batch invariance holds for them as for float: a row's result is the
  *     same bits whatever else is in the call (decoded alone or inside a
  *     long Q, any thread count, split or not), the bfloat16 pair path
