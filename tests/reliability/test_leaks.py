@@ -245,6 +245,20 @@ def check(call, n):
 
 
 @pytest.fixture(autouse=True, scope="module")
+def _frozen_heap():
+    """The objects alive before these tests (torch's, hypothesis' ... in a
+    full run: ~400,000) are moved out of the collector's sight
+    (gc.freeze), so that measure()'s gc.collect() walks only what the
+    calls made: ~10 ms instead of ~0.4 s each in a full run. Cyclic
+    garbage left by earlier tests then stays put instead of being freed
+    in the middle of a measurement."""
+    gc.collect()
+    gc.freeze()
+    yield
+    gc.unfreeze()
+
+
+@pytest.fixture(autouse=True, scope="module")
 def _one_thread():
     """Leak checks measure the binding; the result is the same for any
     thread count (tests/reliability/test_threads.py)."""
