@@ -219,6 +219,8 @@ def refcounts():
 def measure(call, n):
     for _ in range(n // 20):       # warm-up: caches, allocator arenas
         call()
+    # cheap: what was alive at this module's start is frozen (gc.freeze,
+    # tests/conftest.py), so this walks only what the calls made
     gc.collect()
     r0, b0, c0 = rss(), sys.getallocatedblocks(), refcounts()
     for _ in range(n):
@@ -242,20 +244,6 @@ def check(call, n):
     assert not refs, f"reference counts changed (object, before, after): {refs}"
     assert dblocks < BLOCK_SLACK, f"{dblocks} more Python allocator blocks"
     assert drss < RSS_SLACK, f"RSS grew by {drss / 2 ** 20:.1f} MiB"
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _frozen_heap():
-    """The objects alive before these tests (torch's, hypothesis' ... in a
-    full run: ~400,000) are moved out of the collector's sight
-    (gc.freeze), so that measure()'s gc.collect() walks only what the
-    calls made: ~10 ms instead of ~0.4 s each in a full run. Cyclic
-    garbage left by earlier tests then stays put instead of being freed
-    in the middle of a measurement."""
-    gc.collect()
-    gc.freeze()
-    yield
-    gc.unfreeze()
 
 
 @pytest.fixture(autouse=True, scope="module")
