@@ -1,8 +1,10 @@
 """Shared pytest setup: run against the checkout's attnpy, put tests/ on
 sys.path for the shared helpers (_arrays, _grad_np, _interrupt, fuzz_calls,
 _registry, _browser) that the test folders import, restore global state
-(thread count, kernel path) after every test, and one headless Chromium
-for the browser tests (launched only when one of them runs)."""
+(thread count, kernel path) after every test, keep what outlives a test
+module out of the garbage collector's full passes, and one headless
+Chromium for the browser tests (launched only when one of them runs)."""
+import gc
 import os
 import sys
 
@@ -29,6 +31,19 @@ for _p in (TESTS, ROOT):          # ROOT ends up first
     if _p in sys.path:
         sys.path.remove(_p)
     sys.path.insert(0, _p)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _freeze_survivors():
+    """At each test module's start: collect, then freeze (gc.freeze) what
+    is still alive -- the imported modules (torch, transformers, dask ...:
+    ~400,000 objects) and long-lived caches. Python's full collections,
+    which the allocations of a test trigger now and then, and the leak
+    checks' explicit ones then walk only what was made since, ~0.3 s less
+    each in a full run. Cycles among frozen objects are never collected:
+    only objects that survived a module boundary are frozen."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)

@@ -30,8 +30,10 @@ def _run_cli(args, timeout=120):
 
 def test_quick_on_tiny_shapes_prints_table_and_json(tmp_path):
     path = tmp_path / "bench.json"
+    # --settle 0.01: the default 0.12 s idle pause before each of the 42
+    # samples was most of this test's time (the pause still runs)
     p = _run_cli(["--quick", "--lengths", "16,48", "--skip", "torch", "--repeat", "2",
-                  "--matmul-size", "512", "--json", str(path)])
+                  "--matmul-size", "512", "--settle", "0.01", "--json", str(path)])
     assert p.returncode == 0, p.stdout + p.stderr
     out = p.stdout
     assert "attention, (B,H,L,E) = (1,12,L,64)" in out
@@ -248,7 +250,8 @@ def test_mha_part_on_small_shapes(capsys):
 
 
 def test_only_runs_the_named_parts(capsys):
-    rc = bench.main(["--quick", "--only", "tiny", "--skip", "torch", "--repeat", "1"])
+    rc = bench.main(["--quick", "--only", "tiny", "--skip", "torch", "--repeat", "1",
+                     "--settle", "0.01"])
     out = capsys.readouterr().out
     assert rc == 0
     assert "tiny: Q, K, V" in out and "attention, (B,H,L,E)" not in out

@@ -219,6 +219,8 @@ def refcounts():
 def measure(call, n):
     for _ in range(n // 20):       # warm-up: caches, allocator arenas
         call()
+    # cheap: what was alive at this module's start is frozen (gc.freeze,
+    # tests/conftest.py), so this walks only what the calls made
     gc.collect()
     r0, b0, c0 = rss(), sys.getallocatedblocks(), refcounts()
     for _ in range(n):
