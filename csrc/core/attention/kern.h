@@ -8,7 +8,8 @@
  *   tile_half.h          its reads and writes of 16-bit operands
  *   tile_dpbf16.h        bfloat16 scores by AVX512-BF16 pairs (AVX-512)
  *   exp.h                constants of the vector exp
- *   sdpa_portable.c      instantiates it in plain C (any CPU)
+ *   sdpa_portable.c      instantiates it in plain C (any CPU); its AVX2
+ *                        build (8 floats) in sdpa_portable_wide.c
  *   sdpa_avx2.c          ... for AVX2+FMA   (__attribute__((target)))
  *   sdpa_avx512.c        ... for AVX-512F   (__attribute__((target)))
  *   sdpa_neon.c          ... for AArch64 Advanced SIMD (NEON)
