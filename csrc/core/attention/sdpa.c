@@ -169,6 +169,9 @@ int attn_set_isa(const char *name)
 /* a split call's chunk states take at most this many bytes (else: whole
  * items)                                                                 */
 #define MAX_PART_BYTES ((size_t)256 << 20)
+/* a thread's converted 16-bit K / V blocks (kv_cache): at most this many
+ * bytes, from key 0 on; the blocks past it are converted per use        */
+#define KV_CACHE_BYTES ((size_t)512 * 1024)
 
 /* query block of desc d: the ISA's choice, smaller for huge E; capped at
  * L rounded up to the vector width when short_l                          */
@@ -240,6 +243,37 @@ void attn__limits(attn_plan *pl, const attn_problem *p)
     pl->edits_scores = p->softcap > 0 || p->alibi.data != NULL;
 }
 
+/* The thread's cache of converted 16-bit K / V blocks: with several
+ * query blocks per batch item, a thread converts each key block of an
+ * item once, not once per query block (tile_half.h: kv_cached); the
+ * blocks of the first KV_CACHE_BYTES only, so a long call adds a bounded
+ * amount per thread. K is cached in the form its scores read (floats,
+ * or pair-swapped floats for the bfloat16 FMA twin), not when vdpbf16ps
+ * reads it in place. Returns 0 on overflow.                              */
+static int kv_cache(attn_plan *pl, size_t *a)
+{
+    const attn_problem *p = pl->p;
+    const int ck = p->k.store != ATTN_ST_NATIVE && pl->dpbf16 != ATTN_DP_VDP;
+    const int cv = p->v.store != ATTN_ST_NATIVE;
+    const size_t row = (ck ? p->E : 0) + (cv ? pl->EvP : 0);
+    const size_t nkb = (p->S + pl->BK - 1) / pl->BK;
+    if (pl->nqb < 2 || row == 0 || p->dtype != ATTN_F32 || p->L <= ATTN_QK_FEW)
+        return 1;
+    size_t per, n;
+    if (!mul_ok(row, pl->BK * sizeof(float), &per))
+        return 1; /* a block larger than memory: none cached */
+    pl->kvc_blocks = KV_CACHE_BYTES / per < nkb ? KV_CACHE_BYTES / per : nkb;
+    if (pl->kvc_blocks == 0)
+        return 1;
+    const size_t keys = pl->kvc_blocks * pl->BK; /* <= S + BK: no overflow */
+    return (!ck || (mul_ok(keys, p->E, &n)
+                    && take(a, n, sizeof(float), &pl->off_kc)))
+           && (!cv || (mul_ok(keys, pl->EvP, &n)
+                       && take(a, n, sizeof(float), &pl->off_vc)))
+           && take(a, 2 * pl->kvc_blocks, sizeof(attn_kvmark),
+                   &pl->off_kvmark);
+}
+
 /* how bfloat16 pair-chain scores are computed (kern.h): FMA twins in
  * query blocks, vdpbf16ps for a few rows; the same bits either way     */
 int attn__dpbf16_mode = ATTN_DP_FMA;
@@ -301,6 +335,7 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
     const int mask = p->mask.data != NULL;
     ok = ok && take(&a, mask ? (p->S + BK - 1) / BK : 0, 1, &pl->off_mcls);
     ok = ok && take(&a, mask ? p->S : 0, 2, &pl->off_macc);
+    ok = ok && kv_cache(pl, &a);
     if (!ok)
         return ATTN_ENOMEM;
     /* a chunk state: m, l, and the item's rows (at most min(BQ, L))     */
@@ -331,6 +366,8 @@ static void sdpa_scratch_init(void *ctx, void *scratch)
 {
     const sdpa_ctx *c = ctx;
     memset((char *)scratch + c->pl->off_mkey, 0, sizeof(attn_mkey));
+    memset((char *)scratch + c->pl->off_kvmark, 0,
+           2 * c->pl->kvc_blocks * sizeof(attn_kvmark));
 }
 
 static attn_status sdpa_item(void *ctx, void *scratch, size_t k)

@@ -71,6 +71,54 @@ TI const T *SFX(v_any)(const attn_plan *pl, const char *v_b, size_t j0,
     return vp;
 }
 
+/* The thread's cached copy of key block j0 of K (v = 0) or V (v = 1) at
+ * base (sdpa.c: kv_cache): NULL when the block is not cached; else its
+ * slot, and *have: the slot already holds rows 0 .. nk-1 of it (if not,
+ * the caller converts them there now). The slot holds what the per-use
+ * conversion would write into kp / vp: the same floats.                */
+TI T *SFX(kv_slot)(const attn_plan *pl, char *sb, int v, const char *base,
+                   size_t j0, size_t nk, int *have)
+{
+    const size_t kb = j0 / pl->BK, off = v ? pl->off_vc : pl->off_kc;
+    if (kb >= pl->kvc_blocks || off == 0)
+        return NULL;
+    attn_kvmark *mk = (attn_kvmark *)(sb + pl->off_kvmark)
+                      + (v ? pl->kvc_blocks : 0) + kb;
+    *have = mk->base == base && mk->n >= nk;
+    if (!*have) {
+        mk->base = base;
+        mk->n = nk;
+    }
+    return (T *)(sb + off) + kb * pl->BK * (v ? pl->EvP : pl->p->E);
+}
+
+/* k_any / v_any through the thread's cache                               */
+TI const T *SFX(k_cached)(const attn_plan *pl, char *sb, const char *k_b,
+                          size_t j0, size_t nk, ptrdiff_t *ks)
+{
+    int have;
+    T *slot = SFX(kv_slot)(pl, sb, 0, k_b, j0, nk, &have);
+    if (!slot)
+        return SFX(k_any)(pl, k_b, j0, nk, (T *)(sb + pl->off_kp), ks);
+    if (!have)
+        SFX(k_any)(pl, k_b, j0, nk, slot, ks);
+    *ks = (ptrdiff_t)pl->p->E;
+    return slot;
+}
+
+TI const T *SFX(v_cached)(const attn_plan *pl, char *sb, const char *v_b,
+                          size_t j0, size_t nk, ptrdiff_t *vs)
+{
+    int have;
+    T *slot = SFX(kv_slot)(pl, sb, 1, v_b, j0, nk, &have);
+    if (!slot)
+        return SFX(v_any)(pl, v_b, j0, nk, (T *)(sb + pl->off_vp), vs);
+    if (!have)
+        SFX(v_any)(pl, v_b, j0, nk, slot, vs);
+    *vs = (ptrdiff_t)pl->EvP;
+    return slot;
+}
+
 /* element x of a row of operand m (base: the row's first element) := y  */
 TI void SFX(put)(const attn_mat *m, char *base, ptrdiff_t x, T y)
 {
