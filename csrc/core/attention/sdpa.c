@@ -355,7 +355,7 @@ typedef struct {
     const attn_plan *pl;
     attn_item_fn item;
     attn_merge_fn merge;
-    int largest_first;
+    int largest_first; /* 1: query blocks largest first, 2: per b too */
     int split; /* phase 1 of a split call: items (b, qb, chunk)           */
     /* first fully masked row seen, as (b * nqb + qb) * BQ + row within
      * the item: (b, row) order; SIZE_MAX: none                            */
@@ -382,7 +382,10 @@ static attn_status sdpa_item(void *ctx, void *scratch, size_t k)
         qb = k / pl->nch % nqb;
         return c->item(pl, scratch, b, qb, chunk, NULL);
     }
-    if (c->largest_first) {
+    if (c->largest_first == 2) { /* per batch item (kv_cache) */
+        b = k / nqb;
+        qb = nqb - 1 - k % nqb;
+    } else if (c->largest_first) {
         qb = nqb - 1 - k / B;
         b = k % B;
     } else {
@@ -505,6 +508,11 @@ attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
      * a thread reuse the mask's block classes across b (mask_classes). */
     c.largest_first = (p->causal != ATTN_CAUSAL_NONE && !p->window)
                       || p->mask.data != NULL;
+    /* causal 16-bit K / V without a mask: a batch item's blocks largest
+     * first, one item after the other, so a thread's cached key blocks
+     * (kv_cache) serve its next items                                   */
+    if (c.largest_first && !p->mask.data && pl.kvc_blocks)
+        c.largest_first = 2;
     atomic_init(&c.bad, SIZE_MAX);
     attn_job job = {sdpa_item, &c, nitems, pl.scratch_bytes,
                     sdpa_scratch_init, attn__sdpa_flops(p, 2.0)};
