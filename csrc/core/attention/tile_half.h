@@ -5,12 +5,13 @@
  * Part of the template tile.h (included by it, with its parameters and
  * helper macros defined). A 16-bit operand is read 16 bits at a time by
  * the kernel itself: its key / value block is converted into the
- * thread's scratch (the block the kernel would otherwise pack), or
- * converted in registers where it is read once (qk_few's transposes,
- * tile_kern.h); Q per work item while it is packed. Every conversion is
- * exact, so the float values the micro-kernels see, and every float
- * operation after them, are those of a float call on the upcast inputs:
- * the same bits. A 16-bit output is the float result rounded once, to
+ * thread's scratch (the block the kernel would otherwise pack; with
+ * several query blocks per batch item, into the thread's bounded cache,
+ * once per batch item: kv_cached), or converted in registers where it is
+ * read once (qk_few's transposes, tile_kern.h); Q per work item while it
+ * is packed. Every conversion is exact, so the float values the
+ * micro-kernels see, and every float operation after them, are those of
+ * a float call on the upcast inputs: the same bits. A 16-bit output is the float result rounded once, to
  * nearest even (half.h). Only float problems have 16-bit operands
  * (sdpa.c refuses the others); the double instantiation keeps the
  * scalar code, which never runs. (HALF_VEC_, ESZ_, MAT_B_ and VLOAD16_
