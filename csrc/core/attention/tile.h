@@ -207,7 +207,7 @@ TI void SFX(scores)(const attn_plan *pl, char *sb, T *st, size_t ldst,
         return;
     }
     const T *kblk = few ? SFX(k_any)(pl, k_b, j0, nk, kp, &ks)
-                        : SFX(k_cached)(pl, sb, k_b, j0, nk, &ks);
+                        : SFX(kv_cached)(pl, sb, 0, k_b, j0, nk, &ks);
     if (few)
         SFX(qk_few)(st, ldst, qt, BQ, nq, kblk, ks, ATTN_ST_NATIVE, p->E, nk,
                     (T)p->scale, kt);
@@ -411,7 +411,7 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
             continue;
         }
         const T *vblk = few ? SFX(v_any)(pl, v_b, j0, nk, vp, &vs)
-                            : SFX(v_cached)(pl, sb, v_b, j0, nk, &vs);
+                            : SFX(kv_cached)(pl, sb, 1, v_b, j0, nk, &vs);
         SFX(scores)(pl, sb, st, BQ, nq, nqv, few, k_b, j0, nk, 1);
         if (p->bias.data || cls == BLK_MIXED || cdiag || pl->edits_scores)
             SFX(apply_masks)(pl, st, BQ, b, i0, nq, nqv, j0, nk, mask_b, cls,

@@ -11,11 +11,12 @@
  * read once (qk_few's transposes, tile_kern.h); Q per work item while it
  * is packed. Every conversion is exact, so the float values the
  * micro-kernels see, and every float operation after them, are those of
- * a float call on the upcast inputs: the same bits. A 16-bit output is the float result rounded once, to
- * nearest even (half.h). Only float problems have 16-bit operands
- * (sdpa.c refuses the others); the double instantiation keeps the
- * scalar code, which never runs. (HALF_VEC_, ESZ_, MAT_B_ and VLOAD16_
- * are defined in tile.h, before the micro-kernels that use them.)
+ * a float call on the upcast inputs: the same bits. A 16-bit output is
+ * the float result rounded once, to nearest even (half.h). Only float
+ * problems have 16-bit operands (sdpa.c refuses the others); the double
+ * instantiation keeps the scalar code, which never runs. (HALF_VEC_,
+ * ESZ_, MAT_B_ and VLOAD16_ are defined in tile.h, before the
+ * micro-kernels that use them.)
  */
 
 /* dst[c] = src[c * s1] as floats, c < n                                   */
@@ -93,31 +94,20 @@ TI T *SFX(kv_slot)(const attn_plan *pl, char *sb, int v, const char *base,
     return (T *)(sb + off) + kb * pl->BK * (v ? pl->EvP : pl->p->E);
 }
 
-/* k_any / v_any through the thread's cache                               */
-TI const T *SFX(k_cached)(const attn_plan *pl, char *sb, const char *k_b,
-                          size_t j0, size_t nk, ptrdiff_t *ks)
+/* k_any (v = 0) / v_any (v = 1) through the thread's cache             */
+TI const T *SFX(kv_cached)(const attn_plan *pl, char *sb, int v,
+                           const char *base, size_t j0, size_t nk,
+                           ptrdiff_t *stride)
 {
     int have;
-    T *slot = SFX(kv_slot)(pl, sb, 0, k_b, j0, nk, &have);
-    if (!slot)
-        return SFX(k_any)(pl, k_b, j0, nk, (T *)(sb + pl->off_kp), ks);
-    if (!have)
-        SFX(k_any)(pl, k_b, j0, nk, slot, ks);
-    *ks = (ptrdiff_t)pl->p->E;
-    return slot;
-}
-
-TI const T *SFX(v_cached)(const attn_plan *pl, char *sb, const char *v_b,
-                          size_t j0, size_t nk, ptrdiff_t *vs)
-{
-    int have;
-    T *slot = SFX(kv_slot)(pl, sb, 1, v_b, j0, nk, &have);
-    if (!slot)
-        return SFX(v_any)(pl, v_b, j0, nk, (T *)(sb + pl->off_vp), vs);
-    if (!have)
-        SFX(v_any)(pl, v_b, j0, nk, slot, vs);
-    *vs = (ptrdiff_t)pl->EvP;
-    return slot;
+    T *slot = SFX(kv_slot)(pl, sb, v, base, j0, nk, &have);
+    T *dst = slot ? slot : (T *)(sb + (v ? pl->off_vp : pl->off_kp));
+    if (slot && have) {
+        *stride = (ptrdiff_t)(v ? pl->EvP : pl->p->E);
+        return slot;
+    }
+    return v ? SFX(v_any)(pl, base, j0, nk, dst, stride)
+             : SFX(k_any)(pl, base, j0, nk, dst, stride);
 }
 
 /* element x of a row of operand m (base: the row's first element) := y  */
