@@ -98,7 +98,6 @@
 
 #include "attention/tile_masks.h"
 
-
 /* ---------------------------------------------------------------------- */
 /* K / V blocks: used in place when rows are contiguous, else packed       */
 /* ---------------------------------------------------------------------- */
