@@ -15,8 +15,9 @@
  *   cc -O3 -std=c11 -ffp-contract=off -pthread -Icsrc/core \
  *      tests/c/bench_half.c $(ls csrc/core/[a-z]*[a-z]/[a-z]*.c) -lm \
  *      -o /tmp/bench_half
- *   bench_half [isa [threads [reps [fwd|dec]]]]   (fwd, dec: those
- *                                  shapes only)
+ *   bench_half [isa [threads [reps [fwd|dec|causal]]]]   (fwd, dec:
+ *                                  those shapes only; causal: fwd's, then
+ *                                  causal (1,12,1024,64), (1,12,4096,64))
  *   bench_half mem [n [threads]]   peak memory of a float16 causal call
  *                                  over n tokens (default 65536)
  */
@@ -225,12 +226,17 @@ int main(int argc, char **argv)
     }
     const char *only = argc > 4 ? argv[4] : "";
     printf("isa %s\n", attn_isa_name());
-    if (strcmp(only, "fwd") != 0) {
+    const int causal = strcmp(only, "causal") == 0;
+    if (strcmp(only, "fwd") != 0 && !causal) {
         bench(1, 32, 1, 4096, 128, ATTN_CAUSAL_NONE, nt, reps);
         bench(1, 8, 1, 32768, 128, ATTN_CAUSAL_NONE, nt, reps);
     }
     if (strcmp(only, "dec") != 0)
         bench(1, 12, 1024, 1024, 64, ATTN_CAUSAL_NONE, nt,
               *only ? reps : reps / 3 + 1);
+    if (causal) {
+        bench(1, 12, 1024, 1024, 64, ATTN_CAUSAL_TOP_LEFT, nt, reps);
+        bench(1, 12, 4096, 4096, 64, ATTN_CAUSAL_TOP_LEFT, nt, reps / 4 + 1);
+    }
     return 0;
 }

@@ -433,6 +433,8 @@ int main(int argc, char **argv)
             test_batch(st, 9000, 64, 19, 0);
             test_batch(st, 5000, 128, 7, 1);
             test_batch(st, 300, 40, 3, 0);
+            test_batch(st, 700, 64, 200, 1); /* query blocks sharing the
+                                                 converted K / V blocks */
         }
     }
     return check_summary(t0);

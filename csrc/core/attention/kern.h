@@ -106,6 +106,11 @@ typedef struct {
     size_t off_mkey;  /* attn_mkey: whose mask classes off_mcls holds       */
     size_t off_mcls;  /* mask class of each key block, ceil(S/BK) bytes     */
     size_t off_macc;  /* mask scan accumulators, 2 x S bytes                */
+    /* the thread's 16-bit K / V converted once per batch item, for key
+     * blocks kb < kvc_blocks (0: none; sdpa.c): off_kc (kvc_blocks * BK
+     * x E; 0: K not cached), off_vc (.. x EvP; 0: V not cached),
+     * off_kvmark (per cached block, K's then V's attn_kvmark)            */
+    size_t kvc_blocks, off_kc, off_vc, off_kvmark;
     size_t scratch_bytes;
     size_t nkb;       /* key blocks per batch item: ceil(S / BK)            */
     size_t CK;        /* keys per chunk, a multiple of BK (attn__chunk_keys) */
@@ -200,6 +205,14 @@ typedef struct {
     size_t nrows;
     int valid;
 } attn_mkey;
+
+/* what a thread's cached key block holds: its first n rows of the
+ * operand whose batch item starts at base (NULL: nothing). Zeroed with
+ * the scratch.                                                          */
+typedef struct {
+    const char *base;
+    size_t n;
+} attn_kvmark;
 
 /* Compute one work item. Returns ATTN_OK, or ATTN_EFULLYMASKED (policy
  * raise) with *bad_row = the first fully masked row of the item.          */

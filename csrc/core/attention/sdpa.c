@@ -169,6 +169,9 @@ int attn_set_isa(const char *name)
 /* a split call's chunk states take at most this many bytes (else: whole
  * items)                                                                 */
 #define MAX_PART_BYTES ((size_t)256 << 20)
+/* a thread's converted 16-bit K / V blocks (kv_cache): at most this many
+ * bytes, from key 0 on; the blocks past it are converted per use        */
+#define KV_CACHE_BYTES ((size_t)512 * 1024)
 
 /* query block of desc d: the ISA's choice, smaller for huge E; capped at
  * L rounded up to the vector width when short_l                          */
@@ -238,6 +241,37 @@ void attn__limits(attn_plan *pl, const attn_problem *p)
         pl->look_ahead = 0;
     pl->limited = pl->windowed || p->causal != ATTN_CAUSAL_NONE;
     pl->edits_scores = p->softcap > 0 || p->alibi.data != NULL;
+}
+
+/* The thread's cache of converted 16-bit K / V blocks: with several
+ * query blocks per batch item, a thread converts each key block of an
+ * item once, not once per query block (tile_half.h: kv_cached); the
+ * blocks of the first KV_CACHE_BYTES only, so a long call adds a bounded
+ * amount per thread. K is cached in the form its scores read (floats,
+ * or pair-swapped floats for the bfloat16 FMA twin), not when vdpbf16ps
+ * reads it in place. Returns 0 on overflow.                              */
+static int kv_cache(attn_plan *pl, size_t *a)
+{
+    const attn_problem *p = pl->p;
+    const int ck = p->k.store != ATTN_ST_NATIVE && pl->dpbf16 != ATTN_DP_VDP;
+    const int cv = p->v.store != ATTN_ST_NATIVE;
+    const size_t row = (ck ? p->E : 0) + (cv ? pl->EvP : 0);
+    const size_t nkb = (p->S + pl->BK - 1) / pl->BK;
+    if (pl->nqb < 2 || row == 0 || p->dtype != ATTN_F32 || p->L <= ATTN_QK_FEW)
+        return 1;
+    size_t per, n;
+    if (!mul_ok(row, pl->BK * sizeof(float), &per))
+        return 1; /* a block larger than memory: none cached */
+    pl->kvc_blocks = KV_CACHE_BYTES / per < nkb ? KV_CACHE_BYTES / per : nkb;
+    if (pl->kvc_blocks == 0)
+        return 1;
+    const size_t keys = pl->kvc_blocks * pl->BK; /* <= S + BK: no overflow */
+    return (!ck || (mul_ok(keys, p->E, &n)
+                    && take(a, n, sizeof(float), &pl->off_kc)))
+           && (!cv || (mul_ok(keys, pl->EvP, &n)
+                       && take(a, n, sizeof(float), &pl->off_vc)))
+           && take(a, 2 * pl->kvc_blocks, sizeof(attn_kvmark),
+                   &pl->off_kvmark);
 }
 
 /* how bfloat16 pair-chain scores are computed (kern.h): FMA twins in
@@ -310,6 +344,7 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
     const int mask = p->mask.data != NULL;
     ok = ok && take(&a, mask ? (p->S + BK - 1) / BK : 0, 1, &pl->off_mcls);
     ok = ok && take(&a, mask ? p->S : 0, 2, &pl->off_macc);
+    ok = ok && kv_cache(pl, &a);
     if (!ok)
         return ATTN_ENOMEM;
     /* a chunk state: m, l, and the item's rows (at most min(BQ, L))     */
@@ -329,7 +364,7 @@ typedef struct {
     const attn_plan *pl;
     attn_item_fn item;
     attn_merge_fn merge;
-    int largest_first;
+    int largest_first; /* 1: query blocks largest first, 2: per b too */
     int split; /* phase 1 of a split call: items (b, qb, chunk)           */
     /* first fully masked row seen, as (b * nqb + qb) * BQ + row within
      * the item: (b, row) order; SIZE_MAX: none                            */
@@ -340,6 +375,8 @@ static void sdpa_scratch_init(void *ctx, void *scratch)
 {
     const sdpa_ctx *c = ctx;
     memset((char *)scratch + c->pl->off_mkey, 0, sizeof(attn_mkey));
+    memset((char *)scratch + c->pl->off_kvmark, 0,
+           2 * c->pl->kvc_blocks * sizeof(attn_kvmark));
 }
 
 static attn_status sdpa_item(void *ctx, void *scratch, size_t k)
@@ -354,7 +391,10 @@ static attn_status sdpa_item(void *ctx, void *scratch, size_t k)
         qb = k / pl->nch % nqb;
         return c->item(pl, scratch, b, qb, chunk, NULL);
     }
-    if (c->largest_first) {
+    if (c->largest_first == 2) { /* per batch item (kv_cache) */
+        b = k / nqb;
+        qb = nqb - 1 - k % nqb;
+    } else if (c->largest_first) {
         qb = nqb - 1 - k / B;
         b = k % B;
     } else {
@@ -477,6 +517,11 @@ attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
      * a thread reuse the mask's block classes across b (mask_classes). */
     c.largest_first = (p->causal != ATTN_CAUSAL_NONE && !p->window)
                       || p->mask.data != NULL;
+    /* causal 16-bit K / V without a mask: a batch item's blocks largest
+     * first, one item after the other, so a thread's cached key blocks
+     * (kv_cache) serve its next items                                   */
+    if (c.largest_first && !p->mask.data && pl.kvc_blocks)
+        c.largest_first = 2;
     atomic_init(&c.bad, SIZE_MAX);
     attn_job job = {sdpa_item, &c, nitems, pl.scratch_bytes,
                     sdpa_scratch_init, attn__sdpa_flops(p, 2.0)};

@@ -98,13 +98,6 @@
 
 #include "attention/tile_masks.h"
 
-#ifndef ATTN_DPBF16
-#define ATTN_DPBF16 0
-#endif
-#if ATTN_DPBF16
-#include "attention/tile_dpbf16.h"
-#endif
-
 /* ---------------------------------------------------------------------- */
 /* K / V blocks: used in place when rows are contiguous, else packed       */
 /* ---------------------------------------------------------------------- */
@@ -180,6 +173,13 @@ TI void SFX(store_tile_t)(T *dst, ptrdiff_t s0, ptrdiff_t s1, const T *st,
 
 #include "attention/tile_half.h"
 
+#ifndef ATTN_DPBF16
+#define ATTN_DPBF16 0
+#endif
+#if ATTN_DPBF16
+#include "attention/tile_dpbf16.h"
+#endif
+
 /* st (key-major, ld ldst) = the scores of rows i0 .. i0+nq-1 (nqv vectors
  * of qt) with keys j0 .. j0+nk-1, times scale if scaled: qk_few (few
  * rows; reads 16-bit K rows in place) or qk_block, or their bfloat16 pair
@@ -205,7 +205,8 @@ TI void SFX(scores)(const attn_plan *pl, char *sb, T *st, size_t ldst,
                     p->k.store, p->E, nk, (T)p->scale, kt);
         return;
     }
-    const T *kblk = SFX(k_any)(pl, k_b, j0, nk, kp, &ks);
+    const T *kblk = few ? SFX(k_any)(pl, k_b, j0, nk, kp, &ks)
+                        : SFX(kv_cached)(pl, sb, 0, k_b, j0, nk, &ks);
     if (few)
         SFX(qk_few)(st, ldst, qt, BQ, nq, kblk, ks, ATTN_ST_NATIVE, p->E, nk,
                     (T)p->scale, kt);
@@ -408,7 +409,8 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
             SFX(pv_block)(oc, EvP, 1, nev, srow, 1, ralpha, vblk, vs, nk);
             continue;
         }
-        const T *vblk = SFX(v_any)(pl, v_b, j0, nk, vp, &vs);
+        const T *vblk = few ? SFX(v_any)(pl, v_b, j0, nk, vp, &vs)
+                            : SFX(kv_cached)(pl, sb, 1, v_b, j0, nk, &vs);
         SFX(scores)(pl, sb, st, BQ, nq, nqv, few, k_b, j0, nk, 1);
         if (p->bias.data || cls == BLK_MIXED || cdiag || pl->edits_scores)
             SFX(apply_masks)(pl, st, BQ, b, i0, nq, nqv, j0, nk, mask_b, cls,

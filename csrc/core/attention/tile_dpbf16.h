@@ -272,8 +272,11 @@ TI void SFX(scores_dp)(const attn_plan *pl, char *sb, T *st, size_t ldst,
     const T scale = scaled ? (T)pl->p->scale : (T)1;
     const size_t E = pl->p->E;
     if (!few && dp_fma_item(pl, nq)) {
-        const float *kf =
-            SFX(k_dp_fma)(pl, k_b, j0, nk, (float *)(sb + pl->off_kp));
+        int have = 0;
+        float *slot = SFX(kv_slot)(pl, sb, 0, k_b, j0, nk, &have);
+        const float *kf = have ? slot
+            : SFX(k_dp_fma)(pl, k_b, j0, nk,
+                            slot ? slot : (float *)(sb + pl->off_kp));
         const unsigned csr = dp_get_csr();
         dp_set_csr(csr | 0x8040u);
         SFX(qk_block)(st, ldst, (const T *)(sb + pl->off_qt), pl->BQ, nqv,

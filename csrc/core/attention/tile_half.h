@@ -5,16 +5,18 @@
  * Part of the template tile.h (included by it, with its parameters and
  * helper macros defined). A 16-bit operand is read 16 bits at a time by
  * the kernel itself: its key / value block is converted into the
- * thread's scratch (the block the kernel would otherwise pack), or
- * converted in registers where it is read once (qk_few's transposes,
- * tile_kern.h); Q per work item while it is packed. Every conversion is
- * exact, so the float values the micro-kernels see, and every float
- * operation after them, are those of a float call on the upcast inputs:
- * the same bits. A 16-bit output is the float result rounded once, to
- * nearest even (half.h). Only float problems have 16-bit operands
- * (sdpa.c refuses the others); the double instantiation keeps the
- * scalar code, which never runs. (HALF_VEC_, ESZ_, MAT_B_ and VLOAD16_
- * are defined in tile.h, before the micro-kernels that use them.)
+ * thread's scratch (the block the kernel would otherwise pack; with
+ * several query blocks per batch item, into the thread's bounded cache,
+ * once per batch item: kv_cached), or converted in registers where it is
+ * read once (qk_few's transposes, tile_kern.h); Q per work item while it
+ * is packed. Every conversion is exact, so the float values the
+ * micro-kernels see, and every float operation after them, are those of
+ * a float call on the upcast inputs: the same bits. A 16-bit output is
+ * the float result rounded once, to nearest even (half.h). Only float
+ * problems have 16-bit operands (sdpa.c refuses the others); the double
+ * instantiation keeps the scalar code, which never runs. (HALF_VEC_,
+ * ESZ_, MAT_B_ and VLOAD16_ are defined in tile.h, before the
+ * micro-kernels that use them.)
  */
 
 /* dst[c] = src[c * s1] as floats, c < n                                   */
@@ -69,6 +71,43 @@ TI const T *SFX(v_any)(const attn_plan *pl, const char *v_b, size_t j0,
     }
     *vs = (ptrdiff_t)EvP;
     return vp;
+}
+
+/* The thread's cached copy of key block j0 of K (v = 0) or V (v = 1) at
+ * base (sdpa.c: kv_cache): NULL when the block is not cached; else its
+ * slot, and *have: the slot already holds rows 0 .. nk-1 of it (if not,
+ * the caller converts them there now). The slot holds what the per-use
+ * conversion would write into kp / vp: the same floats.                */
+TI T *SFX(kv_slot)(const attn_plan *pl, char *sb, int v, const char *base,
+                   size_t j0, size_t nk, int *have)
+{
+    const size_t kb = j0 / pl->BK, off = v ? pl->off_vc : pl->off_kc;
+    if (kb >= pl->kvc_blocks || off == 0)
+        return NULL;
+    attn_kvmark *mk = (attn_kvmark *)(sb + pl->off_kvmark)
+                      + (v ? pl->kvc_blocks : 0) + kb;
+    *have = mk->base == base && mk->n >= nk;
+    if (!*have) {
+        mk->base = base;
+        mk->n = nk;
+    }
+    return (T *)(sb + off) + kb * pl->BK * (v ? pl->EvP : pl->p->E);
+}
+
+/* k_any (v = 0) / v_any (v = 1) through the thread's cache             */
+TI const T *SFX(kv_cached)(const attn_plan *pl, char *sb, int v,
+                           const char *base, size_t j0, size_t nk,
+                           ptrdiff_t *stride)
+{
+    int have;
+    T *slot = SFX(kv_slot)(pl, sb, v, base, j0, nk, &have);
+    T *dst = slot ? slot : (T *)(sb + (v ? pl->off_vp : pl->off_kp));
+    if (slot && have) {
+        *stride = (ptrdiff_t)(v ? pl->EvP : pl->p->E);
+        return slot;
+    }
+    return v ? SFX(v_any)(pl, base, j0, nk, dst, stride)
+             : SFX(k_any)(pl, base, j0, nk, dst, stride);
 }
 
 /* element x of a row of operand m (base: the row's first element) := y  */
