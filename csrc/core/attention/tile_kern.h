@@ -98,8 +98,6 @@ TF void SFX(qk_block)(T *st, size_t ldst, const T *qt, size_t ldq, size_t nqv,
     ((kst) == ATTN_ST_NATIVE ? ((const T *)(k))[x]                             \
                              : (T)attn_load_f32(kst, k, x))
 
-#define KSZ_(kst) ((kst) == ATTN_ST_NATIVE ? (ptrdiff_t)sizeof(T) : 2)
-
 /* k: nk rows of E elements stored as kst, row stride ks, contiguous rows
  * (or kst native, any rows): 16-bit rows are converted as they are
  * loaded for the transposes, never copied first                        */
@@ -113,14 +111,12 @@ TI void SFX(k_transpose_st)(T *kt, const void *k, ptrdiff_t ks, size_t E,
         for (; e + W <= E; e += W) {
             VT r[W];
             for (size_t i = 0; i < (size_t)W; i++) {
-                if (g + W + i < nk)
-                    /* the next group's rows: the transposes read W rows
-                     * side by side, a pattern the hardware prefetcher
-                     * does not follow (K is read in place or from the
-                     * scratch; 16-bit rows always in place)          */
-                    ATTN_PREFETCH((const char *)k
-                                  + ((ptrdiff_t)(g + W + i) * ks
-                                     + (ptrdiff_t)e) * KSZ_(kst));
+                if (kst != ATTN_ST_NATIVE && g + W + i < nk)
+                    /* the next group's rows: 16-bit rows are read
+                     * in place, straight from memory */
+                    ATTN_PREFETCH((const uint16_t *)k
+                                  + (ptrdiff_t)(g + W + i) * ks
+                                  + (ptrdiff_t)e);
                 r[i] = g + i < nk
                     ? KVEC_(k, (ptrdiff_t)(g + i) * ks + (ptrdiff_t)e, kst)
                     : VZERO();
