@@ -353,6 +353,26 @@ TI T SFX(masked_row)(const attn_problem *p, size_t b, double *vmean,
 /* so a row's bits never depend on the call around it.                     */
 /* ---------------------------------------------------------------------- */
 
+/* ask for the first W rows of 16-bit K from key j (the next block of a
+ * few-row item: qk_few's transposes read them in place, and prefetch
+ * each next group themselves) while the current block's V goes by;
+ * rows below jend. Float32 rows are left to the hardware prefetcher
+ * (asking for them measured no faster).                                */
+TI void SFX(prefetch_k)(const attn_plan *pl, const char *k_b, size_t j,
+                        size_t jend)
+{
+    const attn_problem *p = pl->p;
+    if (p->k.store == ATTN_ST_NATIVE || p->k.s1 != 1)
+        return;
+    const size_t esz = ESZ_(p->k), bytes = p->E * esz;
+    const ptrdiff_t rs = p->k.s0 * (ptrdiff_t)esz;
+    for (size_t r = j; r < jend && r < j + (size_t)W; r++) {
+        const char *row = k_b + (ptrdiff_t)r * rs;
+        for (size_t x = 0; x < bytes; x += 64)
+            ATTN_PREFETCH(row + x);
+    }
+}
+
 /* chunk state (m, l, oc) of rows i0 .. i0+nq-1 over the keys of chunk c
  * in [jlo, jend); the Q^T tile qt is packed                               */
 TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
@@ -399,6 +419,7 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
              * its softmax with keys in the lanes (softmax_row) */
             T *srow = (T *)(sb + pl->off_srow);
             SFX(scores)(pl, sb, srow, 1, 1, 1, 1, k_b, j0, nk, 1);
+            SFX(prefetch_k)(pl, k_b, j0 + BK, cend);
             SFX(softmax_row)(srow, nk, rm, rl, ralpha, rm_used);
             if (v16) { /* V rows converted as P V loads them */
                 SFX(pv_one16)(oc, nev, srow, ralpha, (const uint16_t *)v_b
@@ -412,6 +433,8 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
         const T *vblk = few ? SFX(v_any)(pl, v_b, j0, nk, vp, &vs)
                             : SFX(kv_cached)(pl, sb, 1, v_b, j0, nk, &vs);
         SFX(scores)(pl, sb, st, BQ, nq, nqv, few, k_b, j0, nk, 1);
+        if (few)
+            SFX(prefetch_k)(pl, k_b, j0 + BK, cend);
         if (p->bias.data || cls == BLK_MIXED || cdiag || pl->edits_scores)
             SFX(apply_masks)(pl, st, BQ, b, i0, nq, nqv, j0, nk, mask_b, cls,
                              cdiag, NULL);

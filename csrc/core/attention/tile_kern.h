@@ -321,6 +321,22 @@ TF void SFX(pv_one16)(T *o, size_t nev, const T *p, const T *alpha,
         SFX(pv_one16_st)(o, nev, p, alpha, v, vs, nk, ATTN_ST_F16);
 }
 
+/* pv_rows with PV_FEW_NR-vector passes (whole 128-float rows at W = 16) */
+TI void SFX(pv_few)(const int MR, T *o, size_t ldo, size_t nev, const T *pt,
+                    size_t ldp, const T *alpha, const T *v, ptrdiff_t vs,
+                    size_t nk)
+{
+    size_t c = 0;
+    for (; c + PV_FEW_NR <= nev; c += PV_FEW_NR)
+        SFX(pv_kern)(MR, PV_FEW_NR, o + c * W, ldo, pt, ldp, alpha, v + c * W,
+                     vs, nk);
+    for (; c < nev; c++)
+        SFX(pv_kern)(MR, 1, o + c * W, ldo, pt, ldp, alpha, v + c * W, vs, nk);
+}
+/* two rows of PV_FEW_NR accumulators and one row of V in registers: where
+ * the ISA's register file holds its PV_MR x PV_NR kernel's as many     */
+#define PV_FEW_PAIR_ (PV_MR >= 2 && PV_MR * PV_NR + PV_NR >= 3 * PV_FEW_NR)
+
 /* o (nq x nev*W, ld ldo) = alpha o + pt^T (pt: nk x .., ld ldp) . V_blk  */
 TF void SFX(pv_block)(T *o, size_t ldo, size_t nq, size_t nev, const T *pt,
                       size_t ldp, const T *alpha, const T *v, ptrdiff_t vs,
@@ -328,13 +344,21 @@ TF void SFX(pv_block)(T *o, size_t ldo, size_t nq, size_t nev, const T *pt,
 {
     size_t i = 0;
     if (nq == 1) { /* decoding: each V row read once, front to back */
-        size_t c = 0;
-        for (; c + PV_FEW_NR <= nev; c += PV_FEW_NR)
-            SFX(pv_kern)(1, PV_FEW_NR, o + c * W, ldo, pt, ldp, alpha,
-                         v + c * W, vs, nk);
-        for (; c < nev; c++)
-            SFX(pv_kern)(1, 1, o + c * W, ldo, pt, ldp, alpha, v + c * W, vs,
-                         nk);
+        SFX(pv_few)(1, o, ldo, nev, pt, ldp, alpha, v, vs, nk);
+        return;
+    }
+    if (PV_FEW_PAIR_ && nq <= ATTN_QK_FEW) {
+        /* a few rows: two at a time over whole V rows, so each pass reads
+         * the block's rows front to back (the first from memory, the next
+         * from L1) where PV_NR-wide passes would read every row in parts,
+         * a pattern the hardware prefetcher follows badly; the same sums
+         * per (row, column)                                             */
+        for (; i + 2 <= nq; i += 2)
+            SFX(pv_few)(2, o + i * ldo, ldo, nev, pt + i, ldp, alpha + i, v,
+                        vs, nk);
+        if (i < nq)
+            SFX(pv_few)(1, o + i * ldo, ldo, nev, pt + i, ldp, alpha + i, v,
+                        vs, nk);
         return;
     }
     for (; i + PV_MR <= nq; i += PV_MR)
