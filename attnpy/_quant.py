@@ -10,6 +10,7 @@ every instruction set and for any number of threads.
 """
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
@@ -134,19 +135,20 @@ def quantized_matmul(x: ArrayLike, weight: ArrayLike,
         _check_out(out, shape, np.dtype(np.float32), fname)
         if not out.flags.writeable:
             raise ValueError(f"{fname}: out is read-only")
-    x2 = _rows(x.reshape(-1, K), np.dtype(np.float32))
+    M = math.prod(x.shape[:-1])
+    x2 = _rows(x.reshape(M, K), np.dtype(np.float32))
     w2 = _rows(w, np.dtype(np.uint8))
     dst = None
     if out is not None and not (np.may_share_memory(out, x2)
                                 or np.may_share_memory(out, w2)):
         try:
-            dst = _rows(np.reshape(out, (-1, N), copy=False),
+            dst = _rows(np.reshape(out, (M, N), copy=False),
                         np.dtype(np.float32))
         except ValueError:
             dst = None
         if dst is not None and not np.shares_memory(dst, out):
             dst = None
-    res = dst if dst is not None else np.empty((x2.shape[0], N), np.float32)
+    res = dst if dst is not None else np.empty((M, N), np.float32)
     _core.qmatmul(x2, w2, res, qtype=qt, fname=fname)
     if out is None:
         return res.reshape(shape)

@@ -5,12 +5,13 @@
  * function still checks everything it is given, so a direct call of
  * attnpy._core.qmatmul cannot read or write out of bounds.
  */
+#include "args.h" /* first: Python.h before any system header */
+
 #include <string.h>
 
-#include "args.h"
-
 /* a 2-D array of dtype `type` (NPY_FLOAT / NPY_UINT8) whose rows are unit
- * stride and aligned, its row stride a whole number of items; -1 with
+ * stride and aligned, its row stride a whole number of items (an empty
+ * array's strides, often 0, are not looked at); -1 with
  * TypeError / ValueError naming fname and the argument                  */
 static int check_rows(PyObject *o, int type, int writable, const char *fname,
                       const char *name)
@@ -30,9 +31,10 @@ static int check_rows(PyObject *o, int type, int writable, const char *fname,
     const npy_intp isz = PyArray_ITEMSIZE(a);
     if (PyArray_NDIM(a) != 2 || !PyArray_ISALIGNED(a)
         || !PyArray_ISNOTSWAPPED(a)
-        || (PyArray_DIM(a, 1) > 1 && PyArray_STRIDE(a, 1) != isz)
-        || (PyArray_DIM(a, 0) > 1 && (PyArray_STRIDE(a, 0) < 0
-                                      || PyArray_STRIDE(a, 0) % isz))) {
+        || (PyArray_SIZE(a) > 0 && PyArray_DIM(a, 1) > 1
+            && PyArray_STRIDE(a, 1) != isz)
+        || (PyArray_SIZE(a) > 0 && PyArray_DIM(a, 0) > 1
+            && (PyArray_STRIDE(a, 0) < 0 || PyArray_STRIDE(a, 0) % isz))) {
         PyErr_Format(PyExc_ValueError, "%s: %s must be a 2-D array of "
                      "unit-stride, aligned rows", fname, name);
         return -1;
