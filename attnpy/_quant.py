@@ -28,11 +28,10 @@ def _qtype(qtype, fname):
     if not isinstance(qtype, str):
         raise TypeError(f"{fname}: qtype must be a str ('q4_1' or 'q8_0'), "
                         f"got {type(qtype).__name__}")
-    q = qtype.lower()
-    if q not in _BLOCK_BYTES:
+    if qtype not in _BLOCK_BYTES:
         raise ValueError(f"{fname}: qtype must be 'q4_1' or 'q8_0', got "
                          f"{qtype!r}")
-    return q
+    return qtype
 
 
 def _array(a, fname, arg, kind, what):
@@ -53,10 +52,10 @@ def _rows(a, dtype):
     native `dtype` (a view when it already is one, else a copy)."""
     if (a.dtype == dtype and a.flags.aligned and a.ndim == 2
             and (a.shape[1] <= 1 or a.strides[1] == a.itemsize)
-            and (a.shape[0] <= 1 or (a.strides[0] >= 0
+            and (a.shape[0] <= 1 or (a.strides[0] >= a.shape[1] * a.itemsize
                                      and a.strides[0] % a.itemsize == 0))):
         return a
-    return np.ascontiguousarray(a, dtype=dtype)
+    return np.array(a, dtype=dtype, order="C")   # a copy: aligned too
 
 
 @public("quantized_matmul")
