@@ -314,6 +314,16 @@ class SmolLM2:
             v is not None for k, v in self.layers[0].items()
             if k.endswith("_q"))
 
+    def without_blocks(self):
+        """A copy sharing the weights whose decode steps multiply the
+        float32 weights (NumPy's BLAS), as load(quantized=False) does."""
+        import copy
+        m = copy.copy(self)
+        m.layers = [{k: (None if k.endswith("_q") else v)
+                     for k, v in layer.items()} for layer in self.layers]
+        m.out_q = None
+        return m
+
     def _mm(self, x, layer, name):
         """x @ W.T of weight `name`: from its blocks for one position
         when there are blocks, else with the float32 weights (BLAS)."""

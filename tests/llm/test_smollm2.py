@@ -228,12 +228,8 @@ def test_decode_products_read_the_files_blocks(model):
 def test_quantized_decode_is_float32_decode_up_to_sum_order(model):
     """One decode step with the blocks against the float32 weights' BLAS
     products: the same model, only the sums' order differs."""
-    import copy
-    plain = copy.copy(model)
-    plain.layers = [{k: (None if k.endswith("_q") else v)
-                     for k, v in layer.items()} for layer in model.layers]
-    plain.out_q = None
-    assert not plain.quantized
+    plain = model.without_blocks()
+    assert not plain.quantized and model.quantized
     ids = REF["prompts"][0]["ids"]
     logits = []
     for m in (model, plain):
