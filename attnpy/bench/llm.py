@@ -298,35 +298,46 @@ def _print_row(r):
 
 def _micro(model, cfg, repeat):
     """Each decode product's shape: attnpy.quantized_matmul on the blocks
-    against NumPy's x @ W.T on the float32 weights, interleaved; GB/s =
-    the bytes each reads (blocks or float32 matrix) / median time."""
+    against NumPy's x @ W.T on the float32 weights, interleaved. A sample
+    runs the product of every layer in turn (as a decode step does, so
+    that the weights come from memory, not from a cache that one layer's
+    matrix would fit in); time = per product; GB/s = the bytes each
+    reads (blocks or float32 matrix) / that time."""
     import attnpy
-    layer = model.layers[0]
-    shapes = [(n, layer[n + "_q"], layer[n]) for n in
-              ("qkv", "o", "gate_up", "down")]
-    shapes.append(("output", model.out_q, model.out))
+    shapes = [(n, [(layer[n + "_q"], layer[n]) for layer in model.layers])
+              for n in ("qkv", "o", "gate_up", "down")]
+    shapes.append(("output", [(model.out_q, model.out)]))
     rows = []
-    for name, q, W in shapes:
-        if q is None:
+    for name, mats in shapes:
+        if mats[0][0] is None:
             continue
+        W0, (qtype, b0) = mats[0][1], mats[0][0]
         x = np.random.default_rng(0).standard_normal(
-            (1, W.shape[1])).astype(np.float32)
-        qtype, blocks = q
-        cs = [Contender("quantized", lambda: attnpy.quantized_matmul(
-                  x, blocks, qtype)),
-              Contender("float32", lambda: x @ W.T)]
+            (1, W0.shape[1])).astype(np.float32)
+
+        def quant(mats=mats, x=x):
+            for (qt, blocks), _ in mats:
+                attnpy.quantized_matmul(x, blocks, qt)
+
+        def plain(mats=mats, x=x):
+            for _, W in mats:
+                x @ W.T
+
+        cs = [Contender("quantized", quant), Contender("float32", plain)]
         t = time_interleaved(cs, {c.name: _estimate(c) for c in cs}, cfg,
                              repeat)
-        tq, tf = t["quantized"]["median_s"], t["float32"]["median_s"]
-        rows.append({"name": name, "qtype": qtype, "shape": list(W.shape),
-                     "quantized_s": tq, "float32_s": tf,
-                     "quantized_gb_s": blocks.nbytes / tq / 1e9,
-                     "float32_gb_s": W.nbytes / tf / 1e9})
-        _p("  %-8s %-5s %5d x %4d | quantized %8.1f us %6.1f GB/s (%5.1f MB)"
-           " | float32 %8.1f us %6.1f GB/s (%5.1f MB) | %.2fx" % (
-               name, qtype, W.shape[0], W.shape[1], 1e6 * tq,
-               rows[-1]["quantized_gb_s"], blocks.nbytes / 1e6, 1e6 * tf,
-               rows[-1]["float32_gb_s"], W.nbytes / 1e6, tf / tq))
+        tq = t["quantized"]["median_s"] / len(mats)
+        tf = t["float32"]["median_s"] / len(mats)
+        rows.append({"name": name, "qtype": qtype, "shape": list(W0.shape),
+                     "layers": len(mats), "quantized_s": tq,
+                     "float32_s": tf,
+                     "quantized_gb_s": b0.nbytes / tq / 1e9,
+                     "float32_gb_s": W0.nbytes / tf / 1e9})
+        _p("  %-8s %-5s %5d x %4d x%3d | quantized %7.1f us %5.1f GB/s "
+           "(%5.1f MB) | float32 %7.1f us %5.1f GB/s (%5.1f MB) | %.2fx" % (
+               name, qtype, W0.shape[0], W0.shape[1], len(mats), 1e6 * tq,
+               rows[-1]["quantized_gb_s"], b0.nbytes / 1e6, 1e6 * tf,
+               rows[-1]["float32_gb_s"], W0.nbytes / 1e6, tf / tq))
     return rows
 
 
@@ -372,8 +383,8 @@ def bench_llm(env, cfg, repeat, contexts=CONTEXTS, memory=True):
     else:
         _p("  transformers: %s" % res.get("transformers", env.torch_error))
     if getattr(model, "quantized", False):
-        _p("  decode products, one layer's shapes and the output layer "
-           "(x: 1 row):")
+        _p("  decode products (x: 1 row), per product, each sample over "
+           "every layer's matrix of the shape (x30) or the output layer:")
         res["micro"] = _micro(model, cfg, repeat)
     _p("  %6s | %9s %9s %7s | %7s %7s %7s | %7s %7s | %6s %6s %6s" % (
         "ctx", "prefill", "hf tok/s", "ratio", "decode", "hf", "ratio",

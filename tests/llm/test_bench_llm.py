@@ -53,7 +53,8 @@ def test_llm_part_rows_without_transformers(capsys):
                       * micro["down"]["quantized_s"], 576 * 1536 // 32 * 20)
     assert np.isclose(micro["down"]["float32_gb_s"] * 1e9
                       * micro["down"]["float32_s"], 576 * 1536 * 4)
-    assert "decode products, one layer's shapes" in out
+    assert micro["qkv"]["layers"] == 30 and micro["output"]["layers"] == 1
+    assert "decode products (x: 1 row), per product" in out
     # the float16 cache against the float32 one at the last context
     c16 = res["cache16"]
     assert c16["context"] == 40

@@ -16,7 +16,7 @@
 #include "runtime/platform.h"
 #include "runtime/sched.h"
 
-#define QROWS 16 /* output rows per work item                           */
+#define QROWS 64 /* output rows per work item                           */
 
 /* a block's float16 field (GGUF is little-endian, as every host here)   */
 static float f16_at(const uint8_t *p)

@@ -20,6 +20,17 @@
 #define T256 ATTN_TARGET("avx2,fma,f16c")
 #define NR 4 /* weight rows per pass */
 
+/* A hint to fetch the rows two passes ahead (a pass reads NR rows front
+ * to back, NR blocks per step; two lines a step keep ahead of that).
+ * The address may lie past the matrix: it is computed as an integer and
+ * a prefetch never faults.                                              */
+#define PREFETCH_AHEAD(w, ldw, r, off)                                         \
+    do {                                                                       \
+        const uintptr_t a_ = (uintptr_t)(w) + ((r) + 2 * NR) * (ldw) + (off);  \
+        _mm_prefetch((const char *)a_, _MM_HINT_T0);                           \
+        _mm_prefetch((const char *)(a_ + 64), _MM_HINT_T0);                    \
+    } while (0)
+
 /* the block's d and m (or d and the first two int8: unused) as floats   */
 static T256 ATTN_INLINE __m128 dm_of(const uint8_t *blk)
 {
@@ -49,19 +60,23 @@ static T512 ATTN_INLINE float sum512(__m512 a0, __m512 a1)
                             _mm256_extractf128_ps(t, 1)));
 }
 
+/* Q4_1: the block's 16 possible weights d k + m (k = 0..15, one FMA:
+ * d k is exact, so this is gguf's d q + m) in a register, looked up by
+ * each nibble (vpermps reads the low 4 bits of an index)               */
 static T512 ATTN_INLINE void q41_512(const uint8_t *blk, __m512 x0,
                                      __m512 x1, __m512 *a0, __m512 *a1)
 {
     const __m128 dm = dm_of(blk);
-    const __m512 d = _mm512_broadcastss_ps(dm);
-    const __m512 m = _mm512_broadcastss_ps(_mm_movehdup_ps(dm));
+    const __m512 k = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                    12, 13, 14, 15);
+    const __m512 tab = _mm512_fmadd_ps(_mm512_broadcastss_ps(dm), k,
+                                       _mm512_broadcastss_ps(
+                                           _mm_movehdup_ps(dm)));
     const __m512i q = _mm512_cvtepu8_epi32(
         _mm_loadu_si128((const __m128i *)(blk + 4)));
-    const __m512 lo = _mm512_cvtepi32_ps(
-        _mm512_and_si512(q, _mm512_set1_epi32(15)));
-    const __m512 hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(q, 4));
-    *a0 = _mm512_fmadd_ps(x0, _mm512_fmadd_ps(d, lo, m), *a0);
-    *a1 = _mm512_fmadd_ps(x1, _mm512_fmadd_ps(d, hi, m), *a1);
+    *a0 = _mm512_fmadd_ps(x0, _mm512_permutexvar_ps(q, tab), *a0);
+    *a1 = _mm512_fmadd_ps(x1, _mm512_permutexvar_ps(
+                                  _mm512_srli_epi32(q, 4), tab), *a1);
 }
 
 static T512 ATTN_INLINE void q80_512(const uint8_t *blk, __m512 x0,
@@ -87,6 +102,7 @@ T512 void NAME(float *y, const float *x, const uint8_t *w, size_t ldw,         \
             a[k] = _mm512_setzero_ps();                                        \
         const uint8_t *p = w + r * ldw;                                        \
         for (size_t b = 0; b < nb; b++, p += BYTES) {                          \
+            PREFETCH_AHEAD(w, ldw, r, b * NR * BYTES);                         \
             const __m512 x0 = _mm512_loadu_ps(x + b * QK);                     \
             const __m512 x1 = _mm512_loadu_ps(x + b * QK + 16);                \
             for (int k = 0; k < NR; k++)                                       \
