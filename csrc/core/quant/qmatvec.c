@@ -35,40 +35,50 @@ static float reduce32(float *acc)
     return acc[0];
 }
 
-static void qrows_q4_1_portable(float *y, const float *x, const uint8_t *w,
-                                size_t ldw, size_t nrows, size_t nb)
+/* a block's 32 weights, as gguf decodes them                           */
+static void decode_q4_1(const uint8_t *blk, float *wv)
+{
+    const float d = f16_at(blk), m = f16_at(blk + 2);
+    for (int j = 0; j < 16; j++) {
+        wv[j] = d * (float)(blk[4 + j] & 15) + m;
+        wv[16 + j] = d * (float)(blk[4 + j] >> 4) + m;
+    }
+}
+
+static void decode_q8_0(const uint8_t *blk, float *wv)
+{
+    const float d = f16_at(blk);
+    for (int j = 0; j < QK; j++)
+        wv[j] = d * (float)(int8_t)blk[2 + j];
+}
+
+static void qrows_portable(void (*decode)(const uint8_t *, float *),
+                           size_t bytes, float *y, const float *x,
+                           const uint8_t *w, size_t ldw, size_t nrows,
+                           size_t nb)
 {
     for (size_t r = 0; r < nrows; r++) {
-        float acc[QK] = {0};
+        float acc[QK] = {0}, wv[QK];
         const uint8_t *blk = w + r * ldw;
-        for (size_t b = 0; b < nb; b++, blk += Q4_1_BYTES) {
-            const float d = f16_at(blk), m = f16_at(blk + 2);
-            const float *xb = x + b * QK;
-            for (int j = 0; j < 16; j++) {
-                const float lo = d * (float)(blk[4 + j] & 15) + m;
-                const float hi = d * (float)(blk[4 + j] >> 4) + m;
-                acc[j] = fmaf(xb[j], lo, acc[j]);
-                acc[16 + j] = fmaf(xb[16 + j], hi, acc[16 + j]);
-            }
+        for (size_t b = 0; b < nb; b++, blk += bytes) {
+            decode(blk, wv);
+            for (int j = 0; j < QK; j++)
+                acc[j] = fmaf(x[b * QK + (size_t)j], wv[j], acc[j]);
         }
         y[r] = reduce32(acc);
     }
 }
 
+static void qrows_q4_1_portable(float *y, const float *x, const uint8_t *w,
+                                size_t ldw, size_t nrows, size_t nb)
+{
+    qrows_portable(decode_q4_1, Q4_1_BYTES, y, x, w, ldw, nrows, nb);
+}
+
 static void qrows_q8_0_portable(float *y, const float *x, const uint8_t *w,
                                 size_t ldw, size_t nrows, size_t nb)
 {
-    for (size_t r = 0; r < nrows; r++) {
-        float acc[QK] = {0};
-        const uint8_t *blk = w + r * ldw;
-        for (size_t b = 0; b < nb; b++, blk += Q8_0_BYTES) {
-            const float d = f16_at(blk);
-            const float *xb = x + b * QK;
-            for (int j = 0; j < QK; j++)
-                acc[j] = fmaf(xb[j], d * (float)(int8_t)blk[2 + j], acc[j]);
-        }
-        y[r] = reduce32(acc);
-    }
+    qrows_portable(decode_q8_0, Q8_0_BYTES, y, x, w, ldw, nrows, nb);
 }
 
 /* the kernel for the selected instruction set (attn_set_isa): the same
