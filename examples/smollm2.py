@@ -128,8 +128,9 @@ def read_gguf(path, blocks=None):
                              "Q8_0, F16 and F32")
         a = gguf.dequantize(t.data, t.tensor_type)
         if blocks is not None and t.tensor_type.name in QUANTIZED:
+            # a copy in memory of our own: t.data maps the file
             blocks[t.name] = (QUANTIZED[t.tensor_type.name],
-                              np.ascontiguousarray(t.data, dtype=np.uint8))
+                              np.array(t.data, dtype=np.uint8, copy=True))
         tensors[t.name] = np.ascontiguousarray(a, dtype=np.float32)
     return meta, tensors
 
