@@ -43,6 +43,7 @@ As a module::
 
     model = load()                      # the installed package's file
     model16 = load(cache_dtype=np.float16)   # a 16-bit KV cache
+    plain = load(quantized=False)       # decode with float32 weights too
     for piece in model.generate("What is the capital of France?"):
         print(piece, end="", flush=True)
     ids = model.generate_ids(model.chat_ids("Hi!"), 16)   # token ids

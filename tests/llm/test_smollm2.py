@@ -193,6 +193,10 @@ def test_cli_cache_dtype(model, monkeypatch, capsys):
     assert asked["cache_dtype"] == np.float16
     assert capsys.readouterr().out == \
         model.tokenizer.decode(case["greedy"][:6]) + "\n"
+    assert asked["quantized"] is True             # the default
+    ex.main(["--no-quantized", "--max-new-tokens", "2", case["prompt"]])
+    assert asked["quantized"] is False
+    capsys.readouterr()
     with pytest.raises(SystemExit):
         ex.main(["--cache-dtype", "int8", "hi"])
 
