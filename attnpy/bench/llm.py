@@ -18,6 +18,12 @@ At each context C (128, 1024, 4096 tokens):
 - at the last context, the decode step and its attention share with a
   float16 KV cache against the float32 one, interleaved.
 
+attnpy's decode step computes its matrix products from the file's Q4_1 /
+Q8_0 blocks (attnpy.quantized_matmul, the example's default); the same
+step with the float32 weights (NumPy's BLAS, ``load(quantized=False)``)
+is timed beside it, and a micro bench compares the two products on each
+layer's shape (GB/s of bytes read: the blocks, or the float32 matrix).
+
 Then the peak resident memory of each, in a fresh process: loading the
 model, a prefill of the longest context and 8 decode steps (the peak
 resident size, VmHWM, minus the resident size after the imports).
@@ -78,6 +84,9 @@ class _Sides:
 
     def __init__(self, ex_model, hf, torch, C):
         self.m, self.hf, self.torch, self.C = ex_model, hf, torch, C
+        # the same model, decoding with the float32 weights (BLAS)
+        self.plain = (ex_model.without_blocks()
+                      if getattr(ex_model, "quantized", False) else None)
         self.ids = _context_ids(ex_model, C)
         self.caches = ex_model.new_caches(C + 1)
         ex_model.forward(self.ids, self.caches, 0)
@@ -98,6 +107,11 @@ class _Sides:
         for c in self.caches:
             c._n = self.C        # attnpy's own class: roll the fill back
         self.m.forward([self.ids[-1]], self.caches, self.C, timings=timings)
+
+    def decode_f32(self):
+        for c in self.caches:
+            c._n = self.C
+        self.plain.forward([self.ids[-1]], self.caches, self.C)
 
     def hf_decode(self):
         extra = self.hf_cache.get_seq_length() - self.C
@@ -252,30 +266,86 @@ def _row(C, t, parts):
     r = {"context": C, "results": t,
          "attnpy_prefill_tok_s": C / med["attnpy prefill"],
          "attnpy_decode_tok_s": 1 / med["attnpy decode"], **parts}
+    if "attnpy decode f32" in med:
+        r["attnpy_decode_f32_tok_s"] = 1 / med["attnpy decode f32"]
     if "transformers decode" in med:
         r["hf_prefill_tok_s"] = C / med["transformers prefill"]
         r["hf_decode_tok_s"] = 1 / med["transformers decode"]
         r["prefill_speedup"] = med["transformers prefill"] / med["attnpy prefill"]
         r["decode_speedup"] = med["transformers decode"] / med["attnpy decode"]
+        if "attnpy decode f32" in med:
+            r["decode_f32_speedup"] = (med["transformers decode"]
+                                       / med["attnpy decode f32"])
     return r
 
 
 def _print_row(r):
     hf = "prefill_speedup" in r
-    _p("  %6d | %9.1f %9s %7s | %7.2f %7s %7s | %5.1f%% %5.1f%% %5.1f%%" % (
-        r["context"], r["attnpy_prefill_tok_s"],
-        "%.1f" % r["hf_prefill_tok_s"] if hf else "-",
-        "%.2fx" % r["prefill_speedup"] if hf else "-",
-        r["attnpy_decode_tok_s"],
-        "%.2f" % r["hf_decode_tok_s"] if hf else "-",
-        "%.2fx" % r["decode_speedup"] if hf else "-",
-        100 * r["attention_share"], 100 * r["matmul_share"],
-        100 * r["other_share"]))
+    f32 = "attnpy_decode_f32_tok_s" in r
+    _p("  %6d | %9.1f %9s %7s | %7.2f %7s %7s | %7s %7s | %5.1f%% %5.1f%% "
+       "%5.1f%%" % (
+           r["context"], r["attnpy_prefill_tok_s"],
+           "%.1f" % r["hf_prefill_tok_s"] if hf else "-",
+           "%.2fx" % r["prefill_speedup"] if hf else "-",
+           r["attnpy_decode_tok_s"],
+           "%.2f" % r["hf_decode_tok_s"] if hf else "-",
+           "%.2fx" % r["decode_speedup"] if hf else "-",
+           "%.2f" % r["attnpy_decode_f32_tok_s"] if f32 else "-",
+           "%.2fx" % r["decode_f32_speedup"] if f32 and hf else "-",
+           100 * r["attention_share"], 100 * r["matmul_share"],
+           100 * r["other_share"]))
+
+
+def _micro(model, cfg, repeat):
+    """Each decode product's shape: attnpy.quantized_matmul on the blocks
+    against NumPy's x @ W.T on the float32 weights, interleaved. A sample
+    runs the product of every layer in turn (as a decode step does, so
+    that the weights come from memory, not from a cache that one layer's
+    matrix would fit in); time = per product; GB/s = the bytes each
+    reads (blocks or float32 matrix) / that time."""
+    import attnpy
+    shapes = [(n, [(layer[n + "_q"], layer[n]) for layer in model.layers])
+              for n in ("qkv", "o", "gate_up", "down")]
+    shapes.append(("output", [(model.out_q, model.out)]))
+    rows = []
+    for name, mats in shapes:
+        if mats[0][0] is None:
+            continue
+        W0, (qtype, b0) = mats[0][1], mats[0][0]
+        x = np.random.default_rng(0).standard_normal(
+            (1, W0.shape[1])).astype(np.float32)
+
+        def quant(mats=mats, x=x):
+            for (qt, blocks), _ in mats:
+                attnpy.quantized_matmul(x, blocks, qt)
+
+        def plain(mats=mats, x=x):
+            for _, W in mats:
+                x @ W.T
+
+        cs = [Contender("quantized", quant), Contender("float32", plain)]
+        t = time_interleaved(cs, {c.name: _estimate(c) for c in cs}, cfg,
+                             repeat)
+        tq = t["quantized"]["median_s"] / len(mats)
+        tf = t["float32"]["median_s"] / len(mats)
+        rows.append({"name": name, "qtype": qtype, "shape": list(W0.shape),
+                     "layers": len(mats), "quantized_s": tq,
+                     "float32_s": tf,
+                     "quantized_gb_s": b0.nbytes / tq / 1e9,
+                     "float32_gb_s": W0.nbytes / tf / 1e9})
+        _p("  %-8s %-5s %5d x %4d x%3d | quantized %7.1f us %5.1f GB/s "
+           "(%5.1f MB) | float32 %7.1f us %5.1f GB/s (%5.1f MB) | %.2fx" % (
+               name, qtype, W0.shape[0], W0.shape[1], len(mats), 1e6 * tq,
+               rows[-1]["quantized_gb_s"], b0.nbytes / 1e6, 1e6 * tf,
+               rows[-1]["float32_gb_s"], W0.nbytes / 1e6, tf / tq))
+    return rows
 
 
 def _time_context(sides, cfg, repeat):
     pre = [Contender("attnpy prefill", sides.prefill)]
     dec = [Contender("attnpy decode", sides.decode)]
+    if sides.plain is not None:
+        dec.append(Contender("attnpy decode f32", sides.decode_f32))
     if sides.hf is not None:
         pre.append(Contender("transformers prefill", sides.hf_prefill))
         dec.append(Contender("transformers decode", sides.hf_decode))
@@ -312,9 +382,13 @@ def bench_llm(env, cfg, repeat, contexts=CONTEXTS, memory=True):
                "identical" if g["same_greedy_tokens"] else "DIFFER"))
     else:
         _p("  transformers: %s" % res.get("transformers", env.torch_error))
-    _p("  %6s | %9s %9s %7s | %7s %7s %7s | %6s %6s %6s" % (
+    if getattr(model, "quantized", False):
+        _p("  decode products (x: 1 row), per product, each sample over "
+           "every layer's matrix of the shape (x30) or the output layer:")
+        res["micro"] = _micro(model, cfg, repeat)
+    _p("  %6s | %9s %9s %7s | %7s %7s %7s | %7s %7s | %6s %6s %6s" % (
         "ctx", "prefill", "hf tok/s", "ratio", "decode", "hf", "ratio",
-        "attn", "matmul", "other"))
+        "dec f32", "ratio", "attn", "matmul", "other"))
     rows = res["contexts"] = []
     for C in contexts:
         sides = _Sides(model, hf, torch, C)
@@ -325,7 +399,9 @@ def bench_llm(env, cfg, repeat, contexts=CONTEXTS, memory=True):
         if C != contexts[-1]:
             del sides   # the last one's serves the float16 comparison
     _p("  (prefill and decode in tokens/s; ratio = attnpy / transformers; "
-       "attn, matmul, other: the shares of attnpy's decode step of the 30 "
+       "decode: products from the GGUF blocks (quantized_matmul), dec f32: "
+       "the same step with the float32 weights (BLAS); attn, matmul, "
+       "other: the shares of attnpy's (blocks) decode step of the 30 "
        "attention calls, of the matrix products and of the rest)")
     res["cache16"] = _cache16(sides, cfg, repeat)
     del sides

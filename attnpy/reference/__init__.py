@@ -51,6 +51,7 @@ from .layer import (MultiHeadAttention, feed_forward, feed_forward_backward,
                     transformer_encoder_layer)
 from .llama import (rms_norm, rms_norm_backward, silu, swiglu,
                     swiglu_backward)
+from .quant import quantized_matmul
 from .tutorial import (tutorial_combine_heads, tutorial_create_causal_mask,
                        tutorial_encoder_layer, tutorial_feed_forward,
                        tutorial_init_weights, tutorial_layer_norm,
@@ -72,6 +73,7 @@ __all__ = [
     "layer_norm", "layer_norm_backward", "gelu", "gelu_backward",
     "feed_forward", "feed_forward_backward", "transformer_encoder_layer",
     "rms_norm", "rms_norm_backward", "silu", "swiglu", "swiglu_backward",
+    "quantized_matmul",
     "tutorial_softmax", "tutorial_scaled_dot_product_attention",
     "tutorial_create_causal_mask", "tutorial_positional_encoding",
     "tutorial_split_heads", "tutorial_combine_heads",

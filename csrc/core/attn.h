@@ -494,6 +494,23 @@ attn_status attn_swiglu_backward(attn_dtype dtype, size_t nrows, size_t n,
                                  attn_mat gate, attn_mat up,
                                  const attn_exec *ex);
 
+/* ---- quantized weights (quant/) -------------------------------------------
+ * attn_qmatmul: out (M, N) = x (M, K) W^T, W (N, K) stored as GGUF blocks
+ * of 32 weights, row n at w + n ldw (bytes; ldw >= K / 32 block bytes):
+ *   ATTN_Q4_1: 20 bytes = float16 d, float16 m, 16 bytes q: weight j < 16
+ *              is d (q[j] & 15) + m, weight 16 + j is d (q[j] >> 4) + m;
+ *   ATTN_Q8_0: 34 bytes = float16 d, 32 int8 q: weight j is d q[j];
+ * (gguf's dequantized float32 values, exactly). x rows ldx floats apart,
+ * out rows ldo floats apart (ldx >= K, ldo >= N), K a multiple of 32.
+ * Each out(i, n) is one dot product in one order (quant/qmatvec.h), the
+ * same bits on every instruction set and for any exec->nthreads.
+ * attn_qblock_bytes: a block's bytes (0 for an unknown type).           */
+typedef enum { ATTN_Q4_1 = 0, ATTN_Q8_0 = 1 } attn_qtype;
+size_t attn_qblock_bytes(attn_qtype qtype);
+attn_status attn_qmatmul(float *out, size_t ldo, const float *x, size_t ldx,
+                         const uint8_t *w, size_t ldw, size_t M, size_t N,
+                         size_t K, attn_qtype qtype, const attn_exec *ex);
+
 #ifdef __cplusplus
 }
 #endif

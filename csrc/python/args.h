@@ -272,6 +272,7 @@ extern PyMethodDef ap_decode_methods[];
 extern PyMethodDef ap_elementwise_methods[];
 extern PyMethodDef ap_layer_methods[];
 extern PyMethodDef ap_positional_methods[];
+extern PyMethodDef ap_quant_methods[];
 extern PyMethodDef ap_runtime_methods[];
 
 #endif /* ATTNPY_PY_ARGS_H */

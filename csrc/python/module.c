@@ -11,6 +11,7 @@
  *   elementwise.c  softmax, its backward and Jacobian, combine_heads
  *   positional.c   posenc, rope (positional_encoding, rotary_embedding)
  *   layer.c        layer_norm, bias_act (feed_forward, gelu), backward
+ *   quant.c        qmatmul (quantized_matmul)
  *   runtime.c      threads, instruction set, CPU count, as_real
  * Module init imports NumPy's C-API, adds every family's functions and
  * reads ATTNPY_NUM_THREADS. Every error message starts with the public
@@ -25,7 +26,8 @@ static int core_exec(PyObject *mod)
         return -1;
     PyMethodDef *tables[] = {ap_attention_methods, ap_decode_methods,
                              ap_elementwise_methods, ap_layer_methods,
-                             ap_positional_methods, ap_runtime_methods};
+                             ap_positional_methods, ap_quant_methods,
+                             ap_runtime_methods};
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
         if (PyModule_AddFunctions(mod, tables[i]) < 0)
             return -1;

@@ -29,17 +29,32 @@ def test_llm_part_rows_without_transformers(capsys):
     assert [r["context"] for r in res["contexts"]] == [16, 40]
     for r in res["contexts"]:
         med = {k: v["median_s"] for k, v in r["results"].items()}
-        assert set(med) == {"attnpy prefill", "attnpy decode"}
+        assert set(med) == {"attnpy prefill", "attnpy decode",
+                            "attnpy decode f32"}
         assert np.isclose(r["attnpy_prefill_tok_s"],
                           r["context"] / med["attnpy prefill"])
         assert np.isclose(r["attnpy_decode_tok_s"], 1 / med["attnpy decode"])
+        assert np.isclose(r["attnpy_decode_f32_tok_s"],
+                          1 / med["attnpy decode f32"])
         assert 0 < r["attention_share"] < 1
-        # a decode step of 540 MB of float32 weights: mostly the products
-        assert r["matmul_share"] > 0.5
+        # a decode step reads 96 MB of blocks: still mostly the products
+        # at these short contexts
+        assert r["matmul_share"] > 0.3
         assert np.isclose(r["attention_share"] + r["matmul_share"]
                           + r["other_share"], 1)
         assert "decode_speedup" not in r
     assert "targets" not in res
+    # the products of the step, blocks against float32 weights
+    micro = {m["name"]: m for m in res["micro"]}
+    assert list(micro) == ["qkv", "o", "gate_up", "down", "output"]
+    assert micro["output"]["qtype"] == "q8_0"
+    assert micro["output"]["shape"] == [49152, 576]
+    assert np.isclose(micro["down"]["quantized_gb_s"] * 1e9
+                      * micro["down"]["quantized_s"], 576 * 1536 // 32 * 20)
+    assert np.isclose(micro["down"]["float32_gb_s"] * 1e9
+                      * micro["down"]["float32_s"], 576 * 1536 * 4)
+    assert micro["qkv"]["layers"] == 30 and micro["output"]["layers"] == 1
+    assert "decode products (x: 1 row), per product" in out
     # the float16 cache against the float32 one at the last context
     c16 = res["cache16"]
     assert c16["context"] == 40

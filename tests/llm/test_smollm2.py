@@ -179,9 +179,10 @@ def test_cli_cache_dtype(model, monkeypatch, capsys):
     case = REF["prompts"][0]
     asked = {}
 
-    def fake_load(path=None, cache_dtype=np.float32):
+    def fake_load(path=None, cache_dtype=np.float32, quantized=True):
         import copy
         asked["cache_dtype"] = cache_dtype
+        asked["quantized"] = quantized
         m = copy.copy(model)             # not a second read of the file
         m.cache_dtype = np.dtype(cache_dtype)
         return m
@@ -192,5 +193,52 @@ def test_cli_cache_dtype(model, monkeypatch, capsys):
     assert asked["cache_dtype"] == np.float16
     assert capsys.readouterr().out == \
         model.tokenizer.decode(case["greedy"][:6]) + "\n"
+    assert asked["quantized"] is True             # the default
+    ex.main(["--no-quantized", "--max-new-tokens", "2", case["prompt"]])
+    assert asked["quantized"] is False
+    capsys.readouterr()
     with pytest.raises(SystemExit):
         ex.main(["--cache-dtype", "int8", "hi"])
+
+
+# -- decode steps from the file's Q4_1 / Q8_0 blocks (load's default)
+
+
+def test_decode_products_read_the_files_blocks(model):
+    """The blocks kept for decoding hold gguf's float32 weights (the
+    ones prefill multiplies) and attnpy.quantized_matmul sums them in
+    its fixed order (tests/quant/_qblocks.py computes it in NumPy)."""
+    sys.path.insert(0, str(ROOT / "tests" / "quant"))
+    from _qblocks import ordered_matmul
+    from attnpy.reference.quant import dequantize
+    import attnpy
+    assert model.quantized
+    layer = model.layers[0]
+    assert {layer[k][0] for k in ("qkv_q", "o_q", "gate_up_q", "down_q")} \
+        == {"q4_1"} and model.out_q[0] == "q8_0"
+    rng = np.random.default_rng(0)
+    for (qtype, blocks), W in ((layer["down_q"], layer["down"]),
+                               (layer["qkv_q"], layer["qkv"]),
+                               (model.out_q, model.out)):
+        rows = slice(0, 200)                  # a slice keeps it fast
+        np.testing.assert_array_equal(dequantize(blocks[rows], qtype),
+                                      W[rows])
+        x = rng.standard_normal(W.shape[1]).astype(np.float32)
+        got = attnpy.quantized_matmul(x, blocks[rows], qtype)
+        np.testing.assert_array_equal(got, ordered_matmul(x[None],
+                                                          W[rows])[0])
+
+
+def test_quantized_decode_is_float32_decode_up_to_sum_order(model):
+    """One decode step with the blocks against the float32 weights' BLAS
+    products: the same model, only the sums' order differs."""
+    plain = model.without_blocks()
+    assert not plain.quantized and model.quantized
+    ids = REF["prompts"][0]["ids"]
+    logits = []
+    for m in (model, plain):
+        caches = m.new_caches(len(ids) + 1)
+        m.forward(ids, caches, 0)
+        logits.append(m.forward([ids[-1]], caches, len(ids)))
+    scale = np.abs(logits[1]).max()
+    assert 0 < np.abs(logits[0] - logits[1]).max() < 1e-4 * scale

@@ -286,7 +286,7 @@ def test_every_public_function_is_registered():
     assert public == set(BY_NAME)
     for e in REGISTRY:
         assert e.family in {"attention", "elementwise", "positional",
-                            "layer", "runtime"}
+                            "layer", "quant", "runtime"}
         if e.twin is not None:
             assert e.twin.__name__ == e.name
 

@@ -1,0 +1,147 @@
+/*
+ * python/quant.c -- binding of the quant family: qmatmul (the products of
+ * quantized_matmul). The Python wrapper (attnpy/_quant.py) checks the
+ * public arguments, flattens the batch dims and allocates out; this
+ * function still checks everything it is given, so a direct call of
+ * attnpy._core.qmatmul cannot read or write out of bounds.
+ */
+#include "args.h" /* first: Python.h before any system header */
+
+#include <string.h>
+
+/* a 2-D array of dtype `type` (NPY_FLOAT / NPY_UINT8) whose rows are unit
+ * stride and aligned, its row stride a whole number of items (an empty
+ * array's strides, often 0, are not looked at); -1 with
+ * TypeError / ValueError naming fname and the argument                  */
+static int check_rows(PyObject *o, int type, int writable, const char *fname,
+                      const char *name)
+{
+    if (!PyArray_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s: %s must be a NumPy array, got %s",
+                     fname, name, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    PyArrayObject *a = (PyArrayObject *)o;
+    if (PyArray_TYPE(a) != type) {
+        PyErr_Format(PyExc_TypeError, "%s: %s must have dtype %s, got %S",
+                     fname, name, type == NPY_FLOAT ? "float32" : "uint8",
+                     (PyObject *)PyArray_DESCR(a));
+        return -1;
+    }
+    const npy_intp isz = PyArray_ITEMSIZE(a);
+    if (PyArray_NDIM(a) != 2 || !PyArray_ISALIGNED(a)
+        || !PyArray_ISNOTSWAPPED(a)
+        || (PyArray_SIZE(a) > 0 && PyArray_DIM(a, 1) > 1
+            && PyArray_STRIDE(a, 1) != isz)
+        || (PyArray_SIZE(a) > 0 && PyArray_DIM(a, 0) > 1
+            && (PyArray_STRIDE(a, 0) < 0 || PyArray_STRIDE(a, 0) % isz))) {
+        PyErr_Format(PyExc_ValueError, "%s: %s must be a 2-D array of "
+                     "unit-stride, aligned rows", fname, name);
+        return -1;
+    }
+    if (writable && !PyArray_ISWRITEABLE(a)) {
+        PyErr_Format(PyExc_ValueError, "%s: %s is read-only", fname, name);
+        return -1;
+    }
+    return 0;
+}
+
+/* the row stride in items (a single row: its length)                    */
+static size_t row_step(PyArrayObject *a)
+{
+    if (PyArray_DIM(a, 0) > 1)
+        return (size_t)(PyArray_STRIDE(a, 0) / PyArray_ITEMSIZE(a));
+    return (size_t)PyArray_DIM(a, 1);
+}
+
+/* whether the bytes a and b span (first to last element) intersect     */
+static int spans_meet(PyArrayObject *a, PyArrayObject *b)
+{
+    const char *pa = PyArray_DATA(a), *pb = PyArray_DATA(b);
+    const size_t ea = (size_t)(PyArray_DIM(a, 0) - 1)
+                          * (size_t)PyArray_STRIDE(a, 0)
+                      + (size_t)PyArray_DIM(a, 1) * (size_t)PyArray_ITEMSIZE(a);
+    const size_t eb = (size_t)(PyArray_DIM(b, 0) - 1)
+                          * (size_t)PyArray_STRIDE(b, 0)
+                      + (size_t)PyArray_DIM(b, 1) * (size_t)PyArray_ITEMSIZE(b);
+    return pa < pb + eb && pb < pa + ea;
+}
+
+/* ------------------------------------------------------------------------ */
+/* qmatmul(x, weight, out, /, *, qtype, fname): out (M, N) = x (M, K) W^T, */
+/* W the rows of weight (N, K / 32 blocks) decoded as qtype                */
+/* ------------------------------------------------------------------------ */
+AP_ARGSPEC(qmatmul_spec, "qmatmul", 3, 4, "x", "weight", "out", "qtype",
+           "fname");
+
+static PyObject *core_qmatmul(PyObject *Py_UNUSED(mod), PyObject *const *argv,
+                              Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *args[5];
+    const char *fname = ap_parse_named(&qmatmul_spec, argv, nargs, kwnames,
+                                       args, 4);
+    if (!fname)
+        return NULL;
+    const char *qs = PyUnicode_Check(args[3]) ? PyUnicode_AsUTF8(args[3])
+                                              : NULL;
+    if (!qs) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "%s: qtype must be a str",
+                         fname);
+        return NULL;
+    }
+    attn_qtype qt;
+    if (strcmp(qs, "q4_1") == 0)
+        qt = ATTN_Q4_1;
+    else if (strcmp(qs, "q8_0") == 0)
+        qt = ATTN_Q8_0;
+    else {
+        PyErr_Format(PyExc_ValueError, "%s: qtype must be 'q4_1' or "
+                     "'q8_0', got %R", fname, args[3]);
+        return NULL;
+    }
+    if (check_rows(args[0], NPY_FLOAT, 0, fname, "x") < 0
+        || check_rows(args[1], NPY_UINT8, 0, fname, "weight") < 0
+        || check_rows(args[2], NPY_FLOAT, 1, fname, "out") < 0)
+        return NULL;
+    PyArrayObject *x = (PyArrayObject *)args[0];
+    PyArrayObject *w = (PyArrayObject *)args[1];
+    PyArrayObject *o = (PyArrayObject *)args[2];
+    const size_t M = (size_t)PyArray_DIM(x, 0), K = (size_t)PyArray_DIM(x, 1);
+    const size_t N = (size_t)PyArray_DIM(w, 0);
+    const size_t bs = attn_qblock_bytes(qt);
+    if (K % 32 || (size_t)PyArray_DIM(w, 1) != K / 32 * bs
+        || (size_t)PyArray_DIM(o, 0) != M || (size_t)PyArray_DIM(o, 1) != N) {
+        PyObject *sx = shape_of(x), *sw = shape_of(w), *so = shape_of(o);
+        if (sx && sw && so)
+            PyErr_Format(PyExc_ValueError, "%s: shapes do not fit: x %R "
+                         "(K a multiple of 32), weight %R (K / 32 blocks of "
+                         "%zu bytes a row), out %R (M, N)", fname, sx, sw, bs,
+                         so);
+        Py_XDECREF(sx);
+        Py_XDECREF(sw);
+        Py_XDECREF(so);
+        return NULL;
+    }
+    if (M > 0 && N > 0
+        && ((K > 0 && spans_meet(o, x)) || (K > 0 && spans_meet(o, w)))) {
+        PyErr_Format(PyExc_ValueError, "%s: out overlaps an input", fname);
+        return NULL;
+    }
+    ap_nogil g;
+    ap_nogil_begin(&g);
+    attn_status st = attn_qmatmul(
+        PyArray_DATA(o), row_step(o), PyArray_DATA(x), row_step(x),
+        PyArray_DATA(w), row_step(w), M, N, K, qt, &g.ex);
+    ap_nogil_end(&g);
+    if (raise_status(st, fname) < 0)
+        return NULL;
+    Py_INCREF(o);
+    return (PyObject *)o;
+}
+
+PyMethodDef ap_quant_methods[] = {
+    {"qmatmul", AP_FASTCALL(core_qmatmul), AP_KW,
+     "qmatmul(x, weight, out, /, *, qtype, fname='qmatmul')\n--\n\n"
+     "out = x W^T, W decoded from GGUF blocks (q4_1, q8_0), in C."},
+    {NULL, NULL, 0, NULL}};
