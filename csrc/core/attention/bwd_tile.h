@@ -302,7 +302,7 @@ TI void SFX(bwd_dbias_tile)(const attn_bwd_problem *bp, size_t b, size_t i0,
 
 /* S^T = scale K Q^T of the block, the forward's bits: the float FMA chain,
  * or (pl->dpbf16) the bfloat16 pair chain as its FMA twin, on the swapped
- * pairs of qt and K (off_kp) under DAZ | FTZ, scaled after (tile_dpbf16.h) */
+ * pairs of qt and K (off_kp) under DAZ | FTZ, scale included (tile_dpbf16.h) */
 TI void SFX(bwd_scores)(const attn_bwd_plan *bpl, char *sb, const T *qt,
                         T *st, size_t nqv, const T *kr, size_t nk)
 {
@@ -314,12 +314,8 @@ TI void SFX(bwd_scores)(const attn_bwd_plan *bpl, char *sb, const T *qt,
         const unsigned csr = dp_get_csr();
         dp_set_csr(csr | 0x8040u);
         SFX(qk_block)(st, BQ, qt, BQ, nqv, (const T *)(sb + pl->off_kp),
-                      (ptrdiff_t)E, E, nk, (T)1, 0);
+                      (ptrdiff_t)E, E, nk, scale, 1);
         dp_set_csr(csr);
-        for (size_t j = 0; j < nk; j++)
-            for (size_t c = 0; c < nqv * W; c += W)
-                VSTOREU(st + j * BQ + c,
-                        VMUL(VLOADU(st + j * BQ + c), VSET1(scale)));
         return;
     }
 #else

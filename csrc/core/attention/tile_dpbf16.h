@@ -1,18 +1,19 @@
 /*
  * attention/tile_dpbf16.h -- the scores S = scale Q K^T of bfloat16 Q and
- * K with AVX512-BF16's vdpbf16ps: each instruction adds the products of
- * a PAIR of features (2p, 2p+1) to a float accumulator, so a score is one
- * chain over the pairs p = 0 .. E/2-1, in that order, from 0, times
- * scale. Every score kernel runs that same chain: qk_few_dp (keys in
- * the lanes, for decoding; K^T built by 16 x 16 transposes of 32-bit
- * pairs, no conversion) and qk_dp_block (queries in the lanes, K pairs
- * broadcast) with vdpbf16ps, and qk_block on floats as vdpbf16ps's FMA
- * twin (below: the default for query blocks, where vdpbf16ps, at half
- * the FMA units' multiply-add rate here, is the slower), so a row's
- * scores, and all after them, are the same bits in any of them: batch
- * invariance holds as on the float path. The bits differ from the float
- * path's (pairs, and vdpbf16ps flushes subnormals), within float
- * rounding of the scores.
+ * K with AVX512-BF16's vdpbf16ps: each instruction adds the products of a
+ * PAIR of features (2p, 2p+1) to a float accumulator, so a score is one
+ * chain over the pairs p = 0 .. E/2-1, in that order, from 0, times scale
+ * (that product under DAZ | FTZ too, like the chain: a scaled score below
+ * the normal range is 0). Every score kernel runs that same chain:
+ * qk_few_dp (keys in the lanes, for decoding; K^T built by 16 x 16
+ * transposes of 32-bit pairs, no conversion) and qk_dp_block (queries in
+ * the lanes, K pairs broadcast) with vdpbf16ps, and qk_block on floats as
+ * vdpbf16ps's FMA twin (below: the default for query blocks, where
+ * vdpbf16ps, at half the FMA units' multiply-add rate here, is the
+ * slower), so a row's scores, and all after them, are the same bits in any
+ * of them: batch invariance holds as on the float path. The bits differ
+ * from the float path's (pairs, and vdpbf16ps flushes subnormals), within
+ * float rounding of the scores.
  *
  * Part of the template tile.h for the AVX-512 float instantiation only
  * (ATTN_DPBF16 set by sdpa_avx512.c, gcc / clang); used when the plan
@@ -264,40 +265,40 @@ static ATTN_INLINE unsigned dp_get_csr(void)
 }
 
 /* tile.h's scores() when the plan says dpbf16: the pair chain by
- * qk_few_dp, qk_dp_block or (FMA-twin items) qk_block under DAZ | FTZ  */
+ * qk_few_dp, qk_dp_block or (FMA-twin items) qk_block, all under DAZ |
+ * FTZ, the product by scale included (so the twin scales in qk_block's
+ * registers, as the float path does, and a scaled score below the normal
+ * range is 0 in every kernel)                                           */
 TI void SFX(scores_dp)(const attn_plan *pl, char *sb, T *st, size_t ldst,
                        size_t nq, size_t nqv, int few, const char *k_b,
                        size_t j0, size_t nk, int scaled)
 {
     const T scale = scaled ? (T)pl->p->scale : (T)1;
     const size_t E = pl->p->E;
+    const unsigned csr = dp_get_csr();
     if (!few && dp_fma_item(pl, nq)) {
         int have = 0;
         float *slot = SFX(kv_slot)(pl, sb, 0, k_b, j0, nk, &have);
         const float *kf = have ? slot
             : SFX(k_dp_fma)(pl, k_b, j0, nk,
                             slot ? slot : (float *)(sb + pl->off_kp));
-        const unsigned csr = dp_get_csr();
         dp_set_csr(csr | 0x8040u);
         SFX(qk_block)(st, ldst, (const T *)(sb + pl->off_qt), pl->BQ, nqv,
-                      kf, (ptrdiff_t)E, E, nk, (T)1, 0);
+                      kf, (ptrdiff_t)E, E, nk, scale, scaled);
         dp_set_csr(csr);
-        if (scaled) /* after the chain, as vdpbf16ps's twins do */
-            for (size_t j = 0; j < nk; j++)
-                for (size_t c = 0; c < nqv * W; c += W)
-                    VSTOREU(st + j * ldst + c,
-                            VMUL(VLOADU(st + j * ldst + c), VSET1(scale)));
         return;
     }
     ptrdiff_t ks;
     const uint16_t *k =
         SFX(k_dp_block)(pl, k_b, j0, nk, sb + pl->off_kp, &ks);
     const uint32_t *qt2 = (const uint32_t *)(sb + pl->off_qt);
+    dp_set_csr(csr | 0x8040u);
     if (few)
         SFX(qk_few_dp)(st, ldst, qt2, pl->BQ, nq, k, ks, E / 2, nk, scale,
                        (uint32_t *)(sb + pl->off_kt));
     else
         SFX(qk_dp_block)(st, ldst, qt2, pl->BQ, nqv, k, ks, E / 2, nk, scale);
+    dp_set_csr(csr);
 }
 
 #undef DPATTR
