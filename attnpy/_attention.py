@@ -256,7 +256,9 @@ def create_causal_mask(seq_len: int) -> Array:
            [1., 1., 1.]])
     """
     n = _size(seq_len, "create_causal_mask", "seq_len")
-    return np.tri(n, n, dtype=np.float64)
+    mask = _empty((n, n), np.float64, "create_causal_mask")
+    np.greater_equal(np.arange(n)[:, None], np.arange(n), out=mask)
+    return mask
 
 
 def causal_mask(L: int, S: int | None = None, *,

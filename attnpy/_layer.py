@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import _core
-from ._validate import is_16bit as _is16, real as _real
+from ._validate import flag as _flag, is_16bit as _is16, real as _real
 from ._validate import result_dtype as _result_dtype
 from ._types import Activation, Approximate, Array, ArrayLike
 
@@ -43,13 +43,6 @@ def _eps(eps, fname, arg="eps"):
     if not e >= 0:
         raise ValueError(f"{fname}: {arg} must be >= 0, got {eps!r}")
     return e
-
-
-def _flag(value, fname, arg):
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{fname}: {arg} must be True or False, got "
-                        f"{type(value).__name__}")
-    return bool(value)
 
 
 def _gelu_act(approximate, fname):

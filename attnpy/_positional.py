@@ -7,7 +7,8 @@ import numpy as np
 from . import _core
 from ._validate import check_out as _check_out, empty as _empty
 from ._validate import float_dtype as _float_dtype
-from ._validate import offset_base as _offset_base, real as _real
+from ._validate import flag as _flag, offset_base as _offset_base
+from ._validate import real as _real
 from ._validate import size as _size
 from ._types import Array, ArrayLike, DTypeLike
 
@@ -154,4 +155,5 @@ def rotary_embedding(x: ArrayLike, *, offset: int = 0, base: float = 10000.0,
     fname = "rotary_embedding"
     offset, base = _offset_base(offset, base, fname)
     return _core.rope(x, offset=float(offset), base=base,
-                      interleaved=bool(interleaved), out=out, fname=fname)
+                      interleaved=_flag(interleaved, fname, "interleaved"),
+                      out=out, fname=fname)

@@ -50,6 +50,14 @@ def size(value, fname, arg):
     return n
 
 
+def flag(value, fname, arg):
+    """A True / False argument (NumPy's bool too; an array is refused)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{fname}: {arg} must be True or False, got "
+                        f"{type(value).__name__}")
+    return bool(value)
+
+
 def real(value, fname, arg):
     """A real number argument as a float (str, bytes, complex rejected)."""
     if isinstance(value, (str, bytes, complex, np.complexfloating)):

@@ -143,3 +143,10 @@ def test_rope_errors():
         attnpy.rotary_embedding(np.zeros((2, 4)), base=0)
     with pytest.raises(ValueError, match=r"rotary_embedding: out .*\(2, 6\)"):
         attnpy.rotary_embedding(np.zeros((2, 4)), out=np.zeros((2, 6)))
+    with pytest.raises(TypeError,
+                       match="rotary_embedding: interleaved must be True or "
+                             "False, got ndarray"):
+        attnpy.rotary_embedding(np.zeros((2, 4)),
+                                interleaved=np.array([True, False]))
+    assert attnpy.rotary_embedding(np.ones((1, 4)),
+                                   interleaved=np.True_).shape == (1, 4)

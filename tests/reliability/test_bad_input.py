@@ -505,6 +505,9 @@ TOO_BIG = {
     # more than the address space, so no overcommit policy lets it succeed
     "create_causal_mask-2**45": (lambda: attnpy.create_causal_mask(2 ** 45),
                                  "create_causal_mask"),
+    # beyond NumPy's largest dimension: a ValueError naming the function
+    "create_causal_mask-2**64": (lambda: attnpy.create_causal_mask(2 ** 64),
+                                 "create_causal_mask"),
     "causal_mask-2**45": (lambda: attnpy.causal_mask(2 ** 45),
                           "causal_mask"),
     "padding_mask-2**62": (lambda: attnpy.padding_mask([1], 2 ** 62),
