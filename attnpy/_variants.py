@@ -112,14 +112,27 @@ def sdpa(Q, K, V, mask, bias, causal, scale, fully_masked, out, weights_out,
          fname, enable_gqa, window, alibi_slopes, softcap, pos_shift=0, *,
          return_weights=False, return_lse=False):
     """_core.sdpa with the variants: out, (out, weights) or (out, lse)."""
+    if not enable_gqa:
+        # keywords written out (no **dict), and the optional operands only
+        # when given: each keyword costs ~25 ns, a tenth of a tiny call
+        if mask is bias is out is weights_out is alibi_slopes is None and \
+                scale is window is softcap is None:
+            return _core.sdpa(Q, K, V, causal=causal,
+                              fully_masked=fully_masked, fname=fname,
+                              pos_shift=pos_shift,
+                              return_weights=return_weights,
+                              return_lse=return_lse)
+        return _core.sdpa(Q, K, V, mask=mask, bias=bias, out=out,
+                          weights_out=weights_out, alibi_slopes=alibi_slopes,
+                          causal=causal, scale=scale,
+                          fully_masked=fully_masked, fname=fname,
+                          window=window, softcap=softcap, pos_shift=pos_shift,
+                          return_weights=return_weights,
+                          return_lse=return_lse)
     kw = dict(causal=causal, scale=scale, fully_masked=fully_masked,
               fname=fname, window=window, softcap=softcap,
               pos_shift=pos_shift, return_weights=return_weights,
               return_lse=return_lse)
-    if not enable_gqa:
-        return _core.sdpa(Q, K, V, mask=mask, bias=bias, out=out,
-                          weights_out=weights_out, alibi_slopes=alibi_slopes,
-                          **kw)
     v = Gqa(fname, Q, K, V)
     r = _core.sdpa(v.Q, v.K, v.V, mask=v.heads(mask, "mask"),
                    bias=v.heads(bias, "bias"), out=v.dest(out),
