@@ -36,7 +36,7 @@ def _isas():
 
 @pytest.mark.parametrize("qtype", QTYPES)
 def test_twin_decodes_as_gguf(qtype):
-    gguf = pytest.importorskip("gguf")
+    import gguf  # a test dependency (pyproject: test extra)
     rng = np.random.default_rng(1)
     w = make_blocks(rng, 7, 96, qtype)
     want = gguf.dequantize(w, getattr(gguf.GGMLQuantizationType,
