@@ -141,8 +141,9 @@ def quantized_matmul(x: ArrayLike, weight: ArrayLike,
     if out is not None and not (np.may_share_memory(out, x2)
                                 or np.may_share_memory(out, w2)):
         try:
-            dst = _rows(np.reshape(out, (M, N), copy=False),
-                        np.dtype(np.float32))
+            # a view when the layout allows (else a copy, caught below);
+            # reshape's copy= keyword needs NumPy 2.1
+            dst = _rows(out.reshape(M, N), np.dtype(np.float32))
         except ValueError:
             dst = None
         if dst is not None and not np.shares_memory(dst, out):

@@ -51,8 +51,10 @@ def size(value, fname, arg):
 
 
 def flag(value, fname, arg):
-    """A True / False argument (NumPy's bool too; an array is refused)."""
-    if not isinstance(value, (bool, np.bool_)):
+    """A True / False argument (NumPy's bool, and the integers 0 and 1, too;
+    an array or anything else is refused)."""
+    if not (isinstance(value, (bool, np.bool_))
+            or (isinstance(value, (int, np.integer)) and value in (0, 1))):
         raise TypeError(f"{fname}: {arg} must be True or False, got "
                         f"{type(value).__name__}")
     return bool(value)

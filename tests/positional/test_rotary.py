@@ -148,5 +148,8 @@ def test_rope_errors():
                              "False, got ndarray"):
         attnpy.rotary_embedding(np.zeros((2, 4)),
                                 interleaved=np.array([True, False]))
-    assert attnpy.rotary_embedding(np.ones((1, 4)),
-                                   interleaved=np.True_).shape == (1, 4)
+    x = np.arange(8.0).reshape(2, 4)
+    for same in (np.True_, 1, np.int64(1)):     # as before: 0 / 1 work
+        np.testing.assert_array_equal(
+            attnpy.rotary_embedding(x, interleaved=same),
+            attnpy.rotary_embedding(x, interleaved=True))

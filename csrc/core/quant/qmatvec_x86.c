@@ -3,8 +3,9 @@
  * (+ FMA, F16C), in qmatvec.h's order: the 32 accumulators are two zmm
  * (positions 0..15, 16..31) or four ymm registers, the final tree is
  * acc[l] + acc[l + 16], then + 8, + 4, + 2, + 1, exactly as the portable
- * code. Four weight rows go through a block together (eight independent
- * FMA chains share the loads of x). Each function carries its target
+ * code. AVX-512 takes four weight rows through a block together (eight
+ * independent FMA chains share the loads of x) and prefetches; AVX2 takes
+ * two, without prefetch. Each function carries its target
  * attribute; qmatvec.c calls one only after checking the CPU.
  */
 #include <stdint.h>
