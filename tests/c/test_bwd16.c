@@ -191,10 +191,10 @@ static void b16_make(b16 *y, int big, const char *isa)
             op_twin16(&y->in16[i], ins[i], y->st);
             any = 1;
         }
+    bprob_target(x, 0); /* the sentinels, before their 16-bit twins */
     for (int i = 0; i < 4 && x->g[i].buf; i++)
         if (irand(4) || (!any && i == 0))
             op_twin16(&y->g16[i], &x->g[i], y->st); /* sentinels, 16 bits */
-    bprob_target(x, 0);
     const int pairs = b16_pairs(y);
     if (pairs) {
         op_swap_pairs(&x->t.q);
