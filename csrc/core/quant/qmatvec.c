@@ -63,7 +63,7 @@ static void qrows_portable(void (*decode)(const uint8_t *, float *),
         for (size_t b = 0; b < nb; b++, blk += bytes) {
             decode(blk, wv);
             for (int j = 0; j < QK; j++)
-                acc[j] = fmaf(x[b * QK + (size_t)j], wv[j], acc[j]);
+                acc[j] = attn__fmaf(x[b * QK + (size_t)j], wv[j], acc[j]);
         }
         y[r] = reduce32(acc);
     }
