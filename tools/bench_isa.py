@@ -24,7 +24,7 @@ import attnpy
 from attnpy import _core
 from attnpy.bench.tutorial import tutorial_causal_mask, tutorial_sdpa
 
-ISAS = ("baseline", "portable", "avx2", "avx512", "neon")
+ISAS = ("baseline", "portable", "avx2", "avx512", "amx", "neon")
 
 
 def main(argv=None):

@@ -546,7 +546,7 @@ static void check_threads(void)
 
 int main(void)
 {
-    static const char *const isas[] = {"portable", "avx2", "avx512", "neon",
+    static const char *const isas[] = {"portable", "avx2", "avx512", "amx", "neon",
                                        "baseline", "auto"};
     CHECK(attn_set_isa("no-such-isa") == -1, "unknown ISA accepted");
     CHECK(attn_available_cpus() >= 1, "available_cpus");

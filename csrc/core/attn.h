@@ -274,10 +274,12 @@ attn_status attn_sdpa_backward(attn_bwd_problem *bp, const attn_exec *ex);
 attn_status attn_sdpa_backward_naive(attn_bwd_problem *bp);
 
 /* ---- instruction-set dispatch -------------------------------------------
- * attn_isa_name(): "avx512", "avx2" or "portable" -- the path attn_sdpa
- * uses now.
- * attn_set_isa(name): choose "avx512" (AVX-512F, if the CPU has it), "avx2"
- * (AVX2 + FMA, if the CPU has it), "portable" (plain C, always available) or
+ * attn_isa_name(): "amx", "avx512", "avx2", "neon", "portable" or
+ * "baseline" -- the path attn_sdpa uses now.
+ * attn_set_isa(name): choose "amx" (the AVX-512 kernels with bfloat16
+ * scores by AMX tiles: Linux, a CPU with AMX-BF16), "avx512" (AVX-512F, if
+ * the CPU has it), "avx2" (AVX2 + FMA, if the CPU has it), "portable"
+ * (plain C, always available) or
  * "auto" (the best the CPU has); returns 0 on success, -1 if unknown or
  * unsupported. The initial choice is "auto" unless the environment variable
  * ATTNPY_FORCE_PORTABLE is set to a non-empty value other than "0".

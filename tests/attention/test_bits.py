@@ -17,7 +17,7 @@ from attnpy import _core
 def _isas():
     found = []
     saved = _core.isa()
-    for name in ("avx512", "avx2", "neon", "portable", "baseline"):
+    for name in ("amx", "avx512", "avx2", "neon", "portable", "baseline"):
         try:
             _core.set_isa(name)
         except (ValueError, RuntimeError):

@@ -6,7 +6,8 @@ The promise checked here: a 16-bit input is read in 16 bits by the kernels
 bits of the same call on the inputs upcast to float32, rounded once to the
 result dtype -- on every kernel path, with one exception: bfloat16 Q and
 K (E even) on the AVX-512 path of a CPU with AVX512-BF16 take their scores
-from vdpbf16ps, which sums pairs of products in its own order. Those calls
+from vdpbf16ps, which sums pairs of products in its own order, and on the
+"amx" path (E a multiple of 32) from AMX tiles, with their own rounding. Those calls
 are compared with a tolerance (one bfloat16 rounding step for 16-bit
 results, 1e-5 relative for the float32 lse) instead of bit for bit.
 """
@@ -34,7 +35,7 @@ SIXTEEN = [F16, BF16]
 
 def _isas():
     found = []
-    for name in ("portable", "avx2", "avx512"):
+    for name in ("portable", "avx2", "avx512", "amx"):
         try:
             _core.set_isa(name)
         except (ValueError, RuntimeError, OSError):
@@ -59,8 +60,9 @@ HAS_BF16_DOT = _cpu_has_bf16_dot()
 
 
 def bf16_dot(Q, K):
-    """Does this call take vdpbf16ps scores (see the module docstring)?"""
-    return (HAS_BF16_DOT and _core.isa() == "avx512" and Q.dtype == BF16
+    """Does this call take vdpbf16ps or AMX scores (the module docstring)?"""
+    return (HAS_BF16_DOT and _core.isa() in ("avx512", "amx")
+            and Q.dtype == BF16
             and K.dtype == BF16 and Q.shape[-1] % 2 == 0)
 
 

@@ -30,7 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def _available_isas():
     before = _core.isa()
     names = []
-    for name in ("baseline", "portable", "avx2", "avx512", "neon"):
+    for name in ("baseline", "portable", "avx2", "avx512", "amx", "neon"):
         try:
             _core.set_isa(name)
         except ValueError:

@@ -30,7 +30,7 @@ def _available_isas():
     """The kernel paths this build and CPU can run ("portable" always)."""
     from attnpy import _core
     before, found = _core.isa(), []
-    for name in ("baseline", "portable", "avx2", "avx512", "neon"):
+    for name in ("baseline", "portable", "avx2", "avx512", "amx", "neon"):
         try:
             _core.set_isa(name)
             found.append(name)

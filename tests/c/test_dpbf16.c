@@ -11,6 +11,14 @@
  *            FMA twin in query blocks (attn__dpbf16_mode), and from a
  *            row decoded alone (L = 1: qk_few_dp) as inside a long call
  *
+ * On "amx" (E a multiple of 32) the scores come from AMX tiles, whose
+ * rounding is their own: "kernels" holds them to one set of bits, and
+ *
+ *   amx      every score is within E * 2^-24 of the sum of its products'
+ *            magnitudes from the exact sum (inputs below the normal range
+ *            read as 0), and some differ from the pair chain (so the
+ *            tiles, not the chain, made them)
+ *
  * Without AVX512-BF16, and on every other instruction set the CPU runs,
  * the pair chain is not used and only "kernels" (the float path's batch
  * invariance with bfloat16 operands) is checked.
@@ -92,6 +100,34 @@ static size_t differ(const float *a, const float *b, size_t n)
     return bad;
 }
 
+/* "amx": scores near the exact sums; returns how many differ from the
+ * pair chain                                                           */
+static size_t amx_scores_ok(const uint16_t *q, const uint16_t *k,
+                            const float *sc, size_t L, size_t S, size_t E)
+{
+    size_t off_chain = 0, bad = 0;
+    for (size_t i = 0; i < L; i++)
+        for (size_t j = 0; j < S; j++) {
+            double sum = 0, mag = 0;
+            for (size_t e = 0; e < E; e++) {
+                const double x = (double)ftz(bf(q[i * E + e]))
+                                 * (double)ftz(bf(k[j * E + e]));
+                sum += x;
+                mag += fabs(x);
+            }
+            const double got = sc[i * S + j];
+            bad += !(fabs(got - sum) <= mag * (double)E * 0x1p-24 + 0x1p-100);
+            off_chain += attn_f32_to_bits(sc[i * S + j])
+                         != attn_f32_to_bits(
+                             pair_chain(q + i * E, k + j * E, E));
+        }
+    CHECK(bad == 0, "amx L%zu S%zu E%zu: %zu scores far from the exact sums",
+          L, S, E, bad);
+    return off_chain;
+}
+
+static size_t g_amx_off_chain; /* "amx": scores unlike the pair chain's */
+
 static void test_one(size_t L, size_t S, size_t E, int pairs)
 {
     uint16_t *q = malloc(L * E * 2), *k = malloc(S * E * 2),
@@ -116,6 +152,9 @@ static void test_one(size_t L, size_t S, size_t E, int pairs)
         CHECK(bad == 0, "chain L%zu S%zu E%zu: %zu scores differ", L, S, E,
               bad);
     }
+    if (strcmp(attn_isa_name(), "amx") == 0 && E % 32 == 0
+        && E <= ATTN_AMX_MAX_E)
+        g_amx_off_chain += amx_scores_ok(q, k, sc, L, S, E);
     run(q, k, v, 0, L, S, E, sc2, out2, ATTN_DP_VDP);
     CHECK(differ(sc, sc2, L * S) == 0 && differ(out, out2, L * E) == 0,
           "kernels L%zu S%zu E%zu: the FMA twin and vdpbf16ps differ", L, S,
@@ -143,24 +182,32 @@ int main(int argc, char **argv)
     /* every path this CPU runs: the pair chain on AVX-512 with
      * AVX512-BF16; elsewhere the same checks hold bfloat16 calls to one
      * set of bits whatever the mode and wherever a row sits             */
-    static const char *const isas[] = {"avx512", "avx2", "neon", "portable",
-                                       "baseline"};
+    static const char *const isas[] = {"amx",      "avx512",  "avx2",
+                                       "neon",     "portable", "baseline"};
     for (size_t n_isa = 0; n_isa < sizeof isas / sizeof *isas; n_isa++) {
         if (attn_set_isa(isas[n_isa]) != 0) {
             printf("isa %s: not supported by this CPU, not tested\n",
                    isas[n_isa]);
             continue;
         }
-        const int pairs = has_bf16 && n_isa == 0;
+        const int pairs = has_bf16 && strcmp(isas[n_isa], "avx512") == 0;
+        const int amx = strcmp(isas[n_isa], "amx") == 0;
         printf("isa %s, AVX512-BF16 pair chain: %s\n", isas[n_isa],
                pairs ? "yes" : "no");
         for (int n = 0; n < count; n++) {
-            const size_t E = 2 * (1 + irand(48)), L = 1 + irand(150),
-                         S = 1 + irand(300);
+            /* "amx": E a multiple of 32 every other call (the tiles) */
+            const size_t E = amx && n % 2 ? 32 * (1 + irand(8))
+                                          : 2 * (1 + irand(48)),
+                         L = 1 + irand(150), S = 1 + irand(300);
             test_one(L, S, E, pairs);
         }
         test_one(130, 257, 64, pairs);
         test_one(70, 100, 128, pairs);
+        if (amx) {
+            CHECK(g_amx_off_chain > 0, "amx: every score is the pair chain's");
+            printf("amx: %zu scores differ from the pair chain\n",
+                   g_amx_off_chain);
+        }
     }
     attn_set_isa("auto");
     return check_summary(t0);

@@ -173,7 +173,8 @@ static size_t op_far(const opnd *got, const opnd *want, const char *what,
 static int dp_path(attn_store sq, attn_store sk, size_t E)
 {
 #if ATTN_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
-    return strcmp(attn_isa_name(), "avx512") == 0
+    return (strcmp(attn_isa_name(), "avx512") == 0
+            || strcmp(attn_isa_name(), "amx") == 0)
            && (attn__x86_features() & ATTN_X86_AVX512_BF16)
            && sq == ATTN_ST_BF16 && sk == ATTN_ST_BF16 && E % 2 == 0;
 #else

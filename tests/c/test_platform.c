@@ -60,10 +60,18 @@ static void test_features(void)
           "set_isa(avx2) disagrees with the features");
     CHECK((attn_set_isa("avx512") == 0) == !!(f & ATTN_X86_AVX512F),
           "set_isa(avx512) disagrees with the features");
+    CHECK((attn_set_isa("amx") == 0)
+              == (ATTN_HAVE_AMX && (f & ATTN_X86_AMX_BF16) != 0),
+          "set_isa(amx) disagrees with the features");
+#if ATTN_HAVE_AMX
+    CHECK(!(f & ATTN_X86_AMX_BF16) || (f & ATTN_X86_AVX512_BF16),
+          "AMX-BF16 without AVX512-BF16");
+#endif
     CHECK((attn_set_isa("neon") == 0) == ATTN_ARCH_NEON,
           "set_isa(neon) on %s", ATTN_ARCH_NEON ? "AArch64" : "not AArch64");
     CHECK(attn_set_isa("auto") == 0, "set_isa(auto)");
-    const char *best = (f & ATTN_X86_AVX512F) ? "avx512"
+    const char *best = ATTN_HAVE_AMX && (f & ATTN_X86_AMX_BF16) ? "amx"
+                       : (f & ATTN_X86_AVX512F)                 ? "avx512"
                        : (f & ATTN_X86_AVX2_FMA) ? "avx2"
                        : ATTN_ARCH_NEON ? "neon" : "portable";
     CHECK(strcmp(attn_isa_name(), best) == 0, "auto chose %s, not %s",

@@ -12,7 +12,7 @@ from attnpy.reference.quant import dequantize
 from _qblocks import make_blocks, ordered_matmul
 
 QTYPES = ["q4_1", "q8_0"]
-ISAS = ["portable", "avx2", "avx512"]
+ISAS = ["portable", "avx2", "avx512", "amx"]
 
 
 @pytest.fixture

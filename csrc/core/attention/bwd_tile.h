@@ -237,6 +237,11 @@ TF void SFX(bwd_pack_q)(const attn_bwd_plan *bpl, char *sb, size_t b,
     }
     T *qt = (T *)(sb + bpl->off_qt);
     SFX(bwd_pack_t)(qt, BQ, q_b, q.store, q.s0, q.s1, qi0, nq, nrv, p->E);
+#if ATTN_DPBF16 && ATTN_HAVE_AMX
+    if (bpl->fp.dpbf16 == ATTN_DP_AMX) /* Q's pairs, as the forward's */
+        SFX(amx_pairs_in_place)(qt, BQ, nrv, p->E);
+    else
+#endif
     if (ATTN_DPBF16 && bpl->fp.dpbf16) /* pairs swapped, as K's */
         for (size_t e = 0; e + 1 < p->E; e += 2)
             for (size_t r = 0; r < nrv; r++) {
@@ -302,7 +307,8 @@ TI void SFX(bwd_dbias_tile)(const attn_bwd_problem *bp, size_t b, size_t i0,
 
 /* S^T = scale K Q^T of the block, the forward's bits: the float FMA chain,
  * or (pl->dpbf16) the bfloat16 pair chain as its FMA twin, on the swapped
- * pairs of qt and K (off_kp) under DAZ | FTZ, scale included (tile_dpbf16.h) */
+ * pairs of qt and K (off_kp) under DAZ | FTZ, scale included (tile_dpbf16.h),
+ * or AMX tiles on qt's pairs and K's rows (tile_amx.h)                    */
 TI void SFX(bwd_scores)(const attn_bwd_plan *bpl, char *sb, const T *qt,
                         T *st, size_t nqv, const T *kr, size_t nk)
 {
@@ -310,6 +316,17 @@ TI void SFX(bwd_scores)(const attn_bwd_plan *bpl, char *sb, const T *qt,
     const size_t BQ = pl->BQ, E = pl->p->E;
     const T scale = (T)pl->p->scale;
 #if ATTN_DPBF16
+#if ATTN_HAVE_AMX
+    if (pl->dpbf16 == ATTN_DP_AMX) { /* qt: pairs; off_kp: K's rows */
+        const unsigned csr = dp_get_csr();
+        dp_set_csr(csr | 0x8040u);
+        SFX(amx_scores)(st, BQ, nqv * W, (const uint32_t *)qt, BQ, nqv,
+                        (const uint16_t *)(sb + pl->off_kp), (ptrdiff_t)E, E,
+                        nk, scale);
+        dp_set_csr(csr);
+        return;
+    }
+#endif
     if (pl->dpbf16) {
         const unsigned csr = dp_get_csr();
         dp_set_csr(csr | 0x8040u);
@@ -396,7 +413,16 @@ TI const T *SFX(bwd_kv)(const attn_bwd_plan *bpl, char *sb, size_t b,
     SFX(bwd_pack_r)((T *)(sb + bpl->off_kr), bpl->EP, BWD_BASE_(k, b),
                     k.store, k.s0, k.s1, j0, nk, p->E);
 #if ATTN_DPBF16
-    if (bpl->fp.dpbf16) /* the scores' K: pairs swapped (kr: dQ's)     */
+    if (bpl->fp.dpbf16 == ATTN_DP_AMX) { /* the scores' K: its rows */
+        uint16_t *kp = (uint16_t *)(sb + bpl->fp.off_kp);
+        ptrdiff_t ks;
+        const uint16_t *kb = SFX(k_dp_block)(
+            &bpl->fp, (const char *)BWD_BASE_(k, b), j0, nk, kp, &ks);
+        if (kb != kp)
+            for (size_t r = 0; r < nk; r++)
+                memcpy(kp + r * p->E, kb + (ptrdiff_t)r * ks,
+                       p->E * sizeof(uint16_t));
+    } else if (bpl->fp.dpbf16) /* the scores' K: pairs swapped (kr: dQ's) */
         SFX(k_dp_fma)(&bpl->fp, (const char *)BWD_BASE_(k, b), j0, nk,
                       (float *)(sb + bpl->fp.off_kp));
 #endif

@@ -42,6 +42,16 @@
 #else
 #define ATTN_HAVE_PORT_WIDE 0
 #endif
+/* the "amx" set: the AVX-512 kernels with bfloat16 scores by AMX tiles
+ * (tile_amx.h); Linux on x86-64 (runtime/cpuid.c asks the kernel for the
+ * tile state), compilers that know the AMX target                      */
+#if ATTN_ARCH_X86 && defined(__linux__) && defined(__x86_64__)                 \
+    && ((defined(__clang__) && __clang_major__ >= 12)                          \
+        || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
+#define ATTN_HAVE_AMX 1
+#else
+#define ATTN_HAVE_AMX 0
+#endif
 
 /* plan arithmetic shared by the drivers (sdpa.c, bwd.c) */
 /* m is a power of two (vector widths, 64-byte alignment) */
@@ -89,7 +99,8 @@ typedef struct {
     int pack_k;       /* K rows not contiguous: copy each key block         */
     int pack_v;       /* V rows not contiguous or Ev % W: copy, zero padded */
     int dpbf16;       /* bfloat16 Q and K: scores by AVX512-BF16 pairs
-                         (tile_dpbf16.h): ATTN_DP_VDP or ATTN_DP_FMA      */
+                         (tile_dpbf16.h): ATTN_DP_VDP or ATTN_DP_FMA, or
+                         by AMX tiles (tile_amx.h): ATTN_DP_AMX          */
     /* scratch layout: byte offsets from a 64-byte aligned base            */
     size_t off_qt;    /* Q^T of the item, E x BQ                           */
     size_t off_st;    /* score / probability tile, BK x BQ (key-major)     */
@@ -142,6 +153,10 @@ enum {
  * attn__dpbf16_mode (benchmarks compare the two in one process)         */
 #define ATTN_DP_VDP 1
 #define ATTN_DP_FMA 2
+/* ... or, on the "amx" set, by AMX's tdpbf16ps in every kernel: other
+ * bits than the pair chain's (tile_amx.h), E % 32 == 0 and E <= 256     */
+#define ATTN_DP_AMX 3
+#define ATTN_AMX_MAX_E 256
 extern int attn__dpbf16_mode;
 
 /* item's chunk argument: every chunk, folded by the item itself          */
@@ -271,6 +286,9 @@ extern const attn_isa_desc attn__isa_portable_wide;
 #if ATTN_HAVE_X86
 extern const attn_isa_desc attn__isa_avx2;
 extern const attn_isa_desc attn__isa_avx512;
+#endif
+#if ATTN_HAVE_AMX
+extern const attn_isa_desc attn__isa_amx; /* avx512's kernels, AMX scores */
 #endif
 #if ATTN_HAVE_NEON
 extern const attn_isa_desc attn__isa_neon;

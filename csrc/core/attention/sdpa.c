@@ -33,6 +33,8 @@
  * as item_<isa>_<type>, merge_item_<isa>_<type>, bwd_item_a_<isa>_<type>
  * ...: item_avx512_f32, item_avx2_f64, item_portable_f32, item_neon_f32);
  * usable: compiled in and usable on this CPU and OS (runtime/cpuid.c).
+ * "amx": the AVX-512 kernels, with bfloat16 scores by AMX tiles (other
+ * bits for bfloat16 Q and K; every other call the same as "avx512").
  * "portable": the plain C kernel, compiled for the widest target this
  * build has it for and the CPU runs (x86: AVX2 when present, the same
  * bits); "baseline": the same code compiled for the architecture's
@@ -48,6 +50,13 @@
 #define USABLE_AVX512 0
 #define USABLE_AVX2 0
 #endif
+#if ATTN_HAVE_AMX
+#define DESC_AMX &attn__isa_amx
+#define USABLE_AMX ((attn__x86_features() & ATTN_X86_AMX_BF16) != 0)
+#else
+#define DESC_AMX NULL
+#define USABLE_AMX 0
+#endif
 #if ATTN_HAVE_NEON
 #define DESC_NEON &attn__isa_neon
 #define USABLE_NEON 1 /* part of the AArch64 base ISA */
@@ -57,6 +66,7 @@
 #endif
 
 #define ATTN_ISAS(X)                                                           \
+    X(AMX, "amx", DESC_AMX, USABLE_AMX)                                        \
     X(AVX512, "avx512", DESC_AVX512, USABLE_AVX512)                            \
     X(AVX2, "avx2", DESC_AVX2, USABLE_AVX2)                                    \
     X(NEON, "neon", DESC_NEON, USABLE_NEON)                                    \
@@ -249,11 +259,12 @@ void attn__limits(attn_plan *pl, const attn_problem *p)
  * blocks of the first KV_CACHE_BYTES only, so a long call adds a bounded
  * amount per thread. K is cached in the form its scores read (floats,
  * or pair-swapped floats for the bfloat16 FMA twin), not when vdpbf16ps
- * reads it in place. Returns 0 on overflow.                              */
+ * or AMX reads it in place. Returns 0 on overflow.                        */
 static int kv_cache(attn_plan *pl, size_t *a)
 {
     const attn_problem *p = pl->p;
-    const int ck = p->k.store != ATTN_ST_NATIVE && pl->dpbf16 != ATTN_DP_VDP;
+    const int ck = p->k.store != ATTN_ST_NATIVE && pl->dpbf16 != ATTN_DP_VDP
+                   && pl->dpbf16 != ATTN_DP_AMX;
     const int cv = p->v.store != ATTN_ST_NATIVE;
     const size_t row = (ck ? p->E : 0) + (cv ? pl->EvP : 0);
     const size_t nkb = (p->S + pl->BK - 1) / pl->BK;
@@ -282,11 +293,20 @@ int attn__dpbf16_plan(const attn_problem *p, const attn_isa_desc *d)
 {
 #if ATTN_HAVE_X86 && (defined(__GNUC__) || defined(__clang__))
     /* bfloat16 Q and K on a CPU with AVX512-BF16: scores by pairs of
-     * features (tile_dpbf16.h); chosen from (ISA, storage, E) alone, so
-     * every row of every call of that kind meets the same kernel      */
-    if (d == &attn__isa_avx512 && p->dtype == ATTN_F32
-        && p->q.store == ATTN_ST_BF16 && p->k.store == ATTN_ST_BF16
-        && p->E % 2 == 0 && (attn__x86_features() & ATTN_X86_AVX512_BF16))
+     * features (tile_dpbf16.h), or on "amx" by tiles (tile_amx.h); chosen
+     * from (ISA, storage, E) alone, so every row of every call of that
+     * kind meets the same kernel                                       */
+    const int bf = p->dtype == ATTN_F32 && p->q.store == ATTN_ST_BF16
+                   && p->k.store == ATTN_ST_BF16 && p->E % 2 == 0;
+#if ATTN_HAVE_AMX
+    if (bf && d == &attn__isa_amx && p->E % 32 == 0
+        && p->E <= ATTN_AMX_MAX_E)
+        return ATTN_DP_AMX;
+    const int avx512 = d == &attn__isa_avx512 || d == &attn__isa_amx;
+#else
+    const int avx512 = d == &attn__isa_avx512;
+#endif
+    if (bf && avx512 && (attn__x86_features() & ATTN_X86_AVX512_BF16))
         return attn__dpbf16_mode;
 #else
     (void)p;

@@ -49,4 +49,19 @@ const attn_isa_desc attn__isa_avx512 = {
     NULL,
 };
 
+#if ATTN_HAVE_AMX
+/* the same kernels: the plan (attn__dpbf16_plan) picks AMX scores       */
+const attn_isa_desc attn__isa_amx = {
+    "amx",
+    {16, 8},
+    {64, 64},
+    {48, 24},
+    {item_avx512_f32, item_avx512_f64},
+    {merge_item_avx512_f32, merge_item_avx512_f64},
+    {bwd_item_a_avx512_f32, bwd_item_a_avx512_f64},
+    {bwd_item_b_avx512_f32, bwd_item_b_avx512_f64},
+    &attn__isa_avx512,
+};
+#endif
+
 #endif /* ATTN_HAVE_X86 */

@@ -264,11 +264,15 @@ static ATTN_INLINE unsigned dp_get_csr(void)
     return csr;
 }
 
-/* tile.h's scores() when the plan says dpbf16: the pair chain by
- * qk_few_dp, qk_dp_block or (FMA-twin items) qk_block, all under DAZ |
- * FTZ, the product by scale included (so the twin scales in qk_block's
- * registers, as the float path does, and a scaled score below the normal
- * range is 0 in every kernel)                                           */
+#if ATTN_HAVE_AMX
+#include "attention/tile_amx.h"
+#endif
+
+/* tile.h's scores() when the plan says dpbf16: AMX tiles (tile_amx.h), or
+ * the pair chain by qk_few_dp, qk_dp_block or (FMA-twin items) qk_block;
+ * all under DAZ | FTZ, the product by scale included (so the twin scales
+ * in qk_block's registers, as the float path does, and a scaled score
+ * below the normal range is 0 in every kernel)                          */
 TI void SFX(scores_dp)(const attn_plan *pl, char *sb, T *st, size_t ldst,
                        size_t nq, size_t nqv, int few, const char *k_b,
                        size_t j0, size_t nk, int scaled)
@@ -276,6 +280,19 @@ TI void SFX(scores_dp)(const attn_plan *pl, char *sb, T *st, size_t ldst,
     const T scale = scaled ? (T)pl->p->scale : (T)1;
     const size_t E = pl->p->E;
     const unsigned csr = dp_get_csr();
+#if ATTN_HAVE_AMX
+    if (pl->dpbf16 == ATTN_DP_AMX) {
+        ptrdiff_t ks;
+        const uint16_t *k =
+            SFX(k_dp_block)(pl, k_b, j0, nk, sb + pl->off_kp, &ks);
+        const size_t ncols = few ? nq : nqv * W;
+        dp_set_csr(csr | 0x8040u);
+        SFX(amx_scores)(st, ldst, ncols, (const uint32_t *)(sb + pl->off_qt),
+                        pl->BQ, (ncols + W - 1) / W, k, ks, E, nk, scale);
+        dp_set_csr(csr);
+        return;
+    }
+#endif
     if (!few && dp_fma_item(pl, nq)) {
         int have = 0;
         float *slot = SFX(kv_slot)(pl, sb, 0, k_b, j0, nk, &have);

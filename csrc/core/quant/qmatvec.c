@@ -89,10 +89,11 @@ static attn__qrows_fn pick_kernel(attn_qtype qt)
 #if ATTN_ARCH_X86
     const char *isa = attn_isa_name();
     const int f = attn__x86_features();
-    if (strcmp(isa, "avx512") == 0 && (f & ATTN_X86_AVX512F))
+    /* "amx" is "avx512" with AMX attention scores */
+    const int avx512 = strcmp(isa, "avx512") == 0 || strcmp(isa, "amx") == 0;
+    if (avx512 && (f & ATTN_X86_AVX512F))
         return q4 ? attn__qrows_q4_1_avx512 : attn__qrows_q8_0_avx512;
-    if ((strcmp(isa, "avx512") == 0 || strcmp(isa, "avx2") == 0)
-        && (f & ATTN_X86_AVX2_FMA))
+    if ((avx512 || strcmp(isa, "avx2") == 0) && (f & ATTN_X86_AVX2_FMA))
         return q4 ? attn__qrows_q4_1_avx2 : attn__qrows_q8_0_avx2;
 #endif
     return q4 ? qrows_q4_1_portable : qrows_q8_0_portable;

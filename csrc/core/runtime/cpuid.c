@@ -8,9 +8,18 @@
  * __builtin_cpu_supports). An extension counts only if the CPU has it AND
  * the operating system saves its registers on a context switch (the XCR0
  * bits), except on macOS, whose kernel enables the AVX-512 state on a
- * thread's first use of it (XCR0 does not show it before).
+ * thread's first use of it (XCR0 does not show it before). AMX counts
+ * only on Linux, after the kernel grants this process the tile data
+ * (arch_prctl ARCH_REQ_XCOMP_PERM): its 8 KiB state is off by default.
  */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* syscall() */
+#endif
 #include <stdatomic.h>
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "runtime/platform.h"
 
@@ -40,6 +49,17 @@ static unsigned long long xcr0(void)
 }
 #endif
 
+/* ask Linux for the AMX tile data (XFEATURE_XTILEDATA = 18); once per
+ * process, the permission holds for every thread                       */
+static int amx_granted(void)
+{
+#if defined(__linux__) && defined(__x86_64__)
+    return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18) == 0;
+#else
+    return 0;
+#endif
+}
+
 static int detect(void)
 {
     unsigned r[4]; /* eax, ebx, ecx, edx */
@@ -58,6 +78,7 @@ static int detect(void)
         return 0;
     cpuid(7, 0, r);
     const int avx2 = (r[1] >> 5) & 1, avx512f = (r[1] >> 16) & 1;
+    const int amx = ((r[3] >> 22) & 1) && ((r[3] >> 24) & 1); /* BF16, TILE */
     if (!avx2)
         return 0;
     const unsigned max_sub7 = r[0];
@@ -76,6 +97,8 @@ static int detect(void)
         f |= ATTN_X86_AVX512F;
     if (avx512f && zmm_state && avx512bf16)
         f |= ATTN_X86_AVX512_BF16;
+    if (avx512f && zmm_state && amx && ((x >> 17) & 3) == 3 && amx_granted())
+        f |= ATTN_X86_AMX_BF16;
     return f;
 }
 
