@@ -46,11 +46,11 @@ static inline double urand(void) { return (double)(rnd() >> 11) * 0x1.0p-53; }
 static inline size_t irand(size_t n) { return n ? (size_t)(rnd() % n) : 0; }
 
 /* The instruction sets the programs try, in order: name i (i < CHECK_NISA) */
-#define CHECK_NISA 5
+#define CHECK_NISA 6
 static inline const char *check_isa(int i)
 {
     static const char *const names[CHECK_NISA] = {
-        "portable", "avx2", "avx512", "neon", "baseline"};
+        "portable", "avx2", "avx512", "amx", "neon", "baseline"};
     return names[i];
 }
 

@@ -97,6 +97,9 @@ int exp_arrays_for(const attn_isa_desc *d, exp_array_f32_fn *f32,
     EXP_PAIR_(attn__isa_avx2, avx2)
     EXP_PAIR_(attn__isa_avx512, avx512)
 #endif
+#if ATTN_HAVE_AMX
+    EXP_PAIR_(attn__isa_amx, avx512) /* the AVX-512 kernels' exp */
+#endif
 #if ATTN_HAVE_NEON
     EXP_PAIR_(attn__isa_neon, neon)
 #endif

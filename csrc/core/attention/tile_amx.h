@@ -46,30 +46,22 @@ static ATTN_INLINE AMXATTR void amx_begin(void)
     _tile_loadconfig(&c);
 }
 
-/* sums tile (16 x 16 floats at c) times scale into st: rows < nr, columns
- * < nc (the caller holds DAZ | FTZ, as for the pair chain's product)    */
-static ATTN_INLINE AMXATTR void amx_out(T *st, size_t ldst, const float *c,
-                                        size_t nr, size_t nc, __m512 vs)
-{
-    const __mmask16 m = (__mmask16)(nc >= 16 ? 0xffff : (1u << nc) - 1);
-    for (size_t r = 0; r < nr; r++)
-        _mm512_mask_storeu_ps(st + r * ldst, m,
-                              _mm512_mul_ps(_mm512_load_ps(c + r * 16), vs));
-}
-
 /* st[j * ldst + r] = scale * (K row j . Q row r) for keys j < nk and
  * columns r < ncols of qt2 (nqv vectors of 16, zero padded); K rows at k
- * with row stride ks halves, features contiguous                       */
+ * with row stride ks halves, features contiguous. Whole 16 x 16 sums go
+ * straight from the tiles to st, the rest through a staging tile; scale
+ * is applied to st afterwards in one pass (the caller holds DAZ | FTZ,
+ * as for the pair chain's product), so the tiles never wait for it.   */
 static AMXATTR void SFX(amx_scores)(T *st, size_t ldst, size_t ncols,
                                     const uint32_t *qt2, size_t ldq,
                                     size_t nqv, const uint16_t *k,
                                     ptrdiff_t ks, size_t E, size_t nk,
                                     T scale)
 {
-    float c[4][16 * 16] __attribute__((aligned(64)));
+    float c[16 * 16] __attribute__((aligned(64)));
     uint16_t tail[16 * ATTN_AMX_MAX_E] __attribute__((aligned(64)));
-    const __m512 vs = _mm512_set1_ps(scale);
-    const long sq = (long)(ldq * sizeof(uint32_t));
+    const long sq = (long)(ldq * sizeof(uint32_t)),
+               sst = (long)(ldst * sizeof(T));
     amx_begin();
     for (size_t g = 0; g < nk; g += 32) {
         /* the two key groups' rows; a partial group from a zeroed copy */
@@ -116,21 +108,39 @@ static AMXATTR void SFX(amx_scores)(T *st, size_t ldst, size_t ncols,
                         _tile_dpbf16ps(3, 5, 7);
                 }
             }
-            _tile_stored(0, c[0], 64);
-            _tile_stored(1, c[1], 64);
-            _tile_stored(2, c[2], 64);
-            _tile_stored(3, c[3], 64);
-            for (int h = 0; h < 2; h++)
-                for (int b = 0; b < 2; b++) {
-                    const size_t col = (v + (size_t)b) * 16;
-                    if (nr[h] == 0 || v + (size_t)b >= nqv || col >= ncols)
-                        continue;
-                    amx_out(st + (g + 16 * (size_t)h) * ldst + col, ldst,
-                            c[2 * h + b], nr[h], ncols - col, vs);
-                }
+            /* tile 2h + b: key group h, query vector v + b */
+#define AMX_OUT_(t, h, b)                                                      \
+    do {                                                                       \
+        const size_t col = (v + (b)) * 16;                                     \
+        if (nr[h] == 0 || v + (b) >= nqv || col >= ncols)                      \
+            break;                                                             \
+        T *dst = st + (g + 16 * (h)) * ldst + col;                            \
+        if (nr[h] == 16 && ncols - col >= 16) {                                \
+            _tile_stored(t, dst, sst);                                         \
+            break;                                                             \
+        }                                                                      \
+        _tile_stored(t, c, 64);                                                \
+        for (size_t r = 0; r < nr[h]; r++)                                     \
+            memcpy(dst + r * ldst, c + r * 16,                                 \
+                   MINZ_((size_t)16, ncols - col) * sizeof(T));                \
+    } while (0)
+            AMX_OUT_(0, 0, 0);
+            AMX_OUT_(1, 0, 1);
+            AMX_OUT_(2, 1, 0);
+            AMX_OUT_(3, 1, 1);
+#undef AMX_OUT_
         }
     }
     _tile_release();
+    const __m512 vs = _mm512_set1_ps(scale);
+    for (size_t j = 0; j < nk; j++)
+        for (size_t r = 0; r < ncols; r += 16) {
+            const size_t n = MINZ_((size_t)16, ncols - r);
+            const __mmask16 m = (__mmask16)(n == 16 ? 0xffff : (1u << n) - 1);
+            T *x = st + j * ldst + r;
+            _mm512_mask_storeu_ps(
+                x, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x), vs));
+        }
 }
 
 /* the backward's Q^T as floats (E x ld, exact bfloat16 values) into the
