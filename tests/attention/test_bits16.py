@@ -256,3 +256,33 @@ def test_no_hidden_copy_in_the_process_peak(name):
     assert p.returncode == 0, p.stderr
     extra, out_bytes, k_bytes = (int(x) for x in p.stdout.split())
     assert extra <= out_bytes + SCRATCH < k_bytes, (extra, out_bytes, k_bytes)
+
+
+@pytest.mark.parametrize("name", DTYPES)
+def test_infinite_values_behind_zero_weights(isa, name):
+    """A key of weight 0 contributes nothing, even where its V row is
+    infinite (0 x inf is not NaN here): rows that mask the key are finite
+    and close to the call without it (other key blocks: other roundings);
+    rows that see it are infinite (feature 0) or NaN (feature 3: inf -
+    inf); a row alone gives the same bits. Ev = 32: on "amx" the tiles'
+    P V, which sums such a row again over the keys of nonzero weight."""
+    rng = np.random.default_rng(5)
+    B, H, L, S, E = 1, 2, 20, 150, 32
+    Q, K, V = data(rng, name, B, H, L, S, E)
+    V[:, :, 70] = np.inf
+    V[:, :, 71, 3] = -np.inf
+    mask = np.ones((L, S), bool)
+    mask[::2, 70:72] = False            # even rows never see keys 70, 71
+    out = attnpy.attention(Q, K, V, mask=mask)
+    keep = np.r_[0:70, 72:S]
+    without = attnpy.attention(Q, K[:, :, keep], V[:, :, keep],
+                               mask=mask[:, keep])
+    even = out[:, :, ::2].astype(np.float32)
+    assert np.isfinite(even).all(), isa
+    np.testing.assert_allclose(even, without[:, :, ::2].astype(np.float32),
+                               rtol=2e-2, atol=2e-2)
+    assert np.isposinf(out[:, :, 1::2, 0].astype(np.float32)).all(), isa
+    assert np.isnan(out[:, :, 1::2, 3].astype(np.float32)).all(), isa
+    for i in (0, 1, 7, L - 1):
+        o = attnpy.attention(Q[:, :, i:i + 1], K, V, mask=mask[i:i + 1])
+        assert same_bits(o[:, :, 0], out[:, :, i]), (isa, i)

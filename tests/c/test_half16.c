@@ -168,17 +168,20 @@ static size_t op_far(const opnd *got, const opnd *want, const char *what,
 }
 
 /* the scores of this call come from vdpbf16ps (sdpa.c: bfloat16 Q and K,
- * even E, AVX-512 on a CPU with AVX512_BF16): close to the float call's,
- * not the same bits                                                     */
-static int dp_path(attn_store sq, attn_store sk, size_t E)
+ * even E, AVX-512 on a CPU with AVX512_BF16) or AMX tiles, or its P V
+ * from AMX tiles ("amx", bfloat16 V, Ev % 16 == 0): close to the float
+ * call's, not the same bits                                             */
+static int dp_path(attn_store sq, attn_store sk, attn_store sv, size_t E,
+                   size_t Ev)
 {
 #if ATTN_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
-    return (strcmp(attn_isa_name(), "avx512") == 0
-            || strcmp(attn_isa_name(), "amx") == 0)
-           && (attn__x86_features() & ATTN_X86_AVX512_BF16)
-           && sq == ATTN_ST_BF16 && sk == ATTN_ST_BF16 && E % 2 == 0;
+    const int amx = strcmp(attn_isa_name(), "amx") == 0;
+    return ((strcmp(attn_isa_name(), "avx512") == 0 || amx)
+            && (attn__x86_features() & ATTN_X86_AVX512_BF16)
+            && sq == ATTN_ST_BF16 && sk == ATTN_ST_BF16 && E % 2 == 0)
+           || (amx && sv == ATTN_ST_BF16 && Ev % 16 == 0);
 #else
-    (void)sq, (void)sk, (void)E;
+    (void)sq, (void)sk, (void)sv, (void)E, (void)Ev;
     return 0;
 #endif
 }
@@ -200,8 +203,13 @@ static void test_bits_one(int big)
     const size_t B = 1 + irand(3);
     const size_t L = big ? 1 + irand(90) : 1 + irand(12);
     const size_t S = big ? irand(3000) : irand(40);
-    const size_t E = 1 + irand(big ? 130 : 40), Ev = 1 + irand(big ? 130 : 40);
+    const size_t E = 1 + irand(big ? 130 : 40);
+    size_t Ev = 1 + irand(big ? 130 : 40);
     attn_store sq = pick_store(1), sk = pick_store(1), sv = pick_store(1);
+    if (strcmp(attn_isa_name(), "amx") == 0 && irand(2)) {
+        Ev = 16 * (1 + irand(4)); /* AMX's P V (bfloat16 V, Ev % 16 == 0) */
+        sv = ATTN_ST_BF16;
+    }
     const attn_store so = pick_store(1);
     if (!sq && !sk && !sv)
         sk = ATTN_ST_BF16;
@@ -290,7 +298,7 @@ static void test_bits_one(int big)
           st32, desc);
     /* the float call wrote its results into the twins: compare rounded */
     size_t (*cmp)(const opnd *, const opnd *, const char *, const char *) =
-        dp_path(sq, sk, E) ? op_far : op_diff;
+        dp_path(sq, sk, sv, E, Ev) ? op_far : op_diff;
     CHECK(cmp(&out, &outf, "out", desc) == 0, "out: %s", desc);
     CHECK(cmp(&lse, &lsef, "lse", desc) == 0, "lse: %s", desc);
     if (want_w)

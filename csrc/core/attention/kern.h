@@ -101,6 +101,8 @@ typedef struct {
     int dpbf16;       /* bfloat16 Q and K: scores by AVX512-BF16 pairs
                          (tile_dpbf16.h): ATTN_DP_VDP or ATTN_DP_FMA, or
                          by AMX tiles (tile_amx.h): ATTN_DP_AMX          */
+    int pv_amx;       /* "amx", bfloat16 V, Ev % 16 == 0: P V by AMX tiles
+                         (tile_amx.h; attn__pv_amx_plan)                 */
     /* scratch layout: byte offsets from a 64-byte aligned base            */
     size_t off_qt;    /* Q^T of the item, E x BQ                           */
     size_t off_st;    /* score / probability tile, BK x BQ (key-major)     */
@@ -157,6 +159,9 @@ enum {
  * bits than the pair chain's (tile_amx.h), E % 32 == 0 and E <= 256     */
 #define ATTN_DP_AMX 3
 #define ATTN_AMX_MAX_E 256
+/* ... and, with bfloat16 V, P V by AMX tiles on key blocks of at most
+ * this many keys (sdpa.c: key_block)                                    */
+#define ATTN_AMX_PV_KEYS 128
 extern int attn__dpbf16_mode;
 
 /* item's chunk argument: every chunk, folded by the item itself          */
@@ -300,6 +305,9 @@ const attn_isa_desc *attn__isa_current(void);
 /* pl->dpbf16 for problem p on desc d (sdpa.c): the forward and the
  * backward ask the same question, so they compute the same scores      */
 int attn__dpbf16_plan(const attn_problem *p, const attn_isa_desc *d);
+/* pl->pv_amx for problem p on desc d (sdpa.c): from (ISA, storage, Ev)
+ * alone, like the scores' choice                                        */
+int attn__pv_amx_plan(const attn_problem *p, const attn_isa_desc *d);
 
 /* the work of a call of `products` (L x S x (E + Ev)) multiply-adds per
  * batch item, for runtime/sched.h's thread-count rule (sdpa.c)          */

@@ -210,11 +210,15 @@ static size_t query_block(const attn_problem *p, const attn_isa_desc *d,
  * "portable").                                                           */
 static size_t key_block(const attn_problem *p, const attn_isa_desc *d)
 {
+    /* AMX's P V: blocks of ATTN_AMX_PV_KEYS, whole 32-key groups of
+     * tdpbf16ps (tile_amx.h), few tile setups per decoded row; halved
+     * below for wide rows, never above                                 */
+    const int pv_amx = attn__pv_amx_plan(p, d);
     if (d->plan_as)
         d = d->plan_as;
     const int t = p->dtype == ATTN_F64;
     const size_t esz = t ? sizeof(double) : sizeof(float);
-    size_t BK = d->BK[t];
+    size_t BK = pv_amx ? ATTN_AMX_PV_KEYS : d->BK[t];
 #ifdef ATTN_TUNE_ENV
     if (getenv("TUNE_BK"))
         BK = (size_t)atoi(getenv("TUNE_BK"));
@@ -265,7 +269,9 @@ static int kv_cache(attn_plan *pl, size_t *a)
     const attn_problem *p = pl->p;
     const int ck = p->k.store != ATTN_ST_NATIVE && pl->dpbf16 != ATTN_DP_VDP
                    && pl->dpbf16 != ATTN_DP_AMX;
-    const int cv = p->v.store != ATTN_ST_NATIVE;
+    /* pv_amx caches V's pairs (tile_amx.h) in a float slot of BK x EvP:
+     * room for round_up(BK, 32) x Ev halves when BK >= 16             */
+    const int cv = p->v.store != ATTN_ST_NATIVE && (!pl->pv_amx || pl->BK >= 16);
     const size_t row = (ck ? p->E : 0) + (cv ? pl->EvP : 0);
     const size_t nkb = (p->S + pl->BK - 1) / pl->BK;
     if (pl->nqb < 2 || row == 0 || p->dtype != ATTN_F32 || p->L <= ATTN_QK_FEW)
@@ -315,6 +321,18 @@ int attn__dpbf16_plan(const attn_problem *p, const attn_isa_desc *d)
     return 0;
 }
 
+int attn__pv_amx_plan(const attn_problem *p, const attn_isa_desc *d)
+{
+#if ATTN_HAVE_AMX
+    return d == &attn__isa_amx && p->dtype == ATTN_F32
+           && p->v.store == ATTN_ST_BF16 && p->Ev > 0 && p->Ev % 16 == 0;
+#else
+    (void)p;
+    (void)d;
+    return 0;
+#endif
+}
+
 static attn_status make_plan(attn_plan *pl, const attn_problem *p,
                              const attn_isa_desc *d)
 {
@@ -333,6 +351,7 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
 
     pl->nqb = (p->L + BQ - 1) / BQ;
     pl->dpbf16 = attn__dpbf16_plan(p, d);
+    pl->pv_amx = attn__pv_amx_plan(p, d);
     attn__limits(pl, p);
     /* 16-bit K / V: every block is converted into the packed block */
     pl->pack_k = (p->E > 1 && p->k.s1 != 1) || p->k.store != ATTN_ST_NATIVE;
@@ -348,7 +367,9 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
     ok = ok && take(&a, ROW_COUNT * pl->BQ, esz, &pl->off_row);
     ok = ok && mul_ok(bk, pl->pack_k ? p->E : 0, &n)
          && take(&a, n, esz, &pl->off_kp);
-    ok = ok && mul_ok(bk, pl->pack_v ? pl->EvP : 0, &n)
+    /* pv_amx: V's pairs of whole 32-key groups there (tile_amx.h)     */
+    ok = ok && mul_ok(pl->pv_amx ? round_up(bk, 32) : bk,
+                      pl->pack_v ? pl->EvP : 0, &n)
          && take(&a, n, esz, &pl->off_vp);
     /* K^T of a block for qk_few (one-vector query blocks); offset 0: none */
     if (p->L <= ATTN_QK_FEW && ok) {

@@ -179,6 +179,8 @@ TI void SFX(store_tile_t)(T *dst, ptrdiff_t s0, ptrdiff_t s1, const T *st,
 #if ATTN_DPBF16
 #include "attention/tile_dpbf16.h"
 #endif
+/* P V by AMX tiles (tile_amx.h) in this instantiation                    */
+#define AMX_PV_ (ATTN_DPBF16 && ATTN_HAVE_AMX)
 
 /* st (key-major, ld ldst) = the scores of rows i0 .. i0+nq-1 (nqv vectors
  * of qt) with keys j0 .. j0+nk-1, times scale if scaled: qk_few (few
@@ -421,6 +423,13 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
             SFX(scores)(pl, sb, srow, 1, 1, 1, 1, k_b, j0, nk, 1);
             SFX(prefetch_k)(pl, k_b, j0 + BK, cend);
             SFX(softmax_row)(srow, nk, rm, rl, ralpha, rm_used);
+#if AMX_PV_
+            if (pl->pv_amx) {
+                SFX(amx_pv_block)(pl, sb, oc, EvP, 1, srow, 1, ralpha, v_b,
+                                  j0, nk);
+                continue;
+            }
+#endif
             if (v16) { /* V rows converted as P V loads them */
                 SFX(pv_one16)(oc, nev, srow, ralpha, (const uint16_t *)v_b
                               + (ptrdiff_t)j0 * vs, vs, nk, p->v.store);
@@ -430,8 +439,9 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
             SFX(pv_block)(oc, EvP, 1, nev, srow, 1, ralpha, vblk, vs, nk);
             continue;
         }
-        const T *vblk = few ? SFX(v_any)(pl, v_b, j0, nk, vp, &vs)
-                            : SFX(kv_cached)(pl, sb, 1, v_b, j0, nk, &vs);
+        const T *vblk = AMX_PV_ && pl->pv_amx ? NULL
+                        : few ? SFX(v_any)(pl, v_b, j0, nk, vp, &vs)
+                              : SFX(kv_cached)(pl, sb, 1, v_b, j0, nk, &vs);
         SFX(scores)(pl, sb, st, BQ, nq, nqv, few, k_b, j0, nk, 1);
         if (few)
             SFX(prefetch_k)(pl, k_b, j0 + BK, cend);
@@ -439,6 +449,13 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
             SFX(apply_masks)(pl, st, BQ, b, i0, nq, nqv, j0, nk, mask_b, cls,
                              cdiag, NULL);
         SFX(softmax_block)(st, BQ, nk, nqv, rm, rl, ralpha, rm_used);
+#if AMX_PV_
+        if (pl->pv_amx) {
+            SFX(amx_pv_block)(pl, sb, oc, EvP, nq, st, BQ, ralpha, v_b, j0,
+                              nk);
+            continue;
+        }
+#endif
         SFX(pv_block)(oc, EvP, nq, nev, st, BQ, ralpha, vblk, vs, nk);
     }
 }
@@ -656,6 +673,7 @@ TF attn_status SFX(merge_item)(const attn_plan *pl, void *scratch, size_t b,
 #undef MAT_B_
 #undef VLOAD16_
 #undef ATTN_DPBF16
+#undef AMX_PV_
 
 /* the template's parameters, defined by the including file */
 #include "attention/vec_undef.h"

@@ -24,7 +24,7 @@
  * state between calls.
  */
 
-#define AMXATTR ATTN_TARGET("amx-tile,amx-bf16,avx512f,avx2,fma")
+#define AMXATTR ATTN_TARGET("amx-tile,amx-bf16,avx512f,avx512bw,avx2,fma")
 
 typedef struct {
     uint8_t palette, start_row, reserved[14];
@@ -34,17 +34,19 @@ typedef struct {
 
 /* tiles 0-3: sums (key group a, query vector b) = 2a + b; 4, 5: K; 6, 7:
  * Q's pairs; all 16 rows of 64 bytes                                   */
-static ATTN_INLINE AMXATTR void amx_begin(void)
+static ATTN_INLINE AMXATTR void amx_begin_rows(int m)
 {
     attn_amx_cfg c __attribute__((aligned(64)));
     memset(&c, 0, sizeof c);
     c.palette = 1;
     for (int t = 0; t < 8; t++) {
         c.colsb[t] = 64;
-        c.rows[t] = 16;
+        c.rows[t] = (uint8_t)(t < 7 ? m : 16);
     }
     _tile_loadconfig(&c);
 }
+
+static ATTN_INLINE AMXATTR void amx_begin(void) { amx_begin_rows(16); }
 
 /* st[j * ldst + r] = scale * (K row j . Q row r) for keys j < nk and
  * columns r < ncols of qt2 (nqv vectors of 16, zero padded); K rows at k
@@ -59,12 +61,17 @@ static AMXATTR void SFX(amx_scores)(T *st, size_t ldst, size_t ncols,
                                     T scale)
 {
     float c[16 * 16] __attribute__((aligned(64)));
-    uint16_t tail[16 * ATTN_AMX_MAX_E] __attribute__((aligned(64)));
+    uint16_t kbuf[32 * ATTN_AMX_MAX_E] __attribute__((aligned(64)));
+    /* decoding (a few columns) reads K from memory once: copied by
+     * vector loads, which keep many lines in flight, where a tile load
+     * from memory measured slower                                        */
+    const int copy = ncols <= ATTN_QK_FEW;
     const long sq = (long)(ldq * sizeof(uint32_t)),
                sst = (long)(ldst * sizeof(T));
     amx_begin();
     for (size_t g = 0; g < nk; g += 32) {
-        /* the two key groups' rows; a partial group from a zeroed copy */
+        /* the two key groups' rows; a partial group from a zeroed copy
+         * (kbuf), every group when copying                            */
         const uint16_t *kg[2];
         long sk[2];
         size_t nr[2];
@@ -73,12 +80,22 @@ static AMXATTR void SFX(amx_scores)(T *st, size_t ldst, size_t ncols,
             nr[h] = j < nk ? MINZ_((size_t)16, nk - j) : 0;
             kg[h] = k + (ptrdiff_t)j * ks;
             sk[h] = (long)(ks * (ptrdiff_t)sizeof(uint16_t));
-            if (nr[h] > 0 && nr[h] < 16) {
-                memset(tail, 0, 16 * E * sizeof(uint16_t));
-                for (size_t r = 0; r < nr[h]; r++)
-                    memcpy(tail + r * E, kg[h] + (ptrdiff_t)r * ks,
-                           E * sizeof(uint16_t));
-                kg[h] = tail;
+            if (nr[h] > 0 && (nr[h] < 16 || copy)) {
+                uint16_t *d = kbuf + (size_t)h * 16 * E;
+                for (size_t r = 0; r < nr[h]; r++) {
+                    const uint16_t *row = kg[h] + (ptrdiff_t)r * ks;
+                    /* decoding: the same row of the next block too (a
+                     * prefetch never faults)                           */
+                    for (size_t x = 0; copy && x < E * sizeof(uint16_t);
+                         x += 64)
+                        ATTN_PREFETCH((const char *)((uintptr_t)row
+                                                     + (uintptr_t)(ptrdiff_t)nk
+                                                           * 2 * (uintptr_t)ks)
+                                      + x);
+                    memcpy(d + r * E, row, E * sizeof(uint16_t));
+                }
+                memset(d + nr[h] * E, 0, (16 - nr[h]) * E * sizeof(uint16_t));
+                kg[h] = d;
                 sk[h] = (long)(E * sizeof(uint16_t));
             }
         }
@@ -120,6 +137,16 @@ static AMXATTR void SFX(amx_scores)(T *st, size_t ldst, size_t ncols,
             break;                                                             \
         }                                                                      \
         _tile_stored(t, c, 64);                                                \
+        if (ldst == 1 && ncols == 1) { /* one row: column 0, as a vector */   \
+            const __m512i ix = _mm512_set_epi32(240, 224, 208, 192, 176, 160,  \
+                                                144, 128, 112, 96, 80, 64,     \
+                                                48, 32, 16, 0);                \
+            const __mmask16 m = (__mmask16)((1u << nr[h]) - 1);               \
+            _mm512_mask_storeu_ps(                                             \
+                dst, m, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, ix,  \
+                                                 c, 4));                       \
+            break;                                                             \
+        }                                                                      \
         for (size_t r = 0; r < nr[h]; r++)                                     \
             memcpy(dst + r * ldst, c + r * 16,                                 \
                    MINZ_((size_t)16, ncols - col) * sizeof(T));                \
@@ -133,6 +160,15 @@ static AMXATTR void SFX(amx_scores)(T *st, size_t ldst, size_t ncols,
     }
     _tile_release();
     const __m512 vs = _mm512_set1_ps(scale);
+    if (ldst == 1 && ncols == 1) { /* one row: its scores are contiguous */
+        for (size_t j = 0; j < nk; j += 16) {
+            const size_t n = MINZ_((size_t)16, nk - j);
+            const __mmask16 m = (__mmask16)(n == 16 ? 0xffff : (1u << n) - 1);
+            _mm512_mask_storeu_ps(
+                st + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, st + j), vs));
+        }
+        return;
+    }
     for (size_t j = 0; j < nk; j++)
         for (size_t r = 0; r < ncols; r += 16) {
             const size_t n = MINZ_((size_t)16, ncols - r);
@@ -141,6 +177,271 @@ static AMXATTR void SFX(amx_scores)(T *st, size_t ldst, size_t ncols,
             _mm512_mask_storeu_ps(
                 x, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x), vs));
         }
+}
+
+/* ---------------------------------------------------------------------- */
+/* P V by tiles (pl->pv_amx: "amx", bfloat16 V, Ev % 16 == 0)              */
+/* ---------------------------------------------------------------------- */
+/* A probability p (float) is the exact sum of three bfloat16 numbers, its
+ * top 8 significant bits (hi), the next 8 (mid) and the last 8 (lo): each
+ * cut by masking the bit pattern, each remainder an exact float
+ * subtraction. So three tdpbf16ps per 32 keys give the products p v of
+ * float32 P with bfloat16 V exactly, summed in float32 by the tiles. (A
+ * part below the normal range is read as 0 by the tiles, with or without
+ * the caller's DAZ / FTZ: such parts weigh under 2^-126.) Every row is
+ * the same sequence in every call: per key block, a tile of zeros, then
+ * per 32 keys from the block's first (keys past the block weigh 0) hi,
+ * mid, lo; then o = alpha o + sum, as the float path's epilogue. A sum
+ * that is not finite is summed again over the keys of nonzero weight
+ * alone, in key order (a key of weight 0 contributes nothing, not 0 x
+ * inf = NaN): the same rule wherever the row sits.                      */
+
+/* tdpbf16ps's second tile for V: key pair kp of the block, feature f at
+ * vv[kp * 2 Ev + 2 f + t] = V[j0 + 2 kp + t][f]; pairs past nk are 0    */
+static AMXATTR void SFX(amx_v_pairs)(const attn_plan *pl, const char *v_b,
+                                     size_t j0, size_t nk, uint16_t *vv,
+                                     int ahead)
+{
+    const attn_problem *p = pl->p;
+    const size_t Ev = p->Ev, nkp = (nk + 31) / 32 * 16;
+    const uint16_t *v = (const uint16_t *)v_b + (ptrdiff_t)j0 * p->v.s0;
+    size_t kp = 0;
+    if (p->v.s1 == 1) { /* 16 features of both rows per permute */
+        const __m512i lo = _mm512_set_epi16(
+            47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39,
+            7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+        const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+        for (; 2 * kp + 1 < nk; kp++) {
+            const uint16_t *e = v + (ptrdiff_t)(2 * kp) * p->v.s0,
+                           *o = e + p->v.s0;
+            uint16_t *d = vv + kp * 2 * Ev;
+            /* decoding reads V once: the same rows of the next block now
+             * (a prefetch never faults, so past the end is harmless)   */
+            for (size_t x = 0; ahead && x < Ev * 2; x += 64) {
+                const uintptr_t nx = (uintptr_t)(ptrdiff_t)nk * 2
+                                     * (uintptr_t)p->v.s0;
+                ATTN_PREFETCH((const char *)((uintptr_t)e + nx) + x);
+                ATTN_PREFETCH((const char *)((uintptr_t)o + nx) + x);
+            }
+            for (size_t f = 0; f < Ev; f += 32) {
+                /* Ev % 32 == 16: the last 16 features alone, no read past */
+                const __mmask32 m = Ev - f >= 32 ? 0xffffffffu : 0xffffu;
+                const __m512i a = _mm512_maskz_loadu_epi16(m, e + f),
+                              b = _mm512_maskz_loadu_epi16(m, o + f);
+                _mm512_storeu_si512(d + 2 * f,
+                                    _mm512_permutex2var_epi16(a, lo, b));
+                if (f + 16 < Ev)
+                    _mm512_storeu_si512(
+                        d + 2 * f + 32, _mm512_permutex2var_epi16(a, hi, b));
+            }
+        }
+    }
+    if (kp < nkp && 2 * kp + 1 == nk) { /* the last key, alone */
+        const uint16_t *row = v + (ptrdiff_t)(2 * kp) * p->v.s0;
+        uint16_t *d = vv + kp * 2 * Ev;
+        for (size_t f = 0; f < Ev; f++) {
+            d[2 * f] = row[(ptrdiff_t)f * p->v.s1];
+            d[2 * f + 1] = 0;
+        }
+        kp++;
+    }
+    if (p->v.s1 == 1 && kp < nkp) { /* the pairs past the block: 0 */
+        memset(vv + kp * 2 * Ev, 0, (nkp - kp) * 2 * Ev * sizeof(uint16_t));
+        kp = nkp;
+    }
+    for (; kp < nkp; kp++) {
+        uint16_t *d = vv + kp * 2 * Ev;
+        for (int t = 0; t < 2; t++) {
+            const size_t j = 2 * kp + (size_t)t;
+            const uint16_t *row = v + (ptrdiff_t)j * p->v.s0;
+            if (j >= nk)
+                for (size_t f = 0; f < Ev; f++)
+                    d[2 * f + (size_t)t] = 0;
+            else if (p->v.s1 == 1)
+                for (size_t f = 0; f < Ev; f++)
+                    d[2 * f + (size_t)t] = row[f];
+            else
+                for (size_t f = 0; f < Ev; f++)
+                    d[2 * f + (size_t)t] = row[(ptrdiff_t)f * p->v.s1];
+        }
+    }
+}
+
+/* the three parts' 16-bit patterns in the top halves of 32-bit lanes    */
+static ATTN_INLINE AMXATTR void amx_split3(__m512 x, __m512i part[3])
+{
+    const __m512i top = _mm512_set1_epi32((int)0xffff0000u);
+    part[0] = _mm512_and_si512(_mm512_castps_si512(x), top);
+    const __m512 r1 = _mm512_sub_ps(x, _mm512_castsi512_ps(part[0]));
+    part[1] = _mm512_and_si512(_mm512_castps_si512(r1), top);
+    const __m512 r2 = _mm512_sub_ps(r1, _mm512_castsi512_ps(part[1]));
+    part[2] = _mm512_and_si512(_mm512_castps_si512(r2), top);
+}
+
+/* tdpbf16ps's first tiles for P: rows r < nr of queries r0 .. (lanes of
+ * pt's key rows: p(j, r) = pt[j * ldp + r0 + r]), keys j0c .. j0c+31 as
+ * 16 pairs per row, part s into a[s] (16 x 16 words); rows past nr and
+ * keys past nk are 0                                                   */
+static ATTN_INLINE AMXATTR void SFX(amx_p_parts)(uint32_t a[3][256],
+                                                 const T *pt, size_t ldp,
+                                                 size_t r0, size_t nr,
+                                                 size_t j0c, size_t nk)
+{
+    if (ldp == 1 && nr == 1) { /* one row, keys contiguous: row 0 only */
+        const size_t n = nk > j0c ? MINZ_((size_t)32, nk - j0c) : 0;
+        const __mmask16 m0 = (__mmask16)(n >= 16 ? 0xffff : (1u << n) - 1),
+                        m1 = (__mmask16)(n >= 32   ? 0xffff
+                                         : n > 16 ? (1u << (n - 16)) - 1
+                                                  : 0);
+        const __m512 x0 = _mm512_maskz_loadu_ps(m0, pt + j0c + r0),
+                     x1 = _mm512_maskz_loadu_ps(m1, pt + j0c + r0 + 16);
+        const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16,
+                                            14, 12, 10, 8, 6, 4, 2, 0),
+                      od = _mm512_add_epi32(ev, _mm512_set1_epi32(1));
+        __m512i pe[3], po[3];
+        amx_split3(_mm512_permutex2var_ps(x0, ev, x1), pe);
+        amx_split3(_mm512_permutex2var_ps(x0, od, x1), po);
+        for (int s = 0; s < 3; s++)
+            _mm512_store_si512(a[s], _mm512_or_si512(
+                                         _mm512_srli_epi32(pe[s], 16), po[s]));
+        return; /* rows 1 .. 15: zeros, left by amx_pv */
+    }
+    const __mmask16 m = (__mmask16)(nr >= 16 ? 0xffff : (1u << nr) - 1);
+    __m512 w[3][16];
+    for (size_t kp = 0; kp < 16; kp++) {
+        const size_t j = j0c + 2 * kp;
+        const __m512 e = j < nk
+            ? _mm512_maskz_loadu_ps(m, pt + j * ldp + r0) : _mm512_setzero_ps();
+        const __m512 o = j + 1 < nk
+            ? _mm512_maskz_loadu_ps(m, pt + (j + 1) * ldp + r0)
+            : _mm512_setzero_ps();
+        __m512i pe[3], po[3];
+        amx_split3(e, pe);
+        amx_split3(o, po);
+        for (int s = 0; s < 3; s++)
+            w[s][kp] = _mm512_castsi512_ps(
+                _mm512_or_si512(_mm512_srli_epi32(pe[s], 16), po[s]));
+    }
+    for (int s = 0; s < 3; s++) {
+        VTRANS(w[s]); /* w[s][r]: query r's 16 pairs */
+        for (int r = 0; r < 16; r++)
+            _mm512_store_si512(a[s] + r * 16, _mm512_castps_si512(w[s][r]));
+    }
+}
+
+/* a sum that is not finite, again: keys of nonzero weight, in order     */
+static ATTN_INLINE float SFX(amx_resum)(const T *pt, size_t ldp, size_t r,
+                                        const uint16_t *vv, size_t Ev,
+                                        size_t f, size_t nk)
+{
+    float acc = 0;
+    for (size_t j = 0; j < nk; j++) {
+        const float w = pt[j * ldp + r];
+        if (w != 0)
+            acc = fmaf(w, dp_f32(vv[(j / 2) * 2 * Ev + 2 * f + j % 2]), acc);
+    }
+    return acc;
+}
+
+/* o (nq x Ev, ld ldo) = alpha o + P V_blk: P (nk x ..: pt[j * ldp + r]),
+ * V's pairs vv (amx_v_pairs)                                           */
+static AMXATTR void SFX(amx_pv)(T *o, size_t ldo, size_t nq, const T *pt,
+                                size_t ldp, const T *alpha,
+                                const uint16_t *vv, size_t Ev, size_t nk)
+{
+    /* P's parts of every 32 keys of the block (nk <= ATTN_AMX_PV_KEYS,
+     * sdpa.c: key_block), written before the first tile load of them  */
+    uint32_t a[ATTN_AMX_PV_KEYS / 32][3][256] __attribute__((aligned(64)));
+    float c[4][16 * 16] __attribute__((aligned(64)));
+    const size_t nch = (nk + 31) / 32;
+    const long sv = (long)(2 * Ev * sizeof(uint16_t));
+    if (ldp == 1 && nq == 1) /* amx_p_parts writes row 0 alone */
+        memset(a, 0, nch * sizeof a[0]);
+    /* fewer than 16 rows (decoding): tiles of that many rows, a
+     * tdpbf16ps's time grows with them (a sum does not depend on the
+     * tile's shape: tests/c/test_dpbf16.c)                              */
+    amx_begin_rows(nq < 16 ? (int)nq : 16);
+    for (size_t r0 = 0; r0 < nq; r0 += 16) {
+        const size_t nr = MINZ_((size_t)16, nq - r0);
+        for (size_t ch = 0; ch < nch; ch++)
+            SFX(amx_p_parts)(a[ch], pt, ldp, r0, nr, 32 * ch, nk);
+        for (size_t f0 = 0; f0 < Ev; f0 += 64) {
+            const size_t nft = MINZ_((size_t)4, (Ev - f0) / 16);
+            _tile_zero(0);
+            _tile_zero(1);
+            _tile_zero(2);
+            _tile_zero(3);
+            for (size_t ch = 0; ch < nch; ch++) {
+                _tile_loadd(4, a[ch][0], 64);
+                _tile_loadd(5, a[ch][1], 64);
+                _tile_loadd(6, a[ch][2], 64);
+                const uint16_t *vb = vv + ch * 16 * 2 * Ev + 2 * f0;
+#define AMX_PV_FT_(t)                                                          \
+    if (nft > (t)) {                                                           \
+        _tile_loadd(7, vb + 32 * (t), sv);                                     \
+        _tile_dpbf16ps(t, 4, 7);                                               \
+        _tile_dpbf16ps(t, 5, 7);                                               \
+        _tile_dpbf16ps(t, 6, 7);                                               \
+    }
+                AMX_PV_FT_(0)
+                AMX_PV_FT_(1)
+                AMX_PV_FT_(2)
+                AMX_PV_FT_(3)
+#undef AMX_PV_FT_
+            }
+            /* every store before the first load: a load that follows a
+             * tile store waits for it                                  */
+            _tile_stored(0, c[0], 64);
+            if (nft > 1)
+                _tile_stored(1, c[1], 64);
+            if (nft > 2)
+                _tile_stored(2, c[2], 64);
+            if (nft > 3)
+                _tile_stored(3, c[3], 64);
+            for (size_t t = 0; t < nft; t++) {
+                const size_t f = f0 + 16 * t;
+                for (size_t r = 0; r < nr; r++) {
+                    __m512 acc = _mm512_load_ps(c[t] + r * 16);
+                    /* x - x is 0 exactly when x is finite */
+                    const __mmask16 bad = _mm512_cmp_ps_mask(
+                        _mm512_sub_ps(acc, acc), _mm512_setzero_ps(),
+                        _CMP_NEQ_UQ);
+                    if (bad) {
+                        float lane[16];
+                        _mm512_storeu_ps(lane, acc);
+                        for (int i = 0; i < 16; i++)
+                            if (bad >> i & 1)
+                                lane[i] = SFX(amx_resum)(pt, ldp, r0 + r, vv,
+                                                         Ev, f + (size_t)i,
+                                                         nk);
+                        acc = _mm512_loadu_ps(lane);
+                    }
+                    T *o_r = o + (r0 + r) * ldo + f;
+                    _mm512_storeu_ps(o_r, _mm512_fmadd_ps(
+                                              _mm512_loadu_ps(o_r),
+                                              _mm512_set1_ps(alpha[r0 + r]),
+                                              acc));
+                }
+            }
+        }
+    }
+    _tile_release();
+}
+
+/* chunk_pass's P V when the plan says pv_amx: V's block into its pairs
+ * (the thread's cache or the packed-V scratch), then amx_pv            */
+TI void SFX(amx_pv_block)(const attn_plan *pl, char *sb, T *o, size_t ldo,
+                          size_t nq, const T *pt, size_t ldp, const T *alpha,
+                          const char *v_b, size_t j0, size_t nk)
+{
+    /* the thread's cache (kv_slot) holds the pairs, as they would be
+     * written here, when the call has several query blocks          */
+    int have = 0;
+    T *slot = SFX(kv_slot)(pl, sb, 1, v_b, j0, nk, &have);
+    uint16_t *vv = (uint16_t *)(slot ? slot : (T *)(sb + pl->off_vp));
+    if (!have)
+        SFX(amx_v_pairs)(pl, v_b, j0, nk, vv, nq <= ATTN_QK_FEW);
+    SFX(amx_pv)(o, ldo, nq, pt, ldp, alpha, vv, pl->p->Ev, nk);
 }
 
 /* the backward's Q^T as floats (E x ld, exact bfloat16 values) into the
