@@ -149,8 +149,12 @@ enum {
 #define ATTN_QK_FEW 4
 
 /* pl->dpbf16: the pair chain by vdpbf16ps in every kernel, or by its
- * bit-exact FMA twin in query blocks (tile_dpbf16.h); the default is
- * attn__dpbf16_mode (benchmarks compare the two in one process)         */
+ * bit-exact FMA twin in query blocks (tile_dpbf16.h): the same bits, at
+ * a speed that depends on the CPU, so the first plan that needs one
+ * times both instructions (dp_choice.c) and every later plan takes that
+ * answer; the environment variable ATTNPY_BF16_DOT=vdp or =fma, read
+ * then, forces one instead. attn__dpbf16_mode 0 means that choice; tests
+ * and benchmarks set it to ATTN_DP_VDP or ATTN_DP_FMA to force one.    */
 #define ATTN_DP_VDP 1
 #define ATTN_DP_FMA 2
 /* ... or, on the "amx" set, by AMX's tdpbf16ps in every kernel: other
@@ -158,6 +162,20 @@ enum {
 #define ATTN_DP_AMX 3
 #define ATTN_AMX_MAX_E 256
 extern int attn__dpbf16_mode;
+/* dp_choice.c: the process's choice (ATTN_DP_VDP or ATTN_DP_FMA), made
+ * on the first call; _reset forgets it (tests). _choose(env): env's
+ * choice if it is "vdp" or "fma" (any case, attn__dp_parse; else 0),
+ * else measured. _measure: the calibration, 0 without AVX512-BF16.     */
+#define ATTN_DP_VDP_MIN_RATIO 1.15 /* vdpbf16ps only if it clearly wins */
+typedef struct {
+    double fma_ns, vdp_ns; /* per zmm instruction, the best repeat       */
+    double ratio;          /* vdpbf16ps's multiply-adds / the FMA's      */
+} attn_dp_rates;
+int attn__dpbf16_choice(void);
+void attn__dpbf16_choice_reset(void);
+int attn__dp_choose(const char *env);
+int attn__dp_parse(const char *s);
+int attn__dp_measure(attn_dp_rates *r);
 
 /* item's chunk argument: every chunk, folded by the item itself          */
 #define ATTN_ALL_CHUNKS SIZE_MAX
