@@ -7,6 +7,7 @@
  *                        a "template" over (element type, vector primitives)
  *   tile_half.h          its reads and writes of 16-bit operands
  *   tile_dpbf16.h        bfloat16 scores by AVX512-BF16 pairs (AVX-512)
+ *   dp_choice.c          which of its two kernels, timed once per process
  *   exp.h                constants of the vector exp
  *   sdpa_portable.c      instantiates it in plain C (any CPU); its AVX2
  *                        build (8 floats) in sdpa_portable_wide.c
