@@ -16,9 +16,6 @@
 
 #include "attention/kern.h"
 
-/* vdpbf16ps is taken only when it clearly wins (ATTN_DP_VDP_MIN_RATIO):
- * the two kernels differ in more than the instruction (packing, loads),
- * so a near tie keeps the FMA                                          */
 #define DP_ROUNDS 2048 /* rounds of 24 instructions per timing */
 #define DP_REPEATS 5
 

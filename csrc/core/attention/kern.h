@@ -163,15 +163,17 @@ enum {
 #define ATTN_DP_AMX 3
 #define ATTN_AMX_MAX_E 256
 extern int attn__dpbf16_mode;
-/* dp_choice.c: the process's choice (ATTN_DP_VDP or ATTN_DP_FMA), made
- * on the first call; _reset forgets it (tests). _choose(env): env's
- * choice if it is "vdp" or "fma" (any case, attn__dp_parse; else 0),
- * else measured. _measure: the calibration, 0 without AVX512-BF16.     */
-#define ATTN_DP_VDP_MIN_RATIO 1.15 /* vdpbf16ps only if it clearly wins */
+/* vdpbf16ps only if it clearly wins: the two kernels differ in more than
+ * the instruction (packing, loads), so a near tie keeps the FMA        */
+#define ATTN_DP_VDP_MIN_RATIO 1.15
 typedef struct {
     double fma_ns, vdp_ns; /* per zmm instruction, the best repeat       */
     double ratio;          /* vdpbf16ps's multiply-adds / the FMA's      */
 } attn_dp_rates;
+/* dp_choice.c: the process's choice (ATTN_DP_VDP or ATTN_DP_FMA), made
+ * on the first call; _reset forgets it (tests). _choose(env): env's
+ * choice if it is "vdp" or "fma" (any case, attn__dp_parse; else 0),
+ * else measured. _measure: the calibration, 0 without AVX512-BF16.     */
 int attn__dpbf16_choice(void);
 void attn__dpbf16_choice_reset(void);
 int attn__dp_choose(const char *env);
