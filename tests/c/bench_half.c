@@ -6,10 +6,10 @@
  * ratios float time / 16-bit time (> 1: the 16-bit call is faster).
  On a CPU with AVX512-BF16 the bfloat16 call runs twice: "bf16 vdp"
  * (vdpbf16ps in every score kernel) and "bf16" (their FMA twins in query
- * blocks; the default); the two outputs must be the same bits. A last
- * call, "bf16 fma", has bfloat16 K and V but a float Q holding the same
- * values: the bfloat16 call without the pair chain (the float path's
- * scores on converted K).
+ * blocks; the default where vdpbf16ps is timed the slower, dp_choice.c);
+ * the two outputs must be the same bits. A last call, "bf16 fma", has
+ * bfloat16 K and V but a float Q holding the same values: the bfloat16
+ * call without the pair chain (the float path's scores on converted K).
  *
  * Build (the extension's flags) and run, from the repository root:
  *   cc -O3 -std=c11 -ffp-contract=off -pthread -Icsrc/core \

@@ -7,9 +7,10 @@
  *            subnormal inputs read as 0 and subnormal sums flushed to 0
  *            (vdpbf16ps's arithmetic), on values from 2^-133 to 2^40 so
  *            that subnormal products and partial sums occur
- *   kernels  the same bits from vdpbf16ps in every kernel and from its
- *            FMA twin in query blocks (attn__dpbf16_mode), and from a
- *            row decoded alone (L = 1: qk_few_dp) as inside a long call
+ *   kernels  the same bits from vdpbf16ps in every kernel, from its
+ *            FMA twin in query blocks and from the one of the two this
+ *            process chose (attn__dpbf16_mode 0: dp_choice.c), and from
+ *            a row decoded alone (L = 1: qk_few_dp) as inside a long call
  *
  * On "amx" (E a multiple of 32) the scores come from AMX tiles, whose
  * rounding is their own: "kernels" holds them to one set of bits, and
@@ -89,7 +90,7 @@ static void run(const uint16_t *q, const uint16_t *k, const uint16_t *v,
     attn_exec ex = {1, NULL, NULL};
     attn__dpbf16_mode = mode;
     CHECK(attn_sdpa(&p, &ex) == ATTN_OK, "call L%zu S%zu E%zu", L, S, E);
-    attn__dpbf16_mode = ATTN_DP_FMA;
+    attn__dpbf16_mode = 0;
 }
 
 static size_t differ(const float *a, const float *b, size_t n)
@@ -159,6 +160,10 @@ static void test_one(size_t L, size_t S, size_t E, int pairs)
     CHECK(differ(sc, sc2, L * S) == 0 && differ(out, out2, L * E) == 0,
           "kernels L%zu S%zu E%zu: the FMA twin and vdpbf16ps differ", L, S,
           E);
+    memset(sc2, 0xff, L * S * 4), memset(out2, 0xff, L * E * 4); /* NaN */
+    run(q, k, v, 0, L, S, E, sc2, out2, 0);
+    CHECK(differ(sc, sc2, L * S) == 0 && differ(out, out2, L * E) == 0,
+          "kernels L%zu S%zu E%zu: the chosen kernel differs", L, S, E);
     for (size_t i = 0; i < L; i += L / 3 + 1) {
         run(q, k, v, i, 1, S, E, row, orow, ATTN_DP_FMA);
         CHECK(differ(row, sc + i * S, S) == 0

@@ -7,6 +7,7 @@
  *                        a "template" over (element type, vector primitives)
  *   tile_half.h          its reads and writes of 16-bit operands
  *   tile_dpbf16.h        bfloat16 scores by AVX512-BF16 pairs (AVX-512)
+ *   dp_choice.c          which of its two kernels, timed once per process
  *   exp.h                constants of the vector exp
  *   sdpa_portable.c      instantiates it in plain C (any CPU); its AVX2
  *                        build (8 floats) in sdpa_portable_wide.c
@@ -151,8 +152,12 @@ enum {
 #define ATTN_QK_FEW 4
 
 /* pl->dpbf16: the pair chain by vdpbf16ps in every kernel, or by its
- * bit-exact FMA twin in query blocks (tile_dpbf16.h); the default is
- * attn__dpbf16_mode (benchmarks compare the two in one process)         */
+ * bit-exact FMA twin in query blocks (tile_dpbf16.h): the same bits, at
+ * a speed that depends on the CPU, so the first plan that needs one
+ * times both instructions (dp_choice.c) and every later plan takes that
+ * answer; the environment variable ATTNPY_BF16_DOT=vdp or =fma, read
+ * then, forces one instead. attn__dpbf16_mode 0 means that choice; tests
+ * and benchmarks set it to ATTN_DP_VDP or ATTN_DP_FMA to force one.    */
 #define ATTN_DP_VDP 1
 #define ATTN_DP_FMA 2
 /* ... or, on the "amx" set, by AMX's tdpbf16ps in every kernel: other
@@ -163,6 +168,22 @@ enum {
  * this many keys (sdpa.c: key_block)                                    */
 #define ATTN_AMX_PV_KEYS 128
 extern int attn__dpbf16_mode;
+/* vdpbf16ps only if it clearly wins: the two kernels differ in more than
+ * the instruction (packing, loads), so a near tie keeps the FMA        */
+#define ATTN_DP_VDP_MIN_RATIO 1.15
+typedef struct {
+    double fma_ns, vdp_ns; /* per zmm instruction, the best repeat       */
+    double ratio;          /* vdpbf16ps's multiply-adds / the FMA's      */
+} attn_dp_rates;
+/* dp_choice.c: the process's choice (ATTN_DP_VDP or ATTN_DP_FMA), made
+ * on the first call; _reset forgets it (tests). _choose(env): env's
+ * choice if it is "vdp" or "fma" (any case, attn__dp_parse; else 0),
+ * else measured. _measure: the calibration, 0 without AVX512-BF16.     */
+int attn__dpbf16_choice(void);
+void attn__dpbf16_choice_reset(void);
+int attn__dp_choose(const char *env);
+int attn__dp_parse(const char *s);
+int attn__dp_measure(attn_dp_rates *r);
 
 /* item's chunk argument: every chunk, folded by the item itself          */
 #define ATTN_ALL_CHUNKS SIZE_MAX

@@ -291,9 +291,10 @@ static int kv_cache(attn_plan *pl, size_t *a)
                    &pl->off_kvmark);
 }
 
-/* how bfloat16 pair-chain scores are computed (kern.h): FMA twins in
- * query blocks, vdpbf16ps for a few rows; the same bits either way     */
-int attn__dpbf16_mode = ATTN_DP_FMA;
+/* how bfloat16 pair-chain scores are computed in query blocks (kern.h):
+ * 0, as measured (attn__dpbf16_choice), unless a test forces one; the
+ * same bits either way                                                 */
+int attn__dpbf16_mode = 0;
 
 int attn__dpbf16_plan(const attn_problem *p, const attn_isa_desc *d)
 {
@@ -313,7 +314,7 @@ int attn__dpbf16_plan(const attn_problem *p, const attn_isa_desc *d)
     const int avx512 = d == &attn__isa_avx512;
 #endif
     if (bf && avx512 && (attn__x86_features() & ATTN_X86_AVX512_BF16))
-        return attn__dpbf16_mode;
+        return attn__dpbf16_mode ? attn__dpbf16_mode : attn__dpbf16_choice();
 #else
     (void)p;
     (void)d;

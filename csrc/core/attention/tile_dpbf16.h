@@ -8,10 +8,10 @@
  * qk_few_dp (keys in the lanes, for decoding; K^T built by 16 x 16
  * transposes of 32-bit pairs, no conversion) and qk_dp_block (queries in
  * the lanes, K pairs broadcast) with vdpbf16ps, and qk_block on floats as
- * vdpbf16ps's FMA twin (below: the default for query blocks, where
- * vdpbf16ps, at half the FMA units' multiply-add rate here, is the
- * slower), so a row's scores, and all after them, are the same bits in any
- * of them: batch invariance holds as on the float path. The bits differ
+ * vdpbf16ps's FMA twin (below: for query blocks on CPUs where vdpbf16ps
+ * is timed the slower, dp_choice.c), so a row's scores, and all after
+ * them, are the same bits in any of them: batch invariance holds as on
+ * the float path. The bits differ
  * from the float path's (pairs, and vdpbf16ps flushes subnormals), within
  * float rounding of the scores.
  *
@@ -38,8 +38,8 @@ static ATTN_INLINE uint32_t dp_pair(const uint16_t *x)
  * b[2p+1], acc)) with subnormal inputs read as 0 and subnormal results
  * flushed to 0 (MXCSR's DAZ and FTZ), so qk_block on floats with each
  * feature pair swapped, run under DAZ | FTZ, gives the same scores at
- * the FMA units' rate: vdpbf16ps issues at half their multiply-add rate
- * on the CPUs measured. Items of a few rows keep the pairs (qk_few_dp). */
+ * the FMA units' rate, where vdpbf16ps delivers fewer multiply-adds
+ * (dp_choice.c measures). Items of a few rows keep the pairs (qk_few_dp). */
 static ATTN_INLINE int dp_fma_item(const attn_plan *pl, size_t nq)
 {
     return pl->dpbf16 == ATTN_DP_FMA
