@@ -48,6 +48,36 @@ static ATTN_INLINE AMXATTR void amx_begin_rows(int m)
 
 static ATTN_INLINE AMXATTR void amx_begin(void) { amx_begin_rows(16); }
 
+/* key group j .. j+15 of K (rows at k, stride ks halves) for a tile
+ * load: *kg, *sk (bytes); in place, or (a partial group, or copy) rows
+ * copied into d (16 x E halves) with the rest 0. Returns the group's
+ * keys (0: none). copy: decoding, which reads K from memory once: copied
+ * by vector loads, which keep many lines in flight (a tile load from
+ * memory measured slower), and the same rows of the next block
+ * prefetched (a prefetch never faults)                                  */
+static ATTN_INLINE size_t amx_kgroup(const uint16_t *k, ptrdiff_t ks,
+                                     size_t E, size_t j, size_t nk, int copy,
+                                     uint16_t *d, const uint16_t **kg,
+                                     long *sk)
+{
+    const size_t nr = j < nk ? MINZ_((size_t)16, nk - j) : 0;
+    *kg = k + (ptrdiff_t)j * ks;
+    *sk = (long)(ks * (ptrdiff_t)sizeof(uint16_t));
+    if (nr == 0 || (nr == 16 && !copy))
+        return nr;
+    const uintptr_t next = (uintptr_t)(ptrdiff_t)nk * 2 * (uintptr_t)ks;
+    for (size_t r = 0; r < nr; r++) {
+        const uint16_t *row = *kg + (ptrdiff_t)r * ks;
+        for (size_t x = 0; copy && x < E * sizeof(uint16_t); x += 64)
+            ATTN_PREFETCH((const char *)((uintptr_t)row + next) + x);
+        memcpy(d + r * E, row, E * sizeof(uint16_t));
+    }
+    memset(d + nr * E, 0, (16 - nr) * E * sizeof(uint16_t));
+    *kg = d;
+    *sk = (long)(E * sizeof(uint16_t));
+    return nr;
+}
+
 /* st[j * ldst + r] = scale * (K row j . Q row r) for keys j < nk and
  * columns r < ncols of qt2 (nqv vectors of 16, zero padded); K rows at k
  * with row stride ks halves, features contiguous. Whole 16 x 16 sums go
@@ -62,43 +92,18 @@ static AMXATTR void SFX(amx_scores)(T *st, size_t ldst, size_t ncols,
 {
     float c[16 * 16] __attribute__((aligned(64)));
     uint16_t kbuf[32 * ATTN_AMX_MAX_E] __attribute__((aligned(64)));
-    /* decoding (a few columns) reads K from memory once: copied by
-     * vector loads, which keep many lines in flight, where a tile load
-     * from memory measured slower                                        */
-    const int copy = ncols <= ATTN_QK_FEW;
+    const int copy = ncols <= ATTN_QK_FEW; /* decoding: amx_kgroup */
     const long sq = (long)(ldq * sizeof(uint32_t)),
                sst = (long)(ldst * sizeof(T));
     amx_begin();
     for (size_t g = 0; g < nk; g += 32) {
-        /* the two key groups' rows; a partial group from a zeroed copy
-         * (kbuf), every group when copying                            */
+        /* the two key groups' rows (a partial group from a zeroed copy) */
         const uint16_t *kg[2];
         long sk[2];
         size_t nr[2];
-        for (int h = 0; h < 2; h++) {
-            const size_t j = g + 16 * (size_t)h;
-            nr[h] = j < nk ? MINZ_((size_t)16, nk - j) : 0;
-            kg[h] = k + (ptrdiff_t)j * ks;
-            sk[h] = (long)(ks * (ptrdiff_t)sizeof(uint16_t));
-            if (nr[h] > 0 && (nr[h] < 16 || copy)) {
-                uint16_t *d = kbuf + (size_t)h * 16 * E;
-                for (size_t r = 0; r < nr[h]; r++) {
-                    const uint16_t *row = kg[h] + (ptrdiff_t)r * ks;
-                    /* decoding: the same row of the next block too (a
-                     * prefetch never faults)                           */
-                    for (size_t x = 0; copy && x < E * sizeof(uint16_t);
-                         x += 64)
-                        ATTN_PREFETCH((const char *)((uintptr_t)row
-                                                     + (uintptr_t)(ptrdiff_t)nk
-                                                           * 2 * (uintptr_t)ks)
-                                      + x);
-                    memcpy(d + r * E, row, E * sizeof(uint16_t));
-                }
-                memset(d + nr[h] * E, 0, (16 - nr[h]) * E * sizeof(uint16_t));
-                kg[h] = d;
-                sk[h] = (long)(E * sizeof(uint16_t));
-            }
-        }
+        for (int h = 0; h < 2; h++)
+            nr[h] = amx_kgroup(k, ks, E, g + 16 * (size_t)h, nk, copy,
+                               kbuf + (size_t)h * 16 * E, &kg[h], &sk[h]);
         for (size_t v = 0; v < nqv; v += 2) {
             const uint32_t *q0 = qt2 + v * 16, *q1 = q0 + 16;
             const int two_k = nr[1] > 0, two_q = v + 1 < nqv;
