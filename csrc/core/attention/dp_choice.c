@@ -86,8 +86,11 @@ DP_TIMER(dp_time_vdp, "vdpbf16ps")
 
 int attn__dp_measure(attn_dp_rates *r)
 {
-    if (!(attn__x86_features() & ATTN_X86_AVX512_BF16))
+    if (!(attn__x86_features() & ATTN_X86_AVX512_BF16)) {
+        if (r != NULL) /* nothing measured: the rates say so */
+            r->fma_ns = r->vdp_ns = r->ratio = 0.0;
         return 0;
+    }
     long long best_fma = -1, best_vdp = -1;
     /* one untimed round first: the core may need a moment to reach its
      * 512-bit speed; then the two interleaved, best of DP_REPEATS       */
