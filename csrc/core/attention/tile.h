@@ -408,6 +408,11 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
         memset(st, 0, MINZ_(BK, p->S) * BQ * sizeof(T));
     const size_t c0 = c * pl->CK;
     const size_t cend = MINZ_(c0 + pl->CK, jend);
+#if AMX_PV_
+    if (few && pl->dpbf16 == ATTN_DP_AMX)
+        SFX(amx_prefetch_block)(pl, k_b, v_b,
+                                (c0 > jlo ? c0 : jlo) / BK * BK + BK, cend);
+#endif
     for (size_t j0 = (c0 > jlo ? c0 : jlo) / BK * BK; j0 < cend; j0 += BK) {
         const size_t nk = MINZ_(BK, cend - j0);
         int cdiag;

@@ -46,7 +46,19 @@ static ATTN_INLINE AMXATTR void amx_begin_rows(int m)
     _tile_loadconfig(&c);
 }
 
-static ATTN_INLINE AMXATTR void amx_begin(void) { amx_begin_rows(16); }
+/* amx_scores' tiles: sums (0-3) and Q's pairs (6, 7) n columns wide
+ * (n < 16: a few rows, decoding; the sums then go straight to st)      */
+static ATTN_INLINE AMXATTR void amx_begin_cols(int n)
+{
+    attn_amx_cfg c __attribute__((aligned(64)));
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    for (int t = 0; t < 8; t++) {
+        c.colsb[t] = (uint16_t)(t == 4 || t == 5 ? 64 : 4 * n);
+        c.rows[t] = 16;
+    }
+    _tile_loadconfig(&c);
+}
 
 /* key group j .. j+15 of K (rows at k, stride ks halves) for a tile
  * load: *kg, *sk (bytes); in place, or (a partial group, or copy) rows
@@ -55,7 +67,7 @@ static ATTN_INLINE AMXATTR void amx_begin(void) { amx_begin_rows(16); }
  * by vector loads, which keep many lines in flight (a tile load from
  * memory measured slower), and the same rows of the next block
  * prefetched (a prefetch never faults)                                  */
-static ATTN_INLINE size_t amx_kgroup(const uint16_t *k, ptrdiff_t ks,
+static ATTN_INLINE AMXATTR size_t amx_kgroup(const uint16_t *k, ptrdiff_t ks,
                                      size_t E, size_t j, size_t nk, int copy,
                                      uint16_t *d, const uint16_t **kg,
                                      long *sk)
@@ -65,12 +77,13 @@ static ATTN_INLINE size_t amx_kgroup(const uint16_t *k, ptrdiff_t ks,
     *sk = (long)(ks * (ptrdiff_t)sizeof(uint16_t));
     if (nr == 0 || (nr == 16 && !copy))
         return nr;
-    const uintptr_t next = (uintptr_t)(ptrdiff_t)nk * 2 * (uintptr_t)ks;
+    const uintptr_t next = (uintptr_t)(ptrdiff_t)nk * 4 * (uintptr_t)ks;
     for (size_t r = 0; r < nr; r++) {
         const uint16_t *row = *kg + (ptrdiff_t)r * ks;
         for (size_t x = 0; copy && x < E * sizeof(uint16_t); x += 64)
             ATTN_PREFETCH((const char *)((uintptr_t)row + next) + x);
-        memcpy(d + r * E, row, E * sizeof(uint16_t));
+        for (size_t e = 0; e < E; e += 32) /* E % 32 == 0: whole vectors */
+            _mm512_store_si512(d + r * E + e, _mm512_loadu_si512(row + e));
     }
     memset(d + nr * E, 0, (16 - nr) * E * sizeof(uint16_t));
     *kg = d;
@@ -95,7 +108,7 @@ static AMXATTR void SFX(amx_scores)(T *st, size_t ldst, size_t ncols,
     const int copy = ncols <= ATTN_QK_FEW; /* decoding: amx_kgroup */
     const long sq = (long)(ldq * sizeof(uint32_t)),
                sst = (long)(ldst * sizeof(T));
-    amx_begin();
+    amx_begin_cols(ncols < 16 ? (int)ncols : 16);
     for (size_t g = 0; g < nk; g += 32) {
         /* the two key groups' rows (a partial group from a zeroed copy) */
         const uint16_t *kg[2];
@@ -137,21 +150,11 @@ static AMXATTR void SFX(amx_scores)(T *st, size_t ldst, size_t ncols,
         if (nr[h] == 0 || v + (b) >= nqv || col >= ncols)                      \
             break;                                                             \
         T *dst = st + (g + 16 * (h)) * ldst + col;                            \
-        if (nr[h] == 16 && ncols - col >= 16) {                                \
-            _tile_stored(t, dst, sst);                                         \
+        if (nr[h] == 16 && (ncols - col >= 16 || ncols < 16)) {                \
+            _tile_stored(t, dst, sst); /* tiles ncols wide if < 16 */          \
             break;                                                             \
         }                                                                      \
         _tile_stored(t, c, 64);                                                \
-        if (ldst == 1 && ncols == 1) { /* one row: column 0, as a vector */   \
-            const __m512i ix = _mm512_set_epi32(240, 224, 208, 192, 176, 160,  \
-                                                144, 128, 112, 96, 80, 64,     \
-                                                48, 32, 16, 0);                \
-            const __mmask16 m = (__mmask16)((1u << nr[h]) - 1);               \
-            _mm512_mask_storeu_ps(                                             \
-                dst, m, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, ix,  \
-                                                 c, 4));                       \
-            break;                                                             \
-        }                                                                      \
         for (size_t r = 0; r < nr[h]; r++)                                     \
             memcpy(dst + r * ldst, c + r * 16,                                 \
                    MINZ_((size_t)16, ncols - col) * sizeof(T));                \
@@ -223,7 +226,7 @@ static AMXATTR void SFX(amx_v_pairs)(const attn_plan *pl, const char *v_b,
             /* decoding reads V once: the same rows of the next block now
              * (a prefetch never faults, so past the end is harmless)   */
             for (size_t x = 0; ahead && x < Ev * 2; x += 64) {
-                const uintptr_t nx = (uintptr_t)(ptrdiff_t)nk * 2
+                const uintptr_t nx = (uintptr_t)(ptrdiff_t)nk * 4
                                      * (uintptr_t)p->v.s0;
                 ATTN_PREFETCH((const char *)((uintptr_t)e + nx) + x);
                 ATTN_PREFETCH((const char *)((uintptr_t)o + nx) + x);
@@ -309,7 +312,7 @@ static ATTN_INLINE AMXATTR void SFX(amx_p_parts)(uint32_t a[3][256],
         for (int s = 0; s < 3; s++)
             _mm512_store_si512(a[s], _mm512_or_si512(
                                          _mm512_srli_epi32(pe[s], 16), po[s]));
-        return; /* rows 1 .. 15: zeros, left by amx_pv */
+        return; /* rows 1 .. 15: unread (amx_pv's tiles of nq rows) */
     }
     const __mmask16 m = (__mmask16)(nr >= 16 ? 0xffff : (1u << nr) - 1);
     __m512 w[3][16];
@@ -360,8 +363,6 @@ static AMXATTR void SFX(amx_pv)(T *o, size_t ldo, size_t nq, const T *pt,
     float c[4][16 * 16] __attribute__((aligned(64)));
     const size_t nch = (nk + 31) / 32;
     const long sv = (long)(2 * Ev * sizeof(uint16_t));
-    if (ldp == 1 && nq == 1) /* amx_p_parts writes row 0 alone */
-        memset(a, 0, nch * sizeof a[0]);
     /* fewer than 16 rows (decoding): tiles of that many rows, a
      * tdpbf16ps's time grows with them (a sum does not depend on the
      * tile's shape: tests/c/test_dpbf16.c)                              */
@@ -431,6 +432,22 @@ static AMXATTR void SFX(amx_pv)(T *o, size_t ldo, size_t nq, const T *pt,
         }
     }
     _tile_release();
+}
+
+/* decoding on AMX: the kernels prefetch two blocks ahead, so an item
+ * asks for its second block itself (rows j .. of K and V, below jend)  */
+TI void SFX(amx_prefetch_block)(const attn_plan *pl, const char *k_b,
+                                const char *v_b, size_t j, size_t jend)
+{
+    const attn_problem *p = pl->p;
+    for (size_t r = j; r < jend && r < j + pl->BK; r++) {
+        if (p->k.s1 == 1)
+            for (size_t x = 0; x < p->E * 2; x += 64)
+                ATTN_PREFETCH(k_b + (ptrdiff_t)r * p->k.s0 * 2 + (ptrdiff_t)x);
+        if (pl->pv_amx && p->v.s1 == 1)
+            for (size_t x = 0; x < p->Ev * 2; x += 64)
+                ATTN_PREFETCH(v_b + (ptrdiff_t)r * p->v.s0 * 2 + (ptrdiff_t)x);
+    }
 }
 
 /* chunk_pass's P V when the plan says pv_amx: V's block into its pairs
