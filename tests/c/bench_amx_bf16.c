@@ -4,7 +4,10 @@
  * tools/c_tests.sh: a probe for the benchmark results. Random 16 x 32
  * bfloat16 tiles (a third of them tiny, so partial sums are subnormal);
  * each of the 16 x 16 results is compared with the chain over its 16
- * pairs odd-then-even (vdpbf16ps), even-then-odd, and one rounding.
+ * pairs odd-then-even (vdpbf16ps), even-then-odd, and one rounding. Then
+ * the time of one tdpbf16ps (4 independent sums) for tiles of 1 to 16
+ * rows: the "amx" path's P V uses tiles of the call's few rows when it
+ * decodes.
  *
  *   cc -O2 -mamx-tile -mamx-bf16 -mavx512f tests/c/bench_amx_bf16.c \
  *      -lm -o /tmp/bench_amx_bf16 && /tmp/bench_amx_bf16
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <time.h>
 static float bf(uint16_t h){uint32_t u=(uint32_t)h<<16; float f; memcpy(&f,&u,4); return f;}
 static uint32_t fb(float f){uint32_t u; memcpy(&u,&f,4); return u;}
 static float ftz(float x){ return fpclassify(x)==FP_SUBNORMAL ? copysignf(0.f,x) : x; }
@@ -55,6 +59,19 @@ int main(){
   }
   _tile_release();
   printf("AMX tdpbf16ps: n %ld  = vdpbf16ps chain (odd then even) %ld  even then odd %ld  one rounding %ld\n",n,m_oe,m_eo,m_one);
+  static uint16_t T[16][32] __attribute__((aligned(64)));
+  for(int m=1;m<=16;m*=2){
+    cfg_t d __attribute__((aligned(64))); memset(&d,0,sizeof d); d.palette=1;
+    for(int t=0;t<8;t++){ d.colsb[t]=64; d.rows[t]=t<7?m:16; }
+    _tile_loadconfig(&d);
+    _tile_loadd(4,T,64); _tile_loadd(5,T,64); _tile_loadd(6,T,64); _tile_loadd(7,T,64);
+    struct timespec t0,t1; const int reps=200000;
+    clock_gettime(CLOCK_MONOTONIC,&t0);
+    for(int i=0;i<reps;i++){ _tile_dpbf16ps(0,4,7); _tile_dpbf16ps(1,5,7); _tile_dpbf16ps(2,6,7); _tile_dpbf16ps(3,4,7); }
+    clock_gettime(CLOCK_MONOTONIC,&t1);
+    _tile_release();
+    printf("tiles of %2d rows: %.2f ns per tdpbf16ps\n",m,((t1.tv_sec-t0.tv_sec)*1e9+(t1.tv_nsec-t0.tv_nsec))/reps/4.0);
+  }
 }
 
 #else

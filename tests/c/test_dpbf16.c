@@ -175,6 +175,87 @@ static void test_one(size_t L, size_t S, size_t E, int pairs)
     free(row), free(orow);
 }
 
+#if ATTN_HAVE_AMX
+#include <immintrin.h>
+
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_cfg;
+
+#define AMX_ATTR_ ATTN_TARGET("amx-tile,amx-bf16")
+
+/* C (m x n) = A (m x 32 bfloat16) B (16 pairs x n), from zeros         */
+static AMX_ATTR_ void tile_dot(const uint16_t *a, const uint32_t *b, float *c,
+                              int m, int n)
+{
+    tile_cfg cfg __attribute__((aligned(64)));
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    cfg.rows[0] = (uint8_t)m, cfg.colsb[0] = (uint16_t)(4 * n);
+    cfg.rows[1] = (uint8_t)m, cfg.colsb[1] = 64;
+    cfg.rows[2] = 16, cfg.colsb[2] = (uint16_t)(4 * n);
+    _tile_loadconfig(&cfg);
+    _tile_zero(0);
+    _tile_loadd(1, a, 64);
+    _tile_loadd(2, b, 64);
+    _tile_dpbf16ps(0, 1, 2);
+    _tile_stored(0, c, 64);
+    _tile_release();
+}
+
+/* what batch invariance on "amx" rests on (tile_amx.h): a sum depends on
+ * its row of A and its column of B alone -- not on where they sit, the
+ * tile's shape or the other rows and columns -- and not on which operand
+ * is A (the P V kernels put P in A)                                     */
+static void test_tile_sums(int count)
+{
+    static uint16_t a[16 * 32], a2[16 * 32], at[16 * 32];
+    static uint32_t b[16 * 16], b2[16 * 16], bt[16 * 16];
+    static float c[16 * 16], c2[16 * 16], ct[16 * 16];
+    size_t moved = 0, swapped = 0;
+    for (int it = 0; it < count * 50; it++) {
+        const int tiny = it % 3 == 0;
+        for (int i = 0; i < 16 * 32; i++)
+            a[i] = rnd_bf16(tiny), a2[i] = rnd_bf16(tiny);
+        for (int i = 0; i < 16 * 16; i++)
+            b[i] = (uint32_t)rnd_bf16(tiny) | (uint32_t)rnd_bf16(tiny) << 16,
+            b2[i] = (uint32_t)rnd_bf16(tiny) | (uint32_t)rnd_bf16(tiny) << 16;
+        tile_dot(a, b, c, 16, 16);
+        /* row r, column q into another tile of another shape          */
+        const int r = (int)irand(16), q = (int)irand(16);
+        const int m = 1 + (int)irand(16), n = 1 + (int)irand(16);
+        const int r2 = (int)irand((size_t)m), q2 = (int)irand((size_t)n);
+        memcpy(a2 + r2 * 32, a + r * 32, 64);
+        for (int p = 0; p < 16; p++)
+            b2[p * 16 + q2] = b[p * 16 + q];
+        tile_dot(a2, b2, c2, m, n);
+        moved += attn_f32_to_bits(c[r * 16 + q])
+                 != attn_f32_to_bits(c2[r2 * 16 + q2]);
+        /* (A B)^T = B^T A^T: B's columns as A's rows, A's rows as B's */
+        for (int j = 0; j < 16; j++)
+            for (int p = 0; p < 16; p++) {
+                at[j * 32 + 2 * p] = (uint16_t)(b[p * 16 + j] & 0xffff);
+                at[j * 32 + 2 * p + 1] = (uint16_t)(b[p * 16 + j] >> 16);
+                bt[p * 16 + j] = (uint32_t)a[j * 32 + 2 * p]
+                                 | (uint32_t)a[j * 32 + 2 * p + 1] << 16;
+            }
+        tile_dot(at, bt, ct, 16, 16);
+        for (int i = 0; i < 16; i++)
+            for (int j = 0; j < 16; j++)
+                swapped += attn_f32_to_bits(c[i * 16 + j])
+                           != attn_f32_to_bits(ct[j * 16 + i]);
+    }
+    CHECK(moved == 0, "amx tiles: %zu sums changed with their place or the "
+          "tile's shape", moved);
+    CHECK(swapped == 0, "amx tiles: %zu sums changed with A and B swapped",
+          swapped);
+    printf("amx tiles: %d sums moved, %d transposed: the same bits\n",
+           count * 50, count * 50 * 256);
+}
+#endif
+
 int main(int argc, char **argv)
 {
     const int count = argc > 1 ? atoi(argv[1]) : 12;
@@ -209,6 +290,9 @@ int main(int argc, char **argv)
         test_one(130, 257, 64, pairs);
         test_one(70, 100, 128, pairs);
         if (amx) {
+#if ATTN_HAVE_AMX
+            test_tile_sums(count);
+#endif
             CHECK(g_amx_off_chain > 0, "amx: every score is the pair chain's");
             printf("amx: %zu scores differ from the pair chain\n",
                    g_amx_off_chain);
