@@ -102,8 +102,8 @@ typedef struct {
     int dpbf16;       /* bfloat16 Q and K: scores by AVX512-BF16 pairs
                          (tile_dpbf16.h): ATTN_DP_VDP or ATTN_DP_FMA, or
                          by AMX tiles (tile_amx.h): ATTN_DP_AMX          */
-    int pv_amx;       /* "amx", bfloat16 V, Ev % 16 == 0: P V by AMX tiles
-                         (tile_amx.h; attn__pv_amx_plan)                 */
+    int pv_amx;       /* "amx", bfloat16 V, Ev % 16 == 0, Ev <= 256: P V
+                         by AMX tiles (tile_amx.h; attn__pv_amx_plan)    */
     /* scratch layout: byte offsets from a 64-byte aligned base            */
     size_t off_qt;    /* Q^T of the item, E x BQ                           */
     size_t off_st;    /* score / probability tile, BK x BQ (key-major)     */

@@ -326,7 +326,8 @@ int attn__pv_amx_plan(const attn_problem *p, const attn_isa_desc *d)
 {
 #if ATTN_HAVE_AMX
     return d == &attn__isa_amx && p->dtype == ATTN_F32
-           && p->v.store == ATTN_ST_BF16 && p->Ev > 0 && p->Ev % 16 == 0;
+           && p->v.store == ATTN_ST_BF16 && p->Ev > 0 && p->Ev % 16 == 0
+           && p->Ev <= ATTN_AMX_MAX_E;
 #else
     (void)p;
     (void)d;

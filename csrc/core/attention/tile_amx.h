@@ -205,10 +205,11 @@ static AMXATTR void SFX(amx_scores)(T *st, size_t ldst, size_t ncols,
  * inf = NaN): the same rule wherever the row sits.                      */
 
 /* tdpbf16ps's second tile for V: key pair kp of the block, feature f at
- * vv[kp * 2 Ev + 2 f + t] = V[j0 + 2 kp + t][f]; pairs past nk are 0    */
+ * vv[kp * 2 Ev + 2 f + t] = V[j0 + 2 kp + t][f]; pairs past nk are 0;
+ * ahead: also ask for the rows that many keys on (decoding), or 0      */
 static AMXATTR void SFX(amx_v_pairs)(const attn_plan *pl, const char *v_b,
                                      size_t j0, size_t nk, uint16_t *vv,
-                                     int ahead)
+                                     size_t ahead)
 {
     const attn_problem *p = pl->p;
     const size_t Ev = p->Ev, nkp = (nk + 31) / 32 * 16;
@@ -223,10 +224,10 @@ static AMXATTR void SFX(amx_v_pairs)(const attn_plan *pl, const char *v_b,
             const uint16_t *e = v + (ptrdiff_t)(2 * kp) * p->v.s0,
                            *o = e + p->v.s0;
             uint16_t *d = vv + kp * 2 * Ev;
-            /* decoding reads V once: the same rows of the next block now
-             * (a prefetch never faults, so past the end is harmless)   */
+            /* decoding reads V once: the rows `ahead` keys on now (a
+             * prefetch never faults, so past the end is harmless)      */
             for (size_t x = 0; ahead && x < Ev * 2; x += 64) {
-                const uintptr_t nx = (uintptr_t)(ptrdiff_t)nk * 4
+                const uintptr_t nx = (uintptr_t)(ptrdiff_t)ahead * 2
                                      * (uintptr_t)p->v.s0;
                 ATTN_PREFETCH((const char *)((uintptr_t)e + nx) + x);
                 ATTN_PREFETCH((const char *)((uintptr_t)o + nx) + x);
@@ -337,25 +338,90 @@ static ATTN_INLINE AMXATTR void SFX(amx_p_parts)(uint32_t a[3][256],
     }
 }
 
-/* a sum that is not finite, again: keys of nonzero weight, in order     */
+/* a sum that is not finite, again: keys of nonzero weight, in order,
+ * V's values read from its rows (v: the block's first, strides vs0, vs1) */
 static ATTN_INLINE float SFX(amx_resum)(const T *pt, size_t ldp, size_t r,
-                                        const uint16_t *vv, size_t Ev,
-                                        size_t f, size_t nk)
+                                        const uint16_t *v, ptrdiff_t vs0,
+                                        ptrdiff_t vs1, size_t f, size_t nk)
 {
     float acc = 0;
     for (size_t j = 0; j < nk; j++) {
         const float w = pt[j * ldp + r];
         if (w != 0)
-            acc = fmaf(w, dp_f32(vv[(j / 2) * 2 * Ev + 2 * f + j % 2]), acc);
+            acc = fmaf(w, dp_f32(v[(ptrdiff_t)j * vs0 + (ptrdiff_t)f * vs1]),
+                       acc);
     }
     return acc;
 }
 
+/* the epilogue of rows r0 .. r0+nr-1, features f .. f+15: sums c (rows of
+ * 16 floats), each not finite summed again, o = alpha o + sum            */
+static ATTN_INLINE AMXATTR void SFX(amx_pv_out)(
+    T *o, size_t ldo, size_t r0, size_t nr, size_t f, const float *c,
+    const T *pt, size_t ldp, const T *alpha, const uint16_t *v,
+    ptrdiff_t vs0, ptrdiff_t vs1, size_t nk)
+{
+    for (size_t r = 0; r < nr; r++) {
+        __m512 acc = _mm512_load_ps(c + r * 16);
+        /* x - x is 0 exactly when x is finite */
+        const __mmask16 bad = _mm512_cmp_ps_mask(
+            _mm512_sub_ps(acc, acc), _mm512_setzero_ps(), _CMP_NEQ_UQ);
+        if (bad) {
+            float lane[16];
+            _mm512_storeu_ps(lane, acc);
+            for (int i = 0; i < 16; i++)
+                if (bad >> i & 1)
+                    lane[i] = SFX(amx_resum)(pt, ldp, r0 + r, v, vs0, vs1,
+                                             f + (size_t)i, nk);
+            acc = _mm512_loadu_ps(lane);
+        }
+        T *o_r = o + (r0 + r) * ldo + f;
+        _mm512_storeu_ps(o_r, _mm512_fmadd_ps(_mm512_loadu_ps(o_r),
+                                              _mm512_set1_ps(alpha[r0 + r]),
+                                              acc));
+    }
+}
+
+/* the sums tiles 0 .. nft-1 into c[0 ..] (every store before any load:
+ * a load that follows a tile store waits for it)                        */
+static ATTN_INLINE AMXATTR void amx_store4(float (*c)[256], size_t nft)
+{
+    _tile_stored(0, c[0], 64);
+    if (nft > 1)
+        _tile_stored(1, c[1], 64);
+    if (nft > 2)
+        _tile_stored(2, c[2], 64);
+    if (nft > 3)
+        _tile_stored(3, c[3], 64);
+}
+
+/* the three parts (tiles 4-6) times V's pairs for features f0 .. f0 +
+ * 16 nft - 1 (vb: feature f0 of the first pair, stride sv bytes) into
+ * the sums tiles 0 .. nft-1: hi, mid, lo per tile                       */
+static ATTN_INLINE AMXATTR void amx_pv_step(const uint16_t *vb, long sv,
+                                            size_t nft)
+{
+#define AMX_PV_FT_(t)                                                          \
+    if (nft > (t)) {                                                           \
+        _tile_loadd(7, vb + 32 * (t), sv);                                     \
+        _tile_dpbf16ps(t, 4, 7);                                               \
+        _tile_dpbf16ps(t, 5, 7);                                               \
+        _tile_dpbf16ps(t, 6, 7);                                               \
+    }
+    AMX_PV_FT_(0)
+    AMX_PV_FT_(1)
+    AMX_PV_FT_(2)
+    AMX_PV_FT_(3)
+#undef AMX_PV_FT_
+}
+
 /* o (nq x Ev, ld ldo) = alpha o + P V_blk: P (nk x ..: pt[j * ldp + r]),
- * V's pairs vv (amx_v_pairs)                                           */
+ * V's pairs vv (amx_v_pairs), V's rows v (amx_resum)                   */
 static AMXATTR void SFX(amx_pv)(T *o, size_t ldo, size_t nq, const T *pt,
                                 size_t ldp, const T *alpha,
-                                const uint16_t *vv, size_t Ev, size_t nk)
+                                const uint16_t *vv, size_t Ev, size_t nk,
+                                const uint16_t *v, ptrdiff_t vs0,
+                                ptrdiff_t vs1)
 {
     /* P's parts of every 32 keys of the block (nk <= ATTN_AMX_PV_KEYS,
      * sdpa.c: key_block), written before the first tile load of them  */
@@ -363,10 +429,7 @@ static AMXATTR void SFX(amx_pv)(T *o, size_t ldo, size_t nq, const T *pt,
     float c[4][16 * 16] __attribute__((aligned(64)));
     const size_t nch = (nk + 31) / 32;
     const long sv = (long)(2 * Ev * sizeof(uint16_t));
-    /* fewer than 16 rows (decoding): tiles of that many rows, a
-     * tdpbf16ps's time grows with them (a sum does not depend on the
-     * tile's shape: tests/c/test_dpbf16.c)                              */
-    amx_begin_rows(nq < 16 ? (int)nq : 16);
+    amx_begin_rows(16);
     for (size_t r0 = 0; r0 < nq; r0 += 16) {
         const size_t nr = MINZ_((size_t)16, nq - r0);
         for (size_t ch = 0; ch < nch; ch++)
@@ -381,57 +444,67 @@ static AMXATTR void SFX(amx_pv)(T *o, size_t ldo, size_t nq, const T *pt,
                 _tile_loadd(4, a[ch][0], 64);
                 _tile_loadd(5, a[ch][1], 64);
                 _tile_loadd(6, a[ch][2], 64);
-                const uint16_t *vb = vv + ch * 16 * 2 * Ev + 2 * f0;
-#define AMX_PV_FT_(t)                                                          \
-    if (nft > (t)) {                                                           \
-        _tile_loadd(7, vb + 32 * (t), sv);                                     \
-        _tile_dpbf16ps(t, 4, 7);                                               \
-        _tile_dpbf16ps(t, 5, 7);                                               \
-        _tile_dpbf16ps(t, 6, 7);                                               \
-    }
-                AMX_PV_FT_(0)
-                AMX_PV_FT_(1)
-                AMX_PV_FT_(2)
-                AMX_PV_FT_(3)
-#undef AMX_PV_FT_
+                amx_pv_step(vv + ch * 16 * 2 * Ev + 2 * f0, sv, nft);
             }
-            /* every store before the first load: a load that follows a
-             * tile store waits for it                                  */
-            _tile_stored(0, c[0], 64);
-            if (nft > 1)
-                _tile_stored(1, c[1], 64);
-            if (nft > 2)
-                _tile_stored(2, c[2], 64);
-            if (nft > 3)
-                _tile_stored(3, c[3], 64);
-            for (size_t t = 0; t < nft; t++) {
-                const size_t f = f0 + 16 * t;
-                for (size_t r = 0; r < nr; r++) {
-                    __m512 acc = _mm512_load_ps(c[t] + r * 16);
-                    /* x - x is 0 exactly when x is finite */
-                    const __mmask16 bad = _mm512_cmp_ps_mask(
-                        _mm512_sub_ps(acc, acc), _mm512_setzero_ps(),
-                        _CMP_NEQ_UQ);
-                    if (bad) {
-                        float lane[16];
-                        _mm512_storeu_ps(lane, acc);
-                        for (int i = 0; i < 16; i++)
-                            if (bad >> i & 1)
-                                lane[i] = SFX(amx_resum)(pt, ldp, r0 + r, vv,
-                                                         Ev, f + (size_t)i,
-                                                         nk);
-                        acc = _mm512_loadu_ps(lane);
-                    }
-                    T *o_r = o + (r0 + r) * ldo + f;
-                    _mm512_storeu_ps(o_r, _mm512_fmadd_ps(
-                                              _mm512_loadu_ps(o_r),
-                                              _mm512_set1_ps(alpha[r0 + r]),
-                                              acc));
-                }
-            }
+            amx_store4(c, nft);
+            for (size_t t = 0; t < nft; t++)
+                SFX(amx_pv_out)(o, ldo, r0, nr, f0 + 16 * t, c[t], pt, ldp,
+                                alpha, v, vs0, vs1, nk);
         }
     }
     _tile_release();
+}
+
+/* amx_pv for a few rows (decoding, nq <= ATTN_QK_FEW): 32 keys at a time,
+ * V's pairs built for them alone (L1-sized) and every feature's sums
+ * kept in memory between them: the same sequence per sum as amx_pv (a
+ * tile store and load change no bit), tiles of nq rows (a tdpbf16ps's
+ * time grows with them: tests/c/bench_amx_bf16.c)                       */
+static AMXATTR void SFX(amx_pv_few)(const attn_plan *pl, T *o, size_t ldo,
+                                    size_t nq, const T *pt, size_t ldp,
+                                    const T *alpha, const char *v_b,
+                                    size_t j0, size_t nk)
+{
+    const attn_problem *p = pl->p;
+    const size_t Ev = p->Ev, nch = (nk + 31) / 32;
+    const long sv = (long)(2 * Ev * sizeof(uint16_t));
+    uint32_t a[3][256] __attribute__((aligned(64)));
+    uint16_t vv[16 * 2 * ATTN_AMX_MAX_E] __attribute__((aligned(64)));
+    float c[ATTN_AMX_MAX_E / 16][256] __attribute__((aligned(64)));
+    amx_begin_rows((int)nq);
+    for (size_t ch = 0; ch < nch; ch++) {
+        const size_t jc = j0 + 32 * ch, nkc = MINZ_((size_t)32, nk - 32 * ch);
+        SFX(amx_v_pairs)(pl, v_b, jc, nkc, vv, 2 * pl->BK);
+        SFX(amx_p_parts)(a, pt, ldp, 0, nq, 32 * ch, nk);
+        _tile_loadd(4, a[0], 64);
+        _tile_loadd(5, a[1], 64);
+        _tile_loadd(6, a[2], 64);
+        for (size_t f0 = 0; f0 < Ev; f0 += 64) {
+            const size_t nft = MINZ_((size_t)4, (Ev - f0) / 16);
+            float(*cf)[256] = c + f0 / 16;
+            if (ch == 0) {
+                _tile_zero(0);
+                _tile_zero(1);
+                _tile_zero(2);
+                _tile_zero(3);
+            } else {
+                _tile_loadd(0, cf[0], 64);
+                if (nft > 1)
+                    _tile_loadd(1, cf[1], 64);
+                if (nft > 2)
+                    _tile_loadd(2, cf[2], 64);
+                if (nft > 3)
+                    _tile_loadd(3, cf[3], 64);
+            }
+            amx_pv_step(vv + 2 * f0, sv, nft);
+            amx_store4(cf, nft);
+        }
+    }
+    _tile_release();
+    const uint16_t *v = (const uint16_t *)v_b + (ptrdiff_t)j0 * p->v.s0;
+    for (size_t f = 0; f < Ev; f += 16)
+        SFX(amx_pv_out)(o, ldo, 0, nq, f, c[f / 16], pt, ldp, alpha, v,
+                        p->v.s0, p->v.s1, nk);
 }
 
 /* decoding on AMX: the kernels prefetch two blocks ahead, so an item
@@ -456,14 +529,21 @@ TI void SFX(amx_pv_block)(const attn_plan *pl, char *sb, T *o, size_t ldo,
                           size_t nq, const T *pt, size_t ldp, const T *alpha,
                           const char *v_b, size_t j0, size_t nk)
 {
+    const attn_problem *p = pl->p;
+    if (nq <= ATTN_QK_FEW) {
+        SFX(amx_pv_few)(pl, o, ldo, nq, pt, ldp, alpha, v_b, j0, nk);
+        return;
+    }
     /* the thread's cache (kv_slot) holds the pairs, as they would be
      * written here, when the call has several query blocks          */
     int have = 0;
     T *slot = SFX(kv_slot)(pl, sb, 1, v_b, j0, nk, &have);
     uint16_t *vv = (uint16_t *)(slot ? slot : (T *)(sb + pl->off_vp));
     if (!have)
-        SFX(amx_v_pairs)(pl, v_b, j0, nk, vv, nq <= ATTN_QK_FEW);
-    SFX(amx_pv)(o, ldo, nq, pt, ldp, alpha, vv, pl->p->Ev, nk);
+        SFX(amx_v_pairs)(pl, v_b, j0, nk, vv, 0);
+    SFX(amx_pv)(o, ldo, nq, pt, ldp, alpha, vv, p->Ev, nk,
+                (const uint16_t *)v_b + (ptrdiff_t)j0 * p->v.s0, p->v.s0,
+                p->v.s1);
 }
 
 /* the backward's Q^T as floats (E x ld, exact bfloat16 values) into the
