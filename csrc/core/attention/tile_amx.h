@@ -25,6 +25,8 @@
  */
 
 #define AMXATTR ATTN_TARGET("amx-tile,amx-bf16,avx512f,avx512bw,avx2,fma")
+/* decoding's reads ahead: into L2 (the next blocks), not L1           */
+#define AMX_PREFETCH_(p) __builtin_prefetch((p), 0, 2)
 
 typedef struct {
     uint8_t palette, start_row, reserved[14];
@@ -81,7 +83,7 @@ static ATTN_INLINE AMXATTR size_t amx_kgroup(const uint16_t *k, ptrdiff_t ks,
     for (size_t r = 0; r < nr; r++) {
         const uint16_t *row = *kg + (ptrdiff_t)r * ks;
         for (size_t x = 0; copy && x < E * sizeof(uint16_t); x += 64)
-            ATTN_PREFETCH((const char *)((uintptr_t)row + next) + x);
+            AMX_PREFETCH_((const char *)((uintptr_t)row + next) + x);
         for (size_t e = 0; e < E; e += 32) /* E % 32 == 0: whole vectors */
             _mm512_store_si512(d + r * E + e, _mm512_loadu_si512(row + e));
     }
@@ -229,8 +231,8 @@ static AMXATTR void SFX(amx_v_pairs)(const attn_plan *pl, const char *v_b,
             for (size_t x = 0; ahead && x < Ev * 2; x += 64) {
                 const uintptr_t nx = (uintptr_t)(ptrdiff_t)ahead * 2
                                      * (uintptr_t)p->v.s0;
-                ATTN_PREFETCH((const char *)((uintptr_t)e + nx) + x);
-                ATTN_PREFETCH((const char *)((uintptr_t)o + nx) + x);
+                AMX_PREFETCH_((const char *)((uintptr_t)e + nx) + x);
+                AMX_PREFETCH_((const char *)((uintptr_t)o + nx) + x);
             }
             for (size_t f = 0; f < Ev; f += 32) {
                 /* Ev % 32 == 16: the last 16 features alone, no read past */
@@ -516,10 +518,10 @@ TI void SFX(amx_prefetch_block)(const attn_plan *pl, const char *k_b,
     for (size_t r = j; r < jend && r < j + pl->BK; r++) {
         if (p->k.s1 == 1)
             for (size_t x = 0; x < p->E * 2; x += 64)
-                ATTN_PREFETCH(k_b + (ptrdiff_t)r * p->k.s0 * 2 + (ptrdiff_t)x);
+                AMX_PREFETCH_(k_b + (ptrdiff_t)r * p->k.s0 * 2 + (ptrdiff_t)x);
         if (pl->pv_amx && p->v.s1 == 1)
             for (size_t x = 0; x < p->Ev * 2; x += 64)
-                ATTN_PREFETCH(v_b + (ptrdiff_t)r * p->v.s0 * 2 + (ptrdiff_t)x);
+                AMX_PREFETCH_(v_b + (ptrdiff_t)r * p->v.s0 * 2 + (ptrdiff_t)x);
     }
 }
 
@@ -563,3 +565,4 @@ static ATTN_INLINE void SFX(amx_pairs_in_place)(T *qt, size_t ld,
 }
 
 #undef AMXATTR
+#undef AMX_PREFETCH_
