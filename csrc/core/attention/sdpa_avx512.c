@@ -37,31 +37,20 @@
 #include "attention/vec_avx512.h"
 #include "attention/bwd_tile.h"
 
-const attn_isa_desc attn__isa_avx512 = {
-    "avx512",
-    {16, 8},
-    {64, 64},
-    {48, 24},
-    {item_avx512_f32, item_avx512_f64},
-    {merge_item_avx512_f32, merge_item_avx512_f64},
-    {bwd_item_a_avx512_f32, bwd_item_a_avx512_f64},
-    {bwd_item_b_avx512_f32, bwd_item_b_avx512_f64},
-    NULL,
-};
+/* the AVX-512 kernels under a name; "amx" is the same kernels, whose
+ * plan (attn__dpbf16_plan, attn__pv_amx_plan) picks AMX tiles          */
+#define AVX512_DESC_(name, plan_as)                                            \
+    {                                                                          \
+        name, {16, 8}, {64, 64}, {48, 24},                                     \
+            {item_avx512_f32, item_avx512_f64},                                \
+            {merge_item_avx512_f32, merge_item_avx512_f64},                    \
+            {bwd_item_a_avx512_f32, bwd_item_a_avx512_f64},                    \
+            {bwd_item_b_avx512_f32, bwd_item_b_avx512_f64}, plan_as            \
+    }
 
+const attn_isa_desc attn__isa_avx512 = AVX512_DESC_("avx512", NULL);
 #if ATTN_HAVE_AMX
-/* the same kernels: the plan (attn__dpbf16_plan) picks AMX scores       */
-const attn_isa_desc attn__isa_amx = {
-    "amx",
-    {16, 8},
-    {64, 64},
-    {48, 24},
-    {item_avx512_f32, item_avx512_f64},
-    {merge_item_avx512_f32, merge_item_avx512_f64},
-    {bwd_item_a_avx512_f32, bwd_item_a_avx512_f64},
-    {bwd_item_b_avx512_f32, bwd_item_b_avx512_f64},
-    &attn__isa_avx512,
-};
+const attn_isa_desc attn__isa_amx = AVX512_DESC_("amx", &attn__isa_avx512);
 #endif
 
 #endif /* ATTN_HAVE_X86 */

@@ -384,17 +384,23 @@ static ATTN_INLINE AMXATTR void SFX(amx_pv_out)(
     }
 }
 
-/* the sums tiles 0 .. nft-1 into c[0 ..] (every store before any load:
- * a load that follows a tile store waits for it)                        */
-static ATTN_INLINE AMXATTR void amx_store4(float (*c)[256], size_t nft)
+/* the sums tiles 0 .. nft-1 from (load) or into c[0 ..]; stores all
+ * before any load of them: a load that follows a tile store waits      */
+static ATTN_INLINE AMXATTR void amx_sums_mem(float (*c)[256], size_t nft,
+                                             int load)
 {
-    _tile_stored(0, c[0], 64);
-    if (nft > 1)
-        _tile_stored(1, c[1], 64);
-    if (nft > 2)
-        _tile_stored(2, c[2], 64);
-    if (nft > 3)
-        _tile_stored(3, c[3], 64);
+#define AMX_MOVE_(t)                                                           \
+    if (nft > (t)) {                                                           \
+        if (load)                                                              \
+            _tile_loadd(t, c[t], 64);                                          \
+        else                                                                   \
+            _tile_stored(t, c[t], 64);                                         \
+    }
+    AMX_MOVE_(0)
+    AMX_MOVE_(1)
+    AMX_MOVE_(2)
+    AMX_MOVE_(3)
+#undef AMX_MOVE_
 }
 
 /* the three parts (tiles 4-6) times V's pairs for features f0 .. f0 +
@@ -448,7 +454,7 @@ static AMXATTR void SFX(amx_pv)(T *o, size_t ldo, size_t nq, const T *pt,
                 _tile_loadd(6, a[ch][2], 64);
                 amx_pv_step(vv + ch * 16 * 2 * Ev + 2 * f0, sv, nft);
             }
-            amx_store4(c, nft);
+            amx_sums_mem(c, nft, 0);
             for (size_t t = 0; t < nft; t++)
                 SFX(amx_pv_out)(o, ldo, r0, nr, f0 + 16 * t, c[t], pt, ldp,
                                 alpha, v, vs0, vs1, nk);
@@ -490,16 +496,10 @@ static AMXATTR void SFX(amx_pv_few)(const attn_plan *pl, T *o, size_t ldo,
                 _tile_zero(2);
                 _tile_zero(3);
             } else {
-                _tile_loadd(0, cf[0], 64);
-                if (nft > 1)
-                    _tile_loadd(1, cf[1], 64);
-                if (nft > 2)
-                    _tile_loadd(2, cf[2], 64);
-                if (nft > 3)
-                    _tile_loadd(3, cf[3], 64);
+                amx_sums_mem(cf, nft, 1);
             }
             amx_pv_step(vv + 2 * f0, sv, nft);
-            amx_store4(cf, nft);
+            amx_sums_mem(cf, nft, 0);
         }
     }
     _tile_release();
