@@ -1,7 +1,8 @@
 /*
  * attention/tile_amx.h -- bfloat16 scores S = scale K Q^T by AMX tiles, on
  * the "amx" instruction set (pl->dpbf16 == ATTN_DP_AMX: bfloat16 Q and K,
- * E % 32 == 0, E <= ATTN_AMX_MAX_E).
+ * E % 32 == 0, E <= ATTN_AMX_MAX_E); and P V by them (pl->pv_amx: the
+ * second half of the file, its own comment).
  *
  * One tdpbf16ps adds to a 16 x 16 tile of float sums the products of a
  * tile of K (16 keys x 32 features) and a tile of Q's feature pairs (16
@@ -13,8 +14,8 @@
  * nor on the tile's other rows (checked in tests/c/test_dpbf16.c): every
  * score is the same sequence -- a tile of zeros, one tdpbf16ps per 32
  * features from feature 0 up, times scale under DAZ | FTZ -- in every
- * kernel that needs scores: query blocks, a few rows (decoding, with K
- * read in place: no transposes), the weights pass and the backward's
+ * kernel that needs scores: query blocks, a few rows (decoding, K read
+ * by rows: no transposes), the weights pass and the backward's
  * recomputation.
  *
  * Part of tile_dpbf16.h (the AVX-512 float instantiation); Q's pairs come
@@ -34,8 +35,8 @@ typedef struct {
     uint8_t rows[16];
 } attn_amx_cfg;
 
-/* tiles 0-3: sums (key group a, query vector b) = 2a + b; 4, 5: K; 6, 7:
- * Q's pairs; all 16 rows of 64 bytes                                   */
+/* amx_pv's tiles: 0-3 sums, 4-6 P's three parts, m rows (the call's,
+ * at most 16); 7 V's pairs, 16 rows; all 64 bytes wide                 */
 static ATTN_INLINE AMXATTR void amx_begin_rows(int m)
 {
     attn_amx_cfg c __attribute__((aligned(64)));
@@ -48,8 +49,9 @@ static ATTN_INLINE AMXATTR void amx_begin_rows(int m)
     _tile_loadconfig(&c);
 }
 
-/* amx_scores' tiles: sums (0-3) and Q's pairs (6, 7) n columns wide
- * (n < 16: a few rows, decoding; the sums then go straight to st)      */
+/* amx_scores' tiles: sums (0-3: key group a, query vector b = 2a + b)
+ * and Q's pairs (6, 7) n columns wide (n < 16: a few rows, decoding; the
+ * sums then go straight to st); K (4, 5) 64 bytes; all 16 rows         */
 static ATTN_INLINE AMXATTR void amx_begin_cols(int n)
 {
     attn_amx_cfg c __attribute__((aligned(64)));
@@ -67,12 +69,12 @@ static ATTN_INLINE AMXATTR void amx_begin_cols(int n)
  * copied into d (16 x E halves) with the rest 0. Returns the group's
  * keys (0: none). copy: decoding, which reads K from memory once: copied
  * by vector loads, which keep many lines in flight (a tile load from
- * memory measured slower), and the same rows of the next block
- * prefetched (a prefetch never faults)                                  */
-static ATTN_INLINE AMXATTR size_t amx_kgroup(const uint16_t *k, ptrdiff_t ks,
-                                     size_t E, size_t j, size_t nk, int copy,
-                                     uint16_t *d, const uint16_t **kg,
-                                     long *sk)
+ * memory measured slower), and the same rows two blocks on asked into L2
+ * (a prefetch never faults)                                             */
+static ATTN_INLINE AMXATTR size_t amx_kgroup(const uint16_t *k,
+                                             ptrdiff_t ks, size_t E, size_t j,
+                                             size_t nk, int copy, uint16_t *d,
+                                             const uint16_t **kg, long *sk)
 {
     const size_t nr = j < nk ? MINZ_((size_t)16, nk - j) : 0;
     *kg = k + (ptrdiff_t)j * ks;
