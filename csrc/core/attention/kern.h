@@ -8,11 +8,13 @@
  *   tile_half.h          its reads and writes of 16-bit operands
  *   tile_dpbf16.h        bfloat16 scores by AVX512-BF16 pairs (AVX-512)
  *   dp_choice.c          which of its two kernels, timed once per process
+ *   tile_amx.h           bfloat16 scores and P V by AMX tiles ("amx")
  *   exp.h                constants of the vector exp
  *   sdpa_portable.c      instantiates it in plain C (any CPU); its AVX2
  *                        build (8 floats) in sdpa_portable_wide.c
  *   sdpa_avx2.c          ... for AVX2+FMA   (__attribute__((target)))
- *   sdpa_avx512.c        ... for AVX-512F   (__attribute__((target)))
+ *   sdpa_avx512.c        ... for AVX-512F   (__attribute__((target))), and
+ *                        the "amx" desc: the same kernels, AMX in the plan
  *   sdpa_neon.c          ... for AArch64 Advanced SIMD (NEON)
  *   naive.c              the row-by-row oracle
  *   ../runtime/pool.c    the private thread pool
