@@ -222,6 +222,8 @@ static size_t key_block(const attn_problem *p, const attn_isa_desc *d)
 #ifdef ATTN_TUNE_ENV
     if (getenv("TUNE_BK"))
         BK = (size_t)atoi(getenv("TUNE_BK"));
+    if (pv_amx && BK > ATTN_AMX_PV_KEYS) /* amx_pv's scratch holds no more */
+        BK = ATTN_AMX_PV_KEYS;
 #endif
     const size_t row = (query_block(p, d, 0) + p->E
                         + round_up(p->Ev, d->W[t])) * esz;
@@ -271,7 +273,8 @@ static int kv_cache(attn_plan *pl, size_t *a)
                    && pl->dpbf16 != ATTN_DP_AMX;
     /* pv_amx caches V's pairs (tile_amx.h) in a float slot of BK x EvP:
      * room for round_up(BK, 32) x Ev halves when BK >= 16             */
-    const int cv = p->v.store != ATTN_ST_NATIVE && (!pl->pv_amx || pl->BK >= 16);
+    const int cv = p->v.store != ATTN_ST_NATIVE
+                   && (!pl->pv_amx || pl->BK >= 16);
     const size_t row = (ck ? p->E : 0) + (cv ? pl->EvP : 0);
     const size_t nkb = (p->S + pl->BK - 1) / pl->BK;
     if (pl->nqb < 2 || row == 0 || p->dtype != ATTN_F32 || p->L <= ATTN_QK_FEW)

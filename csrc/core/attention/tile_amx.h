@@ -317,7 +317,7 @@ static ATTN_INLINE AMXATTR void SFX(amx_p_parts)(uint32_t a[3][256],
         for (int s = 0; s < 3; s++)
             _mm512_store_si512(a[s], _mm512_or_si512(
                                          _mm512_srli_epi32(pe[s], 16), po[s]));
-        return; /* rows 1 .. 15: unread (amx_pv's tiles of nq rows) */
+        return; /* rows 1 .. 15: unread (amx_pv_few's tiles of 1 row) */
     }
     const __mmask16 m = (__mmask16)(nr >= 16 ? 0xffff : (1u << nr) - 1);
     __m512 w[3][16];
