@@ -273,20 +273,26 @@ attn_status attn_sdpa_naive(attn_problem *p);
 attn_status attn_sdpa_backward(attn_bwd_problem *bp, const attn_exec *ex);
 attn_status attn_sdpa_backward_naive(attn_bwd_problem *bp);
 
-/* ---- instruction-set dispatch -------------------------------------------
- * attn_isa_name(): "amx", "avx512", "avx2", "neon", "portable" or
- * "baseline" -- the path attn_sdpa uses now.
- * attn_set_isa(name): choose "amx" (the AVX-512 kernels with bfloat16
- * scores by AMX tiles: Linux, a CPU with AMX-BF16), "avx512" (AVX-512F, if
- * the CPU has it), "avx2" (AVX2 + FMA, if the CPU has it), "portable"
- * (plain C, always available) or
- * "auto" (the best the CPU has); returns 0 on success, -1 if unknown or
- * unsupported. The initial choice is "auto" unless the environment variable
- * ATTNPY_FORCE_PORTABLE is set to a non-empty value other than "0".
- * Not meant to be changed while another thread is inside attn_sdpa (that
- * call finishes on the path it started with).                              */
+/* ---- instruction sets ----------------------------------------------------
+ * Every set the build has runs the same kernels and gives the same bits
+ * (the numeric rule: simd/math.h), but "amx", an opt-in set whose
+ * bfloat16 products by AMX tiles have bits of their own. The choice is
+ * speed only.
+ * attn_isa_name(): the set in use: "amx", "avx512", "avx2", "neon",
+ * "portable" (the plain C kernels, built for AVX2 + FMA where the CPU has
+ * them) or "baseline" (the plain C kernels for the base architecture).
+ * attn_set_isa(name): one of those, or "auto" (the best usable set that
+ * is not opt-in); returns 0, or -1 if unknown or unusable here. The first
+ * choice is the environment variable ATTNPY_ISA when it names a usable
+ * set (ATTNPY_FORCE_PORTABLE=1: "portable"), else "auto". Not meant to be
+ * changed while another thread is inside a kernel (that call finishes on
+ * the set it started with).
+ * attn_isa_info(i, ...): set i of the list, best first (0 .. while it
+ * returns 0): its name, whether this build and CPU can run it, whether it
+ * is opt-in.                                                             */
 const char *attn_isa_name(void);
 int attn_set_isa(const char *name);
+int attn_isa_info(size_t i, const char **name, int *usable, int *opt_in);
 
 /* ---- small kernels ------------------------------------------------------ */
 

@@ -33,6 +33,7 @@
  * row's dQ (summed block by block) has the same bits in either mode     */
 #define BWD_BK 128
 #define BWD_BKA BWD_BK
+#define BWD_BQ 64 /* query rows per block, whatever the vector width   */
 #define BWD_FUSED_B 4 /* fused items from this many batch items on       */
 #define BWD_FUSED_BYTES ((size_t)16 << 20) /* packed queries of one b   */
 
@@ -161,18 +162,18 @@ static size_t bwd_qbytes(const attn_problem *p, size_t esz)
 }
 
 static attn_status bwd_plan(attn_bwd_plan *bpl, const attn_bwd_problem *bp,
-                            const attn_isa_desc *d)
+                            const attn_sdpa_kern *k)
 {
     const attn_problem *p = &bp->f;
     const int t = p->dtype == ATTN_F64;
-    const size_t esz = t ? sizeof(double) : sizeof(float), W = d->W[t];
+    const size_t esz = t ? sizeof(double) : sizeof(float), W = k->W;
     attn_plan *pl = &bpl->fp;
     memset(bpl, 0, sizeof *bpl);
     bpl->bp = bp;
     pl->p = p;
-    /* plan_as (the wide "portable"): that desc's query blocks, which set
-     * how dK and dV are summed: the same bits as the narrow build       */
-    size_t BQ = (d->plan_as ? d->plan_as : d)->BQ[t];
+    /* the query block sets how dK and dV are summed (block by block): one
+     * size for every set, a multiple of every vector width              */
+    size_t BQ = BWD_BQ;
     if (BQ > round_up(p->L, W))
         BQ = round_up(p->L, W);
     if (BQ == 0)
@@ -184,9 +185,10 @@ static attn_status bwd_plan(attn_bwd_plan *bpl, const attn_bwd_problem *bp,
     pl->nqb = (p->L + BQ - 1) / BQ;
     pl->nkb = (p->S + pl->BK - 1) / pl->BK;
     attn__limits(pl, p);
-    /* the forward's score arithmetic (bfloat16 pairs), so that P = exp(s -
+    /* the set's own score kernel, as the forward's, so that P = exp(s -
      * lse) sees the very scores lse came from                           */
-    pl->dpbf16 = attn__dpbf16_plan(p, d);
+    if (k->d->plan)
+        k->d->plan(pl, p, 0);
     pl->pack_v = p->Ev > 1 && p->v.s1 != 1;
     const size_t BK = pl->BK, EP = bpl->EP, EvP = pl->EvP;
     bpl->BKA = p->S < BWD_BKA ? (p->S ? p->S : 1) : BWD_BKA;
@@ -216,8 +218,8 @@ static attn_status bwd_plan(attn_bwd_plan *bpl, const attn_bwd_problem *bp,
     ok = ok && mul_ok(BKM, BQ, &n) && take(&a, n, esz, &bpl->off_st);
     ok = ok && mul_ok(BKM, BQ, &n) && take(&a, n, esz, &bpl->off_dp);
     ok = ok && mul_ok(BKM, EP, &n) && take(&a, n, esz, &bpl->off_kr);
-    /* pairs: K rows with each feature pair swapped (tile_dpbf16.h)      */
-    ok = ok && mul_ok(BKM, pl->dpbf16 ? p->E : 0, &n)
+    /* a set's own score kernel: K's rows as it reads them (tile_amx.h) */
+    ok = ok && mul_ok(BKM, pl->own_qk ? p->E : 0, &n)
          && take(&a, n, esz, &pl->off_kp);
     ok = ok && mul_ok(BKM, pl->pack_v || p->v.store ? EvP : 0, &n)
          && take(&a, n, esz, &bpl->off_vp);
@@ -313,14 +315,11 @@ attn_status attn_sdpa_backward(attn_bwd_problem *bp, const attn_exec *ex)
         || !bwd_stores_ok(bp))
         return ATTN_EINVAL;
     const attn_problem *p = &bp->f;
-    const attn_isa_desc *d = attn__isa_current();
-    if (!d->bwd_a[0]) /* a path without a backward instantiation (none
-                         now; every bwd_tile.h build is tested, test_bwd.c):
-                         the portable one's */
-        d = &attn__isa_portable;
+    attn_sdpa_kern k;
+    attn__sdpa_kern(p->dtype, &k);
     const int t = p->dtype == ATTN_F64;
     attn_bwd_plan bpl;
-    attn_status st = bwd_plan(&bpl, bp, d);
+    attn_status st = bwd_plan(&bpl, bp, &k);
     size_t nd, nu, n1, n2, esz = t ? sizeof(double) : sizeof(float);
     if (st != ATTN_OK || !mul_ok(p->B, p->L, &nd) || !mul_ok(nd, esz, &nd)
         || !mul_ok(p->B, bpl.fp.EvP, &nu) || !mul_ok(nu, esz, &nu)
@@ -350,10 +349,10 @@ attn_status attn_sdpa_backward(attn_bwd_problem *bp, const attn_exec *ex)
     const int causal = p->causal != ATTN_CAUSAL_NONE;
     const size_t nka = (p->S + bpl.BKA - 1) / bpl.BKA;
     if (st == ATTN_OK)
-        st = bwd_pass(&bpl, d->bwd_a[t], bpl.fused ? 1 : nka, 0, NULL, ex,
+        st = bwd_pass(&bpl, k.bwd_a, bpl.fused ? 1 : nka, 0, NULL, ex,
                       flops);
     if (st == ATTN_OK && !bpl.fused)
-        st = bwd_pass(&bpl, d->bwd_b[t], bpl.fp.nqb, causal, NULL, ex,
+        st = bwd_pass(&bpl, k.bwd_b, bpl.fp.nqb, causal, NULL, ex,
                       flops);
 done:
     free(dvec);

@@ -1,16 +1,13 @@
 /*
  * attention/bwd_tile.h -- the tiled backward kernel, written once.
  *
- * NOT a normal header: a template included by sdpa_portable.c,
- * sdpa_avx2.c, sdpa_avx512.c and sdpa_neon.c right after tile.h for the same
- * element type, the vector primitives defined again (tile.h #undefs them):
- *
- *     #define ATTN_VEC_F64 0
- *     #include "attention/vec_avx2.h"
- *     #include "attention/tile.h"
- *     #define ATTN_VEC_F64 0
- *     #include "attention/vec_avx2.h"
- *     #include "attention/bwd_tile.h"
+ * NOT a normal header: a template included by isa/<set>.c right after
+ * tile.h for the same element type (bwd_item_a<SFX>, bwd_item_b<SFX>).
+ * A set with micro-kernels of its own defines BWD_HOOKS and these before
+ * including it (each nonzero when the set's kernel did the work):
+ *   BWD_PACK_Q(bpl, qt, nrv)            after Q^T of a block is packed
+ *   BWD_SCORES(bpl, sb, qt, st, nqv, nk)  S^T = scale K Q^T
+ *   BWD_PACK_K(bpl, sb, b, j0, nk)      after K's rows of a block
  *
  * It reuses tile.h's S^T = K Q^T micro-kernel (qk_block: also dP^T =
  * V dO^T, the same shape), masks (classify, apply_masks), K/V block access
@@ -37,8 +34,10 @@
 #define BLK_ALL_ 0  /* tile.h's block classes (it #undefs its names) */
 #define BLK_NONE_ 1
 #define BLK_MIXED_ 2
-#ifndef ATTN_DPBF16 /* 1: tile.h's instantiation has tile_dpbf16.h     */
-#define ATTN_DPBF16 0
+#ifndef BWD_HOOKS
+#define BWD_PACK_Q(bpl, qt, nrv) 0
+#define BWD_SCORES(bpl, sb, qt, st, nqv, nk) 0
+#define BWD_PACK_K(bpl, sb, b, j0, nk) 0
 #endif
 
 #ifndef ATTNPY_BWD_TILE_ONCE
@@ -237,18 +236,7 @@ TF void SFX(bwd_pack_q)(const attn_bwd_plan *bpl, char *sb, size_t b,
     }
     T *qt = (T *)(sb + bpl->off_qt);
     SFX(bwd_pack_t)(qt, BQ, q_b, q.store, q.s0, q.s1, qi0, nq, nrv, p->E);
-#if ATTN_DPBF16 && ATTN_HAVE_AMX
-    if (bpl->fp.dpbf16 == ATTN_DP_AMX) /* Q's pairs, as the forward's */
-        SFX(amx_pairs_in_place)(qt, BQ, nrv, p->E);
-    else
-#endif
-    if (ATTN_DPBF16 && bpl->fp.dpbf16) /* pairs swapped, as K's */
-        for (size_t e = 0; e + 1 < p->E; e += 2)
-            for (size_t r = 0; r < nrv; r++) {
-                const T x = qt[e * BQ + r];
-                qt[e * BQ + r] = qt[(e + 1) * BQ + r];
-                qt[(e + 1) * BQ + r] = x;
-            }
+    (void)BWD_PACK_Q(bpl, qt, nrv);
     SFX(bwd_pack_t)((T *)(sb + bpl->off_dot), BQ, g_b, g.store, g.s0, g.s1,
                     gi0, nq, nrv, p->Ev);
     T *rlse = (T *)(sb + bpl->off_row), *rd = rlse + BQ;
@@ -305,41 +293,17 @@ TI void SFX(bwd_dbias_tile)(const attn_bwd_problem *bp, size_t b, size_t i0,
                       NULL, NULL, 0);
 }
 
-/* S^T = scale K Q^T of the block, the forward's bits: the float FMA chain,
- * or (pl->dpbf16) the bfloat16 pair chain as its FMA twin, on the swapped
- * pairs of qt and K (off_kp) under DAZ | FTZ, scale included (tile_dpbf16.h),
- * or AMX tiles on qt's pairs and K's rows (tile_amx.h)                    */
+/* S^T = scale K Q^T of the block, the forward's bits: the FMA chain, or
+ * the set's own kernel                                                  */
 TI void SFX(bwd_scores)(const attn_bwd_plan *bpl, char *sb, const T *qt,
                         T *st, size_t nqv, const T *kr, size_t nk)
 {
     const attn_plan *pl = &bpl->fp;
-    const size_t BQ = pl->BQ, E = pl->p->E;
-    const T scale = (T)pl->p->scale;
-#if ATTN_DPBF16
-#if ATTN_HAVE_AMX
-    if (pl->dpbf16 == ATTN_DP_AMX) { /* qt: pairs; off_kp: K's rows */
-        const unsigned csr = dp_get_csr();
-        dp_set_csr(csr | 0x8040u);
-        SFX(amx_scores)(st, BQ, nqv * W, (const uint32_t *)qt, BQ, nqv,
-                        (const uint16_t *)(sb + pl->off_kp), (ptrdiff_t)E, E,
-                        nk, scale);
-        dp_set_csr(csr);
+    if (BWD_SCORES(bpl, sb, qt, st, nqv, nk))
         return;
-    }
-#endif
-    if (pl->dpbf16) {
-        const unsigned csr = dp_get_csr();
-        dp_set_csr(csr | 0x8040u);
-        SFX(qk_block)(st, BQ, qt, BQ, nqv, (const T *)(sb + pl->off_kp),
-                      (ptrdiff_t)E, E, nk, scale, 1);
-        dp_set_csr(csr);
-        return;
-    }
-#else
     (void)sb;
-#endif
-    SFX(qk_block)(st, BQ, qt, BQ, nqv, kr, (ptrdiff_t)bpl->EP, E, nk, scale,
-                  1);
+    SFX(qk_block)(st, pl->BQ, qt, pl->BQ, nqv, kr, (ptrdiff_t)bpl->EP,
+                  pl->p->E, nk, (T)pl->p->scale, 1);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -412,20 +376,7 @@ TI const T *SFX(bwd_kv)(const attn_bwd_plan *bpl, char *sb, size_t b,
     const attn_mat k = p->k, v = p->v;
     SFX(bwd_pack_r)((T *)(sb + bpl->off_kr), bpl->EP, BWD_BASE_(k, b),
                     k.store, k.s0, k.s1, j0, nk, p->E);
-#if ATTN_DPBF16
-    if (bpl->fp.dpbf16 == ATTN_DP_AMX) { /* the scores' K: its rows */
-        uint16_t *kp = (uint16_t *)(sb + bpl->fp.off_kp);
-        ptrdiff_t ks;
-        const uint16_t *kb = SFX(k_dp_block)(
-            &bpl->fp, (const char *)BWD_BASE_(k, b), j0, nk, kp, &ks);
-        if (kb != kp)
-            for (size_t r = 0; r < nk; r++)
-                memcpy(kp + r * p->E, kb + (ptrdiff_t)r * ks,
-                       p->E * sizeof(uint16_t));
-    } else if (bpl->fp.dpbf16) /* the scores' K: pairs swapped (kr: dQ's) */
-        SFX(k_dp_fma)(&bpl->fp, (const char *)BWD_BASE_(k, b), j0, nk,
-                      (float *)(sb + bpl->fp.off_kp));
-#endif
+    (void)BWD_PACK_K(bpl, sb, b, j0, nk);
     T *vp = (T *)(sb + bpl->off_vp);
     if (!v.store)
         return SFX(v_block)(&bpl->fp, (const T *)v.data + BOFF_(v, b), j0, nk,
@@ -664,7 +615,7 @@ TF void SFX(bwd_item_b)(const attn_bwd_plan *bpl, void *scratch, size_t b,
 #undef BLK_ALL_
 #undef BLK_NONE_
 #undef BLK_MIXED_
-#undef ATTN_DPBF16
-
-/* the template's parameters, defined by the including file */
-#include "attention/vec_undef.h"
+#undef BWD_PACK_Q
+#undef BWD_SCORES
+#undef BWD_PACK_K
+#undef BWD_HOOKS

@@ -1,23 +1,22 @@
 /*
  * attention/kern.h -- internal interface of the attention fast path (not public).
  *
- *   sdpa.c               driver: plan (block sizes, scratch layout), ISA
- *                        dispatch, work items over the thread pool, poll
- *   tile.h               the tiled FlashAttention-2 kernel, written once as
- *                        a "template" over (element type, vector primitives)
- *   tile_half.h          its reads and writes of 16-bit operands
- *   tile_dpbf16.h        bfloat16 scores by AVX512-BF16 pairs (AVX-512)
- *   dp_choice.c          which of its two kernels, timed once per process
- *   tile_amx.h           bfloat16 scores and P V by AMX tiles ("amx")
- *   exp.h                constants of the vector exp
- *   sdpa_portable.c      instantiates it in plain C (any CPU); its AVX2
- *                        build (8 floats) in sdpa_portable_wide.c
- *   sdpa_avx2.c          ... for AVX2+FMA   (__attribute__((target)))
- *   sdpa_avx512.c        ... for AVX-512F   (__attribute__((target))), and
- *                        the "amx" desc: the same kernels, AMX in the plan
- *   sdpa_neon.c          ... for AArch64 Advanced SIMD (NEON)
- *   naive.c              the row-by-row oracle
- *   ../runtime/pool.c    the private thread pool
+ *   sdpa.c        driver: plan (block sizes, scratch layout), work items
+ *                 over the scheduler, split calls, poll
+ *   bwd.c         the backward pass's driver (bwd_tile.h its kernels)
+ *   tile.h        the tiled FlashAttention-2 kernel, written once as a
+ *                 template over (element type, SIMD primitives): with
+ *                 tile_kern.h (micro-kernels), tile_masks.h (masks and
+ *                 variants), tile_half.h (16-bit reads and writes)
+ *   bwd_tile.h    the backward kernel, the same way
+ *   tile_amx.h    the "amx" set's own micro-kernels (bfloat16 scores and
+ *                 P V by AMX tiles), through tile.h's hooks (isa/amx.c)
+ *   masked.c      the uniform policy's output row
+ *   merge.c       log-sum-exp merge of partial results
+ *   variants.h    the oracles' reading of the variants (testing/)
+ * The templates are instantiated once per instruction set by isa/<set>.c
+ * (item_avx2_f32, merge_item_avx512_f64, bwd_item_a_port_f32, ...: the
+ * names are listed in each set's table there).
  *
  * A work item is (b, query block qb): rows i0 = qb*BQ .. i0+nq-1 of batch
  * item b. Every row is computed by exactly one item, in a fixed order, so
@@ -36,25 +35,7 @@
 #include "runtime/pool.h"
 #include "runtime/sched.h"
 
-/* which SIMD paths are compiled in (runtime/platform.h) */
-#define ATTN_HAVE_X86 ATTN_ARCH_X86
-#define ATTN_HAVE_NEON ATTN_ARCH_NEON
-/* the portable kernel also compiled for AVX2 (vec_portable.h)           */
-#if ATTN_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
-#define ATTN_HAVE_PORT_WIDE 1
-#else
-#define ATTN_HAVE_PORT_WIDE 0
-#endif
-/* the "amx" set: the AVX-512 kernels with bfloat16 scores by AMX tiles
- * (tile_amx.h); Linux on x86-64 (runtime/cpuid.c asks the kernel for the
- * tile state), compilers that know the AMX target                      */
-#if ATTN_ARCH_X86 && defined(__linux__) && defined(__x86_64__)                 \
-    && ((defined(__clang__) && __clang_major__ >= 12)                          \
-        || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
-#define ATTN_HAVE_AMX 1
-#else
-#define ATTN_HAVE_AMX 0
-#endif
+#include "runtime/isa.h"
 
 /* plan arithmetic shared by the drivers (sdpa.c, bwd.c) */
 /* m is a power of two (vector widths, 64-byte alignment) */
@@ -101,11 +82,12 @@ typedef struct {
     int edits_scores; /* softcap or ALiBi: every computed score changes    */
     int pack_k;       /* K rows not contiguous: copy each key block         */
     int pack_v;       /* V rows not contiguous or Ev % W: copy, zero padded */
-    int dpbf16;       /* bfloat16 Q and K: scores by AVX512-BF16 pairs
-                         (tile_dpbf16.h): ATTN_DP_VDP or ATTN_DP_FMA, or
-                         by AMX tiles (tile_amx.h): ATTN_DP_AMX          */
-    int pv_amx;       /* "amx", bfloat16 V, Ev % 16 == 0, Ev <= 256: P V
-                         by AMX tiles (tile_amx.h; attn__pv_amx_plan)    */
+    /* an instruction set with micro-kernels of its own (its desc's plan
+     * hook sets these from (storage, E, Ev) alone; tile.h's hooks read
+     * them): own_qk, the scores; own_pv, P V; vp_align, the packed V
+     * block's rows rounded up to this multiple (0: 1)                  */
+    int own_qk, own_pv;
+    size_t vp_align;
     /* scratch layout: byte offsets from a 64-byte aligned base            */
     size_t off_qt;    /* Q^T of the item, E x BQ                           */
     size_t off_st;    /* score / probability tile, BK x BQ (key-major)     */
@@ -152,40 +134,6 @@ enum {
 /* query blocks of at most this many rows (decoding) compute their scores
  * with keys in the lanes (tile_kern.h, qk_few)                           */
 #define ATTN_QK_FEW 4
-
-/* pl->dpbf16: the pair chain by vdpbf16ps in every kernel, or by its
- * bit-exact FMA twin in query blocks (tile_dpbf16.h): the same bits, at
- * a speed that depends on the CPU, so the first plan that needs one
- * times both instructions (dp_choice.c) and every later plan takes that
- * answer; the environment variable ATTNPY_BF16_DOT=vdp or =fma, read
- * then, forces one instead. attn__dpbf16_mode 0 means that choice; tests
- * and benchmarks set it to ATTN_DP_VDP or ATTN_DP_FMA to force one.    */
-#define ATTN_DP_VDP 1
-#define ATTN_DP_FMA 2
-/* ... or, on the "amx" set, by AMX's tdpbf16ps in every kernel: other
- * bits than the pair chain's (tile_amx.h), E % 32 == 0 and E <= 256     */
-#define ATTN_DP_AMX 3
-#define ATTN_AMX_MAX_E 256
-/* ... and, with bfloat16 V, P V by AMX tiles on key blocks of at most
- * this many keys (sdpa.c: key_block)                                    */
-#define ATTN_AMX_PV_KEYS 128
-extern int attn__dpbf16_mode;
-/* vdpbf16ps only if it clearly wins: the two kernels differ in more than
- * the instruction (packing, loads), so a near tie keeps the FMA        */
-#define ATTN_DP_VDP_MIN_RATIO 1.15
-typedef struct {
-    double fma_ns, vdp_ns; /* per zmm instruction, the best repeat       */
-    double ratio;          /* vdpbf16ps's multiply-adds / the FMA's      */
-} attn_dp_rates;
-/* dp_choice.c: the process's choice (ATTN_DP_VDP or ATTN_DP_FMA), made
- * on the first call; _reset forgets it (tests). _choose(env): env's
- * choice if it is "vdp" or "fma" (any case, attn__dp_parse; else 0),
- * else measured. _measure: the calibration, 0 without AVX512-BF16.     */
-int attn__dpbf16_choice(void);
-void attn__dpbf16_choice_reset(void);
-int attn__dp_choose(const char *env);
-int attn__dp_parse(const char *s);
-int attn__dp_measure(attn_dp_rates *r);
 
 /* item's chunk argument: every chunk, folded by the item itself          */
 #define ATTN_ALL_CHUNKS SIZE_MAX
@@ -296,41 +244,40 @@ typedef struct {
 typedef void (*attn_bwd_fn)(const attn_bwd_plan *bpl, void *scratch,
                             size_t b, size_t blk);
 
+/* One instruction set's attention kernels (a field of its isa/<set>.c
+ * table). plan: NULL, or the set's own micro-kernels' say on a plan
+ * (sdpa.c, bwd.c: after the blocks, before the scratch; fwd 0 for the
+ * backward's plan); base: NULL, or the desc whose kernels serve where
+ * this one's are NULL.                                                  */
 typedef struct attn_isa_desc_ {
-    const char *name;
     size_t W[2];             /* vector width in elements: [ATTN_F32/F64]   */
-    size_t BQ[2], BK[2];     /* block sizes                                */
+    size_t BQ[2];            /* query rows per item (speed only: a row's
+                                bits do not depend on it)                  */
     attn_item_fn item[2];
     attn_merge_fn merge[2];
     attn_bwd_fn bwd_a[2], bwd_b[2]; /* backward passes A and B, per type */
-    /* NULL, or the desc whose key blocks this one uses (same bits)       */
-    const struct attn_isa_desc_ *plan_as;
+    void (*plan)(attn_plan *pl, const attn_problem *p, int fwd);
+    const struct attn_isa_desc_ *base;
 } attn_isa_desc;
 
-extern const attn_isa_desc attn__isa_portable;
-#if ATTN_HAVE_PORT_WIDE
-extern const attn_isa_desc attn__isa_portable_wide;
-#endif
-#if ATTN_HAVE_X86
-extern const attn_isa_desc attn__isa_avx2;
-extern const attn_isa_desc attn__isa_avx512;
-#endif
-#if ATTN_HAVE_AMX
-extern const attn_isa_desc attn__isa_amx; /* avx512's kernels, AMX scores */
-#endif
-#if ATTN_HAVE_NEON
-extern const attn_isa_desc attn__isa_neon;
-#endif
+/* the desc of the set the kernels use now (runtime/isa.h), with its
+ * base's kernels where it has none of its own (sdpa.c)                  */
+typedef struct {
+    const attn_isa_desc *d;
+    attn_item_fn item;
+    attn_merge_fn merge;
+    attn_bwd_fn bwd_a, bwd_b;
+    size_t W, BQ;
+} attn_sdpa_kern;
+void attn__sdpa_kern(attn_dtype dtype, attn_sdpa_kern *k);
 
-/* The descriptor attn_sdpa uses now (tests). */
-const attn_isa_desc *attn__isa_current(void);
-
-/* pl->dpbf16 for problem p on desc d (sdpa.c): the forward and the
- * backward ask the same question, so they compute the same scores      */
-int attn__dpbf16_plan(const attn_problem *p, const attn_isa_desc *d);
-/* pl->pv_amx for problem p on desc d (sdpa.c): from (ISA, storage, Ev)
- * alone, like the scores' choice                                        */
-int attn__pv_amx_plan(const attn_problem *p, const attn_isa_desc *d);
+/* The key block (sdpa.c): the online softmax's blocking, from (dtype, E,
+ * Ev) alone -- never the instruction set, L, S or the threads -- so a
+ * row meets the same blocks on every path and in every call.           */
+size_t attn__key_block(const attn_problem *p);
+/* the same rule's halving for wide rows from another first block (a set's
+ * own P V kernel: tile_amx.h)                                           */
+size_t attn__key_block_from(const attn_problem *p, size_t BK);
 
 /* the work of a call of `products` (L x S x (E + Ev)) multiply-adds per
  * batch item, for runtime/sched.h's thread-count rule (sdpa.c)          */

@@ -3,7 +3,7 @@
  * (block sizes, scratch layout), and work items spread over threads.
  *
  * The kernel itself is tile.h, instantiated per instruction set in
- * sdpa_portable.c / sdpa_avx2.c / sdpa_avx512.c / sdpa_neon.c.
+ * isa/<set>.c.
  *
  * Work item = (b, query block). Items are claimed from an atomic counter
  * (dynamic balance: causal items are uneven, so those are handed out
@@ -20,151 +20,25 @@
 #include "attn.h"
 #include "attention/kern.h"
 #include "attention/variants.h"
+#include "isa/kernels.h"
 #include "runtime/platform.h"
 #include "runtime/sched.h"
 
 /* ------------------------------------------------------------------------ */
-/* instruction-set dispatch                                                 */
+/* the kernels of the set in use (runtime/isa.h)                            */
 /* ------------------------------------------------------------------------ */
-
-/* The instruction sets, best first, in one list:
- *   X(id, name, desc, usable)
- * desc: the descriptor whose kernels run (sdpa_<isa>.c instantiates tile.h
- * as item_<isa>_<type>, merge_item_<isa>_<type>, bwd_item_a_<isa>_<type>
- * ...: item_avx512_f32, item_avx2_f64, item_portable_f32, item_neon_f32);
- * usable: compiled in and usable on this CPU and OS (runtime/cpuid.c).
- * "amx": the AVX-512 kernels, with bfloat16 scores by AMX tiles (other
- * bits for bfloat16 Q and K; every other call the same as "avx512").
- * "portable": the plain C kernel, compiled for the widest target this
- * build has it for and the CPU runs (x86: AVX2 when present, the same
- * bits); "baseline": the same code compiled for the architecture's
- * baseline (x86-64: SSE2) -- what "portable" is on CPUs without AVX2.    */
-#if ATTN_HAVE_X86
-#define DESC_AVX512 &attn__isa_avx512
-#define DESC_AVX2 &attn__isa_avx2
-#define USABLE_AVX512 ((attn__x86_features() & ATTN_X86_AVX512F) != 0)
-#define USABLE_AVX2 ((attn__x86_features() & ATTN_X86_AVX2_FMA) != 0)
-#else
-#define DESC_AVX512 NULL
-#define DESC_AVX2 NULL
-#define USABLE_AVX512 0
-#define USABLE_AVX2 0
-#endif
-#if ATTN_HAVE_AMX
-#define DESC_AMX &attn__isa_amx
-#define USABLE_AMX ((attn__x86_features() & ATTN_X86_AMX_BF16) != 0)
-#else
-#define DESC_AMX NULL
-#define USABLE_AMX 0
-#endif
-#if ATTN_HAVE_NEON
-#define DESC_NEON &attn__isa_neon
-#define USABLE_NEON 1 /* part of the AArch64 base ISA */
-#else
-#define DESC_NEON NULL
-#define USABLE_NEON 0
-#endif
-
-#define ATTN_ISAS(X)                                                           \
-    X(AMX, "amx", DESC_AMX, USABLE_AMX)                                        \
-    X(AVX512, "avx512", DESC_AVX512, USABLE_AVX512)                            \
-    X(AVX2, "avx2", DESC_AVX2, USABLE_AVX2)                                    \
-    X(NEON, "neon", DESC_NEON, USABLE_NEON)                                    \
-    X(PORTABLE, "portable", portable_desc(), 1)                                \
-    X(BASELINE, "baseline", &attn__isa_portable, 1)
-
-static const attn_isa_desc *portable_desc(void)
+void attn__sdpa_kern(attn_dtype dtype, attn_sdpa_kern *k)
 {
-#if ATTN_HAVE_PORT_WIDE
-    if (attn__x86_features() & ATTN_X86_AVX2_FMA)
-        return &attn__isa_portable_wide;
-#endif
-    return &attn__isa_portable;
-}
-
-enum {
-#define X(id, name, desc, usable) ISA_##id,
-    ATTN_ISAS(X)
-#undef X
-    ISA_COUNT,
-    ISA_UNSET = -1
-};
-
-static const char *const isa_names[ISA_COUNT] = {
-#define X(id, name, desc, usable) name,
-    ATTN_ISAS(X)
-#undef X
-};
-
-static atomic_int g_isa = ISA_UNSET;
-
-static const attn_isa_desc *isa_desc(int isa)
-{
-    switch (isa) {
-#define X(id, name, desc, usable)                                              \
-    case ISA_##id:                                                             \
-        return desc;
-        ATTN_ISAS(X)
-#undef X
-    default:
-        return &attn__isa_portable;
-    }
-}
-
-static int isa_supported(int isa)
-{
-    switch (isa) {
-#define X(id, name, desc, usable)                                              \
-    case ISA_##id:                                                             \
-        return usable;
-        ATTN_ISAS(X)
-#undef X
-    default:
-        return 0;
-    }
-}
-
-/* the first usable set of the list */
-static int isa_best(void)
-{
-    int isa = 0;
-    while (!isa_supported(isa))
-        isa++;
-    return isa;
-}
-
-static int isa_get(void)
-{
-    int isa = atomic_load_explicit(&g_isa, memory_order_acquire);
-    if (isa != ISA_UNSET)
-        return isa;
-    const char *env = getenv("ATTNPY_FORCE_PORTABLE");
-    int want = (env && env[0] && strcmp(env, "0") != 0) ? ISA_PORTABLE
-                                                        : isa_best();
-    int expected = ISA_UNSET;
-    /* a concurrent attn_set_isa wins over the initial choice */
-    atomic_compare_exchange_strong(&g_isa, &expected, want);
-    return atomic_load_explicit(&g_isa, memory_order_acquire);
-}
-
-const char *attn_isa_name(void) { return isa_names[isa_get()]; }
-
-const attn_isa_desc *attn__isa_current(void) { return isa_desc(isa_get()); }
-
-int attn_set_isa(const char *name)
-{
-    if (!name)
-        return -1;
-    int isa = -1;
-    if (strcmp(name, "auto") == 0)
-        isa = isa_best();
-    for (int i = 0; i < ISA_COUNT; i++)
-        if (strcmp(name, isa_names[i]) == 0)
-            isa = i;
-    if (isa < 0 || !isa_supported(isa))
-        return -1;
-    atomic_store_explicit(&g_isa, isa, memory_order_release);
-    return 0;
+    const int t = dtype == ATTN_F64;
+    const attn_isa_desc *d = &attn__kernels()->sdpa;
+    const attn_isa_desc *b = d->base ? d->base : d;
+    k->d = d;
+    k->item = d->item[t] ? d->item[t] : b->item[t];
+    k->merge = d->merge[t] ? d->merge[t] : b->merge[t];
+    k->bwd_a = d->bwd_a[t] ? d->bwd_a[t] : b->bwd_a[t];
+    k->bwd_b = d->bwd_b[t] ? d->bwd_b[t] : b->bwd_b[t];
+    k->W = d->W[t];
+    k->BQ = d->BQ[t];
 }
 
 /* ------------------------------------------------------------------------ */
@@ -183,15 +57,15 @@ int attn_set_isa(const char *name)
  * bytes, from key 0 on; the blocks past it are converted per use        */
 #define KV_CACHE_BYTES ((size_t)512 * 1024)
 
-/* query block of desc d: the ISA's choice, smaller for huge E; capped at
- * L rounded up to the vector width when short_l                          */
-static size_t query_block(const attn_problem *p, const attn_isa_desc *d,
+/* query block: the set's choice, smaller for huge E; capped at L rounded
+ * up to the vector width when short_l (speed only: a row's bits never
+ * depend on its query block)                                           */
+static size_t query_block(const attn_problem *p, const attn_sdpa_kern *k,
                           int short_l)
 {
-    const int t = p->dtype == ATTN_F64;
-    const size_t esz = t ? sizeof(double) : sizeof(float);
-    const size_t W = d->W[t];
-    size_t BQ = d->BQ[t];
+    const size_t esz = p->dtype == ATTN_F64 ? sizeof(double) : sizeof(float);
+    const size_t W = k->W;
+    size_t BQ = k->BQ;
 #ifdef ATTN_TUNE_ENV /* tests/c/bench_core: try other block sizes */
     if (getenv("TUNE_BQ"))
         BQ = round_up((size_t)atoi(getenv("TUNE_BQ")), W);
@@ -203,31 +77,28 @@ static size_t query_block(const attn_problem *p, const attn_isa_desc *d,
     return BQ ? BQ : W;
 }
 
-/* Key block of desc d: the ISA's choice, smaller for wide rows. It sets
- * the online softmax's blocking, so it depends on (ISA, dtype, E, Ev)
- * alone, never on L, S or the threads: a row meets the same blocks in
- * every call. A desc with plan_as takes that desc's key block (same bits,
- * "portable").                                                           */
-static size_t key_block(const attn_problem *p, const attn_isa_desc *d)
+/* keys per block, by the rule every set follows (kern.h): KEY_BLOCK_F32 /
+ * _F64, halved while a block's scratch (scores of a nominal 64-row query
+ * block, K and V rows padded to 16) passes SCRATCH_TARGET               */
+#define KEY_BLOCK_F32 ((size_t)48)
+#define KEY_BLOCK_F64 ((size_t)32)
+size_t attn__key_block(const attn_problem *p)
 {
-    /* AMX's P V: blocks of ATTN_AMX_PV_KEYS, whole 32-key groups of
-     * tdpbf16ps (tile_amx.h), few tile setups per decoded row; halved
-     * below for wide rows, never above                                 */
-    const int pv_amx = attn__pv_amx_plan(p, d);
-    if (d->plan_as)
-        d = d->plan_as;
-    const int t = p->dtype == ATTN_F64;
-    const size_t esz = t ? sizeof(double) : sizeof(float);
-    size_t BK = pv_amx ? ATTN_AMX_PV_KEYS : d->BK[t];
+    size_t BK = p->dtype == ATTN_F64 ? KEY_BLOCK_F64 : KEY_BLOCK_F32;
 #ifdef ATTN_TUNE_ENV
     if (getenv("TUNE_BK"))
         BK = (size_t)atoi(getenv("TUNE_BK"));
-    if (pv_amx && BK > ATTN_AMX_PV_KEYS) /* amx_pv's scratch holds no more */
-        BK = ATTN_AMX_PV_KEYS;
 #endif
-    const size_t row = (query_block(p, d, 0) + p->E
-                        + round_up(p->Ev, d->W[t])) * esz;
-    while (BK > 8 && BK * row > SCRATCH_TARGET)
+    return attn__key_block_from(p, BK);
+}
+
+size_t attn__key_block_from(const attn_problem *p, size_t BK)
+{
+    const size_t esz = p->dtype == ATTN_F64 ? sizeof(double) : sizeof(float);
+    const size_t e = p->E < SIZE_MAX / 4 ? p->E : SIZE_MAX / 4;
+    const size_t ev = p->Ev < SIZE_MAX / 4 ? round_up(p->Ev, 16) : SIZE_MAX / 4;
+    const double row = (64.0 + (double)e + (double)ev) * (double)esz;
+    while (BK > 8 && (double)BK * row > (double)SCRATCH_TARGET)
         BK /= 2;
     return BK;
 }
@@ -263,18 +134,17 @@ void attn__limits(attn_plan *pl, const attn_problem *p)
  * query blocks per batch item, a thread converts each key block of an
  * item once, not once per query block (tile_half.h: kv_cached); the
  * blocks of the first KV_CACHE_BYTES only, so a long call adds a bounded
- * amount per thread. K is cached in the form its scores read (floats,
- * or pair-swapped floats for the bfloat16 FMA twin), not when vdpbf16ps
- * or AMX reads it in place. Returns 0 on overflow.                        */
+ * amount per thread. K is cached as the floats its scores read. Returns
+ * 0 on overflow.                                                         */
 static int kv_cache(attn_plan *pl, size_t *a)
 {
     const attn_problem *p = pl->p;
-    const int ck = p->k.store != ATTN_ST_NATIVE && pl->dpbf16 != ATTN_DP_VDP
-                   && pl->dpbf16 != ATTN_DP_AMX;
-    /* pv_amx caches V's pairs (tile_amx.h) in a float slot of BK x EvP:
-     * room for round_up(BK, 32) x Ev halves when BK >= 16             */
+    /* a set's own score kernel reads 16-bit K in place; its own P V
+     * caches what it reads (tile_amx.h: V's pairs, room for them in a
+     * float slot of BK x EvP when BK >= 16)                            */
+    const int ck = p->k.store != ATTN_ST_NATIVE && !pl->own_qk;
     const int cv = p->v.store != ATTN_ST_NATIVE
-                   && (!pl->pv_amx || pl->BK >= 16);
+                   && (!pl->own_pv || pl->BK >= 16);
     const size_t row = (ck ? p->E : 0) + (cv ? pl->EvP : 0);
     const size_t nkb = (p->S + pl->BK - 1) / pl->BK;
     if (pl->nqb < 2 || row == 0 || p->dtype != ATTN_F32 || p->L <= ATTN_QK_FEW)
@@ -294,69 +164,26 @@ static int kv_cache(attn_plan *pl, size_t *a)
                    &pl->off_kvmark);
 }
 
-/* how bfloat16 pair-chain scores are computed in query blocks (kern.h):
- * 0, as measured (attn__dpbf16_choice), unless a test forces one; the
- * same bits either way                                                 */
-int attn__dpbf16_mode = 0;
-
-int attn__dpbf16_plan(const attn_problem *p, const attn_isa_desc *d)
-{
-#if ATTN_HAVE_X86 && (defined(__GNUC__) || defined(__clang__))
-    /* bfloat16 Q and K on a CPU with AVX512-BF16: scores by pairs of
-     * features (tile_dpbf16.h), or on "amx" by tiles (tile_amx.h); chosen
-     * from (ISA, storage, E) alone, so every row of every call of that
-     * kind meets the same kernel                                       */
-    const int bf = p->dtype == ATTN_F32 && p->q.store == ATTN_ST_BF16
-                   && p->k.store == ATTN_ST_BF16 && p->E % 2 == 0;
-#if ATTN_HAVE_AMX
-    if (bf && d == &attn__isa_amx && p->E % 32 == 0
-        && p->E <= ATTN_AMX_MAX_E)
-        return ATTN_DP_AMX;
-    const int avx512 = d == &attn__isa_avx512 || d == &attn__isa_amx;
-#else
-    const int avx512 = d == &attn__isa_avx512;
-#endif
-    if (bf && avx512 && (attn__x86_features() & ATTN_X86_AVX512_BF16))
-        return attn__dpbf16_mode ? attn__dpbf16_mode : attn__dpbf16_choice();
-#else
-    (void)p;
-    (void)d;
-#endif
-    return 0;
-}
-
-int attn__pv_amx_plan(const attn_problem *p, const attn_isa_desc *d)
-{
-#if ATTN_HAVE_AMX
-    return d == &attn__isa_amx && p->dtype == ATTN_F32
-           && p->v.store == ATTN_ST_BF16 && p->Ev > 0 && p->Ev % 16 == 0
-           && p->Ev <= ATTN_AMX_MAX_E;
-#else
-    (void)p;
-    (void)d;
-    return 0;
-#endif
-}
-
 static attn_status make_plan(attn_plan *pl, const attn_problem *p,
-                             const attn_isa_desc *d)
+                             const attn_sdpa_kern *k)
 {
     const int t = p->dtype == ATTN_F64;
     const size_t esz = t ? sizeof(double) : sizeof(float);
-    const size_t W = d->W[t];
+    const size_t W = k->W;
     memset(pl, 0, sizeof *pl);
     pl->p = p;
-    const size_t BQ = query_block(p, d, 1), BK = key_block(p, d);
+    const size_t BQ = query_block(p, k, 1);
     pl->BQ = BQ;
     pl->EvP = round_up(p->Ev, W);
-    pl->BK = BK;
+    pl->BK = attn__key_block(p);
+    if (k->d->plan) /* the set's own kernels: their flags, maybe the BK */
+        k->d->plan(pl, p, 1);
+    const size_t BK = pl->BK;
     pl->CK = chunk_keys(p, BK);
     /* a block never holds more than S keys: scratch for min(BK, S) */
     const size_t bk = BK < p->S ? BK : p->S ? p->S : 1;
 
     pl->nqb = (p->L + BQ - 1) / BQ;
-    pl->dpbf16 = attn__dpbf16_plan(p, d);
-    pl->pv_amx = attn__pv_amx_plan(p, d);
     attn__limits(pl, p);
     /* 16-bit K / V: every block is converted into the packed block */
     pl->pack_k = (p->E > 1 && p->k.s1 != 1) || p->k.store != ATTN_ST_NATIVE;
@@ -372,8 +199,9 @@ static attn_status make_plan(attn_plan *pl, const attn_problem *p,
     ok = ok && take(&a, ROW_COUNT * pl->BQ, esz, &pl->off_row);
     ok = ok && mul_ok(bk, pl->pack_k ? p->E : 0, &n)
          && take(&a, n, esz, &pl->off_kp);
-    /* pv_amx: V's pairs of whole 32-key groups there (tile_amx.h)     */
-    ok = ok && mul_ok(pl->pv_amx ? round_up(bk, 32) : bk,
+    ok = ok && mul_ok(pl->vp_align > 1 ? (bk + pl->vp_align - 1)
+                                             / pl->vp_align * pl->vp_align
+                                       : bk,
                       pl->pack_v ? pl->EvP : 0, &n)
          && take(&a, n, esz, &pl->off_vp);
     /* K^T of a block for qk_few (one-vector query blocks); offset 0: none */
@@ -542,9 +370,10 @@ attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
 {
     if (!p || (p->dtype != ATTN_F32 && p->dtype != ATTN_F64) || !store_ok(p))
         return ATTN_EINVAL;
-    const attn_isa_desc *d = attn__isa_current();
+    attn_sdpa_kern k;
+    attn__sdpa_kern(p->dtype, &k);
     attn_plan pl;
-    attn_status st = make_plan(&pl, p, d);
+    attn_status st = make_plan(&pl, p, &k);
     if (st != ATTN_OK)
         return st;
     size_t nitems, ncodes;
@@ -553,11 +382,10 @@ attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
         return ATTN_ENOMEM;
     if (nitems == 0)
         return ATTN_OK;
-    const int t = p->dtype == ATTN_F64;
     sdpa_ctx c;
     memset(&c, 0, sizeof c);
     c.pl = &pl;
-    c.item = d->item[t];
+    c.item = k.item;
     /* causal: the items of the last query blocks are the largest, hand
      * them out first. With a mask, items of one query block in a row let
      * a thread reuse the mask's block classes across b (mask_classes). */
@@ -577,7 +405,7 @@ attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
         job.nitems = nitems * pl.nch;
         st = attn_sched_run(&job, ex);
         c.split = 0;
-        c.merge = d->merge[t];
+        c.merge = k.merge;
         job.nitems = nitems;
         job.flops = (double)nitems * (double)pl.nch * (double)pl.BQ
                     * (double)pl.EvP * 4.0;

@@ -2,28 +2,21 @@
  * attention/tile.h -- the tiled FlashAttention-2 kernel, written once.
  *
  * NOT a normal header: a template included once per (instruction set,
- * element type) by sdpa_portable.c, sdpa_avx2.c, sdpa_avx512.c and
- * sdpa_neon.c (item_<isa>_<type>, merge_item_<isa>_<type>, ...), after
- * they define
+ * element type) by isa/<set>.c, after simd/vec_<set>.h (the primitives:
+ * T, VT, W, SFX, ATTR, VFMA, VMAX, VTRANS, VLOAD_F16 ...) and simd/math.h
+ * (VEXP, VTANH, VSAFE: their list and the numeric rule are there), and
+ * the set's micro-kernel shapes:
  *
- *   T            element type (float or double)
- *   VT, W        vector type and its number of lanes
- *   SFX(name)    name##_<isa>_<type>, for every function defined here
- *   ATTR         function attributes (target("...") for the SIMD paths)
- *   VZERO() VSET1(x) VLOADU(p) VSTOREU(p, v)
- *   VFMA(a, b, c) = a*b + c   VMUL VADD VSUB VMAX (lane-wise)
- *   VEXP(x)      exp for x <= 0 (-inf -> 0, NaN -> NaN)
- *   VTANH(x)     tanh (softcap)
- *   VSAFE(x)     x == -inf ? 0 : x, lane-wise
- *   VRSUM(x)     the sum of the lanes (any order: tested against 0 only)
- *   VTRANS(r)    optional: r[0..W-1] rows of a W x W block -> columns
- *   VLOAD_F16(p) VLOAD_BF16(p)  (float only) W 16-bit elements at
- *                (const uint16_t *)p -> VT, exact
- *   VSTORE_F16(p, v) VSTORE_BF16(p, v)  (float only) VT -> W 16-bit
- *                elements, rounded to nearest even (half.h's bits)
  *   QK_MR, QK_NR micro-kernel of S^T = K Q^T: QK_MR keys x QK_NR vectors
  *   PV_MR, PV_NR micro-kernel of O += P V: PV_MR queries x PV_NR vectors
  *   SM_G         query vectors kept in registers by the softmax pass
+ *
+ * It defines item<SFX>, merge_item<SFX> (the set's table names them:
+ * item_avx2_f32, merge_item_port_f64, ...) and static helpers with the
+ * same suffix. A set with micro-kernels of its own (isa/amx.c) defines
+ * TILE_HOOKS and the hooks below before including it; the hooks decide
+ * from the plan (pl->own_qk, pl->own_pv: its plan hook sets them from
+ * (storage, E, Ev) alone), so every other call runs the FMA kernels.
  *
  * Layout (per work item = rows i0 .. i0+nq-1 of batch item b):
  *   qt [E][BQ]     Q^T of the item, zero padded to BQ columns
@@ -173,19 +166,24 @@ TI void SFX(store_tile_t)(T *dst, ptrdiff_t s0, ptrdiff_t s1, const T *st,
 
 #include "attention/tile_half.h"
 
-#ifndef ATTN_DPBF16
-#define ATTN_DPBF16 0
+/* Micro-kernel hooks (see the top). Each returns nonzero when the set's
+ * own kernel did the work.
+ *   TILE_PACK_Q(pl, sb, q_b, i0, nq, nqv)       Q of the item's rows
+ *   TILE_SCORES(pl, sb, st, ldst, nq, nqv, few, k_b, j0, nk, scaled)
+ *   TILE_OWN_PV(pl)                             P V is the set's own
+ *   TILE_PV(pl, sb, o, ldo, nq, pt, ldp, alpha, v_b, j0, nk)
+ *   TILE_CHUNK_START(pl, k_b, v_b, j, jend, few)  (a statement)       */
+#ifndef TILE_HOOKS
+#define TILE_PACK_Q(pl, sb, q_b, i0, nq, nqv) 0
+#define TILE_SCORES(pl, sb, st, ldst, nq, nqv, few, k_b, j0, nk, scaled) 0
+#define TILE_OWN_PV(pl) 0
+#define TILE_PV(pl, sb, o, ldo, nq, pt, ldp, alpha, v_b, j0, nk) 0
+#define TILE_CHUNK_START(pl, k_b, v_b, j, jend, few) ((void)0)
 #endif
-#if ATTN_DPBF16
-#include "attention/tile_dpbf16.h"
-#endif
-/* P V by AMX tiles (tile_amx.h) in this instantiation                    */
-#define AMX_PV_ (ATTN_DPBF16 && ATTN_HAVE_AMX)
 
 /* st (key-major, ld ldst) = the scores of rows i0 .. i0+nq-1 (nqv vectors
  * of qt) with keys j0 .. j0+nk-1, times scale if scaled: qk_few (few
- * rows; reads 16-bit K rows in place) or qk_block, or their bfloat16 pair
- * twins when the plan says so (tile_dpbf16.h)                           */
+ * rows; reads 16-bit K rows in place) or qk_block, or the set's own    */
 TI void SFX(scores)(const attn_plan *pl, char *sb, T *st, size_t ldst,
                     size_t nq, size_t nqv, int few, const char *k_b,
                     size_t j0, size_t nk, int scaled)
@@ -194,12 +192,8 @@ TI void SFX(scores)(const attn_plan *pl, char *sb, T *st, size_t ldst,
     const size_t BQ = pl->BQ;
     void *qt = sb + pl->off_qt, *kt = sb + pl->off_kt, *kp = sb + pl->off_kp;
     ptrdiff_t ks = p->k.s0;
-#if ATTN_DPBF16
-    if (pl->dpbf16) {
-        SFX(scores_dp)(pl, sb, st, ldst, nq, nqv, few, k_b, j0, nk, scaled);
+    if (TILE_SCORES(pl, sb, st, ldst, nq, nqv, few, k_b, j0, nk, scaled))
         return;
-    }
-#endif
     if (few && p->k.store != ATTN_ST_NATIVE && p->k.s1 == 1) {
         /* converted in qk_few's transposes: no converted copy */
         SFX(qk_few)(st, ldst, qt, BQ, nq,
@@ -408,11 +402,8 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
         memset(st, 0, MINZ_(BK, p->S) * BQ * sizeof(T));
     const size_t c0 = c * pl->CK;
     const size_t cend = MINZ_(c0 + pl->CK, jend);
-#if AMX_PV_
-    if (few && pl->dpbf16 == ATTN_DP_AMX)
-        SFX(amx_prefetch_block)(pl, k_b, v_b,
-                                (c0 > jlo ? c0 : jlo) / BK * BK + BK, cend);
-#endif
+    TILE_CHUNK_START(pl, k_b, v_b, (c0 > jlo ? c0 : jlo) / BK * BK + BK, cend,
+                     few);
     for (size_t j0 = (c0 > jlo ? c0 : jlo) / BK * BK; j0 < cend; j0 += BK) {
         const size_t nk = MINZ_(BK, cend - j0);
         int cdiag;
@@ -428,13 +419,8 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
             SFX(scores)(pl, sb, srow, 1, 1, 1, 1, k_b, j0, nk, 1);
             SFX(prefetch_k)(pl, k_b, j0 + BK, cend);
             SFX(softmax_row)(srow, nk, rm, rl, ralpha, rm_used);
-#if AMX_PV_
-            if (pl->pv_amx) {
-                SFX(amx_pv_block)(pl, sb, oc, EvP, 1, srow, 1, ralpha, v_b,
-                                  j0, nk);
+            if (TILE_PV(pl, sb, oc, EvP, 1, srow, 1, ralpha, v_b, j0, nk))
                 continue;
-            }
-#endif
             if (v16) { /* V rows converted as P V loads them */
                 SFX(pv_one16)(oc, nev, srow, ralpha, (const uint16_t *)v_b
                               + (ptrdiff_t)j0 * vs, vs, nk, p->v.store);
@@ -444,7 +430,7 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
             SFX(pv_block)(oc, EvP, 1, nev, srow, 1, ralpha, vblk, vs, nk);
             continue;
         }
-        const T *vblk = AMX_PV_ && pl->pv_amx ? NULL
+        const T *vblk = TILE_OWN_PV(pl) ? NULL
                         : few ? SFX(v_any)(pl, v_b, j0, nk, vp, &vs)
                               : SFX(kv_cached)(pl, sb, 1, v_b, j0, nk, &vs);
         SFX(scores)(pl, sb, st, BQ, nq, nqv, few, k_b, j0, nk, 1);
@@ -454,13 +440,8 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
             SFX(apply_masks)(pl, st, BQ, b, i0, nq, nqv, j0, nk, mask_b, cls,
                              cdiag, NULL);
         SFX(softmax_block)(st, BQ, nk, nqv, rm, rl, ralpha, rm_used);
-#if AMX_PV_
-        if (pl->pv_amx) {
-            SFX(amx_pv_block)(pl, sb, oc, EvP, nq, st, BQ, ralpha, v_b, j0,
-                              nk);
+        if (TILE_PV(pl, sb, oc, EvP, nq, st, BQ, ralpha, v_b, j0, nk))
             continue;
-        }
-#endif
         SFX(pv_block)(oc, EvP, nq, nev, st, BQ, ralpha, vblk, vs, nk);
     }
 }
@@ -572,15 +553,9 @@ TI size_t SFX(item_rows)(const attn_plan *pl, char *sb, size_t b, size_t qb,
     const attn_problem *p = pl->p;
     const size_t i0 = qb * pl->BQ;
     *nq = MINZ_(pl->BQ, p->L - i0);
-#if ATTN_DPBF16
-    if (pl->dpbf16) {
-        SFX(pack_qt2)(pl, MAT_B_(p->q, b), i0, *nq, (*nq + W - 1) / W,
-                      (uint32_t *)(sb + pl->off_qt));
-        return i0;
-    }
-#endif
-    SFX(pack_qt)(pl, MAT_B_(p->q, b), i0, *nq,
-                 (*nq + W - 1) / W, (T *)(sb + pl->off_qt));
+    if (!TILE_PACK_Q(pl, sb, MAT_B_(p->q, b), i0, *nq, (*nq + W - 1) / W))
+        SFX(pack_qt)(pl, MAT_B_(p->q, b), i0, *nq, (*nq + W - 1) / W,
+                     (T *)(sb + pl->off_qt));
     return i0;
 }
 
@@ -677,8 +652,9 @@ TF attn_status SFX(merge_item)(const attn_plan *pl, void *scratch, size_t b,
 #undef ESZ_
 #undef MAT_B_
 #undef VLOAD16_
-#undef ATTN_DPBF16
-#undef AMX_PV_
-
-/* the template's parameters, defined by the including file */
-#include "attention/vec_undef.h"
+#undef TILE_PACK_Q
+#undef TILE_SCORES
+#undef TILE_OWN_PV
+#undef TILE_PV
+#undef TILE_CHUNK_START
+#undef TILE_HOOKS

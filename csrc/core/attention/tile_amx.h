@@ -1,33 +1,100 @@
 /*
- * attention/tile_amx.h -- bfloat16 scores S = scale K Q^T by AMX tiles, on
- * the "amx" instruction set (pl->dpbf16 == ATTN_DP_AMX: bfloat16 Q and K,
- * E % 32 == 0, E <= ATTN_AMX_MAX_E); and P V by them (pl->pv_amx: the
- * second half of the file, its own comment).
+ * attention/tile_amx.h -- the "amx" instruction set's own micro-kernels:
+ * bfloat16 scores S = scale K Q^T by AMX tiles (pl->own_qk: bfloat16 Q
+ * and K, E % 32 == 0, E <= ATTN_AMX_MAX_E), and P V by them (pl->own_pv:
+ * the second half of the file, its own comment). isa/amx.c instantiates
+ * tile.h and bwd_tile.h for float with the hooks of amx_hooks.h, then
+ * this file, which defines them; amx_plan (the set's plan hook) decides
+ * from (storage, E, Ev) alone. Every other call runs the AVX-512 kernels.
  *
  * One tdpbf16ps adds to a 16 x 16 tile of float sums the products of a
  * tile of K (16 keys x 32 features) and a tile of Q's feature pairs (16
- * pairs x 16 queries): 8,192 multiply-adds, where vdpbf16ps does 32. Its
- * rounding is its own: neither vdpbf16ps's pair chain nor one rounding
- * (tests/c/bench_amx_bf16.c), so the "amx" set has its own bits. They
- * hold batch invariance because a sum depends only on its K row, its Q
- * column and the order of the calls, not on the row or column it sits in
- * nor on the tile's other rows (checked in tests/c/test_dpbf16.c): every
- * score is the same sequence -- a tile of zeros, one tdpbf16ps per 32
- * features from feature 0 up, times scale under DAZ | FTZ -- in every
- * kernel that needs scores: query blocks, a few rows (decoding, K read
- * by rows: no transposes), the weights pass and the backward's
- * recomputation.
+ * pairs x 16 queries): 8,192 multiply-adds. Its rounding is its own:
+ * neither a chain of fused multiply-adds over the pairs nor one rounding
+ * (tests/c/bench_amx_bf16.c), so the "amx" set has its own bits, and is
+ * opt-in. They hold batch invariance because a sum depends only on its K
+ * row, its Q column and the order of the calls, not on the row or column
+ * it sits in nor on the tile's other rows (checked in
+ * tests/c/test_dpbf16.c): every score is the same sequence -- a tile of
+ * zeros, one tdpbf16ps per 32 features from feature 0 up, times scale
+ * under DAZ | FTZ -- in every kernel that needs scores: query blocks, a
+ * few rows (decoding, K read by rows: no transposes), the weights pass
+ * and the backward's recomputation.
  *
- * Part of tile_dpbf16.h (the AVX-512 float instantiation); Q's pairs come
- * from pack_qt2 as 32-bit words qt2[p * ldq + r], which is the layout
- * tdpbf16ps wants for its second tile. Each call configures the tiles and
- * releases them before it returns, so no thread keeps the 8 KiB of tile
- * state between calls.
+ * Q's pairs are packed per work item into the qt scratch as 32-bit
+ * words qt2[p * BQ + r] = (q[r][2p], q[r][2p+1]), the layout tdpbf16ps
+ * wants for its second tile. Each call configures the tiles and releases
+ * them before it returns, so no thread keeps the 8 KiB of tile state
+ * between calls.
  */
 
-#define AMXATTR ATTN_TARGET("amx-tile,amx-bf16,avx512f,avx512bw,avx2,fma")
+#define AMXATTR ATTN_TARGET("amx-tile,amx-bf16,avx512f,avx512bw,avx2,fma,f16c")
 /* decoding's reads ahead: into L2 (the next blocks), not L1           */
 #define AMX_PREFETCH_(p) __builtin_prefetch((p), 0, 2)
+
+#define AMX_MINZ_(a, b) ((a) < (b) ? (a) : (b))
+
+/* the float of a bfloat16 bit pattern (exact) */
+static ATTN_INLINE float amx_f32(uint32_t h)
+{
+    const uint32_t u = h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* MXCSR with DAZ (bit 6) and FTZ (bit 15) set, or restored; the memory
+ * clobber keeps the kernel's loads and stores of st between the two   */
+static ATTN_INLINE void amx_set_csr(unsigned csr)
+{
+    __asm__ volatile("ldmxcsr %0" : : "m"(csr) : "memory");
+}
+
+static ATTN_INLINE unsigned amx_get_csr(void)
+{
+    unsigned csr;
+    __asm__ volatile("stmxcsr %0" : "=m"(csr) : : "memory");
+    return csr;
+}
+
+/* Q's pairs of rows i0 .. i0+nq-1 into qt2 (E/2 x BQ words), zero padded */
+static ATTR void SFX(amx_pack_qt2)(const attn_plan *pl, const char *q_b0,
+                              size_t i0, size_t nq, size_t nqv, uint32_t *qt2)
+{
+    const attn_problem *p = pl->p;
+    const size_t E2 = p->E / 2, BQ = pl->BQ;
+    const uint16_t *q_b = (const uint16_t *)q_b0;
+    for (size_t r = 0; r < nq; r++) {
+        const uint16_t *q_r = q_b + (ptrdiff_t)(i0 + r) * p->q.s0;
+        for (size_t e2 = 0; e2 < E2; e2++) {
+            const uint32_t lo = q_r[(ptrdiff_t)(2 * e2) * p->q.s1],
+                           hi = q_r[(ptrdiff_t)(2 * e2 + 1) * p->q.s1];
+            qt2[e2 * BQ + r] = lo | hi << 16;
+        }
+    }
+    for (size_t e = 0; e < E2; e++)
+        for (size_t r = nq; r < nqv * W; r++)
+            qt2[e * BQ + r] = 0;
+}
+
+/* K rows j0 .. j0+nk-1 (bfloat16) with contiguous features: in place, or
+ * copied into kp (nk x E halves)                                        */
+static const uint16_t *SFX(amx_k_rows)(const attn_plan *pl, const char *k_b,
+                                       size_t j0, size_t nk, void *kp,
+                                       ptrdiff_t *ks)
+{
+    const attn_problem *p = pl->p;
+    const uint16_t *k = (const uint16_t *)k_b + (ptrdiff_t)j0 * p->k.s0;
+    *ks = p->k.s0;
+    if (p->k.s1 == 1)
+        return k;
+    uint16_t *d = kp;
+    for (size_t r = 0; r < nk; r++)
+        for (size_t e = 0; e < p->E; e++)
+            d[r * p->E + e] = k[(ptrdiff_t)r * p->k.s0 + (ptrdiff_t)e * p->k.s1];
+    *ks = (ptrdiff_t)p->E;
+    return d;
+}
 
 typedef struct {
     uint8_t palette, start_row, reserved[14];
@@ -76,7 +143,7 @@ static ATTN_INLINE AMXATTR size_t amx_kgroup(const uint16_t *k,
                                              size_t nk, int copy, uint16_t *d,
                                              const uint16_t **kg, long *sk)
 {
-    const size_t nr = j < nk ? MINZ_((size_t)16, nk - j) : 0;
+    const size_t nr = j < nk ? AMX_MINZ_((size_t)16, nk - j) : 0;
     *kg = k + (ptrdiff_t)j * ks;
     *sk = (long)(ks * (ptrdiff_t)sizeof(uint16_t));
     if (nr == 0 || (nr == 16 && !copy))
@@ -161,7 +228,7 @@ static AMXATTR void SFX(amx_scores)(T *st, size_t ldst, size_t ncols,
         _tile_stored(t, c, 64);                                                \
         for (size_t r = 0; r < nr[h]; r++)                                     \
             memcpy(dst + r * ldst, c + r * 16,                                 \
-                   MINZ_((size_t)16, ncols - col) * sizeof(T));                \
+                   AMX_MINZ_((size_t)16, ncols - col) * sizeof(T));                \
     } while (0)
             AMX_OUT_(0, 0, 0);
             AMX_OUT_(1, 0, 1);
@@ -174,7 +241,7 @@ static AMXATTR void SFX(amx_scores)(T *st, size_t ldst, size_t ncols,
     const __m512 vs = _mm512_set1_ps(scale);
     if (ldst == 1 && ncols == 1) { /* one row: its scores are contiguous */
         for (size_t j = 0; j < nk; j += 16) {
-            const size_t n = MINZ_((size_t)16, nk - j);
+            const size_t n = AMX_MINZ_((size_t)16, nk - j);
             const __mmask16 m = (__mmask16)(n == 16 ? 0xffff : (1u << n) - 1);
             _mm512_mask_storeu_ps(
                 st + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, st + j), vs));
@@ -183,7 +250,7 @@ static AMXATTR void SFX(amx_scores)(T *st, size_t ldst, size_t ncols,
     }
     for (size_t j = 0; j < nk; j++)
         for (size_t r = 0; r < ncols; r += 16) {
-            const size_t n = MINZ_((size_t)16, ncols - r);
+            const size_t n = AMX_MINZ_((size_t)16, ncols - r);
             const __mmask16 m = (__mmask16)(n == 16 ? 0xffff : (1u << n) - 1);
             T *x = st + j * ldst + r;
             _mm512_mask_storeu_ps(
@@ -192,7 +259,7 @@ static AMXATTR void SFX(amx_scores)(T *st, size_t ldst, size_t ncols,
 }
 
 /* ---------------------------------------------------------------------- */
-/* P V by tiles (pl->pv_amx: "amx", bfloat16 V, Ev % 16 == 0)              */
+/* P V by tiles (pl->own_pv: bfloat16 V, Ev % 16 == 0)              */
 /* ---------------------------------------------------------------------- */
 /* A probability p (float) is the exact sum of three bfloat16 numbers, its
  * top 8 significant bits (hi), the next 8 (mid) and the last 8 (lo): each
@@ -301,7 +368,7 @@ static ATTN_INLINE AMXATTR void SFX(amx_p_parts)(uint32_t a[3][256],
                                                  size_t j0c, size_t nk)
 {
     if (ldp == 1 && nr == 1) { /* one row, keys contiguous: row 0 only */
-        const size_t n = nk > j0c ? MINZ_((size_t)32, nk - j0c) : 0;
+        const size_t n = nk > j0c ? AMX_MINZ_((size_t)32, nk - j0c) : 0;
         const __mmask16 m0 = (__mmask16)(n >= 16 ? 0xffff : (1u << n) - 1),
                         m1 = (__mmask16)(n >= 32   ? 0xffff
                                          : n > 16 ? (1u << (n - 16)) - 1
@@ -352,7 +419,7 @@ static ATTN_INLINE float SFX(amx_resum)(const T *pt, size_t ldp, size_t r,
     for (size_t j = 0; j < nk; j++) {
         const float w = pt[j * ldp + r];
         if (w != 0)
-            acc = fmaf(w, dp_f32(v[(ptrdiff_t)j * vs0 + (ptrdiff_t)f * vs1]),
+            acc = fmaf(w, amx_f32(v[(ptrdiff_t)j * vs0 + (ptrdiff_t)f * vs1]),
                        acc);
     }
     return acc;
@@ -441,11 +508,11 @@ static AMXATTR void SFX(amx_pv)(T *o, size_t ldo, size_t nq, const T *pt,
     const long sv = (long)(2 * Ev * sizeof(uint16_t));
     amx_begin_rows(16);
     for (size_t r0 = 0; r0 < nq; r0 += 16) {
-        const size_t nr = MINZ_((size_t)16, nq - r0);
+        const size_t nr = AMX_MINZ_((size_t)16, nq - r0);
         for (size_t ch = 0; ch < nch; ch++)
             SFX(amx_p_parts)(a[ch], pt, ldp, r0, nr, 32 * ch, nk);
         for (size_t f0 = 0; f0 < Ev; f0 += 64) {
-            const size_t nft = MINZ_((size_t)4, (Ev - f0) / 16);
+            const size_t nft = AMX_MINZ_((size_t)4, (Ev - f0) / 16);
             _tile_zero(0);
             _tile_zero(1);
             _tile_zero(2);
@@ -483,14 +550,14 @@ static AMXATTR void SFX(amx_pv_few)(const attn_plan *pl, T *o, size_t ldo,
     float c[ATTN_AMX_MAX_E / 16][256] __attribute__((aligned(64)));
     amx_begin_rows((int)nq);
     for (size_t ch = 0; ch < nch; ch++) {
-        const size_t jc = j0 + 32 * ch, nkc = MINZ_((size_t)32, nk - 32 * ch);
+        const size_t jc = j0 + 32 * ch, nkc = AMX_MINZ_((size_t)32, nk - 32 * ch);
         SFX(amx_v_pairs)(pl, v_b, jc, nkc, vv, 2 * pl->BK);
         SFX(amx_p_parts)(a, pt, ldp, 0, nq, 32 * ch, nk);
         _tile_loadd(4, a[0], 64);
         _tile_loadd(5, a[1], 64);
         _tile_loadd(6, a[2], 64);
         for (size_t f0 = 0; f0 < Ev; f0 += 64) {
-            const size_t nft = MINZ_((size_t)4, (Ev - f0) / 16);
+            const size_t nft = AMX_MINZ_((size_t)4, (Ev - f0) / 16);
             float(*cf)[256] = c + f0 / 16;
             if (ch == 0) {
                 _tile_zero(0);
@@ -513,7 +580,7 @@ static AMXATTR void SFX(amx_pv_few)(const attn_plan *pl, T *o, size_t ldo,
 
 /* decoding on AMX: the kernels prefetch two blocks ahead, so an item
  * asks for its second block itself (rows j .. of K and V, below jend)  */
-TI void SFX(amx_prefetch_block)(const attn_plan *pl, const char *k_b,
+static ATTR void SFX(amx_prefetch_block)(const attn_plan *pl, const char *k_b,
                                 const char *v_b, size_t j, size_t jend)
 {
     const attn_problem *p = pl->p;
@@ -521,7 +588,7 @@ TI void SFX(amx_prefetch_block)(const attn_plan *pl, const char *k_b,
         if (p->k.s1 == 1)
             for (size_t x = 0; x < p->E * 2; x += 64)
                 AMX_PREFETCH_(k_b + (ptrdiff_t)r * p->k.s0 * 2 + (ptrdiff_t)x);
-        if (pl->pv_amx && p->v.s1 == 1)
+        if (pl->own_pv && p->v.s1 == 1)
             for (size_t x = 0; x < p->Ev * 2; x += 64)
                 AMX_PREFETCH_(v_b + (ptrdiff_t)r * p->v.s0 * 2 + (ptrdiff_t)x);
     }
@@ -529,7 +596,7 @@ TI void SFX(amx_prefetch_block)(const attn_plan *pl, const char *k_b,
 
 /* chunk_pass's P V when the plan says pv_amx: V's block into its pairs
  * (the thread's cache or the packed-V scratch), then amx_pv            */
-TI void SFX(amx_pv_block)(const attn_plan *pl, char *sb, T *o, size_t ldo,
+static ATTR void SFX(amx_pv_block)(const attn_plan *pl, char *sb, T *o, size_t ldo,
                           size_t nq, const T *pt, size_t ldp, const T *alpha,
                           const char *v_b, size_t j0, size_t nk)
 {
@@ -566,5 +633,107 @@ static ATTN_INLINE void SFX(amx_pairs_in_place)(T *qt, size_t ld,
         }
 }
 
+
+/* ---------------------------------------------------------------------- */
+/* the hooks of tile.h and bwd_tile.h (declared in amx_hooks.h)            */
+/* ---------------------------------------------------------------------- */
+static ATTR int SFX(amx_hook_pack_q)(const attn_plan *pl, char *sb,
+                                const char *q_b, size_t i0, size_t nq,
+                                size_t nqv)
+{
+    if (!pl->own_qk)
+        return 0;
+    SFX(amx_pack_qt2)(pl, q_b, i0, nq, nqv, (uint32_t *)(sb + pl->off_qt));
+    return 1;
+}
+
+/* the scores of tile.h's scores(): AMX tiles under DAZ | FTZ, the product
+ * by scale included (a scaled score below the normal range is 0 in every
+ * kernel)                                                               */
+static ATTR int SFX(amx_hook_scores)(const attn_plan *pl, char *sb, T *st,
+                                size_t ldst, size_t nq, size_t nqv, int few,
+                                const char *k_b, size_t j0, size_t nk,
+                                int scaled)
+{
+    if (!pl->own_qk)
+        return 0;
+    const T scale = scaled ? (T)pl->p->scale : (T)1;
+    ptrdiff_t ks;
+    const uint16_t *k = SFX(amx_k_rows)(pl, k_b, j0, nk, sb + pl->off_kp, &ks);
+    const size_t ncols = few ? nq : nqv * W;
+    const unsigned csr = amx_get_csr();
+    amx_set_csr(csr | 0x8040u);
+    SFX(amx_scores)(st, ldst, ncols, (const uint32_t *)(sb + pl->off_qt),
+                    pl->BQ, (ncols + W - 1) / W, k, ks, pl->p->E, nk, scale);
+    amx_set_csr(csr);
+    return 1;
+}
+
+static ATTR int SFX(amx_hook_pv)(const attn_plan *pl, char *sb, T *o, size_t ldo,
+                            size_t nq, const T *pt, size_t ldp,
+                            const T *alpha, const char *v_b, size_t j0,
+                            size_t nk)
+{
+    if (!pl->own_pv)
+        return 0;
+    SFX(amx_pv_block)(pl, sb, o, ldo, nq, pt, ldp, alpha, v_b, j0, nk);
+    return 1;
+}
+
+static ATTR void SFX(amx_hook_chunk_start)(const attn_plan *pl, const char *k_b,
+                                      const char *v_b, size_t j, size_t jend,
+                                      int few)
+{
+    if (few && pl->own_qk)
+        SFX(amx_prefetch_block)(pl, k_b, v_b, j, jend);
+}
+
+/* the backward: Q^T's floats into pairs in place; S^T by the tiles on K's
+ * rows (copied into off_kp by amx_hook_bwd_pack_k)                      */
+static ATTR int SFX(amx_hook_bwd_pack_q)(const attn_bwd_plan *bpl, T *qt,
+                                    size_t nrv)
+{
+    if (!bpl->fp.own_qk)
+        return 0;
+    SFX(amx_pairs_in_place)(qt, bpl->fp.BQ, nrv, bpl->fp.p->E);
+    return 1;
+}
+
+static ATTR int SFX(amx_hook_bwd_scores)(const attn_bwd_plan *bpl, char *sb,
+                                    const T *qt, T *st, size_t nqv, size_t nk)
+{
+    const attn_plan *pl = &bpl->fp;
+    if (!pl->own_qk)
+        return 0;
+    const size_t E = pl->p->E;
+    const unsigned csr = amx_get_csr();
+    amx_set_csr(csr | 0x8040u);
+    SFX(amx_scores)(st, pl->BQ, nqv * W, (const uint32_t *)qt, pl->BQ, nqv,
+                    (const uint16_t *)(sb + pl->off_kp), (ptrdiff_t)E, E, nk,
+                    (T)pl->p->scale);
+    amx_set_csr(csr);
+    return 1;
+}
+
+static ATTR int SFX(amx_hook_bwd_pack_k)(const attn_bwd_plan *bpl, char *sb,
+                                    size_t b, size_t j0, size_t nk)
+{
+    const attn_plan *pl = &bpl->fp;
+    if (!pl->own_qk)
+        return 0;
+    const attn_problem *p = pl->p;
+    uint16_t *kp = (uint16_t *)(sb + pl->off_kp);
+    const char *k_b = (const char *)p->k.data
+                      + (p->k.boff ? p->k.boff[b] : 0) * (ptrdiff_t)2;
+    ptrdiff_t ks;
+    const uint16_t *kb = SFX(amx_k_rows)(pl, k_b, j0, nk, kp, &ks);
+    if (kb != kp)
+        for (size_t r = 0; r < nk; r++)
+            memcpy(kp + r * p->E, kb + (ptrdiff_t)r * ks,
+                   p->E * sizeof(uint16_t));
+    return 1;
+}
+
 #undef AMXATTR
 #undef AMX_PREFETCH_
+#undef AMX_MINZ_

@@ -14,6 +14,7 @@
 #include "half.h"
 #include "quant/qmatvec.h"
 #include "runtime/platform.h"
+#include "isa/kernels.h"
 #include "runtime/sched.h"
 
 #define QROWS 64 /* output rows per work item                           */
@@ -63,40 +64,22 @@ static void qrows_portable(void (*decode)(const uint8_t *, float *),
         for (size_t b = 0; b < nb; b++, blk += bytes) {
             decode(blk, wv);
             for (int j = 0; j < QK; j++)
-                acc[j] = attn__fmaf(x[b * QK + (size_t)j], wv[j], acc[j]);
+                acc[j] = attn_fmaf(x[b * QK + (size_t)j], wv[j], acc[j]);
         }
         y[r] = reduce32(acc);
     }
 }
 
-static void qrows_q4_1_portable(float *y, const float *x, const uint8_t *w,
+void attn__qrows_q4_1_port(float *y, const float *x, const uint8_t *w,
                                 size_t ldw, size_t nrows, size_t nb)
 {
     qrows_portable(decode_q4_1, Q4_1_BYTES, y, x, w, ldw, nrows, nb);
 }
 
-static void qrows_q8_0_portable(float *y, const float *x, const uint8_t *w,
+void attn__qrows_q8_0_port(float *y, const float *x, const uint8_t *w,
                                 size_t ldw, size_t nrows, size_t nb)
 {
     qrows_portable(decode_q8_0, Q8_0_BYTES, y, x, w, ldw, nrows, nb);
-}
-
-/* the kernel for the selected instruction set (attn_set_isa): the same
- * bits on each, so the choice is speed only                             */
-static attn__qrows_fn pick_kernel(attn_qtype qt)
-{
-    const int q4 = qt == ATTN_Q4_1;
-#if ATTN_ARCH_X86
-    const char *isa = attn_isa_name();
-    const int f = attn__x86_features();
-    /* "amx" is "avx512" with AMX attention scores */
-    const int avx512 = strcmp(isa, "avx512") == 0 || strcmp(isa, "amx") == 0;
-    if (avx512 && (f & ATTN_X86_AVX512F))
-        return q4 ? attn__qrows_q4_1_avx512 : attn__qrows_q8_0_avx512;
-    if ((avx512 || strcmp(isa, "avx2") == 0) && (f & ATTN_X86_AVX2_FMA))
-        return q4 ? attn__qrows_q4_1_avx2 : attn__qrows_q8_0_avx2;
-#endif
-    return q4 ? qrows_q4_1_portable : qrows_q8_0_portable;
 }
 
 typedef struct {
@@ -143,7 +126,7 @@ attn_status attn_qmatmul(float *out, size_t ldo, const float *x, size_t ldx,
             memset(out + i * ldo, 0, N * sizeof(float));
         return ATTN_OK;
     }
-    qctx c = {pick_kernel(qtype), out, x, w, ldo, ldx, ldw, M, N, nb};
+    qctx c = {attn__kernels()->qrows[qtype == ATTN_Q4_1 ? 0 : 1], out, x, w, ldo, ldx, ldw, M, N, nb};
     attn_job job = {q_item, &c, (N + QROWS - 1) / QROWS, 0, NULL,
                     2.0 * (double)M * (double)N * (double)K};
     return attn_sched_run(&job, ex);

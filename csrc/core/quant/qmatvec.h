@@ -5,7 +5,7 @@
  * Every path computes a dot product x . w of K = 32 nb values in ONE
  * order, so that the AVX-512, AVX2 and portable paths give the same bits:
  * 32 float accumulators, acc[j] for j = 0..31 (the position inside a
- * block), each an fmaf chain (attn__fmaf) over the blocks in order (acc[j] =
+ * block), each an fmaf chain (attn_fmaf, simd/fma.h) over the blocks in order (acc[j] =
  * fmaf(x[32 b + j], w[32 b + j], acc[j]), from +0); then acc[l] +=
  * acc[l + 16] (l < 16), acc[l] += acc[l + 8] (l < 8), then + 4, + 2,
  * + 1: the sum is acc[0]. The weights are exactly gguf's dequantized
@@ -21,32 +21,7 @@
 #include <string.h>
 
 #include "attn.h"
-
-/* fmaf, correctly rounded on every platform: the C library's where the
- * target has the instruction (FP_FAST_FMAF); elsewhere from doubles (some
- * C libraries' software fmaf is not correctly rounded: MinGW's): a * b is
- * exact in double, the sum is made round-to-odd in double (its exact
- * error by TwoSum), and round-to-odd with 29 spare bits rounds once, right,
- * to float (Boldo and Melquiond).                                          */
-static inline float attn__fmaf(float a, float b, float c)
-{
-#if defined(FP_FAST_FMAF)
-    return fmaf(a, b, c);
-#else
-    const double p = (double)a * (double)b, dc = (double)c;
-    double s = p + dc;
-    if (!isfinite(s))
-        return (float)s;
-    const double t = s - p, err = (p - (s - t)) + (dc - t);
-    uint64_t u;
-    memcpy(&u, &s, sizeof u);
-    if (err != 0 && (u & 1) == 0) { /* even: one ulp toward the exact sum */
-        u += (err > 0) == (s > 0) ? 1 : (uint64_t)-1;
-        memcpy(&s, &u, sizeof s);
-    }
-    return (float)s;
-#endif
-}
+#include "simd/fma.h"
 
 #define QK 32             /* weights per block (both types)               */
 #define Q4_1_BYTES 20     /* f16 d, f16 m, 16 bytes: weight j < 16 is the
@@ -58,6 +33,10 @@ static inline float attn__fmaf(float a, float b, float c)
 typedef void (*attn__qrows_fn)(float *y, const float *x, const uint8_t *w,
                                size_t ldw, size_t nrows, size_t nb);
 
+void attn__qrows_q4_1_port(float *y, const float *x, const uint8_t *w,
+                           size_t ldw, size_t nrows, size_t nb);
+void attn__qrows_q8_0_port(float *y, const float *x, const uint8_t *w,
+                           size_t ldw, size_t nrows, size_t nb);
 void attn__qrows_q4_1_avx512(float *y, const float *x, const uint8_t *w,
                              size_t ldw, size_t nrows, size_t nb);
 void attn__qrows_q8_0_avx512(float *y, const float *x, const uint8_t *w,

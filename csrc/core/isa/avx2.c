@@ -1,0 +1,50 @@
+/*
+ * isa/avx2.c -- the kernels for AVX2 + FMA (8 floats / 4 doubles).
+ *
+ * Every function carries __attribute__((target("avx2,fma,f16c"))) (the
+ * primitives' ATTR), so the file is compiled with the module's generic
+ * flags and only runs once runtime/isa.c has checked the CPU.
+ * Micro-kernels: S^T = K Q^T as 6 keys x 2 vectors and O += P V as 6
+ * queries x 2 vectors: 12 accumulators, 2 loads and 1 broadcast, 15 of
+ * the 16 ymm registers.
+ */
+#include "isa/kernels.h"
+
+#if ATTN_ARCH_X86
+
+#define QK_MR 6
+#define QK_NR 2
+#define PV_MR 6
+#define PV_NR 2
+#define SM_G 2
+
+#define SIMD_F64 0
+#include "simd/vec_avx2.h"
+#include "simd/math.h"
+#include "attention/tile.h"
+#include "attention/bwd_tile.h"
+#include "simd/undef.h"
+
+#define SIMD_F64 1
+#include "simd/vec_avx2.h"
+#include "simd/math.h"
+#include "attention/tile.h"
+#include "attention/bwd_tile.h"
+#include "simd/undef.h"
+
+const attn_kernels attn__kernels_avx2 = {
+    "avx2",
+    {
+        {8, 4},
+        {64, 32},
+        {item_avx2_f32, item_avx2_f64},
+        {merge_item_avx2_f32, merge_item_avx2_f64},
+        {bwd_item_a_avx2_f32, bwd_item_a_avx2_f64},
+        {bwd_item_b_avx2_f32, bwd_item_b_avx2_f64},
+        NULL,
+        NULL,
+    },
+    {attn__qrows_q4_1_avx2, attn__qrows_q8_0_avx2},
+};
+
+#endif /* ATTN_ARCH_X86 */

@@ -1,0 +1,49 @@
+/*
+ * isa/avx512.c -- the kernels for AVX-512F (16 floats / 8 doubles).
+ *
+ * Every function carries __attribute__((target("avx512f,avx2,fma,f16c")))
+ * (the primitives' ATTR), so the file is compiled with the module's
+ * generic flags and only runs once runtime/isa.c has checked the CPU.
+ * Micro-kernels: S^T = K Q^T as 6 keys x 4 vectors and O += P V as 6
+ * queries x 4 vectors: 24 accumulators of the 32 zmm registers.
+ */
+#include "isa/kernels.h"
+
+#if ATTN_ARCH_X86
+
+#define QK_MR 6
+#define QK_NR 4
+#define PV_MR 6
+#define PV_NR 4
+#define SM_G 4
+
+#define SIMD_F64 0
+#include "simd/vec_avx512.h"
+#include "simd/math.h"
+#include "attention/tile.h"
+#include "attention/bwd_tile.h"
+#include "simd/undef.h"
+
+#define SIMD_F64 1
+#include "simd/vec_avx512.h"
+#include "simd/math.h"
+#include "attention/tile.h"
+#include "attention/bwd_tile.h"
+#include "simd/undef.h"
+
+const attn_kernels attn__kernels_avx512 = {
+    "avx512",
+    {
+        {16, 8},
+        {64, 64},
+        {item_avx512_f32, item_avx512_f64},
+        {merge_item_avx512_f32, merge_item_avx512_f64},
+        {bwd_item_a_avx512_f32, bwd_item_a_avx512_f64},
+        {bwd_item_b_avx512_f32, bwd_item_b_avx512_f64},
+        NULL,
+        NULL,
+    },
+    {attn__qrows_q4_1_avx512, attn__qrows_q8_0_avx512},
+};
+
+#endif /* ATTN_ARCH_X86 */

@@ -1,0 +1,52 @@
+/*
+ * isa/neon.c -- the kernels for AArch64 Advanced SIMD (4 floats / 2
+ * doubles per register).
+ *
+ * Compiled on AArch64 only (Linux, macOS on Apple silicon, Windows on
+ * Arm), where NEON is always present: picked without a run-time check.
+ * Micro-kernels: S^T = K Q^T as 6 keys x 4 vectors and O += P V as 6
+ * queries x 4 vectors: 24 accumulators, 4 loads and 1 broadcast, 29 of
+ * the 32 vector registers; the backward's O += A B is the same shape.
+ * The blocks are unmeasured on ARM hardware (the tests run under
+ * qemu-user, which shows correctness only).
+ */
+#include "isa/kernels.h"
+
+#if ATTN_ARCH_NEON
+
+#define QK_MR 6
+#define QK_NR 4
+#define PV_MR 6
+#define PV_NR 4
+#define SM_G 4
+
+#define SIMD_F64 0
+#include "simd/vec_neon.h"
+#include "simd/math.h"
+#include "attention/tile.h"
+#include "attention/bwd_tile.h"
+#include "simd/undef.h"
+
+#define SIMD_F64 1
+#include "simd/vec_neon.h"
+#include "simd/math.h"
+#include "attention/tile.h"
+#include "attention/bwd_tile.h"
+#include "simd/undef.h"
+
+const attn_kernels attn__kernels_neon = {
+    "neon",
+    {
+        {4, 2},
+        {64, 32},
+        {item_neon_f32, item_neon_f64},
+        {merge_item_neon_f32, merge_item_neon_f64},
+        {bwd_item_a_neon_f32, bwd_item_a_neon_f64},
+        {bwd_item_b_neon_f32, bwd_item_b_neon_f64},
+        NULL,
+        NULL,
+    },
+    {attn__qrows_q4_1_port, attn__qrows_q8_0_port},
+};
+
+#endif /* ATTN_ARCH_NEON */

@@ -1,0 +1,49 @@
+/*
+ * isa/portable_wide.c -- the portable kernels compiled for AVX2 + FMA
+ * (x86 with gcc or clang): the code of isa/portable.c on 8 floats / 4
+ * doubles, the fused multiply-add inline (simd/vec_portable.h's wide
+ * variant). What "portable" runs where the CPU has AVX2 + FMA: the same
+ * bits as the base build, much faster.
+ */
+#include "isa/kernels.h"
+
+#if ATTN_HAVE_PORT_WIDE
+
+#define QK_MR 6
+#define QK_NR 2
+#define PV_MR 6
+#define PV_NR 2
+#define SM_G 4
+
+#define SIMD_F64 0
+#define SIMD_PORT_WIDE 1
+#include "simd/vec_portable.h"
+#include "simd/math.h"
+#include "attention/tile.h"
+#include "attention/bwd_tile.h"
+#include "simd/undef.h"
+
+#define SIMD_F64 1
+#define SIMD_PORT_WIDE 1
+#include "simd/vec_portable.h"
+#include "simd/math.h"
+#include "attention/tile.h"
+#include "attention/bwd_tile.h"
+#include "simd/undef.h"
+
+const attn_kernels attn__kernels_portw = {
+    "portable",
+    {
+        {8, 4},
+        {32, 32},
+        {item_portw_f32, item_portw_f64},
+        {merge_item_portw_f32, merge_item_portw_f64},
+        {bwd_item_a_portw_f32, bwd_item_a_portw_f64},
+        {bwd_item_b_portw_f32, bwd_item_b_portw_f64},
+        NULL,
+        NULL,
+    },
+    {attn__qrows_q4_1_port, attn__qrows_q8_0_port},
+};
+
+#endif /* ATTN_HAVE_PORT_WIDE */

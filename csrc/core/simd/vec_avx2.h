@@ -1,0 +1,216 @@
+/*
+ * simd/vec_avx2.h -- the SIMD primitives for AVX2 + FMA (8 floats / 4
+ * doubles), and the template parameters of one element type.
+ *
+ *     #define SIMD_F64 0                 (0: float, 1: double)
+ *     #include "simd/vec_avx2.h"
+ *     #include "simd/math.h"             (VEXP, VTANH, ...: written once)
+ *     #include "attention/tile.h"        (or any template over them)
+ *
+ * The primitives and their exact semantics are listed in simd/math.h;
+ * every one is the IEEE operation the portable path (simd/vec_portable.h)
+ * performs, so a template gives the same bits here and there. F16C's
+ * vcvtph2ps / vcvtps2ph come with every AVX2 CPU (runtime/cpuid.c
+ * requires them for this set).
+ */
+#ifndef ATTNPY_SIMD_VEC_AVX2_H
+#define ATTNPY_SIMD_VEC_AVX2_H
+
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "runtime/platform.h"
+
+#define ATTN_AVX2_ATTR ATTN_TARGET("avx2,fma,f16c")
+#define A_ static ATTN_INLINE ATTN_AVX2_ATTR
+
+/* float: 8 lanes */
+A_ __m256 avx2f_pow2t(__m256 t)
+{
+    return _mm256_castsi256_ps(_mm256_slli_epi32(
+        _mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127)), 23));
+}
+A_ __m256 avx2f_abs(__m256 a)
+{
+    return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a);
+}
+A_ __m256 avx2f_orsign(__m256 a, __m256 s)
+{
+    return _mm256_or_ps(a, _mm256_and_ps(_mm256_set1_ps(-0.0f), s));
+}
+/* the lanes' sum, in a fixed order (tested against 0 only)              */
+A_ float avx2f_rsum(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v),
+                          _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* double: 4 lanes */
+A_ __m256d avx2d_pow2t(__m256d t)
+{
+    return _mm256_castsi256_pd(_mm256_slli_epi64(
+        _mm256_add_epi64(_mm256_castpd_si256(t), _mm256_set1_epi64x(1023)),
+        52));
+}
+A_ __m256d avx2d_abs(__m256d a)
+{
+    return _mm256_andnot_pd(_mm256_set1_pd(-0.0), a);
+}
+A_ __m256d avx2d_orsign(__m256d a, __m256d s)
+{
+    return _mm256_or_pd(a, _mm256_and_pd(_mm256_set1_pd(-0.0), s));
+}
+A_ double avx2d_rsum(__m256d v)
+{
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v),
+                           _mm256_extractf128_pd(v, 1));
+    s = _mm_add_sd(s, _mm_unpackhi_pd(s, s));
+    return _mm_cvtsd_f64(s);
+}
+
+/* r[i] = row i of a W x W block -> r[c] = column c (VTRANS)              */
+A_ void avx2f_trans(__m256 *r)
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* u[4i + m], 128-bit lane k: column 4k + m of rows 4i .. 4i + 3 */
+    for (int i = 0; i < 2; i++)
+        for (int h = 0; h < 2; h++) {
+            const __m256d a = _mm256_castps_pd(t[4 * i + h]);
+            const __m256d b = _mm256_castps_pd(t[4 * i + 2 + h]);
+            u[4 * i + 2 * h] = _mm256_castpd_ps(_mm256_unpacklo_pd(a, b));
+            u[4 * i + 2 * h + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(a, b));
+        }
+    for (int m = 0; m < 4; m++) {
+        r[m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x20);
+        r[4 + m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x31);
+    }
+}
+
+A_ void avx2d_trans(__m256d *r)
+{
+    __m256d t[4];
+    /* t[2i + m], 128-bit lane k: column 2k + m of rows 2i, 2i + 1 */
+    for (int i = 0; i < 2; i++) {
+        t[2 * i] = _mm256_unpacklo_pd(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_pd(r[2 * i], r[2 * i + 1]);
+    }
+    for (int m = 0; m < 2; m++) {
+        r[m] = _mm256_permute2f128_pd(t[m], t[2 + m], 0x20);
+        r[2 + m] = _mm256_permute2f128_pd(t[m], t[2 + m], 0x31);
+    }
+}
+
+/* 16-bit storage (half.h's rules): reading is exact; writing rounds to
+ * nearest even (vcvtps2ph mode 0; bfloat16 by integer rounding, NaN kept
+ * quiet): the bits of attn_f32_to_f16 / attn_f32_to_bf16                */
+A_ __m256 avx2f_ld_f16(const uint16_t *p)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+A_ __m256 avx2f_ld_bf16(const uint16_t *p)
+{
+    const __m256i u = _mm256_cvtepu16_epi32(
+        _mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+}
+A_ void avx2f_st_f16(uint16_t *p, __m256 v)
+{
+    _mm_storeu_si128((__m128i *)p,
+                     _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+A_ void avx2f_st_bf16(uint16_t *p, __m256 v)
+{
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16),
+                                         _mm256_set1_epi32(1));
+    const __m256i r = _mm256_srli_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb),
+        16);
+    const __m256i nan = _mm256_cmpgt_epi32(
+        _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+        _mm256_set1_epi32(0x7f800000));
+    const __m256i qn = _mm256_or_si256(_mm256_srli_epi32(u, 16),
+                                       _mm256_set1_epi32(0x40));
+    const __m256i b = _mm256_blendv_epi8(r, qn, nan);
+    _mm_storeu_si128((__m128i *)p,
+                     _mm_packus_epi32(_mm256_castsi256_si128(b),
+                                      _mm256_extracti128_si256(b, 1)));
+}
+#undef A_
+
+#endif /* ATTNPY_SIMD_VEC_AVX2_H */
+
+/* ---- the template parameters of one element type (simd/undef.h) ---- */
+#define ATTR ATTN_AVX2_ATTR
+#define SIMD_ISA_AVX2 1
+#if SIMD_F64
+#define T double
+#define SIMD_T_F64 1
+#define VT __m256d
+#define VM __m256d
+#define W 4
+#define SFX(name) name##_avx2_f64
+#define VZERO() _mm256_setzero_pd()
+#define VSET1(x) _mm256_set1_pd(x)
+#define VLOADU(p) _mm256_loadu_pd(p)
+#define VSTOREU(p, v) _mm256_storeu_pd(p, v)
+#define VADD(a, b) _mm256_add_pd(a, b)
+#define VSUB(a, b) _mm256_sub_pd(a, b)
+#define VMUL(a, b) _mm256_mul_pd(a, b)
+#define VDIV(a, b) _mm256_div_pd(a, b)
+#define VFMA(a, b, c) _mm256_fmadd_pd(a, b, c)
+#define VFNMA(a, b, c) _mm256_fnmadd_pd(a, b, c)
+#define VMAX(a, b) _mm256_max_pd(a, b)
+#define VMIN(a, b) _mm256_min_pd(a, b)
+#define VABS(a) avx2d_abs(a)
+#define VORSIGN(a, s) avx2d_orsign(a, s)
+#define VLT(a, b) _mm256_cmp_pd(a, b, _CMP_LT_OQ)
+#define VLE(a, b) _mm256_cmp_pd(a, b, _CMP_LE_OQ)
+#define VEQ(a, b) _mm256_cmp_pd(a, b, _CMP_EQ_OQ)
+#define VSEL(m, a, b) _mm256_blendv_pd(b, a, m)
+#define VPOW2T(t) avx2d_pow2t(t)
+#define VRSUM(a) avx2d_rsum(a)
+#define VTRANS(r) avx2d_trans(r)
+#else
+#define T float
+#define SIMD_T_F64 0
+#define VT __m256
+#define VM __m256
+#define W 8
+#define SFX(name) name##_avx2_f32
+#define VZERO() _mm256_setzero_ps()
+#define VSET1(x) _mm256_set1_ps(x)
+#define VLOADU(p) _mm256_loadu_ps(p)
+#define VSTOREU(p, v) _mm256_storeu_ps(p, v)
+#define VADD(a, b) _mm256_add_ps(a, b)
+#define VSUB(a, b) _mm256_sub_ps(a, b)
+#define VMUL(a, b) _mm256_mul_ps(a, b)
+#define VDIV(a, b) _mm256_div_ps(a, b)
+#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define VFNMA(a, b, c) _mm256_fnmadd_ps(a, b, c)
+#define VMAX(a, b) _mm256_max_ps(a, b)
+#define VMIN(a, b) _mm256_min_ps(a, b)
+#define VABS(a) avx2f_abs(a)
+#define VORSIGN(a, s) avx2f_orsign(a, s)
+#define VLT(a, b) _mm256_cmp_ps(a, b, _CMP_LT_OQ)
+#define VLE(a, b) _mm256_cmp_ps(a, b, _CMP_LE_OQ)
+#define VEQ(a, b) _mm256_cmp_ps(a, b, _CMP_EQ_OQ)
+#define VSEL(m, a, b) _mm256_blendv_ps(b, a, m)
+#define VPOW2T(t) avx2f_pow2t(t)
+#define VRSUM(a) avx2f_rsum(a)
+#define VTRANS(r) avx2f_trans(r)
+#define VLOAD_F16(p) avx2f_ld_f16(p)
+#define VLOAD_BF16(p) avx2f_ld_bf16(p)
+#define VSTORE_F16(p, v) avx2f_st_f16(p, v)
+#define VSTORE_BF16(p, v) avx2f_st_bf16(p, v)
+#endif
+#undef SIMD_F64

@@ -1,0 +1,196 @@
+/*
+ * simd/vec_avx512.h -- the SIMD primitives for AVX-512F (16 floats / 8
+ * doubles), and the template parameters of one element type; used as
+ * simd/vec_avx2.h is. The primitives and their semantics: simd/math.h.
+ */
+#ifndef ATTNPY_SIMD_VEC_AVX512_H
+#define ATTNPY_SIMD_VEC_AVX512_H
+
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "runtime/platform.h"
+
+#define ATTN_AVX512_ATTR ATTN_TARGET("avx512f,avx2,fma,f16c")
+#define A_ static ATTN_INLINE ATTN_AVX512_ATTR
+
+/* float: 16 lanes */
+A_ __m512 avx512f_pow2t(__m512 t)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(
+        _mm512_add_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(127)), 23));
+}
+A_ __m512 avx512f_orsign(__m512 a, __m512 s)
+{
+    return _mm512_castsi512_ps(_mm512_or_si512(
+        _mm512_castps_si512(a),
+        _mm512_and_si512(_mm512_set1_epi32((int)0x80000000u),
+                         _mm512_castps_si512(s))));
+}
+
+/* double: 8 lanes */
+A_ __m512d avx512d_pow2t(__m512d t)
+{
+    return _mm512_castsi512_pd(_mm512_slli_epi64(
+        _mm512_add_epi64(_mm512_castpd_si512(t), _mm512_set1_epi64(1023)),
+        52));
+}
+A_ __m512d avx512d_orsign(__m512d a, __m512d s)
+{
+    return _mm512_castsi512_pd(_mm512_or_si512(
+        _mm512_castpd_si512(a),
+        _mm512_and_si512(_mm512_set1_epi64((long long)0x8000000000000000ull),
+                         _mm512_castpd_si512(s))));
+}
+
+/* r[i] = row i of a W x W block -> r[c] = column c (VTRANS)              */
+A_ void avx512f_trans(__m512 *r)
+{
+    __m512 t[16], u[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* u[4i + m], 128-bit lane k: column 4k + m of rows 4i .. 4i + 3 */
+    for (int i = 0; i < 4; i++)
+        for (int h = 0; h < 2; h++) {
+            const __m512d a = _mm512_castps_pd(t[4 * i + h]);
+            const __m512d b = _mm512_castps_pd(t[4 * i + 2 + h]);
+            u[4 * i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+            u[4 * i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        }
+    for (int m = 0; m < 4; m++) {
+        const __m512 v0 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x88);
+        const __m512 v1 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x88);
+        const __m512 w0 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xdd);
+        const __m512 w1 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xdd);
+        r[m] = _mm512_shuffle_f32x4(v0, v1, 0x88);
+        r[8 + m] = _mm512_shuffle_f32x4(v0, v1, 0xdd);
+        r[4 + m] = _mm512_shuffle_f32x4(w0, w1, 0x88);
+        r[12 + m] = _mm512_shuffle_f32x4(w0, w1, 0xdd);
+    }
+}
+
+A_ void avx512d_trans(__m512d *r)
+{
+    __m512d t[8];
+    /* t[2i + m], 128-bit lane k: column 2k + m of rows 2i, 2i + 1 */
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm512_unpacklo_pd(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_pd(r[2 * i], r[2 * i + 1]);
+    }
+    for (int m = 0; m < 2; m++) {
+        const __m512d v0 = _mm512_shuffle_f64x2(t[m], t[2 + m], 0x88);
+        const __m512d v1 = _mm512_shuffle_f64x2(t[4 + m], t[6 + m], 0x88);
+        const __m512d w0 = _mm512_shuffle_f64x2(t[m], t[2 + m], 0xdd);
+        const __m512d w1 = _mm512_shuffle_f64x2(t[4 + m], t[6 + m], 0xdd);
+        r[m] = _mm512_shuffle_f64x2(v0, v1, 0x88);
+        r[4 + m] = _mm512_shuffle_f64x2(v0, v1, 0xdd);
+        r[2 + m] = _mm512_shuffle_f64x2(w0, w1, 0x88);
+        r[6 + m] = _mm512_shuffle_f64x2(w0, w1, 0xdd);
+    }
+}
+
+/* 16-bit storage (half.h's rules), AVX-512F only                        */
+A_ __m512 avx512f_ld_f16(const uint16_t *p)
+{
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+A_ __m512 avx512f_ld_bf16(const uint16_t *p)
+{
+    const __m512i u = _mm512_cvtepu16_epi32(
+        _mm256_loadu_si256((const __m256i *)p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
+}
+A_ void avx512f_st_f16(uint16_t *p, __m512 v)
+{
+    _mm256_storeu_si256((__m256i *)p,
+                        _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT
+                                               | _MM_FROUND_NO_EXC));
+}
+A_ void avx512f_st_bf16(uint16_t *p, __m512 v)
+{
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16),
+                                         _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb),
+        16);
+    const __mmask16 nan = _mm512_cmpgt_epi32_mask(
+        _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+        _mm512_set1_epi32(0x7f800000));
+    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16),
+                             _mm512_set1_epi32(0x40));
+    _mm256_storeu_si256((__m256i *)p, _mm512_cvtepi32_epi16(r));
+}
+#undef A_
+
+#endif /* ATTNPY_SIMD_VEC_AVX512_H */
+
+/* ---- the template parameters of one element type (simd/undef.h) ---- */
+#define ATTR ATTN_AVX512_ATTR
+#define SIMD_ISA_AVX512 1
+#if SIMD_F64
+#define T double
+#define SIMD_T_F64 1
+#define VT __m512d
+#define VM __mmask8
+#define W 8
+#define SFX(name) name##_avx512_f64
+#define VZERO() _mm512_setzero_pd()
+#define VSET1(x) _mm512_set1_pd(x)
+#define VLOADU(p) _mm512_loadu_pd(p)
+#define VSTOREU(p, v) _mm512_storeu_pd(p, v)
+#define VADD(a, b) _mm512_add_pd(a, b)
+#define VSUB(a, b) _mm512_sub_pd(a, b)
+#define VMUL(a, b) _mm512_mul_pd(a, b)
+#define VDIV(a, b) _mm512_div_pd(a, b)
+#define VFMA(a, b, c) _mm512_fmadd_pd(a, b, c)
+#define VFNMA(a, b, c) _mm512_fnmadd_pd(a, b, c)
+#define VMAX(a, b) _mm512_max_pd(a, b)
+#define VMIN(a, b) _mm512_min_pd(a, b)
+#define VABS(a) _mm512_abs_pd(a)
+#define VORSIGN(a, s) avx512d_orsign(a, s)
+#define VLT(a, b) _mm512_cmp_pd_mask(a, b, _CMP_LT_OQ)
+#define VLE(a, b) _mm512_cmp_pd_mask(a, b, _CMP_LE_OQ)
+#define VEQ(a, b) _mm512_cmp_pd_mask(a, b, _CMP_EQ_OQ)
+#define VSEL(m, a, b) _mm512_mask_blend_pd(m, b, a)
+#define VPOW2T(t) avx512d_pow2t(t)
+#define VRSUM(a) _mm512_reduce_add_pd(a)
+#define VTRANS(r) avx512d_trans(r)
+#else
+#define T float
+#define SIMD_T_F64 0
+#define VT __m512
+#define VM __mmask16
+#define W 16
+#define SFX(name) name##_avx512_f32
+#define VZERO() _mm512_setzero_ps()
+#define VSET1(x) _mm512_set1_ps(x)
+#define VLOADU(p) _mm512_loadu_ps(p)
+#define VSTOREU(p, v) _mm512_storeu_ps(p, v)
+#define VADD(a, b) _mm512_add_ps(a, b)
+#define VSUB(a, b) _mm512_sub_ps(a, b)
+#define VMUL(a, b) _mm512_mul_ps(a, b)
+#define VDIV(a, b) _mm512_div_ps(a, b)
+#define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define VFNMA(a, b, c) _mm512_fnmadd_ps(a, b, c)
+#define VMAX(a, b) _mm512_max_ps(a, b)
+#define VMIN(a, b) _mm512_min_ps(a, b)
+#define VABS(a) _mm512_abs_ps(a)
+#define VORSIGN(a, s) avx512f_orsign(a, s)
+#define VLT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ)
+#define VLE(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ)
+#define VEQ(a, b) _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ)
+#define VSEL(m, a, b) _mm512_mask_blend_ps(m, b, a)
+#define VPOW2T(t) avx512f_pow2t(t)
+#define VRSUM(a) _mm512_reduce_add_ps(a)
+#define VTRANS(r) avx512f_trans(r)
+#define VLOAD_F16(p) avx512f_ld_f16(p)
+#define VLOAD_BF16(p) avx512f_ld_bf16(p)
+#define VSTORE_F16(p, v) avx512f_st_f16(p, v)
+#define VSTORE_BF16(p, v) avx512f_st_bf16(p, v)
+#endif
+#undef SIMD_F64

@@ -1,0 +1,358 @@
+/*
+ * simd/vec_portable.h -- the portable SIMD primitives: plain C, no
+ * intrinsics, any CPU. This is the numeric rule: every other
+ * simd/vec_<isa>.h performs exactly these IEEE operations.
+ *
+ *     #define SIMD_F64 0                 (0: float, 1: double)
+ *     #define SIMD_PORT_WIDE 0           (optional, 0 by default)
+ *     #include "simd/vec_portable.h"
+ *     #include "simd/math.h"
+ *
+ * SIMD_PORT_WIDE 0: 4 floats / 2 doubles, compiled for the build's
+ *     target (x86-64: SSE2 and the C library's fma; AArch64: NEON and
+ *     its fmadd; elsewhere whatever the compiler does), names *_port_*.
+ * SIMD_PORT_WIDE 1 (x86 with gcc or clang only): 8 floats / 4 doubles,
+ *     the same code compiled for AVX2 + FMA (target attribute), names
+ *     *_portw_*: what the "portable" set runs on a CPU that has them
+ *     ("baseline" runs the narrow build).
+ * With gcc and clang the vectors are generic vectors (vector_size: + - *
+ * / and compares map onto the target's SIMD, or are split); with other
+ * compilers (MSVC) small structs of W lanes and loops. VFMA is a
+ * correctly rounded fused multiply-add per lane (simd/fma.h), never a
+ * multiply then an add; nothing is contracted behind the code's back
+ * (setup.py: -ffp-contract=off; clang is told below).
+ */
+#ifndef ATTNPY_SIMD_VEC_PORTABLE_H
+#define ATTNPY_SIMD_VEC_PORTABLE_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "half.h"
+#include "runtime/platform.h"
+#include "simd/fma.h"
+
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define SIMD_PORT_VEXT 1 /* generic vectors */
+#else
+#define SIMD_PORT_VEXT 0
+#endif
+
+#if SIMD_PORT_VEXT
+/* PV_TYPES(prefix, lanes, T, unsigned int of T's size, signed): the
+ * vector types P_vt (T), P_vu (bits) and P_vm (what a compare returns)  */
+#define PV_TYPES(P, W_, T_, U_, S_)                                            \
+    typedef T_ P##_vt __attribute__((vector_size((W_) * sizeof(T_))));        \
+    typedef U_ P##_vu __attribute__((vector_size((W_) * sizeof(T_))));        \
+    typedef S_ P##_vm __attribute__((vector_size((W_) * sizeof(T_))));
+
+/* PV_OPS(prefix, lanes, T, fma of one lane, exponent bias, fraction
+ * bits, attributes): the primitives simd/math.h lists                  */
+#define PV_OPS(P, W_, T_, FMA1, BIAS, MBITS, A_)                          \
+    static ATTN_INLINE A_ P##_vt P##_set1(T_ x)                                \
+    {                                                                          \
+        /* -0 + x is x for every x (+0 + x is not, for x = -0): folded  \
+         * to a broadcast */                                                  \
+        P##_vt m0 = {0};                                                       \
+        return -m0 + x;                                                        \
+    }                                                                          \
+    static ATTN_INLINE A_ P##_vt P##_load(const T_ *p)                         \
+    {                                                                          \
+        P##_vt r;                                                              \
+        memcpy(&r, p, sizeof r);                                               \
+        return r;                                                              \
+    }                                                                          \
+    static ATTN_INLINE A_ void P##_store(T_ *p, P##_vt a)                      \
+    {                                                                          \
+        memcpy(p, &a, sizeof a);                                               \
+    }                                                                          \
+    static ATTN_INLINE A_ P##_vt P##_fma(P##_vt a, P##_vt b, P##_vt c)         \
+    {                                                                          \
+        for (int i = 0; i < (W_); i++)                                         \
+            c[i] = FMA1(a[i], b[i], c[i]);                                     \
+        return c;                                                              \
+    }                                                                          \
+    /* c - a b, one rounding: fma(-a, b, c) (negation is exact) */           \
+    static ATTN_INLINE A_ P##_vt P##_fnma(P##_vt a, P##_vt b, P##_vt c)        \
+    {                                                                          \
+        return P##_fma(-a, b, c);                                              \
+    }                                                                          \
+    /* m ? a : b, m a compare's result (all bits 1 or 0 per lane) */         \
+    static ATTN_INLINE A_ P##_vt P##_sel(P##_vm m, P##_vt a, P##_vt b)         \
+    {                                                                          \
+        return (P##_vt)(((P##_vu)m & (P##_vu)a) | (~(P##_vu)m & (P##_vu)b));  \
+    }                                                                          \
+    static ATTN_INLINE A_ P##_vt P##_max(P##_vt a, P##_vt b)                   \
+    {                                                                          \
+        return P##_sel(a > b, a, b);                                           \
+    }                                                                          \
+    static ATTN_INLINE A_ P##_vt P##_min(P##_vt a, P##_vt b)                   \
+    {                                                                          \
+        return P##_sel(a < b, a, b);                                           \
+    }                                                                          \
+    static ATTN_INLINE A_ P##_vt P##_abs(P##_vt a)                             \
+    {                                                                          \
+        return (P##_vt)((P##_vu)a & ~(P##_vu)P##_set1(-(T_)0));               \
+    }                                                                          \
+    static ATTN_INLINE A_ P##_vt P##_orsign(P##_vt a, P##_vt s)                \
+    {                                                                          \
+        return (P##_vt)((P##_vu)a | ((P##_vu)s & (P##_vu)P##_set1(-(T_)0)));  \
+    }                                                                          \
+    /* 2^n from t = n + 1.5 2^MBITS: the low bits of t are n           */    \
+    static ATTN_INLINE A_ P##_vt P##_pow2t(P##_vt t)                           \
+    {                                                                          \
+        return (P##_vt)(((P##_vu)t + (BIAS)) << (MBITS));                      \
+    }                                                                          \
+    static ATTN_INLINE A_ T_ P##_rsum(P##_vt a)                                \
+    {                                                                          \
+        T_ s = a[0];                                                           \
+        for (int i = 1; i < (W_); i++)                                         \
+            s += a[i];                                                         \
+        return s;                                                              \
+    }
+
+PV_TYPES(pf4, 4, float, uint32_t, int32_t)
+PV_TYPES(pd2, 2, double, uint64_t, int64_t)
+PV_OPS(pf4, 4, float, attn_fmaf, 127u, 23, )
+PV_OPS(pd2, 2, double, attn_fma, 1023u, 52, )
+
+#if ATTN_ARCH_X86
+/* the wide variant: AVX2 registers, the FMA instruction inline          */
+#define SIMD_PORT_WIDE_ATTR ATTN_TARGET("avx2,fma")
+PV_TYPES(pf8, 8, float, uint32_t, int32_t)
+PV_TYPES(pd4, 4, double, uint64_t, int64_t)
+PV_OPS(pf8, 8, float, __builtin_fmaf, 127u, 23, SIMD_PORT_WIDE_ATTR)
+PV_OPS(pd4, 4, double, __builtin_fma, 1023u, 52, SIMD_PORT_WIDE_ATTR)
+#define SIMD_PORT_HAVE_WIDE 1
+#endif
+
+#define PV_ADD(a, b) ((a) + (b))
+#define PV_SUB(a, b) ((a) - (b))
+#define PV_MUL(a, b) ((a) * (b))
+#define PV_DIV(a, b) ((a) / (b))
+#define PV_LT(a, b) ((a) < (b))
+#define PV_LE(a, b) ((a) <= (b))
+#define PV_EQ(a, b) ((a) == (b))
+
+#else /* !SIMD_PORT_VEXT: structs of W lanes and loops */
+
+#define PV_SOPS(P, W_, T_, U_, FMA1, BIAS, MBITS)                              \
+    typedef struct { T_ v[W_]; } P##_vt;                                       \
+    typedef struct { int v[W_]; } P##_vm;                                      \
+    static inline P##_vt P##_set1(T_ x)                                        \
+    {                                                                          \
+        P##_vt r;                                                              \
+        for (int i = 0; i < W_; i++)                                           \
+            r.v[i] = x;                                                        \
+        return r;                                                              \
+    }                                                                          \
+    static inline P##_vt P##_load(const T_ *p)                                 \
+    {                                                                          \
+        P##_vt r;                                                              \
+        memcpy(r.v, p, sizeof r.v);                                            \
+        return r;                                                              \
+    }                                                                          \
+    static inline void P##_store(T_ *p, P##_vt a)                              \
+    {                                                                          \
+        memcpy(p, a.v, sizeof a.v);                                            \
+    }                                                                          \
+    PV_SBIN(P, W_, add, +)                                                     \
+    PV_SBIN(P, W_, sub, -)                                                     \
+    PV_SBIN(P, W_, mul, *)                                                     \
+    PV_SBIN(P, W_, div, /)                                                     \
+    PV_SCMP(P, W_, lt, <)                                                      \
+    PV_SCMP(P, W_, le, <=)                                                     \
+    PV_SCMP(P, W_, eq, ==)                                                     \
+    static inline P##_vt P##_fma(P##_vt a, P##_vt b, P##_vt c)                 \
+    {                                                                          \
+        for (int i = 0; i < W_; i++)                                           \
+            c.v[i] = FMA1(a.v[i], b.v[i], c.v[i]);                             \
+        return c;                                                              \
+    }                                                                          \
+    static inline P##_vt P##_fnma(P##_vt a, P##_vt b, P##_vt c)                \
+    {                                                                          \
+        for (int i = 0; i < W_; i++)                                           \
+            c.v[i] = FMA1(-a.v[i], b.v[i], c.v[i]);                            \
+        return c;                                                              \
+    }                                                                          \
+    static inline P##_vt P##_sel(P##_vm m, P##_vt a, P##_vt b)                 \
+    {                                                                          \
+        for (int i = 0; i < W_; i++)                                           \
+            a.v[i] = m.v[i] ? a.v[i] : b.v[i];                                 \
+        return a;                                                              \
+    }                                                                          \
+    static inline P##_vt P##_max(P##_vt a, P##_vt b)                           \
+    {                                                                          \
+        return P##_sel(P##_lt(b, a), a, b);                                    \
+    }                                                                          \
+    static inline P##_vt P##_min(P##_vt a, P##_vt b)                           \
+    {                                                                          \
+        return P##_sel(P##_lt(a, b), a, b);                                    \
+    }                                                                          \
+    static inline P##_vt P##_abs(P##_vt a)                                     \
+    {                                                                          \
+        for (int i = 0; i < W_; i++) {                                         \
+            U_ u;                                                              \
+            memcpy(&u, &a.v[i], sizeof u);                                     \
+            u &= ~((U_)1 << (8 * sizeof(U_) - 1));                             \
+            memcpy(&a.v[i], &u, sizeof u);                                     \
+        }                                                                      \
+        return a;                                                              \
+    }                                                                          \
+    static inline P##_vt P##_orsign(P##_vt a, P##_vt s)                        \
+    {                                                                          \
+        for (int i = 0; i < W_; i++) {                                         \
+            U_ u, v;                                                           \
+            memcpy(&u, &a.v[i], sizeof u);                                     \
+            memcpy(&v, &s.v[i], sizeof v);                                     \
+            u |= v & ((U_)1 << (8 * sizeof(U_) - 1));                          \
+            memcpy(&a.v[i], &u, sizeof u);                                     \
+        }                                                                      \
+        return a;                                                              \
+    }                                                                          \
+    static inline P##_vt P##_pow2t(P##_vt t)                                   \
+    {                                                                          \
+        for (int i = 0; i < W_; i++) {                                         \
+            U_ u;                                                              \
+            memcpy(&u, &t.v[i], sizeof u);                                     \
+            u = (u + (BIAS)) << (MBITS);                                       \
+            memcpy(&t.v[i], &u, sizeof u);                                     \
+        }                                                                      \
+        return t;                                                              \
+    }                                                                          \
+    static inline T_ P##_rsum(P##_vt a)                                        \
+    {                                                                          \
+        T_ s = a.v[0];                                                         \
+        for (int i = 1; i < W_; i++)                                           \
+            s += a.v[i];                                                       \
+        return s;                                                              \
+    }
+#define PV_SBIN(P, W_, name, op)                                               \
+    static inline P##_vt P##_##name(P##_vt a, P##_vt b)                        \
+    {                                                                          \
+        for (int i = 0; i < W_; i++)                                           \
+            a.v[i] = a.v[i] op b.v[i];                                         \
+        return a;                                                              \
+    }
+#define PV_SCMP(P, W_, name, op)                                               \
+    static inline P##_vm P##_##name(P##_vt a, P##_vt b)                        \
+    {                                                                          \
+        P##_vm m;                                                              \
+        for (int i = 0; i < W_; i++)                                           \
+            m.v[i] = a.v[i] op b.v[i];                                         \
+        return m;                                                              \
+    }
+
+PV_SOPS(pf4, 4, float, uint32_t, attn_fmaf, 127u, 23)
+PV_SOPS(pd2, 2, double, uint64_t, attn_fma, 1023u, 52)
+#endif /* SIMD_PORT_VEXT */
+
+/* 16-bit storage: W float16 / bfloat16 <-> W floats, lane by lane with
+ * half.h's exact conversions                                            */
+#define PV_HALF1(P, W_, A_, F)                                                 \
+    static ATTN_INLINE A_ P##_vt P##_ld_##F(const uint16_t *p)                 \
+    {                                                                          \
+        float x[W_];                                                           \
+        for (int i = 0; i < (W_); i++)                                         \
+            x[i] = attn_##F##_to_f32(p[i]);                                    \
+        return P##_load(x);                                                    \
+    }                                                                          \
+    static ATTN_INLINE A_ void P##_st_##F(uint16_t *p, P##_vt a)               \
+    {                                                                          \
+        float x[W_];                                                           \
+        P##_store(x, a);                                                       \
+        for (int i = 0; i < (W_); i++)                                         \
+            p[i] = attn_f32_to_##F(x[i]);                                      \
+    }
+#define PV_HALF(P, W_, A_) PV_HALF1(P, W_, A_, f16) PV_HALF1(P, W_, A_, bf16)
+
+PV_HALF(pf4, 4, )
+#ifdef SIMD_PORT_HAVE_WIDE
+PV_HALF(pf8, 8, SIMD_PORT_WIDE_ATTR)
+#endif
+
+#endif /* ATTNPY_SIMD_VEC_PORTABLE_H */
+
+/* ---- the template parameters of one (variant, element type) ---- */
+#ifndef SIMD_PORT_WIDE
+#define SIMD_PORT_WIDE 0
+#endif
+#if SIMD_PORT_WIDE && !defined(SIMD_PORT_HAVE_WIDE)
+#error "vec_portable.h: the wide variant needs x86 and gcc or clang"
+#endif
+#define SIMD_ISA_PORTABLE 1
+#if SIMD_PORT_WIDE
+#define ATTR SIMD_PORT_WIDE_ATTR
+#if SIMD_F64
+#define PV_P_(op) pd4_##op
+#define W 4
+#define SFX(name) name##_portw_f64
+#else
+#define PV_P_(op) pf8_##op
+#define W 8
+#define SFX(name) name##_portw_f32
+#endif
+#else
+#define ATTR
+#if SIMD_F64
+#define PV_P_(op) pd2_##op
+#define W 2
+#define SFX(name) name##_port_f64
+#else
+#define PV_P_(op) pf4_##op
+#define W 4
+#define SFX(name) name##_port_f32
+#endif
+#endif
+#if SIMD_F64
+#define T double
+#define SIMD_T_F64 1
+#else
+#define T float
+#define SIMD_T_F64 0
+#endif
+#define VT PV_P_(vt)
+#define VM PV_P_(vm)
+#define VZERO() PV_P_(set1)(0)
+#define VSET1(x) PV_P_(set1)(x)
+#define VLOADU(p) PV_P_(load)(p)
+#define VSTOREU(p, v) PV_P_(store)(p, v)
+#if SIMD_PORT_VEXT
+#define VADD(a, b) PV_ADD(a, b)
+#define VSUB(a, b) PV_SUB(a, b)
+#define VMUL(a, b) PV_MUL(a, b)
+#define VDIV(a, b) PV_DIV(a, b)
+#define VLT(a, b) PV_LT(a, b)
+#define VLE(a, b) PV_LE(a, b)
+#define VEQ(a, b) PV_EQ(a, b)
+#else
+#define VADD(a, b) PV_P_(add)(a, b)
+#define VSUB(a, b) PV_P_(sub)(a, b)
+#define VMUL(a, b) PV_P_(mul)(a, b)
+#define VDIV(a, b) PV_P_(div)(a, b)
+#define VLT(a, b) PV_P_(lt)(a, b)
+#define VLE(a, b) PV_P_(le)(a, b)
+#define VEQ(a, b) PV_P_(eq)(a, b)
+#endif
+#define VFMA(a, b, c) PV_P_(fma)(a, b, c)
+#define VFNMA(a, b, c) PV_P_(fnma)(a, b, c)
+#define VMAX(a, b) PV_P_(max)(a, b)
+#define VMIN(a, b) PV_P_(min)(a, b)
+#define VABS(a) PV_P_(abs)(a)
+#define VORSIGN(a, s) PV_P_(orsign)(a, s)
+#define VSEL(m, a, b) PV_P_(sel)(m, a, b)
+#define VPOW2T(t) PV_P_(pow2t)(t)
+#define VRSUM(a) PV_P_(rsum)(a)
+#if !SIMD_F64
+#define VLOAD_F16(p) PV_P_(ld_f16)(p)
+#define VLOAD_BF16(p) PV_P_(ld_bf16)(p)
+#define VSTORE_F16(p, v) PV_P_(st_f16)(p, v)
+#define VSTORE_BF16(p, v) PV_P_(st_bf16)(p, v)
+#endif
+#undef SIMD_F64
+#undef SIMD_PORT_WIDE
