@@ -26,7 +26,7 @@ from ._elementwise import (combine_heads, softmax, softmax_backward,
 from ._grad import attention_backward
 from ._positional import (add_positional_encoding, positional_encoding,
                           rotary_embedding)
-from ._runtime import get_num_threads, set_num_threads
+from ._runtime import get_isa, get_num_threads, isas, set_isa, set_num_threads
 from ._encoder import TransformerEncoderLayer
 from ._layer import (feed_forward, feed_forward_backward, gelu,
                      gelu_backward, layer_norm, layer_norm_backward,
@@ -55,7 +55,7 @@ __all__ = [
     "layer_norm", "layer_norm_backward", "gelu", "gelu_backward",
     "feed_forward", "feed_forward_backward", "rms_norm",
     "rms_norm_backward", "silu", "swiglu", "swiglu_backward",
-    "quantized_matmul", "set_num_threads",
+    "quantized_matmul", "set_num_threads", "isas", "get_isa", "set_isa",
     "rotary_embedding", "merge_attention", "KVCache",
     "get_num_threads", "explain", "AttentionTrace", "show", "reference",
     "__version__",

@@ -194,6 +194,9 @@ REGISTRY = [
           out=True, dtypes=(np.float32,), bench="llm"),
     Entry("set_num_threads", "runtime", None, None),
     Entry("get_num_threads", "runtime", None, None),
+    Entry("isas", "runtime", None, None),
+    Entry("get_isa", "runtime", None, None),
+    Entry("set_isa", "runtime", None, None),
 ]
 
 #: public names that are classes or teaching tools, tested in their folders
@@ -228,6 +231,9 @@ NOT_BENCHED = {
     "swiglu_backward": "the llm part times inference only",
     "set_num_threads": "sets the thread count of every row",
     "get_num_threads": "reads the thread count every row prints",
+    "isas": "lists the instruction sets the bench's --isa takes",
+    "get_isa": "reads the instruction set every row prints",
+    "set_isa": "chooses the instruction set (the bench's --isa)",
 }
 
 

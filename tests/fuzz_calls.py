@@ -359,6 +359,13 @@ def spec_set_num_threads(rng):
     return "set_num_threads", attnpy.set_num_threads, a, kw, None, ()
 
 
+def spec_set_isa(rng):
+    names = attnpy.isas() + ["auto"]
+    a = [names[rng.integers(len(names))]]
+    a, kw = maybe_mutate(rng, a, {}, [0], p=0.5)
+    return "set_isa", attnpy.set_isa, a, kw, None, ()
+
+
 def spec_mha(rng):
     """Construct, then forward / __call__ / assign a weight."""
     d = int(rng.choice([0, 2, 4, 6, 8]))
@@ -455,7 +462,8 @@ SPECS = [spec_attention, spec_attention, spec_sdpa, spec_sdpa, spec_softmax,
          spec_softmax_backward, spec_softmax_jacobian,
          spec_create_causal_mask, spec_causal_mask, spec_padding_mask,
          spec_positional_encoding, spec_add_positional_encoding,
-         spec_split_heads, spec_combine_heads, spec_set_num_threads, spec_mha]
+         spec_split_heads, spec_combine_heads, spec_set_num_threads, spec_set_isa,
+         spec_mha]
 _HAND_WRITTEN = {spec(np.random.default_rng(0))[0] for spec in SPECS[:-1]}
 SPECS += [registry_spec(e) for e in REGISTRY
           if e.gen is not None and e.name not in _HAND_WRITTEN]
@@ -463,7 +471,9 @@ SPECS += [registry_spec(e) for e in REGISTRY
 # Functions of tests/_registry.py the fuzzer does not call, and why
 # (tests/reliability/test_registry.py fails for a registered function
 # that is neither fuzzed nor listed here).
-NOT_FUZZED = {"get_num_threads": "takes no argument: no call to vary"}
+NOT_FUZZED = {"get_num_threads": "takes no argument: no call to vary",
+              "get_isa": "takes no argument: no call to vary",
+              "isas": "takes only a flag: nothing to break"}
 
 
 # ---------------------------------------------------------------------------
@@ -646,7 +656,7 @@ def main(argv=None):
     faulthandler.enable()
     if not opt.no_rlimit:
         limit_address_space()
-    threads0 = attnpy.get_num_threads()
+    threads0, isa0 = attnpy.get_num_threads(), attnpy.get_isa()
     indices = [opt.only] if opt.only is not None else range(opt.calls)
     counts = {"ok": 0, "error": 0, "fail": 0, "unnamed": 0}
     failures, unnamed = {}, {}
@@ -674,6 +684,7 @@ def main(argv=None):
         if i % 500 == 499:
             canary()
     attnpy.set_num_threads(threads0)
+    attnpy.set_isa(isa0)
     canary()
     nfail = sum(v[3] for v in failures.values())
     for n, (sig, (i, call, problem, count)) in enumerate(failures.items()):

@@ -265,6 +265,7 @@ int raise_status(attn_status st, const char *fname);
 /* ---- threads (runtime.c) ------------------------------------------------- */
 int ap_num_threads(void);
 int ap_init_threads(void);   /* -1: a warning raised */
+int ap_check_isa_env(void);  /* -1: a warning raised */
 
 /* ---- the families' method tables, added to the module by module.c -------- */
 extern PyMethodDef ap_attention_methods[];

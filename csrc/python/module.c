@@ -31,7 +31,9 @@ static int core_exec(PyObject *mod)
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
         if (PyModule_AddFunctions(mod, tables[i]) < 0)
             return -1;
-    return ap_init_threads();
+    if (ap_init_threads() < 0)
+        return -1;
+    return ap_check_isa_env();
 }
 
 /* No Py_mod_gil slot: a free-threaded CPython (3.13t) that imports the

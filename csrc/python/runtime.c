@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 static atomic_int g_num_threads = 1;
 
@@ -93,6 +94,43 @@ static PyObject *core_set_isa(PyObject *Py_UNUSED(mod), PyObject *arg)
     return PyUnicode_FromString(attn_isa_name());
 }
 
+/* isas(): the usable sets, best first, as (name, opt_in) pairs          */
+static PyObject *core_isas(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(arg))
+{
+    PyObject *list = PyList_New(0);
+    if (!list)
+        return NULL;
+    const char *name;
+    int usable, opt_in;
+    for (size_t i = 0; attn_isa_info(i, &name, &usable, &opt_in) == 0; i++) {
+        if (!usable)
+            continue;
+        PyObject *item = Py_BuildValue("(sO)", name,
+                                       opt_in ? Py_True : Py_False);
+        if (!item || PyList_Append(list, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    return list;
+}
+
+/* ATTNPY_ISA naming no usable set: warn (the core keeps the default);
+ * -1: the warning was an error                                          */
+int ap_check_isa_env(void)
+{
+    const char *env = getenv("ATTNPY_ISA");
+    if (!env || !*env || strcmp(env, attn_isa_name()) == 0)
+        return 0;
+    return PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                            "attnpy: ignoring ATTNPY_ISA='%s' (not an "
+                            "instruction set this machine can run; see "
+                            "attnpy.isas()); using '%s'", env,
+                            attn_isa_name());
+}
+
 static PyObject *core_available_cpus(PyObject *Py_UNUSED(mod),
                                      PyObject *Py_UNUSED(arg))
 {
@@ -151,6 +189,9 @@ PyMethodDef ap_runtime_methods[] = {
     {"set_isa", core_set_isa, METH_O,
      "set_isa(name, /)\n--\n\nSelect 'auto', 'portable' or a SIMD path; "
      "returns its name."},
+    {"isas", core_isas, METH_NOARGS,
+     "isas()\n--\n\nThe instruction sets this machine can run, best first, "
+     "as (name, opt_in) pairs."},
     {"available_cpus", core_available_cpus, METH_NOARGS,
      "available_cpus()\n--\n\nThe CPUs this process may run on."},
     {NULL, NULL, 0, NULL}};

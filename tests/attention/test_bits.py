@@ -14,20 +14,7 @@ import pytest
 import attnpy
 from attnpy import _core
 
-def _isas():
-    found = []
-    saved = _core.isa()
-    for name in ("amx", "avx512", "avx2", "neon", "portable", "baseline"):
-        try:
-            _core.set_isa(name)
-        except (ValueError, RuntimeError):
-            continue
-        found.append(name)
-    _core.set_isa(saved)
-    return found
-
-
-ISAS = _isas()
+ISAS = attnpy.isas()  # every set this machine runs (one list: runtime/isa.h)
 
 
 @pytest.fixture(params=ISAS)

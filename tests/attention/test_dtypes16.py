@@ -4,12 +4,11 @@ The promise checked here: a 16-bit input is read in 16 bits by the kernels
 (never converted as a whole), everything is accumulated in float32 and a
 16-bit result is rounded once. So every call on 16-bit inputs gives the
 bits of the same call on the inputs upcast to float32, rounded once to the
-result dtype -- on every kernel path, with one exception: bfloat16 Q and
-K (E even) on the AVX-512 path of a CPU with AVX512-BF16 take their scores
-from vdpbf16ps, which sums pairs of products in its own order, and on the
-"amx" path (E a multiple of 32) from AMX tiles, with their own rounding. Those calls
-are compared with a tolerance (one bfloat16 rounding step for 16-bit
-results, 1e-5 relative for the float32 lse) instead of bit for bit.
+result dtype -- on every instruction set, with one exception: the opt-in
+"amx" set takes the scores of bfloat16 Q and K (E a multiple of 32, at
+most 256) from AMX tiles, with their own rounding. Those calls are
+compared with a tolerance (one bfloat16 rounding step for 16-bit results,
+1e-5 relative for the float32 lse) instead of bit for bit.
 """
 import itertools
 import os
@@ -33,37 +32,14 @@ ALL = [F16, BF16, F32, F64]
 SIXTEEN = [F16, BF16]
 
 
-def _isas():
-    found = []
-    for name in ("portable", "avx2", "avx512", "amx"):
-        try:
-            _core.set_isa(name)
-        except (ValueError, RuntimeError, OSError):
-            continue
-        found.append(name)
-    _core.set_isa("auto")
-    return found
-
-
-ISAS = _isas()
-
-
-def _cpu_has_bf16_dot():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return "avx512_bf16" in f.read().split()
-    except OSError:
-        return False
-
-
-HAS_BF16_DOT = _cpu_has_bf16_dot()
+ISAS = attnpy.isas()
 
 
 def bf16_dot(Q, K):
-    """Does this call take vdpbf16ps or AMX scores (the module docstring)?"""
-    return (HAS_BF16_DOT and _core.isa() in ("avx512", "amx")
-            and Q.dtype == BF16
-            and K.dtype == BF16 and Q.shape[-1] % 2 == 0)
+    """Does this call take AMX scores (the module docstring)?"""
+    E = Q.shape[-1]
+    return (_core.isa() == "amx" and Q.dtype == BF16 and K.dtype == BF16
+            and E % 32 == 0 and E <= 256)
 
 
 def expected_dtype(*dts):

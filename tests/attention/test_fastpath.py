@@ -27,31 +27,47 @@ from attnpy import reference as ref
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _available_isas():
-    before = _core.isa()
-    names = []
-    for name in ("baseline", "portable", "avx2", "avx512", "amx", "neon"):
-        try:
-            _core.set_isa(name)
-        except ValueError:
-            continue
-        names.append(name)
-    _core.set_isa(before)
-    return names
-
-
-ISAS = _available_isas()
+ISAS = attnpy.isas()
+KNOWN = ("amx", "avx512", "avx2", "neon", "portable", "baseline")
 
 
 def test_isa_names_and_auto():
-    assert "portable" in ISAS
+    assert ISAS[-2:] == ["portable", "baseline"]
+    assert set(ISAS) <= set(KNOWN)
+    # best first: the list's order is KNOWN's
+    assert ISAS == [n for n in KNOWN if n in ISAS]
     for name in ISAS:
-        assert _core.set_isa(name) == name
-        assert _core.isa() == name
-    _core.set_isa("auto")
-    assert _core.isa() == ISAS[-1]  # the widest the CPU has
-    with pytest.raises(ValueError):
-        _core.set_isa("sse9")
+        prev = attnpy.get_isa()
+        assert attnpy.set_isa(name) == prev
+        assert attnpy.get_isa() == name == _core.isa()
+    attnpy.set_isa("auto")
+    # "auto" never picks an opt-in set
+    assert attnpy.get_isa() == attnpy.isas(opt_in=False)[0]
+    assert "amx" not in attnpy.isas(opt_in=False)
+    for bad in ("sse9", "AVX2", ""):
+        with pytest.raises(ValueError, match="set_isa: .* choose one of"):
+            attnpy.set_isa(bad)
+    for name in set(KNOWN) - set(ISAS):  # what this machine cannot run
+        with pytest.raises(ValueError, match=repr(name)):
+            attnpy.set_isa(name)
+    with pytest.raises(TypeError, match="set_isa: name must be a str"):
+        attnpy.set_isa(2)
+
+
+@pytest.mark.parametrize("env", ["portable", "baseline", "amx", "sse9"])
+def test_isa_environment_variable(env):
+    code = ("import warnings; warnings.simplefilter('always'); "
+            "import attnpy; print(attnpy.get_isa())")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, env=dict(os.environ, ATTNPY_ISA=env),
+                         cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    if env in ISAS:
+        assert run.stdout.split() == [env]
+        assert "ATTNPY_ISA" not in run.stderr
+    else:  # ignored, with a warning naming it; the default
+        assert run.stdout.split() == [attnpy.isas(opt_in=False)[0]]
+        assert f"ignoring ATTNPY_ISA='{env}'" in run.stderr
 
 
 def rand(rng, shape, dtype, scale=1.0):

@@ -26,23 +26,9 @@ FLOATS = [np.float32, np.float64]
 POLICIES = ["zero", "uniform", "nan", "raise"]
 
 
-def _available_isas():
-    """The kernel paths this build and CPU can run ("portable" always)."""
-    from attnpy import _core
-    before, found = _core.isa(), []
-    for name in ("baseline", "portable", "avx2", "avx512", "amx", "neon"):
-        try:
-            _core.set_isa(name)
-            found.append(name)
-        except ValueError:
-            pass
-    _core.set_isa(before)
-    return found
-
-
 # every available kernel path, single- and multi-threaded (tests/conftest.py
 # restores the thread count and path after each test)
-KERNEL_CONFIGS = [(isa, n) for isa in _available_isas() for n in (1, 3)]
+KERNEL_CONFIGS = [(isa, n) for isa in attnpy.isas() for n in (1, 3)]
 
 
 @pytest.fixture(params=KERNEL_CONFIGS, ids=lambda c: f"{c[0]}-{c[1]}t")

@@ -45,13 +45,21 @@ static inline uint64_t rnd(void)
 static inline double urand(void) { return (double)(rnd() >> 11) * 0x1.0p-53; }
 static inline size_t irand(size_t n) { return n ? (size_t)(rnd() % n) : 0; }
 
-/* The instruction sets the programs try, in order: name i (i < CHECK_NISA) */
-#define CHECK_NISA 6
+/* The instruction sets the programs try: the core's list (attn.h:
+ * attn_isa_info), name i for i < CHECK_NISA                              */
+static inline int check_nisa(void)
+{
+    int n = 0;
+    while (attn_isa_info((size_t)n, NULL, NULL, NULL) == 0)
+        n++;
+    return n;
+}
+#define CHECK_NISA check_nisa()
 static inline const char *check_isa(int i)
 {
-    static const char *const names[CHECK_NISA] = {
-        "portable", "avx2", "avx512", "amx", "neon", "baseline"};
-    return names[i];
+    const char *name = "?";
+    attn_isa_info((size_t)i, &name, NULL, NULL);
+    return name;
 }
 
 /* Select instruction set i and announce it; 0 (and say so) when this CPU

@@ -1,7 +1,7 @@
 /*
  * tests/c/exp_arrays.c -- see exp_arrays.h. Each block below includes one
- * instruction set's vector header for one element type, as the kernels'
- * files do (attention/sdpa_<isa>.c), and defines exp_array_<isa>_<type>
+ * instruction set's primitives and simd/math.h for one element type, as
+ * the kernels' files do (isa/<set>.c), and defines exp_array_<set>_<type>
  * from the same VEXP.
  */
 #include "exp_arrays.h"
@@ -25,83 +25,90 @@
         }                                                                      \
     }
 
-#define ATTN_VEC_F64 0
-#include "attention/vec_portable.h"
-EXP_ARRAY_DEF /* exp_array_portable_f32 */
-#include "attention/vec_undef.h"
-#define ATTN_VEC_F64 1
-#include "attention/vec_portable.h"
-EXP_ARRAY_DEF /* exp_array_portable_f64 */
-#include "attention/vec_undef.h"
+#define SIMD_F64 0
+#include "simd/vec_portable.h"
+#include "simd/math.h"
+EXP_ARRAY_DEF /* exp_array_port_f32 */
+#include "simd/undef.h"
+#define SIMD_F64 1
+#include "simd/vec_portable.h"
+#include "simd/math.h"
+EXP_ARRAY_DEF /* exp_array_port_f64 */
+#include "simd/undef.h"
 
 #if ATTN_HAVE_PORT_WIDE
-#define ATTN_PORT_WIDE 1
-#define ATTN_VEC_F64 0
-#include "attention/vec_portable.h"
-EXP_ARRAY_DEF /* exp_array_portable8_f32 */
-#include "attention/vec_undef.h"
-#define ATTN_PORT_WIDE 1
-#define ATTN_VEC_F64 1
-#include "attention/vec_portable.h"
-EXP_ARRAY_DEF /* exp_array_portable8_f64 */
-#include "attention/vec_undef.h"
+#define SIMD_PORT_WIDE 1
+#define SIMD_F64 0
+#include "simd/vec_portable.h"
+#include "simd/math.h"
+EXP_ARRAY_DEF /* exp_array_portw_f32 */
+#include "simd/undef.h"
+#define SIMD_PORT_WIDE 1
+#define SIMD_F64 1
+#include "simd/vec_portable.h"
+#include "simd/math.h"
+EXP_ARRAY_DEF /* exp_array_portw_f64 */
+#include "simd/undef.h"
 #endif
 
-#if ATTN_HAVE_X86
-#undef ATTR /* each instruction set brings its own */
-#define ATTN_VEC_F64 0
-#include "attention/vec_avx2.h"
+#if ATTN_ARCH_X86
+#define SIMD_F64 0
+#include "simd/vec_avx2.h"
+#include "simd/math.h"
 EXP_ARRAY_DEF /* exp_array_avx2_f32 */
-#include "attention/vec_undef.h"
-#define ATTN_VEC_F64 1
-#include "attention/vec_avx2.h"
+#include "simd/undef.h"
+#define SIMD_F64 1
+#include "simd/vec_avx2.h"
+#include "simd/math.h"
 EXP_ARRAY_DEF /* exp_array_avx2_f64 */
-#include "attention/vec_undef.h"
-#undef ATTR
-#define ATTN_VEC_F64 0
-#include "attention/vec_avx512.h"
+#include "simd/undef.h"
+#define SIMD_F64 0
+#include "simd/vec_avx512.h"
+#include "simd/math.h"
 EXP_ARRAY_DEF /* exp_array_avx512_f32 */
-#include "attention/vec_undef.h"
-#define ATTN_VEC_F64 1
-#include "attention/vec_avx512.h"
+#include "simd/undef.h"
+#define SIMD_F64 1
+#include "simd/vec_avx512.h"
+#include "simd/math.h"
 EXP_ARRAY_DEF /* exp_array_avx512_f64 */
-#include "attention/vec_undef.h"
+#include "simd/undef.h"
 #endif
 
-#if ATTN_HAVE_NEON
-#undef ATTR
-#define ATTN_VEC_F64 0
-#include "attention/vec_neon.h"
+#if ATTN_ARCH_NEON
+#define SIMD_F64 0
+#include "simd/vec_neon.h"
+#include "simd/math.h"
 EXP_ARRAY_DEF /* exp_array_neon_f32 */
-#include "attention/vec_undef.h"
-#define ATTN_VEC_F64 1
-#include "attention/vec_neon.h"
+#include "simd/undef.h"
+#define SIMD_F64 1
+#include "simd/vec_neon.h"
+#include "simd/math.h"
 EXP_ARRAY_DEF /* exp_array_neon_f64 */
-#include "attention/vec_undef.h"
+#include "simd/undef.h"
 #endif
 
-int exp_arrays_for(const attn_isa_desc *d, exp_array_f32_fn *f32,
+int exp_arrays_for(const attn_kernels *k, exp_array_f32_fn *f32,
                    exp_array_f64_fn *f64)
 {
-#define EXP_PAIR_(desc, isa)                                                   \
-    if (d == &(desc)) {                                                        \
+#define EXP_PAIR_(table, isa)                                                  \
+    if (k == &(table)) {                                                       \
         *f32 = exp_array_##isa##_f32;                                          \
         *f64 = exp_array_##isa##_f64;                                          \
         return 1;                                                              \
     }
-    EXP_PAIR_(attn__isa_portable, portable)
+    EXP_PAIR_(attn__kernels_port, port)
 #if ATTN_HAVE_PORT_WIDE
-    EXP_PAIR_(attn__isa_portable_wide, portable8)
+    EXP_PAIR_(attn__kernels_portw, portw)
 #endif
-#if ATTN_HAVE_X86
-    EXP_PAIR_(attn__isa_avx2, avx2)
-    EXP_PAIR_(attn__isa_avx512, avx512)
+#if ATTN_ARCH_X86
+    EXP_PAIR_(attn__kernels_avx2, avx2)
+    EXP_PAIR_(attn__kernels_avx512, avx512)
 #endif
 #if ATTN_HAVE_AMX
-    EXP_PAIR_(attn__isa_amx, avx512) /* the AVX-512 kernels' exp */
+    EXP_PAIR_(attn__kernels_amx, avx512) /* the AVX-512 primitives' exp */
 #endif
-#if ATTN_HAVE_NEON
-    EXP_PAIR_(attn__isa_neon, neon)
+#if ATTN_ARCH_NEON
+    EXP_PAIR_(attn__kernels_neon, neon)
 #endif
 #undef EXP_PAIR_
     return 0;

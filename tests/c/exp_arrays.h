@@ -9,14 +9,15 @@
 
 #include <stddef.h>
 
-#include "attention/kern.h"
+#include "isa/kernels.h"
 
 typedef void (*exp_array_f32_fn)(float *y, const float *x, size_t n);
 typedef void (*exp_array_f64_fn)(double *y, const double *x, size_t n);
 
-/* y[i] = exp(x[i]) for x <= 0 with the exp the kernels of desc d use;
- * 0 when this build has no exp for d (never for a desc it has)         */
-int exp_arrays_for(const attn_isa_desc *d, exp_array_f32_fn *f32,
+/* y[i] = exp(x[i]) for x <= 0 with the exp the kernel table k
+ * (isa/kernels.h) instantiates; 0 when this build has none for k (never
+ * for a table it has)                                                   */
+int exp_arrays_for(const attn_kernels *k, exp_array_f32_fn *f32,
                    exp_array_f64_fn *f64);
 
 #endif

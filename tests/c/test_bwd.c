@@ -238,7 +238,7 @@ static void test_bwd_portable_bits(int count)
         for (int i = 0; i < 4 && x.g[i].buf && st == ATTN_OK; i++)
             same = same && memcmp(ref[i], x.g[i].buf, x.g[i].nbytes) == 0;
         CHECK(same, "backward: portable (%zu lanes) and baseline differ "
-              "bitwise (status %d, %d): %s", attn__isa_current()->W[0],
+              "bitwise (status %d, %d): %s", attn__kernels()->sdpa.W[0],
               (int)st2, (int)st, d);
         for (int i = 0; i < 4; i++)
             free(ref[i]);
@@ -358,17 +358,19 @@ int main(int argc, char **argv)
     for (int i = 0; i < CHECK_NISA; i++) {
         if (!check_use_isa(i))
             continue;
-        /* the path's own backward kernels run (bwd.c falls back to the
-         * portable ones for a desc without them) */
-        const attn_isa_desc *d = attn__isa_current();
-        const int port = d == &attn__isa_portable
-                         || d->plan_as == &attn__isa_portable;
-        CHECK(d->bwd_a[0] && d->bwd_a[1] && d->bwd_b[0] && d->bwd_b[1]
-                  && (port || (d->bwd_a[0] != attn__isa_portable.bwd_a[0]
-                               && d->bwd_b[1] != attn__isa_portable.bwd_b[1])),
-              "[%s] backward: not the path's own kernels", check_isa(i));
+        /* the set's own backward kernels run (its table's, or its base's:
+         * the AVX-512 ones for "amx"'s double calls) */
+        const attn_kernels *k = attn__kernels();
+        attn_sdpa_kern kf, kd;
+        attn__sdpa_kern(ATTN_F32, &kf);
+        attn__sdpa_kern(ATTN_F64, &kd);
+        const int port = k == &attn__kernels_port;
+        CHECK(kf.bwd_a && kf.bwd_b && kd.bwd_a && kd.bwd_b
+                  && (port || (kf.bwd_a != attn__kernels_port.sdpa.bwd_a[0]
+                               && kd.bwd_b != attn__kernels_port.sdpa.bwd_b[1])),
+              "[%s] backward: not the set's own kernels", check_isa(i));
         printf("isa %s (backward kernels: %s, %zu f32 lanes)\n", check_isa(i),
-               d->name, d->W[0]);
+               k->name, kf.W);
         fflush(stdout);
         rng_state = seed + (uint64_t)i;
         test_bwd_random(check_isa(i), count, 0);

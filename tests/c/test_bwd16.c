@@ -131,37 +131,19 @@ static void b16_free(b16 *y)
     bprob_free(&y->x);
 }
 
-/* every element (b, r, 2p) of o swapped with (b, r, 2p + 1): all read
- * first, as elements may share memory (stride 0)                        */
-static void op_swap_pairs(operand *o)
+/* bfloat16 q and k where the forward takes its scores from AMX tiles (the
+ * opt-in "amx" set, E % 32 == 0, E <= 256: isa/amx.c): so does the
+ * backward                                                              */
+static int b16_amx(const b16 *y)
 {
-    const size_t C = o->C, n = o->B * o->R * C;
-    double *x = malloc(n * sizeof *x + 1);
-    CHECK(x != NULL, "op_swap_pairs: out of memory");
-    for (size_t k = 0; x && k < n; k++)
-        x[k] = op_get(o, k / C / o->R, k / C % o->R, k % C);
-    for (size_t k = 0; x && k < n; k++)
-        if ((k % C ^ 1) < C) /* (an odd C's last column stays) */
-            op_set(o, k / C / o->R, k / C % o->R, k % C,
-                   x[k - k % C + (k % C ^ 1)]);
-    free(x);
-}
-
-/* bfloat16 q and k where the forward takes its scores from the pair
- * chain (sdpa.c: AVX-512 with AVX512-BF16, E even): so does the backward */
-static int b16_pairs(const b16 *y)
-{
-    attn_problem f = y->x.bp.f;
-    f.q.store = y->in16[0].buf ? y->st : ATTN_ST_NATIVE;
-    f.k.store = y->in16[1].buf ? y->st : ATTN_ST_NATIVE;
-    return attn__dpbf16_plan(&f, attn__isa_current());
+    const attn_problem *f = &y->x.bp.f;
+    return strcmp(attn_isa_name(), "amx") == 0 && f->dtype == ATTN_F32
+           && y->st == ATTN_ST_BF16 && y->in16[0].buf && y->in16[1].buf
+           && f->E % 32 == 0 && f->E <= 256;
 }
 
 /* a float problem with 16-bit inputs: out and dout rounded too; the
- * float32 backward (1 thread) as the reference: with the pair chain
- * (b16_pairs), the float32 backward on q and k with each feature pair
- * swapped, whose float chain is then the pair chain (no subnormal
- * products in these problems), dq and dk swapped back                   */
+ * float32 backward (1 thread) as the reference                          */
 static void b16_make(b16 *y, int big, const char *isa)
 {
     memset(y, 0, sizeof *y);
@@ -201,25 +183,11 @@ static void b16_make(b16 *y, int big, const char *isa)
     for (int i = 0; i < 4 && x->g[i].buf; i++)
         if (irand(4) || (!any && i == 0))
             op_twin16(&y->g16[i], &x->g[i], y->st); /* sentinels, 16 bits */
-    const int mode = b16_pairs(y);
-    const int pairs = mode != 0 && mode != ATTN_DP_AMX;
-    y->amx = mode == ATTN_DP_AMX;
-    if (pairs) {
-        op_swap_pairs(&x->t.q);
-        op_swap_pairs(&x->t.k);
-        len = strlen(y->d);
-        snprintf(y->d + len, sizeof y->d - len, " pairs");
-    }
+    y->amx = b16_amx(y);
     attn_exec ex = {1, NULL, NULL};
     y->ref_st = attn_sdpa_backward(&x->bp, &ex);
     y->ref_b = x->bp.f.bad_b;
     y->ref_row = x->bp.f.bad_row;
-    if (pairs) { /* q, k back; dq, dk in the features' order */
-        op_swap_pairs(&x->t.q);
-        op_swap_pairs(&x->t.k);
-        op_swap_pairs(&x->g[0]);
-        op_swap_pairs(&x->g[1]);
-    }
     for (int i = 0; i < 4 && x->g[i].buf; i++)
         y->ref[i] = dup_buf(&x->g[i]);
 }
@@ -431,11 +399,11 @@ static ptrdiff_t *boffs(size_t B, size_t n)
 /* the backward's P = exp(s - lse) takes the forward's very scores s: a
  * backward on 16-bit q, k (v, dout float) against a float one with q = 0
  * and bias = the forward's raw scores times scale (0 + bias: exactly
- * those scores), the same lse, v, dout: dV = P^T dout the same bits. For
- * bfloat16 on AVX512-BF16 the forward's scores are the pair chain's
- * (test_dpbf16.c), in any mode (attn__dpbf16_mode) and for few rows   */
+ * those scores), the same lse, v, dout: dV = P^T dout the same bits. On
+ * "amx" the forward's scores are the tiles' (test_dpbf16.c), for few
+ * rows too                                                              */
 static void test_b16_scores(const char *isa, attn_store st, size_t B,
-                            size_t L, size_t S, size_t E, int mode, int nt)
+                            size_t L, size_t S, size_t E, int nt)
 {
     const size_t Ev = 8 + irand(24);
     uint16_t *q16 = malloc(B * L * E * 2 + 2), *k16 = malloc(B * S * E * 2 + 2);
@@ -474,7 +442,6 @@ static void test_b16_scores(const char *isa, attn_store st, size_t B,
     f.lse = (attn_mat){lse, ol, 1, 0, ATTN_ST_NATIVE};
     f.scores = (attn_mat){sc, ols, (ptrdiff_t)S, 1, ATTN_ST_NATIVE};
     attn_exec ex = {nt, NULL, NULL};
-    attn__dpbf16_mode = mode;
     const attn_status s1 = attn_sdpa(&f, &ex);
     f.scores = (attn_mat){0};
     attn_bwd_problem bp;
@@ -493,15 +460,14 @@ static void test_b16_scores(const char *isa, attn_store st, size_t B,
     bp.f.bias = (attn_mat){sc, ols, (ptrdiff_t)S, 1, ATTN_ST_NATIVE};
     bp.dv.data = dv2;
     const attn_status s3 = attn_sdpa_backward(&bp, &ex);
-    attn__dpbf16_mode = ATTN_DP_FMA;
     size_t bad = 0;
     for (size_t i = 0; i < B * S * Ev; i++)
         bad += attn_f32_to_bits(dv[i]) != attn_f32_to_bits(dv2[i]);
     CHECK(s1 == ATTN_OK && s2 == ATTN_OK && s3 == ATTN_OK && bad == 0,
-          "[%s] %s B=%zu L=%zu S=%zu E=%zu causal=%d mode=%d threads=%d: "
+          "[%s] %s B=%zu L=%zu S=%zu E=%zu causal=%d threads=%d: "
           "statuses %d %d %d, %zu of dV not from the forward's scores", isa,
           st == ATTN_ST_BF16 ? "bf16" : "f16", B, L, S, E, (int)f.causal,
-          mode, nt, (int)s1, (int)s2, (int)s3, bad);
+          nt, (int)s1, (int)s2, (int)s3, bad);
     free(q16), free(k16), free(qz), free(kf), free(v), free(dout);
     free(out), free(lse), free(sc), free(dq), free(dk), free(dv), free(dv2);
     free(oqe), free(ose), free(osv), free(olv), free(ol), free(ols);
@@ -522,8 +488,7 @@ static void test_b16_isa(int i, int count, uint64_t seed)
         for (int st = 0; st < 2; st++)
             test_b16_scores(check_isa(i), st ? ATTN_ST_BF16 : ATTN_ST_F16,
                             shapes[n][0], shapes[n][1], shapes[n][2],
-                            shapes[n][3], n % 2 ? ATTN_DP_VDP : ATTN_DP_FMA,
-                            1 + (int)(n % 3));
+                            shapes[n][3], 1 + (int)(n % 3));
 }
 
 int main(int argc, char **argv)

@@ -1,6 +1,6 @@
 /*
  * tests/c/test_half16_vec.c -- the 16-bit load/store primitives of every
- * vec_<isa>.h (VLOAD_F16, VLOAD_BF16, VSTORE_F16, VSTORE_BF16) against
+ * simd/vec_<set>.h (VLOAD_F16, VLOAD_BF16, VSTORE_F16, VSTORE_BF16) against
  * half.h's exact conversions, bit for bit: every one of the 65,536 16-bit
  * patterns read, and a sweep of float bit patterns (plus zeros, the
  * rounding ties, the float16 overflow and subnormal edges, inf and NaN)
@@ -92,39 +92,35 @@ static float f_store(size_t i)
         printf("%s: 16-bit loads and stores checked\n", #NAME);                \
     }
 
-#define ATTN_VEC_F64 0
-#include "attention/vec_portable.h"
+#define SIMD_F64 0
+#include "simd/vec_portable.h"
 CHECK_FNS(portable, W, )
-#include "attention/vec_undef.h"
-#undef ATTR
+#include "simd/undef.h"
 
 #if ATTN_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
-#define ATTN_PORT_WIDE 1
-#define ATTN_VEC_F64 0
-#include "attention/vec_portable.h"
+#define SIMD_PORT_WIDE 1
+#define SIMD_F64 0
+#include "simd/vec_portable.h"
 CHECK_FNS(portable8, W, ATTR)
-#include "attention/vec_undef.h"
-#undef ATTR
+#include "simd/undef.h"
 
-#define ATTN_VEC_F64 0
-#include "attention/vec_avx2.h"
+#define SIMD_F64 0
+#include "simd/vec_avx2.h"
 CHECK_FNS(avx2, W, ATTR)
-#include "attention/vec_undef.h"
-#undef ATTR
+#include "simd/undef.h"
 
-#define ATTN_VEC_F64 0
-#include "attention/vec_avx512.h"
+#define SIMD_F64 0
+#include "simd/vec_avx512.h"
 CHECK_FNS(avx512, W, ATTR)
-#include "attention/vec_undef.h"
-#undef ATTR
+#include "simd/undef.h"
 #define HAVE_X86_FNS 1
 #endif
 
 #if ATTN_ARCH_NEON
-#define ATTN_VEC_F64 0
-#include "attention/vec_neon.h"
+#define SIMD_F64 0
+#include "simd/vec_neon.h"
 CHECK_FNS(neon, W, )
-#include "attention/vec_undef.h"
+#include "simd/undef.h"
 #endif
 
 int main(int argc, char **argv)

@@ -79,7 +79,7 @@ static float oracle(const float *x, const uint8_t *row, attn_qtype q,
     *exact = 0, *mag = 0;
     for (size_t k = 0; k < K; k++) {
         const float w = weight(row, q, k);
-        acc[k % 32] = attn__fmaf(x[k], w, acc[k % 32]);
+        acc[k % 32] = attn_fmaf(x[k], w, acc[k % 32]);
         *exact += (long double)x[k] * w;
         *mag += fabsl((long double)x[k] * w);
     }

@@ -12,26 +12,12 @@ from attnpy.reference.quant import dequantize
 from _qblocks import make_blocks, ordered_matmul
 
 QTYPES = ["q4_1", "q8_0"]
-ISAS = ["portable", "avx2", "avx512", "amx"]
 
 
 @pytest.fixture
 def isa_restored():
     yield
     _core.set_isa("auto")
-
-
-def _isas():
-    """the instruction sets this CPU runs (set_isa refuses the others)"""
-    got = []
-    for name in ISAS:
-        try:
-            if _core.set_isa(name) is not False:
-                got.append(name)
-        except (ValueError, RuntimeError):
-            pass
-    _core.set_isa("auto")
-    return got
 
 
 @pytest.mark.parametrize("qtype", QTYPES)
@@ -53,7 +39,7 @@ def test_bits_are_the_fixed_order_on_every_isa(qtype, isa_restored):
     w = make_blocks(rng, 23, 160, qtype)
     x = rng.standard_normal((3, 160)).astype(np.float32)
     want = ordered_matmul(x, dequantize(w, qtype))
-    isas = _isas()
+    isas = attnpy.isas()
     assert "portable" in isas
     for name in isas:
         _core.set_isa(name)

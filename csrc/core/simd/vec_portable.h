@@ -51,9 +51,18 @@
     typedef U_ P##_vu __attribute__((vector_size((W_) * sizeof(T_))));        \
     typedef S_ P##_vm __attribute__((vector_size((W_) * sizeof(T_))));
 
-/* PV_OPS(prefix, lanes, T, fma of one lane, exponent bias, fraction
- * bits, attributes): the primitives simd/math.h lists                  */
-#define PV_OPS(P, W_, T_, FMA1, BIAS, MBITS, A_)                          \
+/* PV_FMA(prefix, lanes, fma of one lane, attributes): P_fma lane by lane */
+#define PV_FMA(P, W_, FMA1, A_)                                                \
+    static ATTN_INLINE A_ P##_vt P##_fma(P##_vt a, P##_vt b, P##_vt c)         \
+    {                                                                          \
+        for (int i = 0; i < (W_); i++)                                         \
+            c[i] = FMA1(a[i], b[i], c[i]);                                     \
+        return c;                                                              \
+    }
+
+/* PV_OPS(prefix, lanes, T, exponent bias, fraction bits, attributes): the
+ * primitives simd/math.h lists, P_fma defined before                   */
+#define PV_OPS(P, W_, T_, BIAS, MBITS, A_)                          \
     static ATTN_INLINE A_ P##_vt P##_set1(T_ x)                                \
     {                                                                          \
         /* -0 + x is x for every x (+0 + x is not, for x = -0): folded  \
@@ -70,12 +79,6 @@
     static ATTN_INLINE A_ void P##_store(T_ *p, P##_vt a)                      \
     {                                                                          \
         memcpy(p, &a, sizeof a);                                               \
-    }                                                                          \
-    static ATTN_INLINE A_ P##_vt P##_fma(P##_vt a, P##_vt b, P##_vt c)         \
-    {                                                                          \
-        for (int i = 0; i < (W_); i++)                                         \
-            c[i] = FMA1(a[i], b[i], c[i]);                                     \
-        return c;                                                              \
     }                                                                          \
     /* c - a b, one rounding: fma(-a, b, c) (negation is exact) */           \
     static ATTN_INLINE A_ P##_vt P##_fnma(P##_vt a, P##_vt b, P##_vt c)        \
@@ -118,16 +121,20 @@
 
 PV_TYPES(pf4, 4, float, uint32_t, int32_t)
 PV_TYPES(pd2, 2, double, uint64_t, int64_t)
-PV_OPS(pf4, 4, float, attn_fmaf, 127u, 23, )
-PV_OPS(pd2, 2, double, attn_fma, 1023u, 52, )
+PV_FMA(pf4, 4, attn_fmaf, )
+PV_FMA(pd2, 2, attn_fma, )
+PV_OPS(pf4, 4, float, 127u, 23, )
+PV_OPS(pd2, 2, double, 1023u, 52, )
 
 #if ATTN_ARCH_X86
 /* the wide variant: AVX2 registers, the FMA instruction inline          */
 #define SIMD_PORT_WIDE_ATTR ATTN_TARGET("avx2,fma")
 PV_TYPES(pf8, 8, float, uint32_t, int32_t)
 PV_TYPES(pd4, 4, double, uint64_t, int64_t)
-PV_OPS(pf8, 8, float, __builtin_fmaf, 127u, 23, SIMD_PORT_WIDE_ATTR)
-PV_OPS(pd4, 4, double, __builtin_fma, 1023u, 52, SIMD_PORT_WIDE_ATTR)
+PV_FMA(pf8, 8, __builtin_fmaf, SIMD_PORT_WIDE_ATTR)
+PV_FMA(pd4, 4, __builtin_fma, SIMD_PORT_WIDE_ATTR)
+PV_OPS(pf8, 8, float, 127u, 23, SIMD_PORT_WIDE_ATTR)
+PV_OPS(pd4, 4, double, 1023u, 52, SIMD_PORT_WIDE_ATTR)
 #define SIMD_PORT_HAVE_WIDE 1
 #endif
 

@@ -1,28 +1,20 @@
 /*
- * tests/c/test_dpbf16.c -- bfloat16 Q and K on AVX-512 (with AVX512-BF16
- * the pair chain of tile_dpbf16.h): the raw scores of every row are
+ * tests/c/test_amx.c -- bfloat16 Q and K, and the opt-in "amx" set: the
+ * raw scores of every row are
  *
- *   chain    the pair chain, bit for bit: acc = 0, then per pair p
- *            acc = fma(k[2p], q[2p], fma(k[2p+1], q[2p+1], acc)), with
- *            subnormal inputs read as 0 and subnormal sums flushed to 0
- *            (vdpbf16ps's arithmetic), on values from 2^-133 to 2^40 so
- *            that subnormal products and partial sums occur
- *   kernels  the same bits from vdpbf16ps in every kernel, from its
- *            FMA twin in query blocks and from the one of the two this
- *            process chose (attn__dpbf16_mode 0: dp_choice.c), and from
- *            a row decoded alone (L = 1: qk_few_dp) as inside a long call
- *
- * On "amx" (E a multiple of 32) the scores come from AMX tiles, whose
- * rounding is their own: "kernels" holds them to one set of bits, and
- *
- *   amx      every score is within E * 2^-24 of the sum of its products'
- *            magnitudes from the exact sum (inputs below the normal range
- *            read as 0), and some differ from the pair chain (so the
- *            tiles, not the chain, made them)
- *
- * Without AVX512-BF16, and on every other instruction set the CPU runs,
- * the pair chain is not used and only "kernels" (the float path's batch
- * invariance with bfloat16 operands) is checked.
+ *   chain    on every set but "amx" (and on "amx" where E % 32 != 0):
+ *            the float call's, bit for bit: acc = 0, then per feature e
+ *            acc = fmaf(k[e], q[e], acc) on the widened values (exact),
+ *            on values from 2^-133 to 2^40 so that subnormal products and
+ *            partial sums occur
+ *   alone    the same bits for a row decoded alone (L = 1) as inside a
+ *            long call, and the outputs too
+ *   amx      on "amx" (E a multiple of 32, AMX tiles): every score within
+ *            E * 2^-24 of the sum of its products' magnitudes from the
+ *            exact sum (inputs below the normal range read as 0), and
+ *            some differ from the chain (so the tiles made them); and
+ *            what the set's batch invariance rests on: a tile's sum
+ *            depends on its row of A and column of B alone (test_tile_sums)
  */
 #include <math.h>
 #include <stdint.h>
@@ -31,10 +23,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "attention/kern.h"
 #include "attn.h"
 #include "check.h"
 #include "half.h"
+#include "runtime/isa.h"
 #include "runtime/platform.h"
 
 /* a bfloat16 pattern: mostly ordinary values, some tiny (subnormal
@@ -61,20 +53,19 @@ static float ftz(float x)
 
 static float bf(uint16_t h) { return attn_bf16_to_f32(h); }
 
-static float pair_chain(const uint16_t *q, const uint16_t *k, size_t E)
+/* the numeric rule's dot product: one fma chain over e, from 0       */
+static float chain(const uint16_t *q, const uint16_t *k, size_t E)
 {
     float acc = 0.0f;
-    for (size_t e = 0; e < E; e += 2) {
-        acc = ftz(fmaf(ftz(bf(k[e + 1])), ftz(bf(q[e + 1])), acc));
-        acc = ftz(fmaf(ftz(bf(k[e])), ftz(bf(q[e])), acc));
-    }
+    for (size_t e = 0; e < E; e++)
+        acc = fmaf(bf(k[e]), bf(q[e]), acc);
     return acc;
 }
 
 /* scores (and out) of rows [i0, i0 + L) of Q (L0 x E) with S keys */
 static void run(const uint16_t *q, const uint16_t *k, const uint16_t *v,
                 size_t i0, size_t L, size_t S, size_t E, float *sc,
-                float *out, int mode)
+                float *out)
 {
     attn_problem p;
     memset(&p, 0, sizeof p);
@@ -88,9 +79,7 @@ static void run(const uint16_t *q, const uint16_t *k, const uint16_t *v,
     p.out = (attn_mat){out, NULL, (ptrdiff_t)E, 1, ATTN_ST_NATIVE};
     p.scores = (attn_mat){sc, NULL, (ptrdiff_t)S, 1, ATTN_ST_NATIVE};
     attn_exec ex = {1, NULL, NULL};
-    attn__dpbf16_mode = mode;
     CHECK(attn_sdpa(&p, &ex) == ATTN_OK, "call L%zu S%zu E%zu", L, S, E);
-    attn__dpbf16_mode = 0;
 }
 
 static size_t differ(const float *a, const float *b, size_t n)
@@ -102,7 +91,7 @@ static size_t differ(const float *a, const float *b, size_t n)
 }
 
 /* "amx": scores near the exact sums; returns how many differ from the
- * pair chain                                                           */
+ * chain                                                                */
 static size_t amx_scores_ok(const uint16_t *q, const uint16_t *k,
                             const float *sc, size_t L, size_t S, size_t E)
 {
@@ -120,16 +109,16 @@ static size_t amx_scores_ok(const uint16_t *q, const uint16_t *k,
             bad += !(fabs(got - sum) <= mag * (double)E * 0x1p-24 + 0x1p-100);
             off_chain += attn_f32_to_bits(sc[i * S + j])
                          != attn_f32_to_bits(
-                             pair_chain(q + i * E, k + j * E, E));
+                             chain(q + i * E, k + j * E, E));
         }
     CHECK(bad == 0, "amx L%zu S%zu E%zu: %zu scores far from the exact sums",
           L, S, E, bad);
     return off_chain;
 }
 
-static size_t g_amx_off_chain; /* "amx": scores unlike the pair chain's */
+static size_t g_amx_off_chain; /* "amx": scores unlike the chain's */
 
-static void test_one(size_t L, size_t S, size_t E, int pairs)
+static void test_one(size_t L, size_t S, size_t E)
 {
     uint16_t *q = malloc(L * E * 2), *k = malloc(S * E * 2),
              *v = malloc(S * E * 2);
@@ -142,30 +131,27 @@ static void test_one(size_t L, size_t S, size_t E, int pairs)
         k[i] = rnd_bf16(i / E % 3 == 0);
         v[i] = attn_f32_to_bf16((float)(urand() - 0.5));
     }
-    run(q, k, v, 0, L, S, E, sc, out, ATTN_DP_FMA);
-    if (pairs) {
+    run(q, k, v, 0, L, S, E, sc, out);
+    const int tiles = strcmp(attn_isa_name(), "amx") == 0 && E % 32 == 0
+                      && E <= 256;
+    if (!tiles) {
         size_t bad = 0;
         for (size_t i = 0; i < L; i++)
             for (size_t j = 0; j < S; j++) {
-                const float w = pair_chain(q + i * E, k + j * E, E);
+                const float w = chain(q + i * E, k + j * E, E);
                 bad += attn_f32_to_bits(sc[i * S + j]) != attn_f32_to_bits(w);
             }
         CHECK(bad == 0, "chain L%zu S%zu E%zu: %zu scores differ", L, S, E,
               bad);
-    }
-    if (strcmp(attn_isa_name(), "amx") == 0 && E % 32 == 0
-        && E <= ATTN_AMX_MAX_E)
+    } else {
         g_amx_off_chain += amx_scores_ok(q, k, sc, L, S, E);
-    run(q, k, v, 0, L, S, E, sc2, out2, ATTN_DP_VDP);
-    CHECK(differ(sc, sc2, L * S) == 0 && differ(out, out2, L * E) == 0,
-          "kernels L%zu S%zu E%zu: the FMA twin and vdpbf16ps differ", L, S,
-          E);
+    }
     memset(sc2, 0xff, L * S * 4), memset(out2, 0xff, L * E * 4); /* NaN */
-    run(q, k, v, 0, L, S, E, sc2, out2, 0);
+    run(q, k, v, 0, L, S, E, sc2, out2);
     CHECK(differ(sc, sc2, L * S) == 0 && differ(out, out2, L * E) == 0,
-          "kernels L%zu S%zu E%zu: the chosen kernel differs", L, S, E);
+          "kernels L%zu S%zu E%zu: a second call differs", L, S, E);
     for (size_t i = 0; i < L; i += L / 3 + 1) {
-        run(q, k, v, i, 1, S, E, row, orow, ATTN_DP_FMA);
+        run(q, k, v, i, 1, S, E, row, orow);
         CHECK(differ(row, sc + i * S, S) == 0
                   && differ(orow, out + i * E, E) == 0,
               "kernels L%zu S%zu E%zu: row %zu decoded alone differs", L, S,
@@ -260,41 +246,26 @@ int main(int argc, char **argv)
 {
     const int count = argc > 1 ? atoi(argv[1]) : 12;
     clock_t t0 = clock();
-#if ATTN_HAVE_X86
-    const int has_bf16 = (attn__x86_features() & ATTN_X86_AVX512_BF16) != 0;
-#else
-    const int has_bf16 = 0;
-#endif
-    /* every path this CPU runs: the pair chain on AVX-512 with
-     * AVX512-BF16; elsewhere the same checks hold bfloat16 calls to one
-     * set of bits whatever the mode and wherever a row sits             */
-    static const char *const isas[] = {"amx",      "avx512",  "avx2",
-                                       "neon",     "portable", "baseline"};
-    for (size_t n_isa = 0; n_isa < sizeof isas / sizeof *isas; n_isa++) {
-        if (attn_set_isa(isas[n_isa]) != 0) {
-            printf("isa %s: not supported by this CPU, not tested\n",
-                   isas[n_isa]);
+    for (int i = 0; i < CHECK_NISA; i++) {
+        if (!check_use_isa(i))
             continue;
-        }
-        const int pairs = has_bf16 && strcmp(isas[n_isa], "avx512") == 0;
-        const int amx = strcmp(isas[n_isa], "amx") == 0;
-        printf("isa %s, AVX512-BF16 pair chain: %s\n", isas[n_isa],
-               pairs ? "yes" : "no");
+        const int amx = strcmp(check_isa(i), "amx") == 0;
         for (int n = 0; n < count; n++) {
             /* "amx": E a multiple of 32 every other call (the tiles) */
             const size_t E = amx && n % 2 ? 32 * (1 + irand(8))
                                           : 2 * (1 + irand(48)),
                          L = 1 + irand(150), S = 1 + irand(300);
-            test_one(L, S, E, pairs);
+            test_one(L, S, E);
         }
-        test_one(130, 257, 64, pairs);
-        test_one(70, 100, 128, pairs);
+        test_one(130, 257, 64);
+        test_one(70, 100, 128);
+        test_one(5, 40, 3); /* odd E */
         if (amx) {
 #if ATTN_HAVE_AMX
             test_tile_sums(count);
 #endif
-            CHECK(g_amx_off_chain > 0, "amx: every score is the pair chain's");
-            printf("amx: %zu scores differ from the pair chain\n",
+            CHECK(g_amx_off_chain > 0, "amx: every score is the chain's");
+            printf("amx: %zu scores differ from the chain\n",
                    g_amx_off_chain);
         }
     }
