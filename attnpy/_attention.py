@@ -55,8 +55,9 @@ def scaled_dot_product_attention(
         Broadcastable to (..., L, S), any real or bool dtype: nonzero/True
         means "may attend" (the tutorial's 0/1 ``np.tril`` mask, PyTorch's
         boolean convention). A mask with negative entries (an additive
-        ``-inf`` mask, PyTorch's float ``attn_mask``) raises ValueError:
-        pass that as `bias`. ``numpy.ma`` arrays raise TypeError (their
+        ``-inf`` mask, PyTorch's float ``attn_mask``), or a float mask
+        with values other than 0 and 1 (weights, probabilities), raises
+        ValueError: pass that as `bias`. ``numpy.ma`` arrays raise TypeError (their
         hidden entries would be read as data).
     bias : array_like, optional
         Added to the scaled scores, broadcastable to (..., L, S); ``-inf``

@@ -193,8 +193,9 @@ class TransformerEncoderLayer:
         x : array_like, shape (..., seq, d_model)
         mask : array_like, optional
             A keep-mask as in :func:`attnpy.attention` (nonzero/True = may
-            attend; e.g. ``padding_mask(lengths, seq)``). Negative entries
-            raise ValueError (an additive -inf mask is not a keep-mask).
+            attend; e.g. ``padding_mask(lengths, seq)``). Negative entries,
+            and float entries other than 0 and 1, raise ValueError (an
+            additive -inf mask, or weights, are not a keep-mask).
         causal : {False, True, "top_left", "bottom_right"}, optional
             As in :func:`attnpy.attention`.
 

@@ -341,8 +341,9 @@ class MultiHeadAttention:
             A keep-mask broadcastable to (..., heads, seq, seq):
             nonzero/True = may attend (the tutorial's
             ``create_causal_mask(seq)``, or ``padding_mask(lengths, seq)``
-            for padded batches). Negative entries raise ValueError: an
-            additive -inf mask is not a keep-mask.
+            for padded batches). Negative entries, and float entries
+            other than 0 and 1, raise ValueError: an additive -inf mask,
+            or weights, are not a keep-mask.
         causal : {False, True, "top_left", "bottom_right"}, optional
             As in :func:`attnpy.attention`; combines with `mask`.
 

@@ -209,14 +209,29 @@ def num_heads(h, d, fname):
 def keep_mask(mask, fname):
     """A NumPy mask checked as the C binding checks one (for callers that
     must fail before the binding sees it, e.g. lazily evaluated graphs):
-    no negative entries (an additive mask is a bias)."""
+    no negative entries (an additive mask is a bias), and a float mask
+    holds only 0 and 1 (weights are a bias too)."""
     m = np.asarray(mask)
-    if m.dtype.kind in "if" and np.any(m < 0):
-        raise ValueError(f"{fname}: mask holds negative values, but mask is "
-                         f"a keep-mask: nonzero/True = may attend. An "
-                         f"additive mask (0 = attend, -inf = blocked, like "
-                         f"PyTorch's float attn_mask) goes in bias= instead "
-                         f"(mask.shape={m.shape})")
+    flt = m.dtype.kind == "f" or m.dtype.name == "bfloat16"
+    if m.dtype.kind not in "if" and not flt:
+        return m
+    if np.any(m < 0):
+        e = float(m[m < 0].flat[0])
+        raise ValueError(f"{fname}: mask holds negative values (e.g. {e!r}), "
+                         f"but mask is a keep-mask: nonzero/True = may "
+                         f"attend. An additive mask (0 = attend, -inf = "
+                         f"blocked, like PyTorch's float attn_mask) goes in "
+                         f"bias= instead (mask.shape={m.shape})")
+    if flt:
+        bad = ~((m == 0) | (m == 1))
+        if np.any(bad):
+            e = float(m[bad].flat[0])
+            raise ValueError(
+                f"{fname}: mask holds values other than 0 and 1 (e.g. "
+                f"{e!r}), but mask is a keep-mask: a float mask must be 0 "
+                f"(blocked) or 1 (may attend), like the tutorials' np.tril "
+                f"mask. Weights or an additive mask (0 = attend, -inf = "
+                f"blocked) go in bias= instead (mask.shape={m.shape})")
     return m
 
 

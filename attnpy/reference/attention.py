@@ -298,12 +298,16 @@ def _inputs(Q, K, V, mask, bias, func, enable_gqa):
     if mask is not None:
         mask = np.asarray(mask)
         _check_real("mask", mask.dtype)
-        # a keep-mask has no negative entries: -inf there means an additive
-        # mask, which belongs in bias
+        # a keep-mask has no negative entries (-inf there means an
+        # additive mask), and a float one holds 0 and 1 only (anything else
+        # is a weight): both belong in bias
         if mask.dtype.kind in "if" and np.any(mask < 0):
             raise ValueError(f"{func}: mask holds negative values; an "
                              f"additive mask (0 = attend, -inf = blocked) "
                              f"goes in bias=")
+        if mask.dtype.kind == "f" and not np.all((mask == 0) | (mask == 1)):
+            raise ValueError(f"{func}: mask holds values other than 0 and "
+                             f"1; weights or an additive mask go in bias=")
     if bias is not None:
         bias = np.asarray(bias)
         _check_real("bias", bias.dtype)

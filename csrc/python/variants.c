@@ -164,44 +164,86 @@ int clamp_window(attn_problem *p, const char *fname)
     return 0;
 }
 
-/* A mask is a keep-mask (nonzero = may attend), so an additive float
- * mask (0 attend, -inf blocked: PyTorch's float attn_mask) would be read
- * backwards without a word. Negative entries have no meaning in a
- * keep-mask: they are refused, pointing to bias=.                       */
-int check_keep_mask(PyArrayObject *m, const char *fname)
+/* the first entry of m where bad (a bool array of m's shape) is True, as
+ * a Python float (new ref)                                              */
+static PyObject *first_bad(PyArrayObject *m, PyObject *bad)
 {
-    const char kind = PyArray_DESCR(m)->kind;
-    if (kind == 'b' || kind == 'u' || PyArray_SIZE(m) == 0)
-        return 0;
-    PyObject *zero = PyLong_FromLong(0);
-    PyObject *neg = zero ? PyObject_RichCompare((PyObject *)m, zero, Py_LT)
-                         : NULL;
-    Py_XDECREF(zero);
-    PyObject *any = neg ? PyObject_CallMethod(neg, "any", NULL) : NULL;
-    int bad = any ? PyObject_IsTrue(any) : -1;
-    Py_XDECREF(any);
-    if (bad <= 0) {
-        Py_XDECREF(neg);
-        return bad;
-    }
-    /* the first negative entry, for the message */
-    PyObject *i = PyObject_CallMethod(neg, "argmax", NULL);
+    PyObject *i = PyObject_CallMethod(bad, "argmax", NULL);
     PyObject *flat = i ? PyObject_GetAttrString((PyObject *)m, "flat") : NULL;
     PyObject *v = flat ? PyObject_GetItem(flat, i) : NULL;
     PyObject *f = v ? PyNumber_Float(v) : NULL;
+    Py_XDECREF(v);
+    Py_XDECREF(flat);
+    Py_XDECREF(i);
+    return f;
+}
+
+/* any(x), x a new reference (stolen); -1 on error                       */
+static int any_of(PyObject *x, PyObject **keep)
+{
+    PyObject *any = x ? PyObject_CallMethod(x, "any", NULL) : NULL;
+    const int r = any ? PyObject_IsTrue(any) : -1;
+    Py_XDECREF(any);
+    if (r > 0 && keep)
+        *keep = x;
+    else
+        Py_XDECREF(x);
+    return r;
+}
+
+/* A mask is a keep-mask (nonzero = may attend), so an additive float
+ * mask (0 attend, -inf blocked: PyTorch's float attn_mask) or a float
+ * mask of weights (torch.rand-style probabilities) would be read as keep
+ * or drop without a word. Negative entries, and in a float mask anything
+ * but 0 and 1, are refused, pointing to bias=.                          */
+int check_keep_mask(PyArrayObject *m, const char *fname)
+{
+    const char kind = PyArray_DESCR(m)->kind;
+    const int flt = kind == 'f' || is_bf16_descr(PyArray_DESCR(m));
+    if (kind == 'b' || kind == 'u' || PyArray_SIZE(m) == 0
+        || (kind != 'i' && !flt))
+        return 0;
+    PyObject *zero = PyLong_FromLong(0), *one = PyLong_FromLong(1);
+    PyObject *bad = NULL;
+    int neg = -1, other = 0;
+    if (zero && one)
+        neg = any_of(PyObject_RichCompare((PyObject *)m, zero, Py_LT), &bad);
+    if (neg == 0 && flt) { /* not (m == 0 or m == 1): NaN too */
+        PyObject *is0 = PyObject_RichCompare((PyObject *)m, zero, Py_EQ);
+        PyObject *is1 = is0 ? PyObject_RichCompare((PyObject *)m, one, Py_EQ)
+                            : NULL;
+        PyObject *ok = is1 ? PyNumber_Or(is0, is1) : NULL;
+        PyObject *no = ok ? PyNumber_Invert(ok) : NULL;
+        Py_XDECREF(is0);
+        Py_XDECREF(is1);
+        Py_XDECREF(ok);
+        other = no ? any_of(no, &bad) : -1;
+    }
+    Py_XDECREF(zero);
+    Py_XDECREF(one);
+    if (neg < 0 || other < 0)
+        return -1;
+    if (!bad)
+        return 0;
+    PyObject *f = first_bad(m, bad);
     PyObject *shape = f ? shape_of(m) : NULL;
-    if (shape)
+    if (shape && neg)
         PyErr_Format(PyExc_ValueError,
                      "%s: mask holds negative values (e.g. %R), but mask is a "
                      "keep-mask: nonzero/True = may attend. An additive mask "
                      "(0 = attend, -inf = blocked, like PyTorch's float "
                      "attn_mask) goes in bias= instead (mask.shape=%R)",
                      fname, f, shape);
+    else if (shape)
+        PyErr_Format(PyExc_ValueError,
+                     "%s: mask holds values other than 0 and 1 (e.g. %R), but "
+                     "mask is a keep-mask: a float mask must be 0 (blocked) "
+                     "or 1 (may attend), like the tutorials' np.tril mask. "
+                     "Weights or an additive mask (0 = attend, -inf = "
+                     "blocked) go in bias= instead (mask.shape=%R)",
+                     fname, f, shape);
     Py_XDECREF(shape);
     Py_XDECREF(f);
-    Py_XDECREF(v);
-    Py_XDECREF(flat);
-    Py_XDECREF(i);
-    Py_DECREF(neg);
+    Py_DECREF(bad);
     return -1;
 }

@@ -102,15 +102,13 @@ def problems(draw):
         shape = scores_shaped()
         density = draw(st.sampled_from([0.0, 0.3, 0.7, 1.0]))
         keep = rng.random(shape) < density
-        kind = draw(st.sampled_from(["bool", "float", "int", "nanfloat"]))
+        kind = draw(st.sampled_from(["bool", "float", "int", "float32"]))
         if kind == "bool":
             mask = keep
-        elif kind == "int":
+        elif kind == "int":  # nonzero integers: may attend
             mask = keep.astype(np.int32) * rng.integers(1, 5, shape)
-        else:
-            mask = np.where(keep, rng.uniform(-2, 2, shape) + 3, 0.0)
-            if kind == "nanfloat":
-                mask = np.where(keep & (rng.random(shape) < 0.5), np.nan, mask)
+        else:  # a float keep-mask holds 0 and 1 only
+            mask = keep.astype(np.float64 if kind == "float" else np.float32)
         mask = relayout(mask, draw(st.sampled_from(LAYOUTS)))
     bias = None
     if draw(st.booleans()):

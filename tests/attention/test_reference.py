@@ -281,7 +281,7 @@ def mask_kinds(rng, B, H, L, S):
         ("float 0/1 tril (L,S)", tril),
         ("int (L,S)", keep[0, 0].astype(np.int64) * 3),
         ("uint8 (L,S)", keep[0, 0].astype(np.uint8)),
-        ("float32 (L,S)", keep[0, 0].astype(np.float32) * 0.5),
+        ("float32 (L,S)", keep[0, 0].astype(np.float32)),
         ("padding (B,1,1,S)", attnpy.padding_mask(lengths, S)),
         ("bool (B,1,L,S)", keep[:, :1]),
         ("bool (B,H,L,S)", keep),

@@ -64,9 +64,35 @@ def test_additive_mask_as_mask_is_refused_everywhere(entry, mask):
 
 
 @pytest.mark.parametrize("entry", ENTRY, ids=list(ENTRY))
+@pytest.mark.parametrize("mask", [
+    np.full((L, S), 0.3),                                  # a weight
+    np.random.default_rng(0).random((L, S)).astype(np.float32),  # torch.rand
+    np.where(np.tril(np.ones((L, S))) > 0, np.nan, 0.0),   # NaN
+    np.tril(np.ones((L, S))) * 3.5,
+    np.tril(np.ones((L, S), np.float16)) * np.float16(0.5),
+], ids=["0.3", "rand f32", "nan", "3.5", "0.5 f16"])
+def test_float_mask_of_weights_is_refused_everywhere(entry, mask):
+    """a float keep-mask holds 0 and 1 only: weights are a bias"""
+    with pytest.raises(ValueError, match=r"other than 0 and 1.*bias="):
+        ENTRY[entry](mask)
+
+
+def test_bfloat16_masks_are_checked_too():
+    import ml_dtypes  # a test dependency
+    keep = np.tril(np.ones((L, S))).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(attnpy.attention(Q, Q, Q, mask=keep),
+                                  attnpy.attention(Q, Q, Q,
+                                                   mask=keep.astype(bool)))
+    with pytest.raises(ValueError, match=r"negative.*bias="):
+        attnpy.attention(Q, Q, Q, mask=keep - 1)
+    with pytest.raises(ValueError, match=r"other than 0 and 1.*bias="):
+        attnpy.attention(Q, Q, Q, mask=keep * 0.5)
+
+
+@pytest.mark.parametrize("entry", ENTRY, ids=list(ENTRY))
 def test_keep_masks_still_work(entry):
-    """0/1 floats, bools, unsigned ints and NaN (nonzero: may attend) are
-    keep-masks; the check does not refuse them."""
+    """0/1 floats, bools, unsigned and signed integers (nonzero: may
+    attend) are keep-masks; the check does not refuse them."""
     def arrays(r):
         if isinstance(r, tuple):
             return [a for a in r if isinstance(a, np.ndarray)]
@@ -75,8 +101,8 @@ def test_keep_masks_still_work(entry):
     keep = np.tril(np.ones((L, S)))
     want = arrays(ENTRY[entry](keep.astype(bool)))
     assert want
-    for m in (keep, keep.astype(np.uint8), np.where(keep > 0, np.nan, 0.0),
-              keep * 3.5):
+    for m in (keep, keep.astype(np.uint8), keep.astype(np.float32),
+              (keep * 3).astype(np.int64)):
         got = arrays(ENTRY[entry](m))
         assert len(got) == len(want)
         for a, b in zip(got, want):

@@ -296,11 +296,12 @@ def test_nonfinite_values_propagate_like_reference(fname, f, value, arg, dtype):
     if arg in ("bias", "all"):
         bias = _poisoned(bias, value, (2, 1))
     if arg in ("mask", "all"):
-        mask = _poisoned(mask, value, (1, 4))     # nonzero: may attend
+        mask = _poisoned(mask, value, (1, 4))
         mask[0, 0] = 0.0
     for policy in ("zero", "uniform", "nan"):
         kw = dict(mask=mask, bias=bias, fully_masked=policy)
-        if np.any(mask < 0):   # -inf: an additive mask, refused (bias=)
+        if not np.all((mask == 0) | (mask == 1)):
+            # -inf: an additive mask; NaN, inf: not 0 or 1: refused (bias=)
             for g in (f, ref_sdpa):
                 with pytest.raises(ValueError, match="bias="):
                     g(q, k, v, **kw)
