@@ -18,15 +18,17 @@
 #include <string.h>
 
 /* the C library's fma is correctly rounded (or the target has the
- * instruction, which the compiler then emits inline)                    */
-#if defined(__FMA__) || defined(__aarch64__) || defined(_M_ARM64)            \
+ * instruction, which the compiler then emits inline); ATTN_FORCE_SOFT_FMA
+ * builds the exact fallbacks instead, so the C tests try them anywhere  */
+#if defined(ATTN_FORCE_SOFT_FMA)
+#define ATTN_LIBM_FMA_OK 0
+#elif defined(__FMA__) || defined(__aarch64__) || defined(_M_ARM64)            \
     || defined(__GLIBC__) || defined(__APPLE__)
 #define ATTN_LIBM_FMA_OK 1
 #else
 #define ATTN_LIBM_FMA_OK 0
 #endif
 
-#if !ATTN_LIBM_FMA_OK
 /* round-to-odd helpers: s = RN(x + y) made round-to-odd: when the sum was
  * inexact and s's last bit is even, s moves one ulp toward the exact sum
  * (Boldo and Melquiond: a round-to-odd result with enough spare bits
@@ -45,22 +47,26 @@ static inline double attn__add_odd(double x, double y)
     }
     return s;
 }
-#endif
 
 /* fmaf: a * b is exact in double (24 + 24 bits), the double sum is made
  * round-to-odd, which then rounds once, right, to float                  */
+static inline float attn__fmaf_soft(float a, float b, float c)
+{
+    return (float)attn__add_odd((double)a * (double)b, (double)c);
+}
+
 static inline float attn_fmaf(float a, float b, float c)
 {
 #if ATTN_LIBM_FMA_OK
     return fmaf(a, b, c);
 #else
-    return (float)attn__add_odd((double)a * (double)b, (double)c);
+    return attn__fmaf_soft(a, b, c);
 #endif
 }
 
-#if !ATTN_LIBM_FMA_OK
-double attn__fma_soft(double a, double b, double c); /* simd/fma.c */
-#endif
+/* exact integer arithmetic (simd/fma.c); always built, so that the C
+ * tests compare it with the hardware's fma on every machine             */
+double attn__fma_soft(double a, double b, double c);
 
 static inline double attn_fma(double a, double b, double c)
 {
