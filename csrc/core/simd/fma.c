@@ -22,43 +22,11 @@
  */
 #include "simd/fma.h"
 
-typedef struct {
-    uint64_t hi, lo;
-} fma_u128;
+#include "simd/u128.h"
 
-/* the index of x's highest set bit, x != 0 (no compiler builtin: MSVC)  */
-static int fma_msb64(uint64_t x)
+static attn__u128 fma_shl(attn__u128 x, int s) /* 0 <= s < 128 */
 {
-    int n = 0;
-    for (int s = 32; s > 0; s >>= 1)
-        if (x >> s) {
-            x >>= s;
-            n += s;
-        }
-    return n;
-}
-
-static int fma_msb128(fma_u128 x)
-{
-    return x.hi ? 64 + fma_msb64(x.hi) : fma_msb64(x.lo);
-}
-
-/* the 128-bit product of two 64-bit integers, from 32-bit halves       */
-static fma_u128 fma_mul64(uint64_t a, uint64_t b)
-{
-    const uint64_t a0 = a & 0xffffffffu, a1 = a >> 32;
-    const uint64_t b0 = b & 0xffffffffu, b1 = b >> 32;
-    const uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
-    const uint64_t mid = (p00 >> 32) + (p01 & 0xffffffffu) + (p10 & 0xffffffffu);
-    fma_u128 r;
-    r.lo = (mid << 32) | (p00 & 0xffffffffu);
-    r.hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
-    return r;
-}
-
-static fma_u128 fma_shl(fma_u128 x, int s) /* 0 <= s < 128 */
-{
-    fma_u128 r;
+    attn__u128 r;
     if (s == 0)
         return x;
     if (s >= 64) {
@@ -71,9 +39,9 @@ static fma_u128 fma_shl(fma_u128 x, int s) /* 0 <= s < 128 */
     return r;
 }
 
-static fma_u128 fma_shr(fma_u128 x, int s) /* 0 <= s < 128 */
+static attn__u128 fma_shr(attn__u128 x, int s) /* 0 <= s < 128 */
 {
-    fma_u128 r;
+    attn__u128 r;
     if (s == 0)
         return x;
     if (s >= 64) {
@@ -87,9 +55,9 @@ static fma_u128 fma_shr(fma_u128 x, int s) /* 0 <= s < 128 */
 }
 
 /* x >> s, any s >= 0, with bit 0 set when a nonzero bit was shifted out */
-static fma_u128 fma_shr_sticky(fma_u128 x, int s)
+static attn__u128 fma_shr_sticky(attn__u128 x, int s)
 {
-    fma_u128 r = {0, 0};
+    attn__u128 r = {0, 0};
     int lost;
     if (s == 0)
         return x;
@@ -98,28 +66,28 @@ static fma_u128 fma_shr_sticky(fma_u128 x, int s)
         return r;
     }
     r = fma_shr(x, s);
-    const fma_u128 back = fma_shl(r, s);
+    const attn__u128 back = fma_shl(r, s);
     lost = back.hi != x.hi || back.lo != x.lo;
     r.lo |= (uint64_t)lost;
     return r;
 }
 
-static int fma_lt(fma_u128 a, fma_u128 b)
+static int fma_lt(attn__u128 a, attn__u128 b)
 {
     return a.hi < b.hi || (a.hi == b.hi && a.lo < b.lo);
 }
 
-static fma_u128 fma_add(fma_u128 a, fma_u128 b)
+static attn__u128 fma_add(attn__u128 a, attn__u128 b)
 {
-    fma_u128 r;
+    attn__u128 r;
     r.lo = a.lo + b.lo;
     r.hi = a.hi + b.hi + (r.lo < a.lo);
     return r;
 }
 
-static fma_u128 fma_sub(fma_u128 a, fma_u128 b) /* a >= b */
+static attn__u128 fma_sub(attn__u128 a, attn__u128 b) /* a >= b */
 {
-    fma_u128 r;
+    attn__u128 r;
     r.lo = a.lo - b.lo;
     r.hi = a.hi - b.hi - (a.lo < b.lo);
     return r;
@@ -134,7 +102,7 @@ static void fma_unpack(double x, uint64_t *m, int *e, int *sign)
     const int be = (int)((u >> 52) & 0x7ff);
     const uint64_t f = u & 0xfffffffffffffull;
     if (be == 0) { /* subnormal: f 2^-1074 */
-        const int sh = 52 - fma_msb64(f);
+        const int sh = 52 - attn__msb64(f);
         *m = f << sh;
         *e = -1074 - sh;
     } else {
@@ -165,15 +133,15 @@ double attn__fma_soft(double a, double b, double c)
     fma_unpack(c, &mc, &ec, &sc);
 
     /* both in the window, top bit at 125: value = X 2^xe               */
-    fma_u128 x = fma_mul64(ma, mb);
-    const int psh = 125 - fma_msb128(x); /* 20 or 21 */
+    attn__u128 x = attn__mul64(ma, mb);
+    const int psh = 125 - attn__msb128(x); /* 20 or 21 */
     x = fma_shl(x, psh);
     int xe = ea + eb - psh;
     const int sx = sa ^ sb;
-    fma_u128 y = {mc << 9, 0}; /* mc << 73 */
+    attn__u128 y = {mc << 9, 0}; /* mc << 73 */
     int ye = ec - 73;
 
-    fma_u128 big = x, small = y;
+    attn__u128 big = x, small = y;
     int e = xe, sbig = sx, ssmall = sc;
     if (ye > xe) {
         big = y;
@@ -184,7 +152,7 @@ double attn__fma_soft(double a, double b, double c)
     }
     small = fma_shr_sticky(small, e - (ye > xe ? xe : ye));
 
-    fma_u128 r;
+    attn__u128 r;
     int sign = sbig;
     if (sbig == ssmall) {
         r = fma_add(big, small);
@@ -198,7 +166,7 @@ double attn__fma_soft(double a, double b, double c)
         return 0.0; /* exact cancellation: +0 when rounding to nearest */
 
     /* round r 2^e to 53 bits, or to the subnormal grid 2^-1074          */
-    const int p = fma_msb128(r);
+    const int p = attn__msb128(r);
     int s = p - 52;
     if (p + e < -1022)
         s = -1074 - e;
@@ -208,9 +176,9 @@ double attn__fma_soft(double a, double b, double c)
     } else if (s >= 128) {
         m = 0; /* below half the smallest subnormal: p <= 126 < s - 1 */
     } else {
-        const fma_u128 q = fma_shr(r, s);
-        const fma_u128 rem = fma_sub(r, fma_shl(q, s));
-        const fma_u128 half = fma_shl((fma_u128){0, 1}, s - 1);
+        const attn__u128 q = fma_shr(r, s);
+        const attn__u128 rem = fma_sub(r, fma_shl(q, s));
+        const attn__u128 half = fma_shl((attn__u128){0, 1}, s - 1);
         m = q.lo;
         if (fma_lt(half, rem) || (rem.hi == half.hi && rem.lo == half.lo
                                   && (m & 1)))

@@ -83,15 +83,31 @@
 #define AX_Q9_D 0.000002755726641861230370310895
 #define AX_Q10_D 0.0000002762133866914292379999846
 #define AX_Q11_D 2.510134692835034019792163e-8
+/* the functions below */
+#define AX_XHI_F 89.0f                  /* > ln(FLT_MAX): e^x -> inf      */
+#define AX_XHI_D 710.0                  /* > ln(DBL_MAX)                  */
+#define AX_TMIN_F 0x1p-126f             /* the smallest normal numbers    */
+#define AX_TMIN_D 0x1p-1022
+#define AX_LNSQ2PI_F 0.9189385175704956f    /* ln(sqrt(2 pi)) in two parts */
+#define AX_LNSQ2PI_LO_F 1.563417661998301e-08f
+#define AX_LNSQ2PI_D 0x1.d67f1c864beb5p-1
+#define AX_LNSQ2PI_LO_D (-0x1.65b5a1b7ff5dfp-55)
+#define AX_SQRT2 1.4142135623730951
+#define AX_TWOOPI_D 0.63661977236758138      /* 2/pi */
+#define AX_PHI_U0 0.671875              /* Phi's pieces: math_poly.h      */
+#define AX_PHI_U1 2.0
+#define AX_PHI_U2 4.0
+#include "simd/math_poly.h"
+/* x >= 2^32 (finite: else anything) = n pi/2 + *rh + *rl, |rh| <= pi/4;
+ * returns n mod 4 (simd/scalar.c: exact integer arithmetic)            */
+int attn__rem_pio2_big(double x, double *rh, double *rl);
 #endif
 
 #define MT_ static ATTN_INLINE ATTR
 
-/* The steps exp and expm1 share, on xc >= CLAMP (or NaN): xc = n ln2 + r;
- * returns q1 = 1 + r q(r), so that e^xc = 2^n (1 + r q1) and
- * expm1(xc) = 2^n (r q1) + (2^n - 1); *r_ = r, *s_ = 2^n (+0 for the
- * clamped n = -127 / -1023)                                             */
-MT_ VT SFX(expk)(VT xc, VT *r_, VT *s_)
+/* The steps every exp shares, on xc >= CLAMP (or NaN): xc = n ln2 + r,
+ * |r| <= ln2 / 2; returns r, *t_ = n + MAGIC (VPOW2T(t) = 2^n)          */
+MT_ VT SFX(expr)(VT xc, VT *t_)
 {
 #if SIMD_T_F64
     const VT magic = VSET1(AX_MAGIC_D);
@@ -99,6 +115,21 @@ MT_ VT SFX(expk)(VT xc, VT *r_, VT *s_)
     VT n = VSUB(t, magic);
     VT r = VFNMA(n, VSET1(AX_LN2HI_D), xc);
     r = VFNMA(n, VSET1(AX_LN2LO_D), r);
+#else
+    const VT magic = VSET1(AX_MAGIC_F);
+    VT t = VFMA(xc, VSET1(AX_LOG2E_F), magic);
+    VT n = VSUB(t, magic);
+    VT r = VFNMA(n, VSET1(AX_LN2HI_F), xc);
+    r = VFNMA(n, VSET1(AX_LN2LO_F), r);
+#endif
+    *t_ = t;
+    return r;
+}
+
+/* q1 = 1 + r q(r): e^r = 1 + r q1                                        */
+MT_ VT SFX(expq)(VT r)
+{
+#if SIMD_T_F64
     VT q = VSET1(AX_Q11_D);
     q = VFMA(q, r, VSET1(AX_Q10_D));
     q = VFMA(q, r, VSET1(AX_Q9_D));
@@ -110,20 +141,25 @@ MT_ VT SFX(expk)(VT xc, VT *r_, VT *s_)
     q = VFMA(q, r, VSET1(AX_Q3_D));
     q = VFMA(q, r, VSET1(AX_Q2_D));
 #else
-    const VT magic = VSET1(AX_MAGIC_F);
-    VT t = VFMA(xc, VSET1(AX_LOG2E_F), magic);
-    VT n = VSUB(t, magic);
-    VT r = VFNMA(n, VSET1(AX_LN2HI_F), xc);
-    r = VFNMA(n, VSET1(AX_LN2LO_F), r);
     VT q = VSET1(AX_Q6_F);
     q = VFMA(q, r, VSET1(AX_Q5_F));
     q = VFMA(q, r, VSET1(AX_Q4_F));
     q = VFMA(q, r, VSET1(AX_Q3_F));
     q = VFMA(q, r, VSET1(AX_Q2_F));
 #endif
-    *r_ = r;
-    *s_ = VPOW2T(t);
     return VFMA(q, r, VSET1((T)1));
+}
+
+/* The steps exp and expm1 share, on xc >= CLAMP (or NaN): xc = n ln2 + r;
+ * returns q1 = 1 + r q(r), so that e^xc = 2^n (1 + r q1) and
+ * expm1(xc) = 2^n (r q1) + (2^n - 1); *r_ = r, *s_ = 2^n (+0 for the
+ * clamped n = -127 / -1023)                                             */
+MT_ VT SFX(expk)(VT xc, VT *r_, VT *s_)
+{
+    VT t;
+    *r_ = SFX(expr)(xc, &t);
+    *s_ = VPOW2T(t);
+    return SFX(expq)(*r_);
 }
 
 /* e^x for x <= 0: x below ln(smallest normal) (and -inf) gives +0; NaN
@@ -156,6 +192,368 @@ MT_ VT SFX(tanh)(VT x)
     VT th = VDIV(VSUB(VZERO(), m), VADD(VSET1((T)2), m));
     return VORSIGN(th, x);
 }
+
+
+/* ---- the functions of simd/scalar.h (and any kernel's), written once -- */
+
+/* c[0] + x (c[1] + x (... + x c[n])): Horner, one fma a step            */
+MT_ VT SFX(horner)(VT x, const T *c, int n)
+{
+    VT y = VSET1(c[n]);
+    for (int i = n - 1; i >= 0; i--)
+        y = VFMA(y, x, VSET1(c[i]));
+    return y;
+}
+
+/* a + b = *s + *e exactly (Knuth's TwoSum: any magnitudes)              */
+MT_ void SFX(two_sum)(VT a, VT b, VT *s, VT *e)
+{
+    const VT t = VADD(a, b), bb = VSUB(t, a);
+    *e = VADD(VSUB(a, VSUB(t, bb)), VSUB(b, bb));
+    *s = t;
+}
+
+/* f e^(xh + xl), xl a small correction to xh (|xl| <= ulp(xh)), for
+ * f in (0, 1]: the last rounding is the fma f + f (r q1) before the
+ * exact scaling by 2^n, so f's rounding and e^r's add no second one.
+ * Results below the smallest normal number are 0 (as exp_neg's)        */
+MT_ VT SFX(expmul)(VT xh, VT xl, VT f)
+{
+#if SIMD_T_F64
+    const VT c = VSET1(AX_CLAMP_D), tiny = VSET1(AX_TMIN_D);
+#else
+    const VT c = VSET1(AX_CLAMP_F), tiny = VSET1(AX_TMIN_F);
+#endif
+    VT t, r = SFX(expr)(VMAX(c, xh), &t);
+    r = VADD(r, xl);
+    const VT q = SFX(expq)(r);
+    VT y = VMUL(VFMA(f, VMUL(r, q), f), VPOW2T(t));
+    y = VSEL(VLT(xh, c), VZERO(), y);
+    return VSEL(VLT(y, tiny), VZERO(), y);
+}
+
+/* e^(xh + xl) over the whole range, xl a small correction (0 for plain
+ * exp): x > ~ln(max) gives +inf, x < ln(smallest normal) +0 (and -inf),
+ * NaN stays NaN. x is clamped to [CLAMP, XHI]; n reaches 1024 / 128 for
+ * x > 0, past VPOW2T's range, so there 2^n = 2^(n - 1) * 2 (both exact;
+ * the last multiply overflows to inf when the result does)              */
+MT_ VT SFX(exp_dd)(VT xh, VT xl)
+{
+#if SIMD_T_F64
+    const VT c = VSET1(AX_CLAMP_D), hi = VSET1(AX_XHI_D), minx = VSET1(AX_MINX_D);
+#else
+    const VT c = VSET1(AX_CLAMP_F), hi = VSET1(AX_XHI_F), minx = VSET1(AX_MINX_F);
+#endif
+    VT t, r = SFX(expr)(VMAX(c, VMIN(hi, xh)), &t);
+    r = VADD(r, xl);
+    const VT q = SFX(expq)(r);
+    const VM pos = VLT(VZERO(), xh);
+    const VT s = VPOW2T(VSUB(t, VSEL(pos, VSET1((T)1), VZERO())));
+    VT y = VMUL(VMUL(VFMA(q, r, VSET1((T)1)), s),
+                VSEL(pos, VSET1((T)2), VSET1((T)1)));
+    return VSEL(VLT(xh, minx), VZERO(), y);
+}
+
+/* e^x, every x. Same bits as exp_neg for x <= 0 (r + 0 is r but for -0,
+ * where the polynomial gives 1 either way)                             */
+MT_ VT SFX(exp)(VT x) { return SFX(exp_dd)(x, VZERO()); }
+
+/* 1 / (1 + e^-x) = e / (1 + e) for x < 0, 1 / (1 + e) for x >= 0 with
+ * e = e^-|x| <= 1: no overflow, and e's error shrinks in 1 + e. Below
+ * the smallest normal number the result is 0 (x < ~-87.3 / -708.4)     */
+MT_ VT SFX(sigmoid)(VT x)
+{
+    const VT e = SFX(exp_neg)(VSUB(VZERO(), VABS(x)));
+    const VT num = VSEL(VLT(x, VZERO()), e, VSET1((T)1));
+    return VDIV(num, VADD(VSET1((T)1), e));
+}
+
+/* the exponent -h^2/2 - ln(sqrt(2 pi)) as *xh + *xl, h^2 exact (fma) and
+ * the constant in two parts                                             */
+MT_ void SFX(npdf_arg)(VT h, VT *xh, VT *xl)
+{
+#if SIMD_T_F64
+    const VT ch = VSET1(AX_LNSQ2PI_D), cl = VSET1(AX_LNSQ2PI_LO_D);
+#else
+    const VT ch = VSET1(AX_LNSQ2PI_F), cl = VSET1(AX_LNSQ2PI_LO_F);
+#endif
+    const VT zh = VMUL(h, h), zl = VFMA(h, h, VSUB(VZERO(), zh));
+    const VT mh = VSET1((T)-0.5);
+    VT e;
+    SFX(two_sum)(VMUL(mh, zh), VSUB(VZERO(), ch), xh, &e);
+    *xl = VSUB(VFMA(mh, zl, e), cl);
+}
+
+/* the normal density e^(-h^2/2) / sqrt(2 pi); 0 below the smallest
+ * normal number (|h| > ~13.2 / 37.5), NaN stays NaN                    */
+MT_ VT SFX(npdf)(VT h)
+{
+#if SIMD_T_F64
+    const VT hmax = VSET1((T)40);
+#else
+    const VT hmax = VSET1((T)16);
+#endif
+    VT xh, xl;
+    SFX(npdf_arg)(VMIN(hmax, VABS(h)), &xh, &xl);
+    const VT y = SFX(expmul)(xh, xl, VSET1((T)1));
+    return VSEL(VEQ(h, h), y, h);
+}
+
+/* Phi(h) = (1 + erf(h / sqrt 2)) / 2, the normal distribution function,
+ * accurate in relative terms for negative h too (no 1 + erf):
+ *   |h| < U0:  1/2 + h A(h^2)
+ *   else:      Q(u) = 1 - Phi(u), u = |h|, as e^(-u^2/2) / sqrt(2 pi) *
+ *              g(u) / u, g(u) = u Q(u) / pdf(u) (u times Mills' ratio):
+ *              a polynomial in u - X0 on [U0, 2) and [2, 4), in 1/u^2
+ *              from 4 on (its coefficients picked per lane), its
+ *              constant term in two parts; Phi = Q(u) for h < 0, 1 - Q
+ *              for h > 0. 0 below the smallest normal number           */
+MT_ VT SFX(phi)(VT h)
+{
+#if SIMD_T_F64
+    static const T pa[] = PHA_D, pb[] = PHB_D, pc[] = PHC_D, pd[] = PHD_D;
+    const int na = PHA_D_N, n = PHB_D_N;
+    const T la = PHA_D_LO, lb = PHB_D_LO, lc = PHC_D_LO, ld = PHD_D_LO;
+    const T xb = PHB_D_X0, xc = PHC_D_X0;
+    const VT umax = VSET1((T)40);
+#else
+    static const T pa[] = PHA_F, pb[] = PHB_F, pc[] = PHC_F, pd[] = PHD_F;
+    const int na = PHA_F_N, n = PHB_F_N;
+    const T la = PHA_F_LO, lb = PHB_F_LO, lc = PHC_F_LO, ld = PHD_F_LO;
+    const T xb = PHB_F_X0, xc = PHC_F_X0;
+    const VT umax = VSET1((T)16);
+#endif
+    const VT one = VSET1((T)1), u = VMIN(umax, VABS(h));
+    /* the middle */
+    const VT z = VMUL(h, h);
+    VT a = VFMA(SFX(horner)(z, pa + 1, na - 1), z, VSET1(la));
+    a = VADD(a, VSET1(pa[0]));
+    const VT ym = VFMA(h, a, VSET1((T)0.5));
+    /* the tails */
+    const VM m1 = VLT(u, VSET1((T)AX_PHI_U1)), m2 = VLT(u, VSET1((T)AX_PHI_U2));
+    const VT w = VDIV(one, VMUL(u, u));
+    const VT v = VSEL(m1, VSUB(u, VSET1(xb)),
+                      VSEL(m2, VSUB(u, VSET1(xc)), w));
+    VT g = VSEL(m1, VSET1(pb[n]), VSEL(m2, VSET1(pc[n]), VSET1(pd[n])));
+    for (int i = n - 1; i >= 1; i--)
+        g = VFMA(g, v, VSEL(m1, VSET1(pb[i]),
+                            VSEL(m2, VSET1(pc[i]), VSET1(pd[i]))));
+    g = VFMA(g, v, VSEL(m1, VSET1(lb), VSEL(m2, VSET1(lc), VSET1(ld))));
+    g = VADD(g, VSEL(m1, VSET1(pb[0]), VSEL(m2, VSET1(pc[0]), VSET1(pd[0]))));
+    VT xh, xl;
+    SFX(npdf_arg)(u, &xh, &xl);
+    const VT q = SFX(expmul)(xh, xl, VDIV(g, u));
+    VT y = VSEL(VLT(h, VZERO()), q, VSUB(one, q));
+    y = VSEL(VLT(VABS(h), VSET1((T)AX_PHI_U0)), ym, y);
+    return VSEL(VEQ(h, h), y, h);
+}
+
+/* log(x) = *lo + the result, a double-double to ~2^-65 relative (float:
+ * ~2^-35). x = 2^k m, m in [sqrt(1/2), sqrt 2) (subnormals scaled by
+ * 2^54 / 2^25 first), f = m - 1 exact, s = f / (2 + f) as a
+ * double-double (its division's remainder by fma), log(m) = 2 atanh(s)
+ * = 2 s + s^3 P(s^2), k ln2 in two parts (k ln2_hi exact). log(+-0) =
+ * -inf, x < 0 NaN, log(+inf) = +inf, NaN stays NaN; *lo = 0 for those  */
+MT_ VT SFX(log_dd)(VT x, VT *lo)
+{
+#if SIMD_T_F64
+    static const T pl[] = LOG_D;
+    const int n = LOG_D_N;
+    const VT tiny = VSET1(AX_TMIN_D), up = VSET1((T)0x1p54), kup = VSET1((T)54);
+    const VT ln2h = VSET1(AX_LN2HI_D), ln2l = VSET1(AX_LN2LO_D);
+#else
+    static const T pl[] = LOG_F;
+    const int n = LOG_F_N;
+    const VT tiny = VSET1(AX_TMIN_F), up = VSET1((T)0x1p25f), kup = VSET1((T)25);
+    const VT ln2h = VSET1(AX_LN2HI_F), ln2l = VSET1(AX_LN2LO_F);
+#endif
+    const VT one = VSET1((T)1), two = VSET1((T)2), inf = VSET1((T)INFINITY);
+    const VM sub = VLT(x, tiny);
+    const VT xs = VSEL(sub, VMUL(x, up), x);
+    VT k = VSUB(VGETEXP(xs), VSEL(sub, kup, VZERO()));
+    VT m = VGETMANT(xs);
+    const VM big = VLT(VSET1((T)AX_SQRT2), m);
+    m = VSEL(big, VMUL(m, VSET1((T)0.5)), m);
+    k = VSEL(big, VADD(k, one), k);
+    const VT f = VSUB(m, one);
+    /* s = f / (2 + f): 2 + f = dh + dl exactly, sh + sl                 */
+    const VT dh = VADD(two, f), dl = VSUB(f, VSUB(dh, two));
+    const VT sh = VDIV(f, dh);
+    VT e = VFNMA(sh, dh, f);
+    e = VFNMA(sh, dl, e);
+    const VT sl = VDIV(e, dh);
+    const VT z = VMUL(sh, sh);
+    const VT t = VMUL(VMUL(sh, z), SFX(horner)(z, pl, n));
+    /* k ln2_hi + 2 sh + (2 sl + t + k ln2_lo)                          */
+    VT hi, err;
+    SFX(two_sum)(VMUL(k, ln2h), VMUL(two, sh), &hi, &err);
+    const VT l = VADD(err, VADD(VFMA(two, sl, t), VMUL(k, ln2l)));
+    VT y = VADD(hi, l);
+    VT yl = VSUB(l, VSUB(y, hi));
+    /* the special values                                                */
+    const VM bad = VLT(x, VZERO());
+    y = VSEL(bad, VSET1((T)NAN), y);
+    y = VSEL(VEQ(x, VZERO()), VSUB(VZERO(), inf), y);
+    y = VSEL(VEQ(x, inf), inf, y);
+    y = VSEL(VEQ(x, x), y, x);
+    yl = VSEL(VLT(VABS(y), inf), yl, VZERO());
+    *lo = VSEL(VEQ(y, y), yl, VZERO());
+    return y;
+}
+
+MT_ VT SFX(log)(VT x)
+{
+    VT lo;
+    return SFX(log_dd)(x, &lo);
+}
+
+/* round(v) for |v| <= 2^52 / 2^23 (to nearest, ties to even)           */
+MT_ VT SFX(rint_small)(VT v)
+{
+#if SIMD_T_F64
+    const VT magic = VSET1(AX_MAGIC_D);
+#else
+    const VT magic = VSET1(AX_MAGIC_F);
+#endif
+    return VSUB(VADD(v, magic), magic);
+}
+
+#if SIMD_T_F64 /* pow, sincos: double only (what scalar code needs) */
+/* x^y, with C99's special cases (Annex F: pow(x, +-0) = 1 and pow(1, y)
+ * = 1 even for NaN; a negative x only to an integer y, the sign from y's
+ * parity; pow(-1, +-inf) = 1; zeros and infinities by the limits). x > 0:
+ * e^(y log x) with log x a double-double and y log x formed exactly
+ * (fma) before the exp, so log's rounding is not magnified by y log x
+ * (up to 709): the error is exp's plus ~2^-65 |y log x| relative.
+ * Results below the smallest normal number are 0, above the largest inf */
+MT_ VT SFX(pow)(VT x, VT y)
+{
+#if SIMD_T_F64
+    const VT big = VSET1((T)0x1p52);
+#else
+    const VT big = VSET1((T)0x1p23f);
+#endif
+    const VT one = VSET1((T)1), inf = VSET1((T)INFINITY);
+    const VT ax = VABS(x), ay = VABS(y);
+    VT ll;
+    const VT lh = SFX(log_dd)(ax, &ll);
+    const VT ph = VMUL(y, lh);
+    VT pl = VFMA(y, ll, VFMA(y, lh, VSUB(VZERO(), ph)));
+    pl = VSEL(VLT(VABS(ph), inf), pl, VZERO());
+    VT r = SFX(exp_dd)(ph, pl);
+    /* y's integer part and parity: every |y| >= 2^52 is an integer, and
+     * even from 2^53 on                                                 */
+    const VT yc = VMIN(ay, big);
+    const VM isint = VEQ(SFX(rint_small)(yc), yc);
+    const VT hy = VMUL(VMIN(ay, VADD(big, big)), VSET1((T)0.5));
+    const VM odd = VEQ(VABS(VSUB(hy, SFX(rint_small)(hy))), VSET1((T)0.5));
+    const VT neg = VORSIGN(one, x); /* -1 where x's sign bit is set */
+    const VT sg = VSEL(VLT(neg, VZERO()),
+                       VSEL(isint, VSEL(odd, VSET1((T)-1), one), one), one);
+    r = VMUL(r, sg);
+    /* a finite nonzero negative x to a non-integer y: NaN              */
+    const VT badv = VMUL(VSEL(VLT(x, VZERO()), one, VZERO()),
+                         VMUL(VSEL(VLT(VSUB(VZERO(), inf), x), one, VZERO()),
+                              VSEL(isint, VZERO(), one)));
+    r = VSEL(VEQ(badv, one), VSET1((T)NAN), r);
+    r = VSEL(VEQ(ax, one), VSEL(VEQ(ay, inf), one, r), r);
+    r = VSEL(VEQ(x, one), one, r);
+    return VSEL(VEQ(y, VZERO()), one, r);
+}
+
+/* sin and cos of rh + rl (|rh| <= ~pi/4, |rl| <= ulp(rh)):
+ * sin = rh + (rh z S(z) + rl (1 - z/2)), cos = w + ((1 - w) - z/2 +
+ * (z^2 C(z) - rh rl - zl/2)), z + zl = rh^2 exactly, w = 1 - z/2: the
+ * small parts summed before the one last rounding                      */
+MT_ void SFX(sincos_k)(VT rh, VT rl, VT *s, VT *c)
+{
+#if SIMD_T_F64
+    static const T ps[] = SIN_D, pc[] = COS_D;
+    const int ns = SIN_D_N, nc = COS_D_N;
+#else
+    static const T ps[] = SIN_F, pc[] = COS_F;
+    const int ns = SIN_F_N, nc = COS_F_N;
+#endif
+    const VT one = VSET1((T)1), half = VSET1((T)0.5);
+    const VT z = VMUL(rh, rh), zl = VFMA(rh, rh, VSUB(VZERO(), z));
+    const VT hz = VMUL(half, z), w = VSUB(one, hz);
+    const VT ss = VFMA(VMUL(rh, z), SFX(horner)(z, ps, ns),
+                       VMUL(rl, VSUB(one, hz)));
+    *s = VADD(rh, ss);
+    VT cs = VFNMA(half, zl, VFNMA(rh, rl, VMUL(VMUL(z, z),
+                                               SFX(horner)(z, pc, nc))));
+    cs = VADD(VSUB(VSUB(one, w), hz), cs);
+    *c = VADD(w, cs);
+}
+
+/* sin x and cos x, every x. |x| < 2^32 (every angle position * frequency
+ * for positions up to 2^31 and frequencies up to 1): x = n pi/2 + r with
+ * n = round(x 2/pi) and pi/2 in three doubles, n P1 exact (fma), n P2 as
+ * an exact product, r as a double-double (error ~2^-125 absolute, far
+ * below the closest any double of this range comes to a multiple of
+ * pi/2). Larger |x|: lane by lane, the exact integer reduction of
+ * attn__rem_pio2_big (simd/scalar.c: 2/pi's bits times x's significand,
+ * no rounding before the last step), so every set gets its bits. Then
+ * sin / cos of r by quadrant; sin(-x) = -sin x. inf and NaN give NaN. */
+MT_ void SFX(sincos)(VT x, VT *sn, VT *cs)
+{
+#if SIMD_T_F64
+    const VT magic = VSET1(AX_MAGIC_D);
+#else
+    const VT magic = VSET1(AX_MAGIC_F);
+#endif
+    const VT medmax = VSET1((T)0x1p32), one = VSET1((T)1);
+    const VT ax = VABS(x);
+    const VT axc = VMIN(ax, medmax);
+    const VT n = VSUB(VFMA(axc, VSET1((T)AX_TWOOPI_D), magic), magic);
+    const VT r0 = VFNMA(n, VSET1((T)ATTN_PIO2_1), axc);
+    const VT p2 = VMUL(n, VSET1((T)ATTN_PIO2_2));
+    const VT p2l = VFMA(n, VSET1((T)ATTN_PIO2_2), VSUB(VZERO(), p2));
+    VT s1, e1;
+    SFX(two_sum)(r0, VSUB(VZERO(), p2), &s1, &e1);
+    const VT tail = VFNMA(n, VSET1((T)ATTN_PIO2_3), VSUB(e1, p2l));
+    VT rh = VADD(s1, tail);
+    VT rl = VSUB(tail, VSUB(rh, s1));
+    /* n mod 4, from n / 4's fraction (exact: n < 2^31)                   */
+    const VT n4 = VMUL(n, VSET1((T)0.25));
+    VT fl = SFX(rint_small)(n4);
+    fl = VSEL(VLT(n4, fl), VSUB(fl, one), fl);
+    VT qd = VMUL(VSUB(n4, fl), VSET1((T)4));
+    /* the large (and non-finite) lanes                                   */
+    const VT large = VSEL(VLT(ax, medmax), VZERO(), one);
+    if (VRSUM(large) != 0) {
+        T a_[W], h_[W], l_[W], q_[W], b_[W];
+        VSTOREU(a_, ax);
+        VSTOREU(h_, rh);
+        VSTOREU(l_, rl);
+        VSTOREU(q_, qd);
+        VSTOREU(b_, large);
+        for (int i = 0; i < W; i++)
+            if (b_[i] != 0) {
+                double hh, ll;
+                q_[i] = (T)attn__rem_pio2_big((double)a_[i], &hh, &ll);
+                h_[i] = (T)hh;
+                l_[i] = (T)ll;
+            }
+        rh = VLOADU(h_);
+        rl = VLOADU(l_);
+        qd = VLOADU(q_);
+    }
+    VT s, c;
+    SFX(sincos_k)(rh, rl, &s, &c);
+    /* quadrant q: (sin, cos) = (s, c), (c, -s), (-s, -c), (-c, s)       */
+    const VT mone = VSET1((T)-1);
+    const VM odd = VEQ(VABS(VSUB(qd, VSET1((T)2))), one); /* 1 or 3 */
+    const VT so = VSEL(odd, c, s), co = VSEL(odd, s, c);
+    const VT ssg = VSEL(VLT(qd, VSET1((T)1.5)), one, mone);   /* q 2, 3 */
+    const VT csg = VSEL(VEQ(VABS(VSUB(qd, VSET1((T)1.5))), VSET1((T)0.5)),
+                        mone, one);                           /* q 1, 2 */
+    const VT nan_ = VSUB(x, x); /* 0, or NaN for inf and NaN */
+    const VM fin = VEQ(nan_, nan_);
+    *sn = VSEL(fin, VMUL(VMUL(so, ssg), VORSIGN(one, x)), nan_);
+    *cs = VSEL(fin, VMUL(co, csg), nan_);
+}
+#endif /* SIMD_T_F64 */
 
 #undef MT_
 #define VEXP(x) SFX(exp_neg)(x)
