@@ -149,7 +149,7 @@ def poly_header(check_only):
                        + (f" in x - {mp.nstr(shift, 8)}" if shift else "")
                        + f"; rounded, relative error {mp.nstr(err, 2)} */")
             out.append(f"#define {name}_{tag}_N {deg}")
-            if name.startswith("PH"):
+            if name.startswith("PH") or name == "LOG":
                 # the constant term's rounding error, added back by the
                 # evaluation (the term is the result's size)
                 g0 = mp.chebyfit(g, [mp.mpf(a) - shift, mp.mpf(b) - shift],

@@ -126,8 +126,8 @@ MT_ VT SFX(expr)(VT xc, VT *t_)
     return r;
 }
 
-/* q1 = 1 + r q(r): e^r = 1 + r q1                                        */
-MT_ VT SFX(expq)(VT r)
+/* q(r) = (e^r - 1 - r) / r^2                                           */
+MT_ VT SFX(expq0)(VT r)
 {
 #if SIMD_T_F64
     VT q = VSET1(AX_Q11_D);
@@ -147,7 +147,32 @@ MT_ VT SFX(expq)(VT r)
     q = VFMA(q, r, VSET1(AX_Q3_F));
     q = VFMA(q, r, VSET1(AX_Q2_F));
 #endif
-    return VFMA(q, r, VSET1((T)1));
+    return q;
+}
+
+/* q1 = 1 + r q(r): e^r = 1 + r q1                                        */
+MT_ VT SFX(expq)(VT r) { return VFMA(SFX(expq0)(r), r, VSET1((T)1)); }
+
+/* expr's reduction with its rounding kept: xc + xl = n ln2 + r + *d_,
+ * *d_ = r's rounding error (recovered: r1 - n ln2_lo - r, r1 = xc -
+ * n ln2_hi exact) + xl; e^(xc + xl) = 2^n e^r (1 + d + d^2/2 ...)    */
+MT_ VT SFX(expr2)(VT xc, VT xl, VT *t_, VT *d_)
+{
+#if SIMD_T_F64
+    const VT magic = VSET1(AX_MAGIC_D), ln2h = VSET1(AX_LN2HI_D),
+             ln2l = VSET1(AX_LN2LO_D);
+    const VT t = VFMA(xc, VSET1(AX_LOG2E_D), magic);
+#else
+    const VT magic = VSET1(AX_MAGIC_F), ln2h = VSET1(AX_LN2HI_F),
+             ln2l = VSET1(AX_LN2LO_F);
+    const VT t = VFMA(xc, VSET1(AX_LOG2E_F), magic);
+#endif
+    const VT n = VSUB(t, magic);
+    const VT r1 = VFNMA(n, ln2h, xc);
+    const VT r = VFNMA(n, ln2l, r1);
+    *d_ = VADD(VFNMA(n, ln2l, VSUB(r1, r)), xl);
+    *t_ = t;
+    return r;
 }
 
 /* The steps exp and expm1 share, on xc >= CLAMP (or NaN): xc = n ln2 + r;
@@ -177,8 +202,13 @@ MT_ VT SFX(exp_neg)(VT x)
     return VSEL(VLT(x, minx), VZERO(), y);
 }
 
-/* tanh(x) = sign(x) * -m / (2 + m), m = expm1(-2|x|) in [-1, 0]: no
- * cancellation near 0 (m = r q1 there), +-1 for large |x|, NaN stays NaN */
+/* tanh(x) = sign(x) * -m / (2 + m), m = expm1(-2|x|) in [-1, 0]: with
+ * e^(r + rl) - 1 = r + (r (r q(r)) + rl) =: u (rl: r's rounding error,
+ * recovered) and s = 2^n, m = s u +
+ * (s - 1) and 2 + m = s u + (1 + s) are one fma each (s - 1 and 1 + s
+ * exact but where s is below 2^-52 / 2^-23 and m is -1 anyway): three
+ * roundings and one division in all, no cancellation near 0 (there
+ * m = u). +-1 for large |x|, NaN stays NaN                               */
 MT_ VT SFX(tanh)(VT x)
 {
 #if SIMD_T_F64
@@ -186,13 +216,15 @@ MT_ VT SFX(tanh)(VT x)
 #else
     const VT c = VSET1(AX_CLAMP_F);
 #endif
-    VT r, s;
-    VT q = SFX(expk)(VMAX(c, VMUL(VABS(x), VSET1((T)-2))), &r, &s);
-    VT m = VFMA(s, VMUL(q, r), VSUB(s, VSET1((T)1)));
-    VT th = VDIV(VSUB(VZERO(), m), VADD(VSET1((T)2), m));
-    return VORSIGN(th, x);
+    const VT one = VSET1((T)1);
+    const VT xc = VMAX(c, VMUL(VABS(x), VSET1((T)-2)));
+    VT t, rl, r = SFX(expr2)(xc, VZERO(), &t, &rl);
+    const VT s = VPOW2T(t);
+    const VT u = VADD(r, VFMA(r, VMUL(r, SFX(expq0)(r)), rl));
+    const VT m = VFMA(s, u, VSUB(s, one));
+    const VT d = VFMA(s, u, VADD(one, s));
+    return VORSIGN(VDIV(VSUB(VZERO(), m), d), x);
 }
-
 
 /* ---- the functions of simd/scalar.h (and any kernel's), written once -- */
 
@@ -213,30 +245,33 @@ MT_ void SFX(two_sum)(VT a, VT b, VT *s, VT *e)
     *s = t;
 }
 
-/* f e^(xh + xl), xl a small correction to xh (|xl| <= ulp(xh)), for
- * f in (0, 1]: the last rounding is the fma f + f (r q1) before the
- * exact scaling by 2^n, so f's rounding and e^r's add no second one.
- * Results below the smallest normal number are 0 (as exp_neg's)        */
-MT_ VT SFX(expmul)(VT xh, VT xl, VT f)
+/* (fh + fl) e^(xh + xl), xl a small correction to xh (|xl| <= ulp(xh)),
+ * fh in (0, 1], |fl| <= ulp(fh): with u = e^(r + d) - 1 (expr2: d holds
+ * r's rounding and xl), the one rounding is fh + (fh u + fl (1 + u))
+ * before the exact scaling by 2^n. Results below the smallest normal
+ * number are 0 (as exp_neg's)                                           */
+MT_ VT SFX(expmul)(VT xh, VT xl, VT fh, VT fl)
 {
 #if SIMD_T_F64
     const VT c = VSET1(AX_CLAMP_D), tiny = VSET1(AX_TMIN_D);
 #else
     const VT c = VSET1(AX_CLAMP_F), tiny = VSET1(AX_TMIN_F);
 #endif
-    VT t, r = SFX(expr)(VMAX(c, xh), &t);
-    r = VADD(r, xl);
-    const VT q = SFX(expq)(r);
-    VT y = VMUL(VFMA(f, VMUL(r, q), f), VPOW2T(t));
+    VT t, d, r = SFX(expr2)(VMAX(c, xh), xl, &t, &d);
+    const VT q1 = SFX(expq)(r);
+    /* e^(r + d) - 1 = r q1 + d + d r q1 (d^2 / 2 is below 2^-80)         */
+    const VT u = VFMA(d, VMUL(r, q1), VFMA(r, q1, d));
+    VT y = VMUL(VADD(fh, VFMA(fh, u, VFMA(fl, u, fl))), VPOW2T(t));
     y = VSEL(VLT(xh, c), VZERO(), y);
     return VSEL(VLT(y, tiny), VZERO(), y);
 }
 
 /* e^(xh + xl) over the whole range, xl a small correction (0 for plain
- * exp): x > ~ln(max) gives +inf, x < ln(smallest normal) +0 (and -inf),
- * NaN stays NaN. x is clamped to [CLAMP, XHI]; n reaches 1024 / 128 for
- * x > 0, past VPOW2T's range, so there 2^n = 2^(n - 1) * 2 (both exact;
- * the last multiply overflows to inf when the result does)              */
+ * exp): 2^n (1 + u), u = e^(r + d) - 1 as in expmul. x > ~ln(max) gives
+ * +inf, x < ln(smallest normal) +0 (and -inf), NaN stays NaN. x is
+ * clamped to [CLAMP, XHI]; n reaches 1024 / 128 for x > 0, past
+ * VPOW2T's range, so there 2^n = 2^(n - 1) * 2 (both exact; the last
+ * multiply overflows to inf when the result does)                       */
 MT_ VT SFX(exp_dd)(VT xh, VT xl)
 {
 #if SIMD_T_F64
@@ -244,18 +279,19 @@ MT_ VT SFX(exp_dd)(VT xh, VT xl)
 #else
     const VT c = VSET1(AX_CLAMP_F), hi = VSET1(AX_XHI_F), minx = VSET1(AX_MINX_F);
 #endif
-    VT t, r = SFX(expr)(VMAX(c, VMIN(hi, xh)), &t);
-    r = VADD(r, xl);
-    const VT q = SFX(expq)(r);
+    const VT one = VSET1((T)1);
+    VT t, d, r = SFX(expr2)(VMAX(c, VMIN(hi, xh)), xl, &t, &d);
+    const VT q1 = SFX(expq)(r);
+    /* e^(r + d) - 1 = r q1 + d + d r q1 (d^2 / 2 is below 2^-80)         */
+    const VT u = VFMA(d, VMUL(r, q1), VFMA(r, q1, d));
     const VM pos = VLT(VZERO(), xh);
-    const VT s = VPOW2T(VSUB(t, VSEL(pos, VSET1((T)1), VZERO())));
-    VT y = VMUL(VMUL(VFMA(q, r, VSET1((T)1)), s),
-                VSEL(pos, VSET1((T)2), VSET1((T)1)));
+    const VT s = VPOW2T(VSUB(t, VSEL(pos, one, VZERO())));
+    VT y = VMUL(VMUL(VADD(one, u), s), VSEL(pos, VSET1((T)2), one));
     return VSEL(VLT(xh, minx), VZERO(), y);
 }
 
-/* e^x, every x. Same bits as exp_neg for x <= 0 (r + 0 is r but for -0,
- * where the polynomial gives 1 either way)                             */
+/* e^x, every x: exp_neg's steps with r's rounding error recovered
+ * (expr2), so not always exp_neg's bits for x <= 0                     */
 MT_ VT SFX(exp)(VT x) { return SFX(exp_dd)(x, VZERO()); }
 
 /* 1 / (1 + e^-x) = e / (1 + e) for x < 0, 1 / (1 + e) for x >= 0 with
@@ -295,7 +331,7 @@ MT_ VT SFX(npdf)(VT h)
 #endif
     VT xh, xl;
     SFX(npdf_arg)(VMIN(hmax, VABS(h)), &xh, &xl);
-    const VT y = SFX(expmul)(xh, xl, VSET1((T)1));
+    const VT y = SFX(expmul)(xh, xl, VSET1((T)1), VZERO());
     return VSEL(VEQ(h, h), y, h);
 }
 
@@ -306,8 +342,10 @@ MT_ VT SFX(npdf)(VT h)
  *              g(u) / u, g(u) = u Q(u) / pdf(u) (u times Mills' ratio):
  *              a polynomial in u - X0 on [U0, 2) and [2, 4), in 1/u^2
  *              from 4 on (its coefficients picked per lane), its
- *              constant term in two parts; Phi = Q(u) for h < 0, 1 - Q
- *              for h > 0. 0 below the smallest normal number           */
+ *              constant term in two parts, its last sum and g / u kept
+ *              as double-doubles into expmul's one rounding; Phi = Q(u)
+ *              for h < 0, 1 - Q for h > 0. 0 below the smallest normal
+ *              number                                                  */
 MT_ VT SFX(phi)(VT h)
 {
 #if SIMD_T_F64
@@ -331,7 +369,7 @@ MT_ VT SFX(phi)(VT h)
     const VT ym = VFMA(h, a, VSET1((T)0.5));
     /* the tails */
     const VM m1 = VLT(u, VSET1((T)AX_PHI_U1)), m2 = VLT(u, VSET1((T)AX_PHI_U2));
-    const VT w = VDIV(one, VMUL(u, u));
+    const VT iu = VDIV(one, u), w = VMUL(iu, iu);
     const VT v = VSEL(m1, VSUB(u, VSET1(xb)),
                       VSEL(m2, VSUB(u, VSET1(xc)), w));
     VT g = VSEL(m1, VSET1(pb[n]), VSEL(m2, VSET1(pc[n]), VSET1(pd[n])));
@@ -339,10 +377,16 @@ MT_ VT SFX(phi)(VT h)
         g = VFMA(g, v, VSEL(m1, VSET1(pb[i]),
                             VSEL(m2, VSET1(pc[i]), VSET1(pd[i]))));
     g = VFMA(g, v, VSEL(m1, VSET1(lb), VSEL(m2, VSET1(lc), VSET1(ld))));
-    g = VADD(g, VSEL(m1, VSET1(pb[0]), VSEL(m2, VSET1(pc[0]), VSET1(pd[0]))));
+    /* g = gh + gl exactly, g / u = Gh + Gl (1 - u iu exact by fma)      */
+    VT gh, gl;
+    SFX(two_sum)(VSEL(m1, VSET1(pb[0]), VSEL(m2, VSET1(pc[0]), VSET1(pd[0]))),
+                 g, &gh, &gl);
+    const VT Gh = VMUL(gh, iu);
+    const VT Gl = VFMA(gl, iu, VFMA(Gh, VFNMA(u, iu, one),
+                                    VFMA(gh, iu, VSUB(VZERO(), Gh))));
     VT xh, xl;
     SFX(npdf_arg)(u, &xh, &xl);
-    const VT q = SFX(expmul)(xh, xl, VDIV(g, u));
+    const VT q = SFX(expmul)(xh, xl, Gh, Gl);
     VT y = VSEL(VLT(h, VZERO()), q, VSUB(one, q));
     y = VSEL(VLT(VABS(h), VSET1((T)AX_PHI_U0)), ym, y);
     return VSEL(VEQ(h, h), y, h);
@@ -359,11 +403,13 @@ MT_ VT SFX(log_dd)(VT x, VT *lo)
 #if SIMD_T_F64
     static const T pl[] = LOG_D;
     const int n = LOG_D_N;
+    const T lo0 = LOG_D_LO;
     const VT tiny = VSET1(AX_TMIN_D), up = VSET1((T)0x1p54), kup = VSET1((T)54);
     const VT ln2h = VSET1(AX_LN2HI_D), ln2l = VSET1(AX_LN2LO_D);
 #else
     static const T pl[] = LOG_F;
     const int n = LOG_F_N;
+    const T lo0 = LOG_F_LO;
     const VT tiny = VSET1(AX_TMIN_F), up = VSET1((T)0x1p25f), kup = VSET1((T)25);
     const VT ln2h = VSET1(AX_LN2HI_F), ln2l = VSET1(AX_LN2LO_F);
 #endif
@@ -382,14 +428,27 @@ MT_ VT SFX(log_dd)(VT x, VT *lo)
     VT e = VFNMA(sh, dh, f);
     e = VFNMA(sh, dl, e);
     const VT sl = VDIV(e, dh);
-    const VT z = VMUL(sh, sh);
-    const VT t = VMUL(VMUL(sh, z), SFX(horner)(z, pl, n));
-    /* k ln2_hi + 2 sh + (2 sl + t + k ln2_lo)                          */
-    VT hi, err;
-    SFX(two_sum)(VMUL(k, ln2h), VMUL(two, sh), &hi, &err);
-    const VT l = VADD(err, VADD(VFMA(two, sl, t), VMUL(k, ln2l)));
-    VT y = VADD(hi, l);
-    VT yl = VSUB(l, VSUB(y, hi));
+    /* s^3 P(s^2) to ~2^-60 of itself: s^3 = a + al (sh^3 from exact
+     * products, plus 3 sh^2 sl), P = c0 + z P1(z) = ph + pl (c0 in two
+     * parts), the product a ph's rounding kept                          */
+    const VT zh = VMUL(sh, sh), zl = VFMA(sh, sh, VSUB(VZERO(), zh));
+    const VT a = VMUL(sh, zh);
+    const VT al = VADD(VFMA(sh, zh, VSUB(VZERO(), a)),
+                       VFMA(sh, zl, VMUL(VMUL(VSET1((T)3), zh), sl)));
+    const VT w = VMUL(zh, SFX(horner)(zh, pl + 1, n - 1));
+    VT ph, pe;
+    SFX(two_sum)(VSET1(pl[0]), w, &ph, &pe);
+    const VT th = VMUL(a, ph);
+    const VT tl = VADD(VFMA(a, ph, VSUB(VZERO(), th)),
+                       VFMA(a, VADD(pe, VSET1(lo0)), VMUL(al, ph)));
+    /* k ln2_hi + 2 sh + th + (2 sl + tl + k ln2_lo), the first three
+     * summed exactly                                                    */
+    VT s1, e1, s2, e2;
+    SFX(two_sum)(VMUL(k, ln2h), VMUL(two, sh), &s1, &e1);
+    SFX(two_sum)(s1, th, &s2, &e2);
+    const VT l = VADD(VADD(e1, e2), VADD(VFMA(two, sl, tl), VMUL(k, ln2l)));
+    VT y = VADD(s2, l);
+    VT yl = VSUB(l, VSUB(y, s2));
     /* the special values                                                */
     const VM bad = VLT(x, VZERO());
     y = VSEL(bad, VSET1((T)NAN), y);

@@ -34,6 +34,7 @@
      4.7458652037874553e-14}
 /* LOG_D: degree 8 on [0, 0.029443139]; rounded, relative error 5.6e-17 */
 #define LOG_D_N 8
+#define LOG_D_LO (3.702108823830901e-17)
 #define LOG_D \
     {0.6666666666666666, \
      0.3999999999999999, \
@@ -46,6 +47,7 @@
      0.11882288238944097}
 /* LOG_F: degree 4 on [0, 0.029443139]; rounded, relative error 3.0e-8 */
 #define LOG_F_N 4
+#define LOG_F_LO (-1.986112430074627e-08f)
 #define LOG_F \
     {0.6666666865348816f, \
      0.3999999761581421f, \
