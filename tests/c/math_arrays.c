@@ -22,7 +22,7 @@ static int has_avx512(void) { return (attn__x86_features() & ATTN_X86_AVX512F) !
     {P##exp_##SUF, P##exp_neg_##SUF, P##tanh_##SUF, P##sigmoid_##SUF,          \
      P##phi_##SUF, P##npdf_##SUF, P##log_##SUF}
 #define MA_TABLE(var, name, S, avail)                                          \
-    static const math_set var = {name, avail, MA_FNS(ma_, S##_f32),            \
+    static const math_set var = {name, avail, 0, MA_FNS(ma_, S##_f32),         \
                                  MA_FNS(ma_, S##_f64), ma_pow_##S##_f64,       \
                                  ma_sincos_##S##_f64};
 
@@ -36,7 +36,7 @@ static int has_avx512(void) { return (attn__x86_features() & ATTN_X86_AVX512F) !
 #include "simd/math.h"
 #include "math_arrays_body.h"
 #include "simd/undef.h"
-const math_set math_set_scalar = {"scalar", always, MA_FNS(ma_, scalar_f32),
+const math_set math_set_scalar = {"scalar", always, 0, MA_FNS(ma_, scalar_f32),
                                   MA_FNS(ma_, scalar_f64), ma_pow_scalar_f64,
                                   ma_sincos_scalar_f64};
 

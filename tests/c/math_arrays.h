@@ -21,6 +21,7 @@ typedef void (*mf64_fn)(double *y, const double *x, size_t n);
 typedef struct {
     const char *name;
     int (*available)(void); /* this CPU can run it */
+    int soft;               /* built with the software fma (slow)       */
     mf32_fn f32[MF_N];
     mf64_fn f64[MF_N];
     void (*pow64)(double *r, const double *x, const double *y, size_t n);

@@ -33,7 +33,7 @@ static int always(void) { return 1; }
 #include "math_arrays_body.h"
 #include "simd/undef.h"
 const math_set math_set_scalar_soft = {
-    "scalar, soft fma", always, MA_FNS(ma_, scalar_f32), MA_FNS(ma_, scalar_f64),
+    "scalar, soft fma", always, 1, MA_FNS(ma_, scalar_f32), MA_FNS(ma_, scalar_f64),
     ma_pow_scalar_f64, ma_sincos_scalar_f64};
 
 #define SIMD_F64 0
@@ -47,5 +47,5 @@ const math_set math_set_scalar_soft = {
 #include "math_arrays_body.h"
 #include "simd/undef.h"
 const math_set math_set_port_soft = {
-    "portable, soft fma", always, MA_FNS(ma_, port_f32), MA_FNS(ma_, port_f64),
+    "portable, soft fma", always, 1, MA_FNS(ma_, port_f32), MA_FNS(ma_, port_f64),
     ma_pow_port_f64, ma_sincos_port_f64};

@@ -8,9 +8,16 @@
  *                            smallest normal number give 0, NaN stays NaN)
  *   tanh<SFX>      VTANH(x)  tanh(x) (+-1 for large |x|, NaN stays NaN)
  *   VSAFE(x)                 x == -inf ? 0 : x
+ *   exp sigmoid npdf phi log (x)   e^x over the whole range, 1/(1+e^-x),
+ *                  the normal density and distribution function, log x
+ *   log_dd(x, &lo)           log x as a double-double
+ *   pow(x, y) sincos(x, &s, &c)    (double only)
  *
  * e.g. exp_neg_avx2_f32, exp_neg_portw_f64, tanh_neon_f32,
- * exp_neg_scalar_f64 (simd/vec_scalar.h: one lane, VT = T).
+ * exp_neg_scalar_f64 (simd/vec_scalar.h: one lane, VT = T). The one-lane
+ * instantiation is exported as plain C functions by simd/scalar.c
+ * (simd/scalar.h: attn_exp, attn_phif, attn_sincos, ...), where each
+ * function's domain, special values and measured accuracy are listed.
  *
  * THE NUMERIC RULE. Every function here, and every kernel template
  * written over the same primitives, performs one fixed sequence of IEEE
@@ -33,6 +40,11 @@
  *   VPOW2T(t)      2^n, for t = n + 1.5 * 2^23 (float) / 1.5 * 2^52
  *                  (double) with n in [-127, 127] / [-1023, 1023]: the
  *                  low bits of t are n; n = -127 / -1023 gives +0
+ *   VGETEXP(a)     a's exponent field less the bias (127 / 1023), as a
+ *                  T: floor(log2 |a|) for normal a (for 0 and subnormals
+ *                  -127 / -1023; for inf and NaN 128 / 1024)
+ *   VGETMANT(a)    |a| with its exponent field set to the bias: in [1, 2)
+ *                  for normal a (bits, defined for every a)
  *   VRSUM(a)       the lanes' sum, any order: only ever tested against 0
  *   VTRANS(r)      optional: r[0 .. W-1] rows of a W x W block -> columns
  *   VLOAD_F16 VLOAD_BF16 VSTORE_F16 VSTORE_BF16 (float only): W 16-bit
@@ -50,6 +62,14 @@
  * the smallest normal number are 0 and never computed: an underflowing
  * multiply costs a microcode assist per element on Intel CPUs (every
  * masked -inf score goes through exp).
+ *
+ * The other polynomials (math_poly.h) are fitted by tools/fit_math.py
+ * (Chebyshev fits in mpmath at 60 digits, rounded to the type; the
+ * script prints each rounded polynomial's relative error). The accuracy
+ * noted beside each function is tests/c/test_math.c's measurement: the
+ * largest error in ulps against mpmath (tests/data/math_refs.txt, ~800
+ * random and hard points a function) and, for float, over every float
+ * input against glibc's double functions (--exhaustive).
  */
 
 #ifndef ATTNPY_SIMD_MATH_CONSTANTS
