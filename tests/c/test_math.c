@@ -14,12 +14,13 @@
  *      lane, on edge values and random inputs (random bit patterns over
  *      the whole range, and uniform in each function's working range);
  *   4. with --exhaustive: every one of the 2^32 float inputs of each float
- *      function, on every instantiation but the two soft-fma builds (20x
- *      slower: sampled in 3. only) against the scalar one (bitwise), and
- *      the scalar one against glibc's double functions (the error in
- *      float ulps; the double functions err by < 1 double ulp, 2^-29
- *      float ulp). Slow (minutes, two threads): CI's full-counts step
- *      runs it (tests/c/test_c_core.py).
+ *      function on the AVX2 and AVX-512 (NEON) instantiations, bit for bit,
+ *      and every 8th on the scalar and portable (narrow and wide) ones
+ *      (10-50x slower: a C library fma call per lane and operation, or
+ *      per-lane loops), the soft-fma ones only in 3.; and the results
+ *      against glibc's double functions (the error in float ulps; the
+ *      double functions err by < 1 double ulp, 2^-29 float ulp). Minutes
+ *      on two threads: CI's full-counts step runs it (test_c_core.py).
  *
  *   test_math [N] [--exhaustive] [--refs FILE]
  *       N: the size of the random part (default 6: 6 x 4096 inputs a
@@ -487,13 +488,48 @@ typedef struct {
 } ex_job;
 
 #define EX_CHUNK 4096
+#ifndef EX_PART /* -DEX_PART=k: every k-th chunk only (to time a sample) */
+#define EX_PART 1
+#endif
+#define EX_SLOW_STRIDE 8 /* the slow builds: every 8th input */
 
-static void ex_run(ex_job *j)
+/* the instantiations the exhaustive run checks on every input (the
+ * vector sets' own, AVX2, AVX-512, NEON: *nfast in fast[], fast[0] the
+ * reference) and on every EX_SLOW_STRIDE-th (scalar and portable: a C
+ * library fma call per lane and fma, or per-lane fma loops the test
+ * build does not vectorize, 10-50x slower); the soft-fma ones only in 3. */
+static int ex_sets(const math_set **fast, int *nfast, const math_set **slow,
+                   int *nslow)
 {
     int nsets;
     const math_set *const *sets = math_sets(&nsets);
-    float x[EX_CHUNK], r[EX_CHUNK], y[EX_CHUNK];
-    for (uint64_t b = j->lo; b < j->hi; b += EX_CHUNK) {
+    *nfast = *nslow = 0;
+    slow[(*nslow)++] = &math_set_scalar;
+    for (int s = nsets - 1; s >= 0; s--) { /* the widest first */
+        if (!sets[s]->available() || sets[s]->soft)
+            continue;
+        if (!strncmp(sets[s]->name, "portable", 8))
+            slow[(*nslow)++] = sets[s];
+        else
+            fast[(*nfast)++] = sets[s];
+    }
+    if (*nfast == 0) { /* no vector set: the scalar one is the reference */
+        fast[(*nfast)++] = slow[0];
+        for (int s = 1; s < *nslow; s++)
+            slow[s - 1] = slow[s];
+        --*nslow;
+    }
+    return *nfast;
+}
+
+static void ex_run(ex_job *j)
+{
+    const math_set *fast[8], *slow[8];
+    int nfast, nslow;
+    ex_sets(fast, &nfast, slow, &nslow);
+    float x[EX_CHUNK], r[EX_CHUNK], y[EX_CHUNK], xs[EX_CHUNK / EX_SLOW_STRIDE],
+        rs[EX_CHUNK / EX_SLOW_STRIDE], ys[EX_CHUNK / EX_SLOW_STRIDE];
+    for (uint64_t b = j->lo; b < j->hi; b += EX_CHUNK * (uint64_t)EX_PART) {
         size_t n = 0;
         for (; n < EX_CHUNK && b + n < j->hi; n++) {
             float v = from32((uint32_t)(b + n));
@@ -501,14 +537,21 @@ static void ex_run(ex_job *j)
                 v = -0.0f; /* exp_neg: x <= 0 only */
             x[n] = v;
         }
-        math_set_scalar.f32[j->f](r, x, n);
-        for (int s = 0; s < nsets; s++) {
-            if (!sets[s]->available() || sets[s]->soft)
-                continue;
-            sets[s]->f32[j->f](y, x, n);
+        fast[0]->f32[j->f](r, x, n);
+        for (int s = 1; s < nfast; s++) {
+            fast[s]->f32[j->f](y, x, n);
             for (size_t k = 0; k < n; k++)
-                if (!same32(y[k], r[k]))
-                    j->diff++;
+                j->diff += !same32(y[k], r[k]);
+        }
+        size_t m = 0;
+        for (size_t k = (b / EX_CHUNK) % EX_SLOW_STRIDE; k < n; k += EX_SLOW_STRIDE) {
+            xs[m] = x[k];
+            rs[m++] = r[k];
+        }
+        for (int s = 0; s < nslow; s++) {
+            slow[s]->f32[j->f](ys, xs, m);
+            for (size_t k = 0; k < m; k++)
+                j->diff += !same32(ys[k], rs[k]);
         }
         for (size_t k = 0; k < n; k++) {
             const double want = ex_ref[j->f](x[k]);
@@ -523,11 +566,8 @@ static void ex_run(ex_job *j)
                     j->flush_bad++;
                 continue;
             }
-            if (fabs(want) < FLT_MIN) { /* 0, or the nearest normal number */
-                if (!(r[k] == 0 || fabsf(r[k]) == FLT_MIN))
-                    j->flush_bad++;
-                continue;
-            }
+            if (fabs(want) < FLT_MIN && (r[k] == 0 || fabsf(r[k]) == FLT_MIN))
+                continue; /* below the normal range: 0 (or rounded up) */
             const double u = ulps(r[k], want, 0, 1);
             if (u > j->worst) {
                 j->worst = u;
@@ -552,8 +592,17 @@ static void *ex_thread(void *p)
 static void test_exhaustive(void)
 {
     static const double bound[MF_N] = {2, 2, 2, 2, 2, 2, 2};
-    printf("every float input (2^32), each instantiation against the scalar "
-           "one and the scalar one against glibc's double functions:\n");
+    const math_set *fast[8], *slow[8];
+    int nfast, nslow;
+    ex_sets(fast, &nfast, slow, &nslow);
+    printf("every float input (2^32): %s", fast[0]->name);
+    for (int s = 1; s < nfast; s++)
+        printf(", %s", fast[s]->name);
+    printf(" on all of them, bit for bit; ");
+    for (int s = 0; s < nslow; s++)
+        printf("%s%s", s ? ", " : "", slow[s]->name);
+    printf(" on every %dth; %s's results against glibc's double functions:\n",
+           EX_SLOW_STRIDE, fast[0]->name);
     for (int f = 0; f < MF_N; f++) {
         const long long t0 = attn__now_ns();
         ex_job jobs[EX_THREADS];

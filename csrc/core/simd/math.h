@@ -108,6 +108,14 @@
 #define AX_XHI_D 710.0                  /* > ln(DBL_MAX)                  */
 #define AX_TMIN_F 0x1p-126f             /* the smallest normal numbers    */
 #define AX_TMIN_D 0x1p-1022
+#define AX_HMAX_F 16.0f                 /* |h| clamp of npdf and phi: far */
+#define AX_HMAX_D 40.0                  /* into the range where they are 0 */
+#define AX_SUBUP_F 0x1p25f              /* log: subnormals scaled by this */
+#define AX_SUBUP_D 0x1p54
+#define AX_SUBUPK_F 25.0f
+#define AX_SUBUPK_D 54.0
+#define AX_INTMIN_F 0x1p23f             /* from here on every T is an     */
+#define AX_INTMIN_D 0x1p52              /* integer                        */
 #define AX_LNSQ2PI_F 0.9189385175704956f    /* ln(sqrt(2 pi)) in two parts */
 #define AX_LNSQ2PI_LO_F 1.563417661998301e-08f
 #define AX_LNSQ2PI_D 0x1.d67f1c864beb5p-1
@@ -124,6 +132,8 @@ int attn__rem_pio2_big(double x, double *rh, double *rl);
 #endif
 
 #define MT_ static ATTN_INLINE ATTR
+/* the constant AX_<n>_D or AX_<n>_F of this element type               */
+#define AXT_(n) (SIMD_T_F64 ? (T)(AX_##n##_D) : (T)(AX_##n##_F))
 
 /* The steps every exp shares, on xc >= CLAMP (or NaN): xc = n ln2 + r,
  * |r| <= ln2 / 2; returns r, *t_ = n + MAGIC (VPOW2T(t) = 2^n)          */
@@ -178,15 +188,9 @@ MT_ VT SFX(expq)(VT r) { return VFMA(SFX(expq0)(r), r, VSET1((T)1)); }
  * n ln2_hi exact) + xl; e^(xc + xl) = 2^n e^r (1 + d + d^2/2 ...)    */
 MT_ VT SFX(expr2)(VT xc, VT xl, VT *t_, VT *d_)
 {
-#if SIMD_T_F64
-    const VT magic = VSET1(AX_MAGIC_D), ln2h = VSET1(AX_LN2HI_D),
-             ln2l = VSET1(AX_LN2LO_D);
-    const VT t = VFMA(xc, VSET1(AX_LOG2E_D), magic);
-#else
-    const VT magic = VSET1(AX_MAGIC_F), ln2h = VSET1(AX_LN2HI_F),
-             ln2l = VSET1(AX_LN2LO_F);
-    const VT t = VFMA(xc, VSET1(AX_LOG2E_F), magic);
-#endif
+    const VT magic = VSET1(AXT_(MAGIC)), ln2h = VSET1(AXT_(LN2HI)),
+             ln2l = VSET1(AXT_(LN2LO));
+    const VT t = VFMA(xc, VSET1(AXT_(LOG2E)), magic);
     const VT n = VSUB(t, magic);
     const VT r1 = VFNMA(n, ln2h, xc);
     const VT r = VFNMA(n, ln2l, r1);
@@ -223,20 +227,15 @@ MT_ VT SFX(exp_neg)(VT x)
 }
 
 /* tanh(x) = sign(x) * -m / (2 + m), m = expm1(-2|x|) in [-1, 0]: with
- * e^(r + rl) - 1 = r + (r (r q(r)) + rl) =: u (rl: r's rounding error,
- * recovered) and s = 2^n, m = s u +
- * (s - 1) and 2 + m = s u + (1 + s) are one fma each (s - 1 and 1 + s
- * exact but where s is below 2^-52 / 2^-23 and m is -1 anyway): three
- * roundings and one division in all, no cancellation near 0 (there
- * m = u). +-1 for large |x|, NaN stays NaN                               */
+ * u = e^(r + rl) - 1 = r + (r (r q(r)) + rl) (rl: r's rounding error,
+ * recovered) and s = 2^n, m = s u + (s - 1) and 2 + m = s u + (1 + s)
+ * are one fma each (s - 1 and 1 + s exact but where s is below 2^-52 /
+ * 2^-23 and m is -1 anyway): three roundings and one division in all,
+ * no cancellation near 0 (there m = u). +-1 for large |x|, NaN stays
+ * NaN                                                                   */
 MT_ VT SFX(tanh)(VT x)
 {
-#if SIMD_T_F64
-    const VT c = VSET1(AX_CLAMP_D);
-#else
-    const VT c = VSET1(AX_CLAMP_F);
-#endif
-    const VT one = VSET1((T)1);
+    const VT c = VSET1(AXT_(CLAMP)), one = VSET1((T)1);
     const VT xc = VMAX(c, VMUL(VABS(x), VSET1((T)-2)));
     VT t, rl, r = SFX(expr2)(xc, VZERO(), &t, &rl);
     const VT s = VPOW2T(t);
@@ -272,11 +271,7 @@ MT_ void SFX(two_sum)(VT a, VT b, VT *s, VT *e)
  * number are 0 (as exp_neg's)                                           */
 MT_ VT SFX(expmul)(VT xh, VT xl, VT fh, VT fl)
 {
-#if SIMD_T_F64
-    const VT c = VSET1(AX_CLAMP_D), tiny = VSET1(AX_TMIN_D);
-#else
-    const VT c = VSET1(AX_CLAMP_F), tiny = VSET1(AX_TMIN_F);
-#endif
+    const VT c = VSET1(AXT_(CLAMP)), tiny = VSET1(AXT_(TMIN));
     VT t, d, r = SFX(expr2)(VMAX(c, xh), xl, &t, &d);
     const VT q1 = SFX(expq)(r);
     /* e^(r + d) - 1 = r q1 + d + d r q1 (d^2 / 2 is below 2^-80)         */
@@ -294,12 +289,8 @@ MT_ VT SFX(expmul)(VT xh, VT xl, VT fh, VT fl)
  * multiply overflows to inf when the result does)                       */
 MT_ VT SFX(exp_dd)(VT xh, VT xl)
 {
-#if SIMD_T_F64
-    const VT c = VSET1(AX_CLAMP_D), hi = VSET1(AX_XHI_D), minx = VSET1(AX_MINX_D);
-#else
-    const VT c = VSET1(AX_CLAMP_F), hi = VSET1(AX_XHI_F), minx = VSET1(AX_MINX_F);
-#endif
-    const VT one = VSET1((T)1);
+    const VT c = VSET1(AXT_(CLAMP)), hi = VSET1(AXT_(XHI)),
+             minx = VSET1(AXT_(MINX)), one = VSET1((T)1);
     VT t, d, r = SFX(expr2)(VMAX(c, VMIN(hi, xh)), xl, &t, &d);
     const VT q1 = SFX(expq)(r);
     /* e^(r + d) - 1 = r q1 + d + d r q1 (d^2 / 2 is below 2^-80)         */
@@ -328,11 +319,7 @@ MT_ VT SFX(sigmoid)(VT x)
  * the constant in two parts                                             */
 MT_ void SFX(npdf_arg)(VT h, VT *xh, VT *xl)
 {
-#if SIMD_T_F64
-    const VT ch = VSET1(AX_LNSQ2PI_D), cl = VSET1(AX_LNSQ2PI_LO_D);
-#else
-    const VT ch = VSET1(AX_LNSQ2PI_F), cl = VSET1(AX_LNSQ2PI_LO_F);
-#endif
+    const VT ch = VSET1(AXT_(LNSQ2PI)), cl = VSET1(AXT_(LNSQ2PI_LO));
     const VT zh = VMUL(h, h), zl = VFMA(h, h, VSUB(VZERO(), zh));
     const VT mh = VSET1((T)-0.5);
     VT e;
@@ -344,11 +331,7 @@ MT_ void SFX(npdf_arg)(VT h, VT *xh, VT *xl)
  * normal number (|h| > ~13.2 / 37.5), NaN stays NaN                    */
 MT_ VT SFX(npdf)(VT h)
 {
-#if SIMD_T_F64
-    const VT hmax = VSET1((T)40);
-#else
-    const VT hmax = VSET1((T)16);
-#endif
+    const VT hmax = VSET1(AXT_(HMAX));
     VT xh, xl;
     SFX(npdf_arg)(VMIN(hmax, VABS(h)), &xh, &xl);
     const VT y = SFX(expmul)(xh, xl, VSET1((T)1), VZERO());
@@ -373,15 +356,13 @@ MT_ VT SFX(phi)(VT h)
     const int na = PHA_D_N, n = PHB_D_N;
     const T la = PHA_D_LO, lb = PHB_D_LO, lc = PHC_D_LO, ld = PHD_D_LO;
     const T xb = PHB_D_X0, xc = PHC_D_X0;
-    const VT umax = VSET1((T)40);
 #else
     static const T pa[] = PHA_F, pb[] = PHB_F, pc[] = PHC_F, pd[] = PHD_F;
     const int na = PHA_F_N, n = PHB_F_N;
     const T la = PHA_F_LO, lb = PHB_F_LO, lc = PHC_F_LO, ld = PHD_F_LO;
     const T xb = PHB_F_X0, xc = PHC_F_X0;
-    const VT umax = VSET1((T)16);
 #endif
-    const VT one = VSET1((T)1), u = VMIN(umax, VABS(h));
+    const VT one = VSET1((T)1), u = VMIN(VSET1(AXT_(HMAX)), VABS(h));
     /* the middle */
     const VT z = VMUL(h, h);
     VT a = VFMA(SFX(horner)(z, pa + 1, na - 1), z, VSET1(la));
@@ -424,15 +405,14 @@ MT_ VT SFX(log_dd)(VT x, VT *lo)
     static const T pl[] = LOG_D;
     const int n = LOG_D_N;
     const T lo0 = LOG_D_LO;
-    const VT tiny = VSET1(AX_TMIN_D), up = VSET1((T)0x1p54), kup = VSET1((T)54);
-    const VT ln2h = VSET1(AX_LN2HI_D), ln2l = VSET1(AX_LN2LO_D);
 #else
     static const T pl[] = LOG_F;
     const int n = LOG_F_N;
     const T lo0 = LOG_F_LO;
-    const VT tiny = VSET1(AX_TMIN_F), up = VSET1((T)0x1p25f), kup = VSET1((T)25);
-    const VT ln2h = VSET1(AX_LN2HI_F), ln2l = VSET1(AX_LN2LO_F);
 #endif
+    const VT tiny = VSET1(AXT_(TMIN)), up = VSET1(AXT_(SUBUP)),
+             kup = VSET1(AXT_(SUBUPK));
+    const VT ln2h = VSET1(AXT_(LN2HI)), ln2l = VSET1(AXT_(LN2LO));
     const VT one = VSET1((T)1), two = VSET1((T)2), inf = VSET1((T)INFINITY);
     const VM sub = VLT(x, tiny);
     const VT xs = VSEL(sub, VMUL(x, up), x);
@@ -489,11 +469,7 @@ MT_ VT SFX(log)(VT x)
 /* round(v) for |v| <= 2^52 / 2^23 (to nearest, ties to even)           */
 MT_ VT SFX(rint_small)(VT v)
 {
-#if SIMD_T_F64
-    const VT magic = VSET1(AX_MAGIC_D);
-#else
-    const VT magic = VSET1(AX_MAGIC_F);
-#endif
+    const VT magic = VSET1(AXT_(MAGIC));
     return VSUB(VADD(v, magic), magic);
 }
 
@@ -507,11 +483,7 @@ MT_ VT SFX(rint_small)(VT v)
  * Results below the smallest normal number are 0, above the largest inf */
 MT_ VT SFX(pow)(VT x, VT y)
 {
-#if SIMD_T_F64
-    const VT big = VSET1((T)0x1p52);
-#else
-    const VT big = VSET1((T)0x1p23f);
-#endif
+    const VT big = VSET1(AXT_(INTMIN));
     const VT one = VSET1((T)1), inf = VSET1((T)INFINITY);
     const VT ax = VABS(x), ay = VABS(y);
     VT ll;
@@ -546,13 +518,8 @@ MT_ VT SFX(pow)(VT x, VT y)
  * small parts summed before the one last rounding                      */
 MT_ void SFX(sincos_k)(VT rh, VT rl, VT *s, VT *c)
 {
-#if SIMD_T_F64
     static const T ps[] = SIN_D, pc[] = COS_D;
     const int ns = SIN_D_N, nc = COS_D_N;
-#else
-    static const T ps[] = SIN_F, pc[] = COS_F;
-    const int ns = SIN_F_N, nc = COS_F_N;
-#endif
     const VT one = VSET1((T)1), half = VSET1((T)0.5);
     const VT z = VMUL(rh, rh), zl = VFMA(rh, rh, VSUB(VZERO(), z));
     const VT hz = VMUL(half, z), w = VSUB(one, hz);
@@ -576,11 +543,7 @@ MT_ void SFX(sincos_k)(VT rh, VT rl, VT *s, VT *c)
  * sin / cos of r by quadrant; sin(-x) = -sin x. inf and NaN give NaN. */
 MT_ void SFX(sincos)(VT x, VT *sn, VT *cs)
 {
-#if SIMD_T_F64
     const VT magic = VSET1(AX_MAGIC_D);
-#else
-    const VT magic = VSET1(AX_MAGIC_F);
-#endif
     const VT medmax = VSET1((T)0x1p32), one = VSET1((T)1);
     const VT ax = VABS(x);
     const VT axc = VMIN(ax, medmax);
@@ -635,6 +598,7 @@ MT_ void SFX(sincos)(VT x, VT *sn, VT *cs)
 #endif /* SIMD_T_F64 */
 
 #undef MT_
+#undef AXT_
 #define VEXP(x) SFX(exp_neg)(x)
 #define VTANH(x) SFX(tanh)(x)
 #define VSAFE(x) VSEL(VEQ(x, VSET1((T)-INFINITY)), VZERO(), x)
