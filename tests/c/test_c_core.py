@@ -20,7 +20,12 @@ differences, the tile and decode paths forward and backward against it on
 every ISA, bitwise over 1 to 4 threads, a windowed decode that never reads
 outside its window; test_variants_tile.c the variants in the tiled
 forward and backward kernels on test_core.c's and test_bwd.c's random
-problems, and window block skipping. All without the Python binding.
+problems, and window block skipping. test_fma.c the exact software fma
+and fmaf of platforms whose C library fma is not trusted, against the FMA
+instruction; test_math.c the elementary functions of simd/math.h (exp,
+sigmoid, tanh, Phi, the normal density, log, sincos, pow): their accuracy
+against mpmath references, their special values, and the bits of every
+instantiation against the scalar one. All without the Python binding.
 
 Marked slow: building the programs takes ~25 s of the 2-CPU machine, a
 sixth of the README's test command, so the fast suite leaves them to
@@ -74,3 +79,19 @@ def test_c_core(c_bin, program, request):
     out = run.stdout + run.stderr
     assert run.returncode == 0, out
     assert f"c_tests.sh: {program}: " in out and "c_tests.sh: OK" in out, out
+
+
+def test_math_every_float(c_bin, request):
+    """test_math --exhaustive: each float function of simd/math.h at every
+    one of the 2^32 float inputs, every instantiation but the soft-fma ones
+    against the scalar one bit for bit, the scalar one against glibc's
+    double functions (<= 2 ulp). Minutes of CPU on two threads, so only in
+    CI's full-counts step (``--full``)."""
+    if not request.config.getoption("full"):
+        pytest.skip("every float input takes minutes: CI's full-counts step "
+                    "(--full) runs it")
+    run = subprocess.run([os.path.join(c_bin, "test_math"), "1", "--exhaustive"],
+                         capture_output=True, text=True, timeout=5400)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+    assert "every float input (2^32)" in out and ", 0 failed" in out, out

@@ -17,57 +17,56 @@
 #include <stdint.h>
 #include <string.h>
 
-/* the target has the instruction: the compiler emits fma / fmaf inline  */
-#if defined(__FMA__) || defined(__aarch64__) || defined(_M_ARM64)            \
-    || defined(__ARM_FEATURE_FMA)
-#define ATTN_HW_FMA 1
-#else
-#define ATTN_HW_FMA 0
-#endif
-/* the C library's fma is correctly rounded                              */
-#if ATTN_HW_FMA || defined(__GLIBC__) || defined(__APPLE__)
+/* the C library's fma is correctly rounded (or the target has the
+ * instruction, which the compiler then emits inline); ATTN_FORCE_SOFT_FMA
+ * builds the exact fallbacks instead, so the C tests try them anywhere  */
+#if defined(ATTN_FORCE_SOFT_FMA)
+#define ATTN_LIBM_FMA_OK 0
+#elif defined(__FMA__) || defined(__aarch64__) || defined(_M_ARM64)            \
+    || defined(__GLIBC__) || defined(__APPLE__)
 #define ATTN_LIBM_FMA_OK 1
 #else
 #define ATTN_LIBM_FMA_OK 0
 #endif
 
-#if !ATTN_LIBM_FMA_OK
 /* round-to-odd helpers: s = RN(x + y) made round-to-odd: when the sum was
  * inexact and s's last bit is even, s moves one ulp toward the exact sum
  * (Boldo and Melquiond: a round-to-odd result with enough spare bits
- * rounds once, right, to the narrower format). No branch (the portable
- * kernels call it in their inner loops); an infinite or NaN s is kept. */
+ * rounds once, right, to the narrower format)                            */
 static inline double attn__add_odd(double x, double y)
 {
     double s = x + y;
+    if (!isfinite(s))
+        return s;
     const double t = s - x, err = (x - (s - t)) + (y - t);
     uint64_t u;
     memcpy(&u, &s, sizeof u);
-    const uint64_t adj = (uint64_t)((err != 0) & ((u & 1) == 0) & (s - s == 0));
-    const uint64_t up = (uint64_t)((err > 0) == (s > 0));
-    u += adj & (up ? (uint64_t)1 : ~(uint64_t)0);
-    memcpy(&s, &u, sizeof s);
+    if (err != 0 && (u & 1) == 0) {
+        u += (err > 0) == (s > 0) ? 1 : (uint64_t)-1;
+        memcpy(&s, &u, sizeof s);
+    }
     return s;
 }
-#endif
 
-/* fmaf: the C library's where it is right (the instruction, inline, where
- * the target has it); else a * b is exact in double (24 + 24 bits), the
- * double sum is made round-to-odd, which then rounds once, right, to
- * float. (Without the instruction either costs 20-50x the FMA builds'
- * time in the portable kernels: "baseline" on x86-64 is slow.)          */
+/* fmaf: a * b is exact in double (24 + 24 bits), the double sum is made
+ * round-to-odd, which then rounds once, right, to float                  */
+static inline float attn__fmaf_soft(float a, float b, float c)
+{
+    return (float)attn__add_odd((double)a * (double)b, (double)c);
+}
+
 static inline float attn_fmaf(float a, float b, float c)
 {
 #if ATTN_LIBM_FMA_OK
     return fmaf(a, b, c);
 #else
-    return (float)attn__add_odd((double)a * (double)b, (double)c);
+    return attn__fmaf_soft(a, b, c);
 #endif
 }
 
-#if !ATTN_LIBM_FMA_OK
-double attn__fma_soft(double a, double b, double c); /* simd/fma.c */
-#endif
+/* exact integer arithmetic (simd/fma.c); always built, so that the C
+ * tests compare it with the hardware's fma on every machine             */
+double attn__fma_soft(double a, double b, double c);
 
 static inline double attn_fma(double a, double b, double c)
 {

@@ -8,9 +8,16 @@
  *                            smallest normal number give 0, NaN stays NaN)
  *   tanh<SFX>      VTANH(x)  tanh(x) (+-1 for large |x|, NaN stays NaN)
  *   VSAFE(x)                 x == -inf ? 0 : x
+ *   exp sigmoid npdf phi log (x)   e^x over the whole range, 1/(1+e^-x),
+ *                  the normal density and distribution function, log x
+ *   log_dd(x, &lo)           log x as a double-double
+ *   pow(x, y) sincos(x, &s, &c)    (double only)
  *
  * e.g. exp_neg_avx2_f32, exp_neg_portw_f64, tanh_neon_f32,
- * exp_neg_scalar_f64 (simd/vec_scalar.h: one lane, VT = T).
+ * exp_neg_scalar_f64 (simd/vec_scalar.h: one lane, VT = T). The one-lane
+ * instantiation is exported as plain C functions by simd/scalar.c
+ * (simd/scalar.h: attn_exp, attn_phif, attn_sincos, ...), where each
+ * function's domain, special values and measured accuracy are listed.
  *
  * THE NUMERIC RULE. Every function here, and every kernel template
  * written over the same primitives, performs one fixed sequence of IEEE
@@ -33,6 +40,11 @@
  *   VPOW2T(t)      2^n, for t = n + 1.5 * 2^23 (float) / 1.5 * 2^52
  *                  (double) with n in [-127, 127] / [-1023, 1023]: the
  *                  low bits of t are n; n = -127 / -1023 gives +0
+ *   VGETEXP(a)     a's exponent field less the bias (127 / 1023), as a
+ *                  T: floor(log2 |a|) for normal a (for 0 and subnormals
+ *                  -127 / -1023; for inf and NaN 128 / 1024)
+ *   VGETMANT(a)    |a| with its exponent field set to the bias: in [1, 2)
+ *                  for normal a (bits, defined for every a)
  *   VRSUM(a)       the lanes' sum, any order: only ever tested against 0
  *   VTRANS(r)      optional: r[0 .. W-1] rows of a W x W block -> columns
  *   VLOAD_F16 VLOAD_BF16 VSTORE_F16 VSTORE_BF16 (float only): W 16-bit
@@ -50,6 +62,14 @@
  * the smallest normal number are 0 and never computed: an underflowing
  * multiply costs a microcode assist per element on Intel CPUs (every
  * masked -inf score goes through exp).
+ *
+ * The other polynomials (math_poly.h) are fitted by tools/fit_math.py
+ * (Chebyshev fits in mpmath at 60 digits, rounded to the type; the
+ * script prints each rounded polynomial's relative error). The accuracy
+ * noted beside each function is tests/c/test_math.c's measurement: the
+ * largest error in ulps against mpmath (tests/data/math_refs.txt, ~800
+ * random and hard points a function) and, for float, over every float
+ * input against glibc's double functions (--exhaustive).
  */
 
 #ifndef ATTNPY_SIMD_MATH_CONSTANTS
@@ -83,15 +103,41 @@
 #define AX_Q9_D 0.000002755726641861230370310895
 #define AX_Q10_D 0.0000002762133866914292379999846
 #define AX_Q11_D 2.510134692835034019792163e-8
+/* the functions below */
+#define AX_XHI_F 89.0f                  /* > ln(FLT_MAX): e^x -> inf      */
+#define AX_XHI_D 710.0                  /* > ln(DBL_MAX)                  */
+#define AX_TMIN_F 0x1p-126f             /* the smallest normal numbers    */
+#define AX_TMIN_D 0x1p-1022
+#define AX_HMAX_F 16.0f                 /* |h| clamp of npdf and phi: far */
+#define AX_HMAX_D 40.0                  /* into the range where they are 0 */
+#define AX_SUBUP_F 0x1p25f              /* log: subnormals scaled by this */
+#define AX_SUBUP_D 0x1p54
+#define AX_SUBUPK_F 25.0f
+#define AX_SUBUPK_D 54.0
+#define AX_INTMIN_F 0x1p23f             /* from here on every T is an     */
+#define AX_INTMIN_D 0x1p52              /* integer                        */
+#define AX_LNSQ2PI_F 0.9189385175704956f    /* ln(sqrt(2 pi)) in two parts */
+#define AX_LNSQ2PI_LO_F 1.563417661998301e-08f
+#define AX_LNSQ2PI_D 0x1.d67f1c864beb5p-1
+#define AX_LNSQ2PI_LO_D (-0x1.65b5a1b7ff5dfp-55)
+#define AX_SQRT2 1.4142135623730951
+#define AX_TWOOPI_D 0.63661977236758138      /* 2/pi */
+#define AX_PHI_U0 0.671875              /* Phi's pieces: math_poly.h      */
+#define AX_PHI_U1 2.0
+#define AX_PHI_U2 4.0
+#include "simd/math_poly.h"
+/* x >= 2^32 (finite: else anything) = n pi/2 + *rh + *rl, |rh| <= pi/4;
+ * returns n mod 4 (simd/scalar.c: exact integer arithmetic)            */
+int attn__rem_pio2_big(double x, double *rh, double *rl);
 #endif
 
 #define MT_ static ATTN_INLINE ATTR
+/* the constant AX_<n>_D or AX_<n>_F of this element type               */
+#define AXT_(n) (SIMD_T_F64 ? (T)(AX_##n##_D) : (T)(AX_##n##_F))
 
-/* The steps exp and expm1 share, on xc >= CLAMP (or NaN): xc = n ln2 + r;
- * returns q1 = 1 + r q(r), so that e^xc = 2^n (1 + r q1) and
- * expm1(xc) = 2^n (r q1) + (2^n - 1); *r_ = r, *s_ = 2^n (+0 for the
- * clamped n = -127 / -1023)                                             */
-MT_ VT SFX(expk)(VT xc, VT *r_, VT *s_)
+/* The steps every exp shares, on xc >= CLAMP (or NaN): xc = n ln2 + r,
+ * |r| <= ln2 / 2; returns r, *t_ = n + MAGIC (VPOW2T(t) = 2^n)          */
+MT_ VT SFX(expr)(VT xc, VT *t_)
 {
 #if SIMD_T_F64
     const VT magic = VSET1(AX_MAGIC_D);
@@ -99,6 +145,21 @@ MT_ VT SFX(expk)(VT xc, VT *r_, VT *s_)
     VT n = VSUB(t, magic);
     VT r = VFNMA(n, VSET1(AX_LN2HI_D), xc);
     r = VFNMA(n, VSET1(AX_LN2LO_D), r);
+#else
+    const VT magic = VSET1(AX_MAGIC_F);
+    VT t = VFMA(xc, VSET1(AX_LOG2E_F), magic);
+    VT n = VSUB(t, magic);
+    VT r = VFNMA(n, VSET1(AX_LN2HI_F), xc);
+    r = VFNMA(n, VSET1(AX_LN2LO_F), r);
+#endif
+    *t_ = t;
+    return r;
+}
+
+/* q(r) = (e^r - 1 - r) / r^2                                           */
+MT_ VT SFX(expq0)(VT r)
+{
+#if SIMD_T_F64
     VT q = VSET1(AX_Q11_D);
     q = VFMA(q, r, VSET1(AX_Q10_D));
     q = VFMA(q, r, VSET1(AX_Q9_D));
@@ -110,20 +171,44 @@ MT_ VT SFX(expk)(VT xc, VT *r_, VT *s_)
     q = VFMA(q, r, VSET1(AX_Q3_D));
     q = VFMA(q, r, VSET1(AX_Q2_D));
 #else
-    const VT magic = VSET1(AX_MAGIC_F);
-    VT t = VFMA(xc, VSET1(AX_LOG2E_F), magic);
-    VT n = VSUB(t, magic);
-    VT r = VFNMA(n, VSET1(AX_LN2HI_F), xc);
-    r = VFNMA(n, VSET1(AX_LN2LO_F), r);
     VT q = VSET1(AX_Q6_F);
     q = VFMA(q, r, VSET1(AX_Q5_F));
     q = VFMA(q, r, VSET1(AX_Q4_F));
     q = VFMA(q, r, VSET1(AX_Q3_F));
     q = VFMA(q, r, VSET1(AX_Q2_F));
 #endif
-    *r_ = r;
+    return q;
+}
+
+/* q1 = 1 + r q(r): e^r = 1 + r q1                                        */
+MT_ VT SFX(expq)(VT r) { return VFMA(SFX(expq0)(r), r, VSET1((T)1)); }
+
+/* expr's reduction with its rounding kept: xc + xl = n ln2 + r + *d_,
+ * *d_ = r's rounding error (recovered: r1 - n ln2_lo - r, r1 = xc -
+ * n ln2_hi exact) + xl; e^(xc + xl) = 2^n e^r (1 + d + d^2/2 ...)    */
+MT_ VT SFX(expr2)(VT xc, VT xl, VT *t_, VT *d_)
+{
+    const VT magic = VSET1(AXT_(MAGIC)), ln2h = VSET1(AXT_(LN2HI)),
+             ln2l = VSET1(AXT_(LN2LO));
+    const VT t = VFMA(xc, VSET1(AXT_(LOG2E)), magic);
+    const VT n = VSUB(t, magic);
+    const VT r1 = VFNMA(n, ln2h, xc);
+    const VT r = VFNMA(n, ln2l, r1);
+    *d_ = VADD(VFNMA(n, ln2l, VSUB(r1, r)), xl);
+    *t_ = t;
+    return r;
+}
+
+/* The steps exp and expm1 share, on xc >= CLAMP (or NaN): xc = n ln2 + r;
+ * returns q1 = 1 + r q(r), so that e^xc = 2^n (1 + r q1) and
+ * expm1(xc) = 2^n (r q1) + (2^n - 1); *r_ = r, *s_ = 2^n (+0 for the
+ * clamped n = -127 / -1023)                                             */
+MT_ VT SFX(expk)(VT xc, VT *r_, VT *s_)
+{
+    VT t;
+    *r_ = SFX(expr)(xc, &t);
     *s_ = VPOW2T(t);
-    return VFMA(q, r, VSET1((T)1));
+    return SFX(expq)(*r_);
 }
 
 /* e^x for x <= 0: x below ln(smallest normal) (and -inf) gives +0; NaN
@@ -141,23 +226,379 @@ MT_ VT SFX(exp_neg)(VT x)
     return VSEL(VLT(x, minx), VZERO(), y);
 }
 
-/* tanh(x) = sign(x) * -m / (2 + m), m = expm1(-2|x|) in [-1, 0]: no
- * cancellation near 0 (m = r q1 there), +-1 for large |x|, NaN stays NaN */
+/* tanh(x) = sign(x) * -m / (2 + m), m = expm1(-2|x|) in [-1, 0]: with
+ * u = e^(r + rl) - 1 = r + (r (r q(r)) + rl) (rl: r's rounding error,
+ * recovered) and s = 2^n, m = s u + (s - 1) and 2 + m = s u + (1 + s)
+ * are one fma each (s - 1 and 1 + s exact but where s is below 2^-52 /
+ * 2^-23 and m is -1 anyway): three roundings and one division in all,
+ * no cancellation near 0 (there m = u). +-1 for large |x|, NaN stays
+ * NaN                                                                   */
 MT_ VT SFX(tanh)(VT x)
 {
-#if SIMD_T_F64
-    const VT c = VSET1(AX_CLAMP_D);
-#else
-    const VT c = VSET1(AX_CLAMP_F);
-#endif
-    VT r, s;
-    VT q = SFX(expk)(VMAX(c, VMUL(VABS(x), VSET1((T)-2))), &r, &s);
-    VT m = VFMA(s, VMUL(q, r), VSUB(s, VSET1((T)1)));
-    VT th = VDIV(VSUB(VZERO(), m), VADD(VSET1((T)2), m));
-    return VORSIGN(th, x);
+    const VT c = VSET1(AXT_(CLAMP)), one = VSET1((T)1);
+    const VT xc = VMAX(c, VMUL(VABS(x), VSET1((T)-2)));
+    VT t, rl, r = SFX(expr2)(xc, VZERO(), &t, &rl);
+    const VT s = VPOW2T(t);
+    const VT u = VADD(r, VFMA(r, VMUL(r, SFX(expq0)(r)), rl));
+    const VT m = VFMA(s, u, VSUB(s, one));
+    const VT d = VFMA(s, u, VADD(one, s));
+    return VORSIGN(VDIV(VSUB(VZERO(), m), d), x);
 }
 
+/* ---- the functions of simd/scalar.h (and any kernel's), written once -- */
+
+/* c[0] + x (c[1] + x (... + x c[n])): Horner, one fma a step            */
+MT_ VT SFX(horner)(VT x, const T *c, int n)
+{
+    VT y = VSET1(c[n]);
+    for (int i = n - 1; i >= 0; i--)
+        y = VFMA(y, x, VSET1(c[i]));
+    return y;
+}
+
+/* a + b = *s + *e exactly (Knuth's TwoSum: any magnitudes)              */
+MT_ void SFX(two_sum)(VT a, VT b, VT *s, VT *e)
+{
+    const VT t = VADD(a, b), bb = VSUB(t, a);
+    *e = VADD(VSUB(a, VSUB(t, bb)), VSUB(b, bb));
+    *s = t;
+}
+
+/* (fh + fl) e^(xh + xl), xl a small correction to xh (|xl| <= ulp(xh)),
+ * fh in (0, 1], |fl| <= ulp(fh): with u = e^(r + d) - 1 (expr2: d holds
+ * r's rounding and xl), the one rounding is fh + (fh u + fl (1 + u))
+ * before the exact scaling by 2^n. Results below the smallest normal
+ * number are 0 (as exp_neg's)                                           */
+MT_ VT SFX(expmul)(VT xh, VT xl, VT fh, VT fl)
+{
+    const VT c = VSET1(AXT_(CLAMP)), tiny = VSET1(AXT_(TMIN));
+    VT t, d, r = SFX(expr2)(VMAX(c, xh), xl, &t, &d);
+    const VT q1 = SFX(expq)(r);
+    /* e^(r + d) - 1 = r q1 + d + d r q1 (d^2 / 2 is below 2^-80)         */
+    const VT u = VFMA(d, VMUL(r, q1), VFMA(r, q1, d));
+    VT y = VMUL(VADD(fh, VFMA(fh, u, VFMA(fl, u, fl))), VPOW2T(t));
+    y = VSEL(VLT(xh, c), VZERO(), y);
+    return VSEL(VLT(y, tiny), VZERO(), y);
+}
+
+/* e^(xh + xl) over the whole range, xl a small correction (0 for plain
+ * exp): 2^n (1 + u), u = e^(r + d) - 1 as in expmul. x > ~ln(max) gives
+ * +inf, x < ln(smallest normal) +0 (and -inf), NaN stays NaN. x is
+ * clamped to [CLAMP, XHI]; n reaches 1024 / 128 for x > 0, past
+ * VPOW2T's range, so there 2^n = 2^(n - 1) * 2 (both exact; the last
+ * multiply overflows to inf when the result does)                       */
+MT_ VT SFX(exp_dd)(VT xh, VT xl)
+{
+    const VT c = VSET1(AXT_(CLAMP)), hi = VSET1(AXT_(XHI)),
+             minx = VSET1(AXT_(MINX)), one = VSET1((T)1);
+    VT t, d, r = SFX(expr2)(VMAX(c, VMIN(hi, xh)), xl, &t, &d);
+    const VT q1 = SFX(expq)(r);
+    /* e^(r + d) - 1 = r q1 + d + d r q1 (d^2 / 2 is below 2^-80)         */
+    const VT u = VFMA(d, VMUL(r, q1), VFMA(r, q1, d));
+    const VM pos = VLT(VZERO(), xh);
+    const VT s = VPOW2T(VSUB(t, VSEL(pos, one, VZERO())));
+    VT y = VMUL(VMUL(VADD(one, u), s), VSEL(pos, VSET1((T)2), one));
+    return VSEL(VLT(xh, minx), VZERO(), y);
+}
+
+/* e^x, every x: exp_neg's steps with r's rounding error recovered
+ * (expr2), so not always exp_neg's bits for x <= 0                     */
+MT_ VT SFX(exp)(VT x) { return SFX(exp_dd)(x, VZERO()); }
+
+/* 1 / (1 + e^-x) = e / (1 + e) for x < 0, 1 / (1 + e) for x >= 0 with
+ * e = e^-|x| <= 1: no overflow, and e's error shrinks in 1 + e. Below
+ * the smallest normal number the result is 0 (x < ~-87.3 / -708.4)     */
+MT_ VT SFX(sigmoid)(VT x)
+{
+    const VT e = SFX(exp_neg)(VSUB(VZERO(), VABS(x)));
+    const VT num = VSEL(VLT(x, VZERO()), e, VSET1((T)1));
+    return VDIV(num, VADD(VSET1((T)1), e));
+}
+
+/* the exponent -h^2/2 - ln(sqrt(2 pi)) as *xh + *xl, h^2 exact (fma) and
+ * the constant in two parts                                             */
+MT_ void SFX(npdf_arg)(VT h, VT *xh, VT *xl)
+{
+    const VT ch = VSET1(AXT_(LNSQ2PI)), cl = VSET1(AXT_(LNSQ2PI_LO));
+    const VT zh = VMUL(h, h), zl = VFMA(h, h, VSUB(VZERO(), zh));
+    const VT mh = VSET1((T)-0.5);
+    VT e;
+    SFX(two_sum)(VMUL(mh, zh), VSUB(VZERO(), ch), xh, &e);
+    *xl = VSUB(VFMA(mh, zl, e), cl);
+}
+
+/* the normal density e^(-h^2/2) / sqrt(2 pi); 0 below the smallest
+ * normal number (|h| > ~13.2 / 37.5), NaN stays NaN                    */
+MT_ VT SFX(npdf)(VT h)
+{
+    const VT hmax = VSET1(AXT_(HMAX));
+    VT xh, xl;
+    SFX(npdf_arg)(VMIN(hmax, VABS(h)), &xh, &xl);
+    const VT y = SFX(expmul)(xh, xl, VSET1((T)1), VZERO());
+    return VSEL(VEQ(h, h), y, h);
+}
+
+/* Phi(h) = (1 + erf(h / sqrt 2)) / 2, the normal distribution function,
+ * accurate in relative terms for negative h too (no 1 + erf):
+ *   |h| < U0:  1/2 + h A(h^2)
+ *   else:      Q(u) = 1 - Phi(u), u = |h|, as e^(-u^2/2) / sqrt(2 pi) *
+ *              g(u) / u, g(u) = u Q(u) / pdf(u) (u times Mills' ratio):
+ *              a polynomial in u - X0 on [U0, 2) and [2, 4), in 1/u^2
+ *              from 4 on (its coefficients picked per lane), its
+ *              constant term in two parts, its last sum and g / u kept
+ *              as double-doubles into expmul's one rounding; Phi = Q(u)
+ *              for h < 0, 1 - Q for h > 0. 0 below the smallest normal
+ *              number                                                  */
+MT_ VT SFX(phi)(VT h)
+{
+#if SIMD_T_F64
+    static const T pa[] = PHA_D, pb[] = PHB_D, pc[] = PHC_D, pd[] = PHD_D;
+    const int na = PHA_D_N, n = PHB_D_N;
+    const T la = PHA_D_LO, lb = PHB_D_LO, lc = PHC_D_LO, ld = PHD_D_LO;
+    const T xb = PHB_D_X0, xc = PHC_D_X0;
+#else
+    static const T pa[] = PHA_F, pb[] = PHB_F, pc[] = PHC_F, pd[] = PHD_F;
+    const int na = PHA_F_N, n = PHB_F_N;
+    const T la = PHA_F_LO, lb = PHB_F_LO, lc = PHC_F_LO, ld = PHD_F_LO;
+    const T xb = PHB_F_X0, xc = PHC_F_X0;
+#endif
+    const VT one = VSET1((T)1), u = VMIN(VSET1(AXT_(HMAX)), VABS(h));
+    /* the middle */
+    const VT z = VMUL(h, h);
+    VT a = VFMA(SFX(horner)(z, pa + 1, na - 1), z, VSET1(la));
+    a = VADD(a, VSET1(pa[0]));
+    const VT ym = VFMA(h, a, VSET1((T)0.5));
+    /* the tails */
+    const VM m1 = VLT(u, VSET1((T)AX_PHI_U1)), m2 = VLT(u, VSET1((T)AX_PHI_U2));
+    const VT iu = VDIV(one, u), w = VMUL(iu, iu);
+    const VT v = VSEL(m1, VSUB(u, VSET1(xb)),
+                      VSEL(m2, VSUB(u, VSET1(xc)), w));
+    VT g = VSEL(m1, VSET1(pb[n]), VSEL(m2, VSET1(pc[n]), VSET1(pd[n])));
+    for (int i = n - 1; i >= 1; i--)
+        g = VFMA(g, v, VSEL(m1, VSET1(pb[i]),
+                            VSEL(m2, VSET1(pc[i]), VSET1(pd[i]))));
+    g = VFMA(g, v, VSEL(m1, VSET1(lb), VSEL(m2, VSET1(lc), VSET1(ld))));
+    /* g = gh + gl exactly, g / u = Gh + Gl (1 - u iu exact by fma)      */
+    VT gh, gl;
+    SFX(two_sum)(VSEL(m1, VSET1(pb[0]), VSEL(m2, VSET1(pc[0]), VSET1(pd[0]))),
+                 g, &gh, &gl);
+    const VT Gh = VMUL(gh, iu);
+    const VT Gl = VFMA(gl, iu, VFMA(Gh, VFNMA(u, iu, one),
+                                    VFMA(gh, iu, VSUB(VZERO(), Gh))));
+    VT xh, xl;
+    SFX(npdf_arg)(u, &xh, &xl);
+    const VT q = SFX(expmul)(xh, xl, Gh, Gl);
+    VT y = VSEL(VLT(h, VZERO()), q, VSUB(one, q));
+    y = VSEL(VLT(VABS(h), VSET1((T)AX_PHI_U0)), ym, y);
+    return VSEL(VEQ(h, h), y, h);
+}
+
+/* log(x) = *lo + the result, a double-double to ~2^-65 relative (float:
+ * ~2^-35). x = 2^k m, m in [sqrt(1/2), sqrt 2) (subnormals scaled by
+ * 2^54 / 2^25 first), f = m - 1 exact, s = f / (2 + f) as a
+ * double-double (its division's remainder by fma), log(m) = 2 atanh(s)
+ * = 2 s + s^3 P(s^2), k ln2 in two parts (k ln2_hi exact). log(+-0) =
+ * -inf, x < 0 NaN, log(+inf) = +inf, NaN stays NaN; *lo = 0 for those  */
+MT_ VT SFX(log_dd)(VT x, VT *lo)
+{
+#if SIMD_T_F64
+    static const T pl[] = LOG_D;
+    const int n = LOG_D_N;
+    const T lo0 = LOG_D_LO;
+#else
+    static const T pl[] = LOG_F;
+    const int n = LOG_F_N;
+    const T lo0 = LOG_F_LO;
+#endif
+    const VT tiny = VSET1(AXT_(TMIN)), up = VSET1(AXT_(SUBUP)),
+             kup = VSET1(AXT_(SUBUPK));
+    const VT ln2h = VSET1(AXT_(LN2HI)), ln2l = VSET1(AXT_(LN2LO));
+    const VT one = VSET1((T)1), two = VSET1((T)2), inf = VSET1((T)INFINITY);
+    const VM sub = VLT(x, tiny);
+    const VT xs = VSEL(sub, VMUL(x, up), x);
+    VT k = VSUB(VGETEXP(xs), VSEL(sub, kup, VZERO()));
+    VT m = VGETMANT(xs);
+    const VM big = VLT(VSET1((T)AX_SQRT2), m);
+    m = VSEL(big, VMUL(m, VSET1((T)0.5)), m);
+    k = VSEL(big, VADD(k, one), k);
+    const VT f = VSUB(m, one);
+    /* s = f / (2 + f): 2 + f = dh + dl exactly, sh + sl                 */
+    const VT dh = VADD(two, f), dl = VSUB(f, VSUB(dh, two));
+    const VT sh = VDIV(f, dh);
+    VT e = VFNMA(sh, dh, f);
+    e = VFNMA(sh, dl, e);
+    const VT sl = VDIV(e, dh);
+    /* s^3 P(s^2) to ~2^-60 of itself: s^3 = a + al (sh^3 from exact
+     * products, plus 3 sh^2 sl), P = c0 + z P1(z) = ph + pl (c0 in two
+     * parts), the product a ph's rounding kept                          */
+    const VT zh = VMUL(sh, sh), zl = VFMA(sh, sh, VSUB(VZERO(), zh));
+    const VT a = VMUL(sh, zh);
+    const VT al = VADD(VFMA(sh, zh, VSUB(VZERO(), a)),
+                       VFMA(sh, zl, VMUL(VMUL(VSET1((T)3), zh), sl)));
+    const VT w = VMUL(zh, SFX(horner)(zh, pl + 1, n - 1));
+    VT ph, pe;
+    SFX(two_sum)(VSET1(pl[0]), w, &ph, &pe);
+    const VT th = VMUL(a, ph);
+    const VT tl = VADD(VFMA(a, ph, VSUB(VZERO(), th)),
+                       VFMA(a, VADD(pe, VSET1(lo0)), VMUL(al, ph)));
+    /* k ln2_hi + 2 sh + th + (2 sl + tl + k ln2_lo), the first three
+     * summed exactly                                                    */
+    VT s1, e1, s2, e2;
+    SFX(two_sum)(VMUL(k, ln2h), VMUL(two, sh), &s1, &e1);
+    SFX(two_sum)(s1, th, &s2, &e2);
+    const VT l = VADD(VADD(e1, e2), VADD(VFMA(two, sl, tl), VMUL(k, ln2l)));
+    VT y = VADD(s2, l);
+    VT yl = VSUB(l, VSUB(y, s2));
+    /* the special values                                                */
+    const VM bad = VLT(x, VZERO());
+    y = VSEL(bad, VSET1((T)NAN), y);
+    y = VSEL(VEQ(x, VZERO()), VSUB(VZERO(), inf), y);
+    y = VSEL(VEQ(x, inf), inf, y);
+    y = VSEL(VEQ(x, x), y, x);
+    yl = VSEL(VLT(VABS(y), inf), yl, VZERO());
+    *lo = VSEL(VEQ(y, y), yl, VZERO());
+    return y;
+}
+
+MT_ VT SFX(log)(VT x)
+{
+    VT lo;
+    return SFX(log_dd)(x, &lo);
+}
+
+/* round(v) for |v| <= 2^52 / 2^23 (to nearest, ties to even)           */
+MT_ VT SFX(rint_small)(VT v)
+{
+    const VT magic = VSET1(AXT_(MAGIC));
+    return VSUB(VADD(v, magic), magic);
+}
+
+#if SIMD_T_F64 /* pow, sincos: double only (what scalar code needs) */
+/* x^y, with C99's special cases (Annex F: pow(x, +-0) = 1 and pow(1, y)
+ * = 1 even for NaN; a negative x only to an integer y, the sign from y's
+ * parity; pow(-1, +-inf) = 1; zeros and infinities by the limits). x > 0:
+ * e^(y log x) with log x a double-double and y log x formed exactly
+ * (fma) before the exp, so log's rounding is not magnified by y log x
+ * (up to 709): the error is exp's plus ~2^-65 |y log x| relative.
+ * Results below the smallest normal number are 0, above the largest inf */
+MT_ VT SFX(pow)(VT x, VT y)
+{
+    const VT big = VSET1(AXT_(INTMIN));
+    const VT one = VSET1((T)1), inf = VSET1((T)INFINITY);
+    const VT ax = VABS(x), ay = VABS(y);
+    VT ll;
+    const VT lh = SFX(log_dd)(ax, &ll);
+    const VT ph = VMUL(y, lh);
+    VT pl = VFMA(y, ll, VFMA(y, lh, VSUB(VZERO(), ph)));
+    pl = VSEL(VLT(VABS(ph), inf), pl, VZERO());
+    VT r = SFX(exp_dd)(ph, pl);
+    /* y's integer part and parity: every |y| >= 2^52 is an integer, and
+     * even from 2^53 on                                                 */
+    const VT yc = VMIN(ay, big);
+    const VM isint = VEQ(SFX(rint_small)(yc), yc);
+    const VT hy = VMUL(VMIN(ay, VADD(big, big)), VSET1((T)0.5));
+    const VM odd = VEQ(VABS(VSUB(hy, SFX(rint_small)(hy))), VSET1((T)0.5));
+    const VT neg = VORSIGN(one, x); /* -1 where x's sign bit is set */
+    const VT sg = VSEL(VLT(neg, VZERO()),
+                       VSEL(isint, VSEL(odd, VSET1((T)-1), one), one), one);
+    r = VMUL(r, sg);
+    /* a finite nonzero negative x to a non-integer y: NaN              */
+    const VT badv = VMUL(VSEL(VLT(x, VZERO()), one, VZERO()),
+                         VMUL(VSEL(VLT(VSUB(VZERO(), inf), x), one, VZERO()),
+                              VSEL(isint, VZERO(), one)));
+    r = VSEL(VEQ(badv, one), VSET1((T)NAN), r);
+    r = VSEL(VEQ(ax, one), VSEL(VEQ(ay, inf), one, r), r);
+    r = VSEL(VEQ(x, one), one, r);
+    return VSEL(VEQ(y, VZERO()), one, r);
+}
+
+/* sin and cos of rh + rl (|rh| <= ~pi/4, |rl| <= ulp(rh)):
+ * sin = rh + (rh z S(z) + rl (1 - z/2)), cos = w + ((1 - w) - z/2 +
+ * (z^2 C(z) - rh rl - zl/2)), z + zl = rh^2 exactly, w = 1 - z/2: the
+ * small parts summed before the one last rounding                      */
+MT_ void SFX(sincos_k)(VT rh, VT rl, VT *s, VT *c)
+{
+    static const T ps[] = SIN_D, pc[] = COS_D;
+    const int ns = SIN_D_N, nc = COS_D_N;
+    const VT one = VSET1((T)1), half = VSET1((T)0.5);
+    const VT z = VMUL(rh, rh), zl = VFMA(rh, rh, VSUB(VZERO(), z));
+    const VT hz = VMUL(half, z), w = VSUB(one, hz);
+    const VT ss = VFMA(VMUL(rh, z), SFX(horner)(z, ps, ns),
+                       VMUL(rl, VSUB(one, hz)));
+    *s = VADD(rh, ss);
+    VT cs = VFNMA(half, zl, VFNMA(rh, rl, VMUL(VMUL(z, z),
+                                               SFX(horner)(z, pc, nc))));
+    cs = VADD(VSUB(VSUB(one, w), hz), cs);
+    *c = VADD(w, cs);
+}
+
+/* sin x and cos x, every x. |x| < 2^32 (every angle position * frequency
+ * for positions up to 2^31 and frequencies up to 1): x = n pi/2 + r with
+ * n = round(x 2/pi) and pi/2 in three doubles, n P1 exact (fma), n P2 as
+ * an exact product, r as a double-double (error ~2^-125 absolute, far
+ * below the closest any double of this range comes to a multiple of
+ * pi/2). Larger |x|: lane by lane, the exact integer reduction of
+ * attn__rem_pio2_big (simd/scalar.c: 2/pi's bits times x's significand,
+ * no rounding before the last step), so every set gets its bits. Then
+ * sin / cos of r by quadrant; sin(-x) = -sin x. inf and NaN give NaN. */
+MT_ void SFX(sincos)(VT x, VT *sn, VT *cs)
+{
+    const VT magic = VSET1(AX_MAGIC_D);
+    const VT medmax = VSET1((T)0x1p32), one = VSET1((T)1);
+    const VT ax = VABS(x);
+    const VT axc = VMIN(ax, medmax);
+    const VT n = VSUB(VFMA(axc, VSET1((T)AX_TWOOPI_D), magic), magic);
+    const VT r0 = VFNMA(n, VSET1((T)ATTN_PIO2_1), axc);
+    const VT p2 = VMUL(n, VSET1((T)ATTN_PIO2_2));
+    const VT p2l = VFMA(n, VSET1((T)ATTN_PIO2_2), VSUB(VZERO(), p2));
+    VT s1, e1;
+    SFX(two_sum)(r0, VSUB(VZERO(), p2), &s1, &e1);
+    const VT tail = VFNMA(n, VSET1((T)ATTN_PIO2_3), VSUB(e1, p2l));
+    VT rh = VADD(s1, tail);
+    VT rl = VSUB(tail, VSUB(rh, s1));
+    /* n mod 4, from n / 4's fraction (exact: n < 2^31)                   */
+    const VT n4 = VMUL(n, VSET1((T)0.25));
+    VT fl = SFX(rint_small)(n4);
+    fl = VSEL(VLT(n4, fl), VSUB(fl, one), fl);
+    VT qd = VMUL(VSUB(n4, fl), VSET1((T)4));
+    /* the large (and non-finite) lanes                                   */
+    const VT large = VSEL(VLT(ax, medmax), VZERO(), one);
+    if (VRSUM(large) != 0) {
+        T a_[W], h_[W], l_[W], q_[W], b_[W];
+        VSTOREU(a_, ax);
+        VSTOREU(h_, rh);
+        VSTOREU(l_, rl);
+        VSTOREU(q_, qd);
+        VSTOREU(b_, large);
+        for (int i = 0; i < W; i++)
+            if (b_[i] != 0) {
+                double hh, ll;
+                q_[i] = (T)attn__rem_pio2_big((double)a_[i], &hh, &ll);
+                h_[i] = (T)hh;
+                l_[i] = (T)ll;
+            }
+        rh = VLOADU(h_);
+        rl = VLOADU(l_);
+        qd = VLOADU(q_);
+    }
+    VT s, c;
+    SFX(sincos_k)(rh, rl, &s, &c);
+    /* quadrant q: (sin, cos) = (s, c), (c, -s), (-s, -c), (-c, s)       */
+    const VT mone = VSET1((T)-1);
+    const VM odd = VEQ(VABS(VSUB(qd, VSET1((T)2))), one); /* 1 or 3 */
+    const VT so = VSEL(odd, c, s), co = VSEL(odd, s, c);
+    const VT ssg = VSEL(VLT(qd, VSET1((T)1.5)), one, mone);   /* q 2, 3 */
+    const VT csg = VSEL(VEQ(VABS(VSUB(qd, VSET1((T)1.5))), VSET1((T)0.5)),
+                        mone, one);                           /* q 1, 2 */
+    const VT nan_ = VSUB(x, x); /* 0, or NaN for inf and NaN */
+    const VM fin = VEQ(nan_, nan_);
+    *sn = VSEL(fin, VMUL(VMUL(so, ssg), VORSIGN(one, x)), nan_);
+    *cs = VSEL(fin, VMUL(co, csg), nan_);
+}
+#endif /* SIMD_T_F64 */
+
 #undef MT_
+#undef AXT_
 #define VEXP(x) SFX(exp_neg)(x)
 #define VTANH(x) SFX(tanh)(x)
 #define VSAFE(x) VSEL(VEQ(x, VSET1((T)-INFINITY)), VZERO(), x)

@@ -35,6 +35,8 @@
 #undef VEQ
 #undef VSEL
 #undef VPOW2T
+#undef VGETEXP
+#undef VGETMANT
 #undef VRSUM
 #undef VTRANS
 #undef VLOAD_F16

@@ -40,6 +40,19 @@ A_ __m256 avx2f_orsign(__m256 a, __m256 s)
 {
     return _mm256_or_ps(a, _mm256_and_ps(_mm256_set1_ps(-0.0f), s));
 }
+/* the exponent field less the bias; |a| with the field set to the bias */
+A_ __m256 avx2f_getexp(__m256 a)
+{
+    const __m256i e = _mm256_and_si256(
+        _mm256_srli_epi32(_mm256_castps_si256(a), 23), _mm256_set1_epi32(0xff));
+    return _mm256_sub_ps(_mm256_cvtepi32_ps(e), _mm256_set1_ps(127.0f));
+}
+A_ __m256 avx2f_getmant(__m256 a)
+{
+    return _mm256_castsi256_ps(_mm256_or_si256(
+        _mm256_and_si256(_mm256_castps_si256(a), _mm256_set1_epi32(0x7fffff)),
+        _mm256_set1_epi32(127 << 23)));
+}
 /* the lanes' sum, in a fixed order (tested against 0 only)              */
 A_ float avx2f_rsum(__m256 v)
 {
@@ -64,6 +77,24 @@ A_ __m256d avx2d_abs(__m256d a)
 A_ __m256d avx2d_orsign(__m256d a, __m256d s)
 {
     return _mm256_or_pd(a, _mm256_and_pd(_mm256_set1_pd(-0.0), s));
+}
+/* the field put under 2^52's bits is 2^52 + e, exactly (no AVX2
+ * conversion from 64-bit integers)                                      */
+A_ __m256d avx2d_getexp(__m256d a)
+{
+    const __m256i e = _mm256_and_si256(
+        _mm256_srli_epi64(_mm256_castpd_si256(a), 52), _mm256_set1_epi64x(0x7ff));
+    const __m256d two52 = _mm256_set1_pd(4503599627370496.0);
+    return _mm256_sub_pd(
+        _mm256_castsi256_pd(_mm256_or_si256(e, _mm256_castpd_si256(two52))),
+        _mm256_set1_pd(4503599627370496.0 + 1023.0));
+}
+A_ __m256d avx2d_getmant(__m256d a)
+{
+    return _mm256_castsi256_pd(_mm256_or_si256(
+        _mm256_and_si256(_mm256_castpd_si256(a),
+                         _mm256_set1_epi64x(0xfffffffffffffll)),
+        _mm256_set1_epi64x(1023ll << 52)));
 }
 A_ double avx2d_rsum(__m256d v)
 {
@@ -178,6 +209,8 @@ A_ void avx2f_st_bf16(uint16_t *p, __m256 v)
 #define VEQ(a, b) _mm256_cmp_pd(a, b, _CMP_EQ_OQ)
 #define VSEL(m, a, b) _mm256_blendv_pd(b, a, m)
 #define VPOW2T(t) avx2d_pow2t(t)
+#define VGETEXP(a) avx2d_getexp(a)
+#define VGETMANT(a) avx2d_getmant(a)
 #define VRSUM(a) avx2d_rsum(a)
 #define VTRANS(r) avx2d_trans(r)
 #else
@@ -206,6 +239,8 @@ A_ void avx2f_st_bf16(uint16_t *p, __m256 v)
 #define VEQ(a, b) _mm256_cmp_ps(a, b, _CMP_EQ_OQ)
 #define VSEL(m, a, b) _mm256_blendv_ps(b, a, m)
 #define VPOW2T(t) avx2f_pow2t(t)
+#define VGETEXP(a) avx2f_getexp(a)
+#define VGETMANT(a) avx2f_getmant(a)
 #define VRSUM(a) avx2f_rsum(a)
 #define VTRANS(r) avx2f_trans(r)
 #define VLOAD_F16(p) avx2f_ld_f16(p)

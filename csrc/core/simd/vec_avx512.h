@@ -29,6 +29,21 @@ A_ __m512 avx512f_orsign(__m512 a, __m512 s)
         _mm512_and_si512(_mm512_set1_epi32((int)0x80000000u),
                          _mm512_castps_si512(s))));
 }
+/* the exponent field less the bias; |a| with the field set to the bias
+ * (integer operations, not vgetexp / vgetmant: the same bits as every
+ * other set for every input)                                            */
+A_ __m512 avx512f_getexp(__m512 a)
+{
+    const __m512i e = _mm512_and_si512(
+        _mm512_srli_epi32(_mm512_castps_si512(a), 23), _mm512_set1_epi32(0xff));
+    return _mm512_sub_ps(_mm512_cvtepi32_ps(e), _mm512_set1_ps(127.0f));
+}
+A_ __m512 avx512f_getmant(__m512 a)
+{
+    return _mm512_castsi512_ps(_mm512_or_si512(
+        _mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(0x7fffff)),
+        _mm512_set1_epi32(127 << 23)));
+}
 
 /* double: 8 lanes */
 A_ __m512d avx512d_pow2t(__m512d t)
@@ -43,6 +58,23 @@ A_ __m512d avx512d_orsign(__m512d a, __m512d s)
         _mm512_castpd_si512(a),
         _mm512_and_si512(_mm512_set1_epi64((long long)0x8000000000000000ull),
                          _mm512_castpd_si512(s))));
+}
+/* 2^52 + e from the bits (AVX-512F has no 64-bit integer conversion)  */
+A_ __m512d avx512d_getexp(__m512d a)
+{
+    const __m512i e = _mm512_and_si512(
+        _mm512_srli_epi64(_mm512_castpd_si512(a), 52), _mm512_set1_epi64(0x7ff));
+    const __m512d two52 = _mm512_set1_pd(4503599627370496.0);
+    return _mm512_sub_pd(
+        _mm512_castsi512_pd(_mm512_or_si512(e, _mm512_castpd_si512(two52))),
+        _mm512_set1_pd(4503599627370496.0 + 1023.0));
+}
+A_ __m512d avx512d_getmant(__m512d a)
+{
+    return _mm512_castsi512_pd(_mm512_or_si512(
+        _mm512_and_si512(_mm512_castpd_si512(a),
+                         _mm512_set1_epi64(0xfffffffffffffll)),
+        _mm512_set1_epi64(1023ll << 52)));
 }
 
 /* r[i] = row i of a W x W block -> r[c] = column c (VTRANS)              */
@@ -158,6 +190,8 @@ A_ void avx512f_st_bf16(uint16_t *p, __m512 v)
 #define VEQ(a, b) _mm512_cmp_pd_mask(a, b, _CMP_EQ_OQ)
 #define VSEL(m, a, b) _mm512_mask_blend_pd(m, b, a)
 #define VPOW2T(t) avx512d_pow2t(t)
+#define VGETEXP(a) avx512d_getexp(a)
+#define VGETMANT(a) avx512d_getmant(a)
 #define VRSUM(a) _mm512_reduce_add_pd(a)
 #define VTRANS(r) avx512d_trans(r)
 #else
@@ -186,6 +220,8 @@ A_ void avx512f_st_bf16(uint16_t *p, __m512 v)
 #define VEQ(a, b) _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ)
 #define VSEL(m, a, b) _mm512_mask_blend_ps(m, b, a)
 #define VPOW2T(t) avx512f_pow2t(t)
+#define VGETEXP(a) avx512f_getexp(a)
+#define VGETMANT(a) avx512f_getmant(a)
 #define VRSUM(a) _mm512_reduce_add_ps(a)
 #define VTRANS(r) avx512f_trans(r)
 #define VLOAD_F16(p) avx512f_ld_f16(p)

@@ -43,6 +43,20 @@ A_ float32x4_t neonf_orsign(float32x4_t a, float32x4_t s)
     return vreinterpretq_f32_u32(vorrq_u32(
         vreinterpretq_u32_f32(a), vandq_u32(sg, vreinterpretq_u32_f32(s))));
 }
+/* the exponent field less the bias; |a| with the field set to the bias */
+A_ float32x4_t neonf_getexp(float32x4_t a)
+{
+    const int32x4_t e = vandq_s32(
+        vreinterpretq_s32_u32(vshrq_n_u32(vreinterpretq_u32_f32(a), 23)),
+        vdupq_n_s32(0xff));
+    return vsubq_f32(vcvtq_f32_s32(e), vdupq_n_f32(127.0f));
+}
+A_ float32x4_t neonf_getmant(float32x4_t a)
+{
+    return vreinterpretq_f32_u32(vorrq_u32(
+        vandq_u32(vreinterpretq_u32_f32(a), vdupq_n_u32(0x7fffffu)),
+        vdupq_n_u32(127u << 23)));
+}
 /* the lanes' sum, pairwise (tested against 0 only)                     */
 A_ float neonf_rsum(float32x4_t v) { return vaddvq_f32(v); }
 
@@ -65,6 +79,19 @@ A_ float64x2_t neond_orsign(float64x2_t a, float64x2_t s)
     const uint64x2_t sg = vdupq_n_u64(0x8000000000000000ull);
     return vreinterpretq_f64_u64(vorrq_u64(
         vreinterpretq_u64_f64(a), vandq_u64(sg, vreinterpretq_u64_f64(s))));
+}
+A_ float64x2_t neond_getexp(float64x2_t a)
+{
+    const int64x2_t e = vandq_s64(
+        vreinterpretq_s64_u64(vshrq_n_u64(vreinterpretq_u64_f64(a), 52)),
+        vdupq_n_s64(0x7ff));
+    return vsubq_f64(vcvtq_f64_s64(e), vdupq_n_f64(1023.0));
+}
+A_ float64x2_t neond_getmant(float64x2_t a)
+{
+    return vreinterpretq_f64_u64(vorrq_u64(
+        vandq_u64(vreinterpretq_u64_f64(a), vdupq_n_u64(0xfffffffffffffull)),
+        vdupq_n_u64(1023ull << 52)));
 }
 A_ double neond_rsum(float64x2_t v) { return vaddvq_f64(v); }
 
@@ -128,6 +155,8 @@ A_ void neonf_st_bf16(uint16_t *p, float32x4_t v)
 #define VEQ(a, b) vceqq_f64(a, b)
 #define VSEL(m, a, b) vbslq_f64(m, a, b)
 #define VPOW2T(t) neond_pow2t(t)
+#define VGETEXP(a) neond_getexp(a)
+#define VGETMANT(a) neond_getmant(a)
 #define VRSUM(a) neond_rsum(a)
 #else
 #define T float
@@ -155,6 +184,8 @@ A_ void neonf_st_bf16(uint16_t *p, float32x4_t v)
 #define VEQ(a, b) vceqq_f32(a, b)
 #define VSEL(m, a, b) vbslq_f32(m, a, b)
 #define VPOW2T(t) neonf_pow2t(t)
+#define VGETEXP(a) neonf_getexp(a)
+#define VGETMANT(a) neonf_getmant(a)
 #define VRSUM(a) neonf_rsum(a)
 #define VLOAD_F16(p) neonf_ld_f16(p)
 #define VLOAD_BF16(p) neonf_ld_bf16(p)

@@ -51,18 +51,10 @@
     typedef U_ P##_vu __attribute__((vector_size((W_) * sizeof(T_))));        \
     typedef S_ P##_vm __attribute__((vector_size((W_) * sizeof(T_))));
 
-/* PV_FMA(prefix, lanes, fma of one lane, attributes): P_fma lane by lane */
-#define PV_FMA(P, W_, FMA1, A_)                                                \
-    static ATTN_INLINE A_ P##_vt P##_fma(P##_vt a, P##_vt b, P##_vt c)         \
-    {                                                                          \
-        for (int i = 0; i < (W_); i++)                                         \
-            c[i] = FMA1(a[i], b[i], c[i]);                                     \
-        return c;                                                              \
-    }
-
-/* PV_OPS(prefix, lanes, T, exponent bias, fraction bits, attributes): the
- * primitives simd/math.h lists, P_fma defined before                   */
-#define PV_OPS(P, W_, T_, BIAS, MBITS, A_)                          \
+/* PV_OPS(prefix, lanes, T, unsigned int of T's size, fma of one lane,
+ * exponent bias, fraction bits, attributes): the primitives simd/math.h
+ * lists                                                                 */
+#define PV_OPS(P, W_, T_, U_, FMA1, BIAS, MBITS, A_)                      \
     static ATTN_INLINE A_ P##_vt P##_set1(T_ x)                                \
     {                                                                          \
         /* -0 + x is x for every x (+0 + x is not, for x = -0): folded  \
@@ -79,6 +71,12 @@
     static ATTN_INLINE A_ void P##_store(T_ *p, P##_vt a)                      \
     {                                                                          \
         memcpy(p, &a, sizeof a);                                               \
+    }                                                                          \
+    static ATTN_INLINE A_ P##_vt P##_fma(P##_vt a, P##_vt b, P##_vt c)         \
+    {                                                                          \
+        for (int i = 0; i < (W_); i++)                                         \
+            c[i] = FMA1(a[i], b[i], c[i]);                                     \
+        return c;                                                              \
     }                                                                          \
     /* c - a b, one rounding: fma(-a, b, c) (negation is exact) */           \
     static ATTN_INLINE A_ P##_vt P##_fnma(P##_vt a, P##_vt b, P##_vt c)        \
@@ -111,6 +109,20 @@
     {                                                                          \
         return (P##_vt)(((P##_vu)t + (BIAS)) << (MBITS));                      \
     }                                                                          \
+    /* the exponent field less the bias, as a T: the field put under      \
+     * 2^MBITS's bits is 2^MBITS + e, exactly                             */  \
+    static ATTN_INLINE A_ P##_vt P##_getexp(P##_vt a)                          \
+    {                                                                          \
+        const P##_vt two_m = P##_set1((T_)((U_)1 << (MBITS)));                 \
+        const P##_vu e = ((P##_vu)a >> (MBITS)) & (U_)(2 * (BIAS) + 1);        \
+        return (P##_vt)(e | (P##_vu)two_m) - (two_m + (T_)(BIAS));             \
+    }                                                                          \
+    /* |a| with the exponent field set to the bias                     */    \
+    static ATTN_INLINE A_ P##_vt P##_getmant(P##_vt a)                         \
+    {                                                                          \
+        return (P##_vt)(((P##_vu)a & (((U_)1 << (MBITS)) - 1))                 \
+                        | ((U_)(BIAS) << (MBITS)));                            \
+    }                                                                          \
     static ATTN_INLINE A_ T_ P##_rsum(P##_vt a)                                \
     {                                                                          \
         T_ s = a[0];                                                           \
@@ -121,20 +133,16 @@
 
 PV_TYPES(pf4, 4, float, uint32_t, int32_t)
 PV_TYPES(pd2, 2, double, uint64_t, int64_t)
-PV_FMA(pf4, 4, attn_fmaf, )
-PV_FMA(pd2, 2, attn_fma, )
-PV_OPS(pf4, 4, float, 127u, 23, )
-PV_OPS(pd2, 2, double, 1023u, 52, )
+PV_OPS(pf4, 4, float, uint32_t, attn_fmaf, 127u, 23, )
+PV_OPS(pd2, 2, double, uint64_t, attn_fma, 1023u, 52, )
 
 #if ATTN_ARCH_X86
 /* the wide variant: AVX2 registers, the FMA instruction inline          */
 #define SIMD_PORT_WIDE_ATTR ATTN_TARGET("avx2,fma")
 PV_TYPES(pf8, 8, float, uint32_t, int32_t)
 PV_TYPES(pd4, 4, double, uint64_t, int64_t)
-PV_FMA(pf8, 8, __builtin_fmaf, SIMD_PORT_WIDE_ATTR)
-PV_FMA(pd4, 4, __builtin_fma, SIMD_PORT_WIDE_ATTR)
-PV_OPS(pf8, 8, float, 127u, 23, SIMD_PORT_WIDE_ATTR)
-PV_OPS(pd4, 4, double, 1023u, 52, SIMD_PORT_WIDE_ATTR)
+PV_OPS(pf8, 8, float, uint32_t, __builtin_fmaf, 127u, 23, SIMD_PORT_WIDE_ATTR)
+PV_OPS(pd4, 4, double, uint64_t, __builtin_fma, 1023u, 52, SIMD_PORT_WIDE_ATTR)
 #define SIMD_PORT_HAVE_WIDE 1
 #endif
 
@@ -231,6 +239,25 @@ PV_OPS(pd4, 4, double, 1023u, 52, SIMD_PORT_WIDE_ATTR)
             memcpy(&t.v[i], &u, sizeof u);                                     \
         }                                                                      \
         return t;                                                              \
+    }                                                                          \
+    static inline P##_vt P##_getexp(P##_vt a)                                  \
+    {                                                                          \
+        for (int i = 0; i < W_; i++) {                                         \
+            U_ u;                                                              \
+            memcpy(&u, &a.v[i], sizeof u);                                     \
+            a.v[i] = (T_)(int)((u >> (MBITS)) & (2 * (BIAS) + 1)) - (T_)(BIAS); \
+        }                                                                      \
+        return a;                                                              \
+    }                                                                          \
+    static inline P##_vt P##_getmant(P##_vt a)                                 \
+    {                                                                          \
+        for (int i = 0; i < W_; i++) {                                         \
+            U_ u;                                                              \
+            memcpy(&u, &a.v[i], sizeof u);                                     \
+            u = (u & (((U_)1 << (MBITS)) - 1)) | ((U_)(BIAS) << (MBITS));      \
+            memcpy(&a.v[i], &u, sizeof u);                                     \
+        }                                                                      \
+        return a;                                                              \
     }                                                                          \
     static inline T_ P##_rsum(P##_vt a)                                        \
     {                                                                          \
@@ -354,6 +381,8 @@ PV_HALF(pf8, 8, SIMD_PORT_WIDE_ATTR)
 #define VORSIGN(a, s) PV_P_(orsign)(a, s)
 #define VSEL(m, a, b) PV_P_(sel)(m, a, b)
 #define VPOW2T(t) PV_P_(pow2t)(t)
+#define VGETEXP(a) PV_P_(getexp)(a)
+#define VGETMANT(a) PV_P_(getmant)(a)
 #define VRSUM(a) PV_P_(rsum)(a)
 #if !SIMD_F64
 #define VLOAD_F16(p) PV_P_(ld_f16)(p)

@@ -50,6 +50,21 @@ static inline float sclf_pow2t(float t)
     memcpy(&t, &u, sizeof u);
     return t;
 }
+/* the exponent field less the bias; |a| with the field set to the bias */
+static inline float sclf_getexp(float a)
+{
+    uint32_t u;
+    memcpy(&u, &a, sizeof u);
+    return (float)(int)((u >> 23) & 0xffu) - 127.0f;
+}
+static inline float sclf_getmant(float a)
+{
+    uint32_t u;
+    memcpy(&u, &a, sizeof u);
+    u = (u & 0x7fffffu) | (127u << 23);
+    memcpy(&a, &u, sizeof u);
+    return a;
+}
 
 static inline double scld_max(double a, double b) { return a > b ? a : b; }
 static inline double scld_min(double a, double b) { return a < b ? a : b; }
@@ -77,6 +92,20 @@ static inline double scld_pow2t(double t)
     u = (u + 1023u) << 52;
     memcpy(&t, &u, sizeof u);
     return t;
+}
+static inline double scld_getexp(double a)
+{
+    uint64_t u;
+    memcpy(&u, &a, sizeof u);
+    return (double)(int)((u >> 52) & 0x7ffu) - 1023.0;
+}
+static inline double scld_getmant(double a)
+{
+    uint64_t u;
+    memcpy(&u, &a, sizeof u);
+    u = (u & 0xfffffffffffffull) | (1023ull << 52);
+    memcpy(&a, &u, sizeof u);
+    return a;
 }
 
 #endif /* ATTNPY_SIMD_VEC_SCALAR_H */
@@ -111,6 +140,8 @@ static inline double scld_pow2t(double t)
 #define VABS(a) scld_abs(a)
 #define VORSIGN(a, s) scld_orsign(a, s)
 #define VPOW2T(t) scld_pow2t(t)
+#define VGETEXP(a) scld_getexp(a)
+#define VGETMANT(a) scld_getmant(a)
 #else
 #define T float
 #define SIMD_T_F64 0
@@ -123,6 +154,8 @@ static inline double scld_pow2t(double t)
 #define VABS(a) sclf_abs(a)
 #define VORSIGN(a, s) sclf_orsign(a, s)
 #define VPOW2T(t) sclf_pow2t(t)
+#define VGETEXP(a) sclf_getexp(a)
+#define VGETMANT(a) sclf_getmant(a)
 #define VLOAD_F16(p) attn_f16_to_f32(*(p))
 #define VLOAD_BF16(p) attn_bf16_to_f32(*(p))
 #define VSTORE_F16(p, v) (*(p) = attn_f32_to_f16(v))
