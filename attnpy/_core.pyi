@@ -47,32 +47,43 @@ def posenc(x: NDArray[Any], /, *, offset: float, base: float,
            argname: str = "x") -> _F: ...
 def rope(x: ArrayLike, /, *, offset: float, base: float, interleaved: bool,
          out: NDArray[Any] | None = None, fname: str = "rope") -> _F: ...
-def layer_norm(x: ArrayLike, residual: ArrayLike | None,
-               shift: ArrayLike | None, weight: ArrayLike | None,
-               bias: ArrayLike | None, eps: float, eps_in_sqrt: bool,
-               out: NDArray[Any] | None, want_sum: bool, fname: str,
-               /) -> Any: ...
-def layer_norm_backward(dy: ArrayLike, x: ArrayLike, weight: ArrayLike | None,
-                        eps: float, eps_in_sqrt: bool, want_dweight: bool,
-                        want_dbias: bool, out: NDArray[Any] | None,
-                        fname: str, /) -> tuple[Any, Any, Any]: ...
-def bias_act(x: ArrayLike, bias: ArrayLike | None, activation: _Act,
-             out: NDArray[Any] | None, fname: str, /) -> _F: ...
-def bias_act_backward(dy: ArrayLike, x: ArrayLike, bias: ArrayLike | None,
-                      activation: _Act, want_dbias: bool,
-                      out: NDArray[Any] | None, fname: str,
-                      /) -> tuple[Any, Any]: ...
-def rms_norm(x: ArrayLike, weight: ArrayLike | None, eps: float,
-             out: NDArray[Any] | None,
-             fname: str, /) -> NDArray[np.floating[Any]]: ...
-def rms_norm_backward(dy: ArrayLike, x: ArrayLike, weight: ArrayLike | None,
-                      eps: float, want_dweight: bool,
-                      out: NDArray[Any] | None,
-                      fname: str, /) -> tuple[Any, Any]: ...
-def swiglu(gate: ArrayLike, up: ArrayLike | None, out: NDArray[Any] | None,
-           fname: str, /) -> NDArray[np.floating[Any]]: ...
-def swiglu_backward(dy: ArrayLike, gate: ArrayLike, up: ArrayLike | None,
-                    fname: str, /) -> tuple[Any, Any]: ...
+def layer_norm(x: ArrayLike, /, *, residual: ArrayLike | None = None,
+               shift: ArrayLike | None = None,
+               weight: ArrayLike | None = None,
+               bias: ArrayLike | None = None, eps: float = 1e-06,
+               eps_in_sqrt: bool = False, out: NDArray[Any] | None = None,
+               return_sum: bool = False,
+               fname: str = 'layer_norm') -> Any: ...
+def layer_norm_backward(dy: ArrayLike, x: ArrayLike, /, *,
+                        weight: ArrayLike | None = None, eps: float = 1e-06,
+                        eps_in_sqrt: bool = False,
+                        return_dweight: bool = False,
+                        return_dbias: bool = False,
+                        out: NDArray[Any] | None = None,
+                        fname: str = 'layer_norm_backward'
+                        ) -> tuple[Any, Any, Any]: ...
+def bias_act(x: ArrayLike, /, *, bias: ArrayLike | None = None,
+             activation: _Act = 'none', out: NDArray[Any] | None = None,
+             fname: str = 'bias_act') -> _F: ...
+def bias_act_backward(dy: ArrayLike, x: ArrayLike, /, *,
+                      bias: ArrayLike | None = None,
+                      activation: _Act = 'none', return_dbias: bool = False,
+                      out: NDArray[Any] | None = None,
+                      fname: str = 'bias_act_backward') -> tuple[Any, Any]: ...
+def rms_norm(x: ArrayLike, /, *, weight: ArrayLike | None = None,
+             eps: float = 1e-06, out: NDArray[Any] | None = None,
+             fname: str = 'rms_norm') -> NDArray[np.floating[Any]]: ...
+def rms_norm_backward(dy: ArrayLike, x: ArrayLike, /, *,
+                      weight: ArrayLike | None = None, eps: float = 1e-06,
+                      return_dweight: bool = False,
+                      out: NDArray[Any] | None = None,
+                      fname: str = 'rms_norm_backward') -> tuple[Any, Any]: ...
+def swiglu(gate: ArrayLike, up: ArrayLike | None = None, /, *,
+           out: NDArray[Any] | None = None,
+           fname: str = 'swiglu') -> NDArray[np.floating[Any]]: ...
+def swiglu_backward(dy: ArrayLike, gate: ArrayLike,
+                    up: ArrayLike | None = None, /, *,
+                    fname: str = 'swiglu_backward') -> tuple[Any, Any]: ...
 def qmatmul(x: NDArray[Any], weight: NDArray[Any], out: NDArray[Any], /, *,
             qtype: str,
             fname: str = 'qmatmul') -> NDArray[np.float32]: ...

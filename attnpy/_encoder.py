@@ -169,9 +169,10 @@ class TransformerEncoderLayer:
     def _norm(self, x, i, residual=None, shift=None, fname=""):
         """LN_i(x + (residual + shift))."""
         return _core.layer_norm(
-            x, residual, shift, getattr(self, f"_norm{i}_weight"),
-            getattr(self, f"_norm{i}_bias"), self.layer_norm_eps,
-            self.eps_in_sqrt, None, False, fname)
+            x, residual=residual, shift=shift,
+            weight=getattr(self, f"_norm{i}_weight"),
+            bias=getattr(self, f"_norm{i}_bias"), eps=self.layer_norm_eps,
+            eps_in_sqrt=self.eps_in_sqrt, fname=fname)
 
     def _ffn(self, x, fname):
         """FF without b2, 2-D: act(x W1 + b1) W2 (the hidden layer in place
@@ -253,8 +254,9 @@ class TransformerEncoderLayer:
         """LN_i's backward at its input s (2-D): dx; dweight and dbias go
         to self.grads."""
         dx, dw, db = _core.layer_norm_backward(
-            dy, s, getattr(self, f"_norm{i}_weight"), self.layer_norm_eps,
-            self.eps_in_sqrt, True, True, None, fname)
+            dy, s, weight=getattr(self, f"_norm{i}_weight"),
+            eps=self.layer_norm_eps, eps_in_sqrt=self.eps_in_sqrt,
+            return_dweight=True, return_dbias=True, fname=fname)
         self.grads[f"norm{i}_weight"] = dw
         self.grads[f"norm{i}_bias"] = db
         return dx

@@ -110,9 +110,10 @@ def layer_norm(x: ArrayLike, eps: float = 1e-6, *,
     """
     fname = "layer_norm"
     eps = _eps(eps, fname)
-    return _core.layer_norm(x, None, None, weight, bias, eps,
-                            _flag(eps_in_sqrt, fname, "eps_in_sqrt"), out,
-                            False, fname)
+    return _core.layer_norm(x, weight=weight, bias=bias, eps=eps,
+                            eps_in_sqrt=_flag(eps_in_sqrt, fname,
+                                              "eps_in_sqrt"),
+                            out=out, fname=fname)
 
 
 def layer_norm_backward(dy: ArrayLike, x: ArrayLike, eps: float = 1e-6, *,
@@ -166,8 +167,9 @@ def layer_norm_backward(dy: ArrayLike, x: ArrayLike, eps: float = 1e-6, *,
     fname = "layer_norm_backward"
     eps = _eps(eps, fname)
     return _core.layer_norm_backward(
-        dy, x, weight, eps, _flag(eps_in_sqrt, fname, "eps_in_sqrt"), True,
-        True, out, fname)
+        dy, x, weight=weight, eps=eps,
+        eps_in_sqrt=_flag(eps_in_sqrt, fname, "eps_in_sqrt"),
+        return_dweight=True, return_dbias=True, out=out, fname=fname)
 
 
 def gelu(x: ArrayLike, *, approximate: Approximate = "none",
@@ -203,7 +205,7 @@ def gelu(x: ArrayLike, *, approximate: Approximate = "none",
     """
     fname = "gelu"
     act = _gelu_act(approximate, fname)
-    return _core.bias_act(x, None, act, out, fname)
+    return _core.bias_act(x, activation=act, out=out, fname=fname)
 
 
 def gelu_backward(dy: ArrayLike, x: ArrayLike, *,
@@ -238,7 +240,8 @@ def gelu_backward(dy: ArrayLike, x: ArrayLike, *,
     """
     fname = "gelu_backward"
     act = _gelu_act(approximate, fname)
-    return _core.bias_act_backward(dy, x, None, act, False, out, fname)[0]
+    return _core.bias_act_backward(dy, x, activation=act, out=out,
+                                   fname=fname)[0]
 
 
 # ---------------------------------------------------------------------------
@@ -300,7 +303,8 @@ def _ffn_hidden(x2, W1, b1, act, fname, keep):
     """x2 (rows, d) -> (pre, hidden): pre = x2 W1 (bias not added, kept
     only when `keep` for the backward pass), hidden = act(pre + b1)."""
     pre = np.matmul(x2, W1)
-    hidden = _core.bias_act(pre, b1, act, None if keep else pre, fname)
+    hidden = _core.bias_act(pre, bias=b1, activation=act,
+                            out=None if keep else pre, fname=fname)
     return (pre if keep else None), hidden
 
 
@@ -310,8 +314,9 @@ def _ffn_grads(dy2, x2, pre, hidden, W1, b1, W2, b2, act, fname):
     dW2 = np.matmul(hidden.T, dy2)
     db2 = None if b2 is None else dy2.sum(axis=0, dtype=np.float64)
     dh = np.matmul(dy2, W2.T)
-    dpre, db1 = _core.bias_act_backward(dh, pre, b1, act, b1 is not None,
-                                        dh, fname)
+    dpre, db1 = _core.bias_act_backward(dh, pre, bias=b1, activation=act,
+                                        return_dbias=b1 is not None, out=dh,
+                                        fname=fname)
     dW1 = np.matmul(x2.T, dpre)
     dx2 = np.matmul(dpre, W1.T)
     if db2 is not None:
@@ -368,7 +373,7 @@ def feed_forward(x: ArrayLike, W1: ArrayLike, b1: ArrayLike | None,
     _, hidden = _ffn_hidden(_rows(x), W1, b1, act, fname, False)
     y = np.matmul(hidden, W2)
     if b2 is not None:
-        _core.bias_act(y, b2, "none", y, fname)
+        _core.bias_act(y, bias=b2, out=y, fname=fname)
     if _is16(rd):
         y = y.astype(rd)
     return y.reshape(x.shape[:-1] + (W2.shape[1],))
@@ -484,7 +489,8 @@ def rms_norm(x: ArrayLike, eps: float = 1e-6, *,
            [ 1.    , -0.5   ]])
     """
     fname = "rms_norm"
-    return _core.rms_norm(x, weight, _eps(eps, fname), out, fname)
+    return _core.rms_norm(x, weight=weight, eps=_eps(eps, fname), out=out,
+                          fname=fname)
 
 
 def rms_norm_backward(dy: ArrayLike, x: ArrayLike, eps: float = 1e-6, *,
@@ -533,8 +539,9 @@ def rms_norm_backward(dy: ArrayLike, x: ArrayLike, eps: float = 1e-6, *,
     True
     """
     fname = "rms_norm_backward"
-    return _core.rms_norm_backward(dy, x, weight, _eps(eps, fname), True,
-                                   None, fname)
+    return _core.rms_norm_backward(dy, x, weight=weight,
+                                   eps=_eps(eps, fname), return_dweight=True,
+                                   fname=fname)
 
 
 def silu(x: ArrayLike, *, out: NDArray[np.floating] | None = None
@@ -563,7 +570,7 @@ def silu(x: ArrayLike, *, out: NDArray[np.floating] | None = None
     >>> attnpy.silu(np.array([-2.0, 0.0, 1.0, 10.0])).round(4)
     array([-0.2384,  0.    ,  0.7311,  9.9995])
     """
-    return _core.swiglu(x, None, out, "silu")
+    return _core.swiglu(x, out=out, fname="silu")
 
 
 def swiglu(gate: ArrayLike, up: ArrayLike, *,
@@ -602,7 +609,7 @@ def swiglu(gate: ArrayLike, up: ArrayLike, *,
     if up is None:
         raise TypeError(f"{fname}: up must be an array, got None (silu(x) "
                         "is attnpy.silu)")
-    return _core.swiglu(gate, up, out, fname)
+    return _core.swiglu(gate, up, out=out, fname=fname)
 
 
 def swiglu_backward(dy: ArrayLike, gate: ArrayLike, up: ArrayLike
@@ -640,4 +647,4 @@ def swiglu_backward(dy: ArrayLike, gate: ArrayLike, up: ArrayLike
     fname = "swiglu_backward"
     if up is None:
         raise TypeError(f"{fname}: up must be an array, got None")
-    return _core.swiglu_backward(dy, gate, up, fname)
+    return _core.swiglu_backward(dy, gate, up, fname=fname)

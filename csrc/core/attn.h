@@ -294,55 +294,86 @@ const char *attn_isa_name(void);
 int attn_set_isa(const char *name);
 int attn_isa_info(size_t i, const char **name, int *usable, int *opt_in);
 
-/* ---- small kernels ------------------------------------------------------ */
+/* ---- row kernels ----------------------------------------------------------
+ * Every entry point below takes its arguments as one struct and how to
+ * run as an attn_exec (ex may be NULL: one thread, no poll), like
+ * attn_sdpa: rows spread over ex->nthreads threads in chunks fixed by the
+ * shape alone (the same bits for any thread count), the calling thread
+ * polling ex->poll between chunks.
+ *
+ * Row operands: element (r, j) of an attn_mat m of a row kernel at
+ *     m.data + OFF(m, r) + r * m.s0 + j * m.s1
+ * (a boff table for arbitrary leading dims, or s0 for a plain matrix). A
+ * vector broadcast over the rows (a weight, a bias) has boff NULL and
+ * s0 = 0; data NULL = absent. Outputs may be the very memory of an input
+ * of the same shape and strides (in place).
+ *
+ * 16-bit operands: in an ATTN_F32 call any operand, input or output, row
+ * or vector, may have store ATTN_ST_F16 or ATTN_ST_BF16 (each on its
+ * own), unless its kernel says otherwise. The kernels compute on rows
+ * widened exactly to float (never a whole-array copy); a 16-bit output
+ * is the float32 result rounded once to nearest even (half.h). Hence the
+ * bits: a call with 16-bit operands equals the float32 call on the
+ * widened inputs with each 16-bit output rounded from its float result.
+ * A 16-bit operand in an ATTN_F64 call, or an unknown store: ATTN_EINVAL. */
 
-/* 16-bit operands of the row kernels (attn_softmax, attn_softmax_backward,
- * attn_rope, attn_merge, attn_layer_norm and its backward, attn_bias_act
- * and its backward, attn_rms_norm and its backward, attn_swiglu and its
- * backward): any operand, input or output, row or vector, may have store
- * ATTN_ST_F16 or ATTN_ST_BF16 when dtype is ATTN_F32 (each independently;
- * the others float). Such an input is widened exactly, one row at a time,
- * into a float scratch row of the calling thread (never the whole array);
- * the float32 code runs unchanged on it, so every sum is the float32
- * call's (in double where that call sums in double); a 16-bit output is
- * that float32 result rounded once to nearest even (half.h). Hence the
- * bits: a call with 16-bit operands equals the float32 call on the widened
- * inputs with each 16-bit output rounded from its float result. In place
- * works as before (a 16-bit output may be the memory of a 16-bit input of
- * the same layout). A 16-bit operand in an ATTN_F64 call, an unknown
- * store, or a 16-bit operand of attn_softmax_jacobian, attn_posenc or
- * attn_copy2d: ATTN_EINVAL.                                               */
-
-/* softmax over rows: row r, element j at in.data + in.boff[r] + j*in.s1
- * (s0 unused). out may be the same memory as in (in place). NaN and +-inf
- * propagate exactly as exp(x - max(x)) / sum(exp(x - max(x))) in NumPy.
- * in, out: float, float16 or bfloat16 in an ATTN_F32 call (see above).    */
-attn_status attn_softmax(attn_dtype dtype, attn_mat out, attn_mat in,
-                         size_t nrows, size_t n);
+/* softmax over rows: row r, element j at in.data + OFF(in, r) + j*in.s1
+ * (s0 unused). NaN and +-inf propagate as exp(x - max(x)) /
+ * sum(exp(x - max(x))) in NumPy; the sum is in 16 partial sums added in
+ * a fixed tree (elementwise/softmax_tmpl.h).                             */
+typedef struct {
+    attn_dtype dtype;
+    size_t nrows, n;
+    attn_mat out, in;
+} attn_softmax_args;
+attn_status attn_softmax(const attn_softmax_args *a, const attn_exec *ex);
 
 /* softmax backward over rows (y = softmax(x) along the row):
  *   dx_j = y_j * (dy_j - sum_k dy_k * y_k)     (the sum in double)
  * s0 unused, as attn_softmax. dx may be exactly dy or exactly y (same
- * memory and strides); no other overlap. 16-bit dx, dy, y: see above.     */
-attn_status attn_softmax_backward(attn_dtype dtype, attn_mat dx, attn_mat dy,
-                                  attn_mat y, size_t nrows, size_t n);
+ * memory and strides); no other overlap.                                 */
+typedef struct {
+    attn_dtype dtype;
+    size_t nrows, n;
+    attn_mat dx, dy, y;
+} attn_softmax_grad_args;
+attn_status attn_softmax_backward(const attn_softmax_grad_args *a,
+                                  const attn_exec *ex);
 
 /* softmax Jacobian of each row: J(r, i, j) = y_i * ([i == j] - y_j), i.e.
- * diag(y) - y y^T, at jac.data + jac.boff[r] + i*jac.s0 + j*jac.s1; y as in
- * attn_softmax. jac must not overlap y.                                    */
-attn_status attn_softmax_jacobian(attn_dtype dtype, attn_mat jac, attn_mat y,
-                                  size_t nrows, size_t n);
+ * diag(y) - y y^T, at jac.data + OFF(jac, r) + i*jac.s0 + j*jac.s1; y as
+ * in attn_softmax. jac must not overlap y; no 16-bit operand.            */
+typedef struct {
+    attn_dtype dtype;
+    size_t nrows, n;
+    attn_mat jac, y;
+} attn_softmax_jac_args;
+attn_status attn_softmax_jacobian(const attn_softmax_jac_args *a,
+                                  const attn_exec *ex);
 
 /* sinusoidal positional encoding, batched: for b < B, t < T, c < D,
  *   w_i  = exp(-(2i) * log(base) / D),      i = c / 2
  *   pe   = sin((t + offset) * w_i)  for even c,  cos((t + offset) * w_i) odd
- * computed in double; accumulate ? out += pe : out = pe.                   */
-attn_status attn_posenc(attn_dtype dtype, attn_mat out, size_t B, size_t T,
-                        size_t D, double offset, double base, int accumulate);
+ * computed in double with simd/scalar.h's functions (the same bits on
+ * every system); accumulate ? out += pe : out = pe, out (B, T, D) at
+ * data + OFF(out, b) + t * s0 + c * s1. No 16-bit operand.               */
+typedef struct {
+    attn_dtype dtype;
+    size_t B, T, D;
+    attn_mat out;
+    double offset, base;
+    int accumulate;
+} attn_posenc_args;
+attn_status attn_posenc(const attn_posenc_args *a, const attn_exec *ex);
 
-/* batched strided 2-D copy: out(b, i, j) = in(b, i, j), i < rows, j < cols */
-attn_status attn_copy2d(attn_dtype dtype, attn_mat out, attn_mat in, size_t B,
-                        size_t rows, size_t cols);
+/* batched strided 2-D copy: out(b, i, j) = in(b, i, j), i < rows, j < cols
+ * (no 16-bit operand)                                                    */
+typedef struct {
+    attn_dtype dtype;
+    size_t B, rows, cols;
+    attn_mat out, in;
+} attn_copy_args;
+attn_status attn_copy2d(const attn_copy_args *a, const attn_exec *ex);
 
 /* number of CPUs this process may run on (sched affinity), at least 1      */
 int attn_available_cpus(void);
@@ -353,40 +384,40 @@ int attn_available_cpus(void);
  *   theta = (offset + t) * base^(-2i/E), in double,
  *   (out_a, out_b) = (x_a cos - x_b sin, x_b cos + x_a sin), x = in(b, t, :)
  * with (a, b) = (2i, 2i+1) when interleaved (GPT-J), else (i, i + E/2)
- * (rotate-half: GPT-NeoX, Llama). out may be in (same strides: in place).
- * E odd: ATTN_EINVAL. 16-bit in / out (ATTN_F32): the rotation of the
- * widened row in double, rounded to float, then once to 16 bits.           */
-attn_status attn_rope(attn_dtype dtype, attn_mat out, attn_mat in, size_t B,
-                      size_t T, size_t E, double offset, double base,
-                      int interleaved);
+ * (rotate-half: GPT-NeoX, Llama); the angles, cos, sin and the rotation
+ * in double with simd/scalar.h's functions, rounded once to the output.
+ * in / out (B, T, E) at data + OFF(m, b) + t * s0 + e * s1; out may be in
+ * (same strides: in place). E odd: ATTN_EINVAL.                          */
+typedef struct {
+    attn_dtype dtype;
+    size_t B, T, E;
+    attn_mat out, in;
+    double offset, base;
+    int interleaved;
+} attn_rope_args;
+attn_status attn_rope(const attn_rope_args *a, const attn_exec *ex);
 
 /* merge K partial attention results over disjoint key sets: for b < B,
- * i < L (lse_k(b, i) at lses[k].data + boff[b] + i * s0; s1 unused):
+ * i < L (lse_k(b, i) at lses[k].data + OFF(lses[k], b) + i * s0; s1
+ * unused; out_k rows (b, i) as out's):
  *   M = max_k lse_k,  e_k = exp(lse_k - M),  lse = M + log(sum_k e_k),
  *   out(b, i, :) = sum over k with e_k != 0 of (e_k / sum e) out_k(b, i, :)
- * in double, k in order. A row whose every lse_k is -inf (K == 0 too) gets
- * out 0 and lse -inf. lse.data may be NULL (not wanted). Any of out, lse,
- * outs[k], lses[k] may be 16-bit in an ATTN_F32 call: an lse_k is widened,
- * an out_k row widened into scratch, a 16-bit out / lse is the float
- * result rounded once.                                                    */
-attn_status attn_merge(attn_dtype dtype, size_t K, size_t B, size_t L,
-                       size_t Ev, attn_mat out, attn_mat lse,
-                       const attn_mat *outs, const attn_mat *lses);
+ * in double, k in order, exp and log simd/scalar.h's. A row whose every
+ * lse_k is -inf (K == 0 too) gets out 0 and lse -inf. lse.data may be
+ * NULL (not wanted). Any of out, lse, outs[k], lses[k] may be 16-bit.    */
+typedef struct {
+    attn_dtype dtype;
+    size_t K, B, L, Ev;
+    attn_mat out, lse;
+    const attn_mat *outs, *lses;  /* K each                              */
+} attn_merge_args;
+attn_status attn_merge(const attn_merge_args *a, const attn_exec *ex);
 
-/* ---- the transformer layer's small kernels (layer/) ---------------------
- * Row kernels over (nrows, n) operands: element (r, j) of an attn_mat m at
- *     (T *)m.data + OFF(m, r) + r * m.s0 + j * m.s1
- * (a boff table for arbitrary leading dims, or s0 for a plain matrix). A
- * vector broadcast over the rows (weight, bias) is an attn_mat with
- * boff NULL and s0 = 0; data NULL = absent. Outputs may be the very memory
- * of an input of the same shape and strides (in place). Rows are spread
- * over ex->nthreads threads in chunks fixed by (nrows, n) alone, and every
- * sum over rows (dweight, dbias) is reduced in chunk order, in double: the
- * results are the same bits for any thread count. ex may be NULL (one
- * thread). Sums over a row are in double, in 8 interleaved partial sums.
- * 16-bit operands (ATTN_F32 calls; the weight, bias, shift vectors and the
- * dweight, dbias outputs included): see "16-bit operands" above; the
- * column sums dweight / dbias are the float32 call's, rounded once.      */
+/* ---- the transformer layer's row kernels (layer/) -----------------------
+ * Row kernels as above. Every sum over rows (dweight, dbias) is reduced
+ * in chunk order, in double; a 16-bit dweight / dbias is the float32
+ * call's, rounded once. Sums over a row are in double, in 8 interleaved
+ * partial sums added in a fixed tree (rows/lanes.h).                    */
 
 /* Layer normalisation of s = x [+ res] [+ shift] (s rounded to the dtype):
  *   mean = sum_j s_j / n,   var = sum_j (s_j - mean)^2 / n
@@ -440,18 +471,27 @@ typedef enum {
 } attn_act;
 
 /* bias + activation: y(r, j) = act(x(r, j) [+ bias_j]), h = x + bias
- * rounded to the dtype, act in the dtype's precision (erff / erf ...).    */
-attn_status attn_bias_act(attn_dtype dtype, attn_act act, size_t nrows,
-                          size_t n, attn_mat y, attn_mat x, attn_mat bias,
-                          const attn_exec *ex);
+ * rounded to the dtype, act by layer/act_tmpl.h (gelu from simd/math.h's
+ * Phi, gelu_tanh as h sigmoid(2 z)): the same bits on every set.        */
+typedef struct {
+    attn_dtype dtype;
+    attn_act act;
+    size_t nrows, n;
+    attn_mat y, x, bias;   /* bias: (n) optional                          */
+} attn_act_args;
+attn_status attn_bias_act(const attn_act_args *a, const attn_exec *ex);
 
 /* its gradient: dx(r, j) = dy(r, j) * act'(h(r, j)), h = x [+ bias] as in
- * the forward pass (relu: 1 where h > 0, else 0); dbias_j = sum_r dx(r, j)
- * (optional; in double, chunk order).                                     */
-attn_status attn_bias_act_backward(attn_dtype dtype, attn_act act,
-                                   size_t nrows, size_t n, attn_mat dx,
-                                   attn_mat dbias, attn_mat dy, attn_mat x,
-                                   attn_mat bias, const attn_exec *ex);
+ * the forward pass (relu: dy where h > 0, else +0); dbias_j = sum_r
+ * dx(r, j) (optional; in double, chunk order).                          */
+typedef struct {
+    attn_dtype dtype;
+    attn_act act;
+    size_t nrows, n;
+    attn_mat dx, dbias, dy, x, bias;
+} attn_act_grad_args;
+attn_status attn_bias_act_backward(const attn_act_grad_args *a,
+                                   const attn_exec *ex);
 
 /* ---- the pieces of a Llama-family decoder (layer/) -----------------------
  * Row kernels like the ones above (same operands, threads, in place).    */
@@ -488,18 +528,25 @@ attn_status attn_rms_norm_backward(const attn_rms_grad *p,
                                    const attn_exec *ex);
 
 /* SiLU-gated unit: y(r, j) = silu(gate(r, j)) [* up(r, j)], silu(g) =
- * g / (1 + exp(-g)) in the dtype's precision (expf / exp); up absent
- * (data NULL): y = silu(gate).                                            */
-attn_status attn_swiglu(attn_dtype dtype, size_t nrows, size_t n, attn_mat y,
-                        attn_mat gate, attn_mat up, const attn_exec *ex);
+ * g sigmoid(g) (simd/math.h's sigmoid); up absent (data NULL): y =
+ * silu(gate).                                                           */
+typedef struct {
+    attn_dtype dtype;
+    size_t nrows, n;
+    attn_mat y, gate, up;
+} attn_glu_args;
+attn_status attn_swiglu(const attn_glu_args *a, const attn_exec *ex);
 
 /* its gradient, s = sigmoid(gate):
  *   dgate = dy [* up] * s (1 + gate (1 - s)),  dup = dy * silu(gate)
  * (dup optional; up absent: the gradient of silu alone). dgate and dup
  * may be the memory of dy, gate or up (element by element).              */
-attn_status attn_swiglu_backward(attn_dtype dtype, size_t nrows, size_t n,
-                                 attn_mat dgate, attn_mat dup, attn_mat dy,
-                                 attn_mat gate, attn_mat up,
+typedef struct {
+    attn_dtype dtype;
+    size_t nrows, n;
+    attn_mat dgate, dup, dy, gate, up;
+} attn_glu_grad_args;
+attn_status attn_swiglu_backward(const attn_glu_grad_args *a,
                                  const attn_exec *ex);
 
 /* ---- quantized weights (quant/) -------------------------------------------
@@ -515,9 +562,17 @@ attn_status attn_swiglu_backward(attn_dtype dtype, size_t nrows, size_t n,
  * attn_qblock_bytes: a block's bytes (0 for an unknown type).           */
 typedef enum { ATTN_Q4_1 = 0, ATTN_Q8_0 = 1 } attn_qtype;
 size_t attn_qblock_bytes(attn_qtype qtype);
-attn_status attn_qmatmul(float *out, size_t ldo, const float *x, size_t ldx,
-                         const uint8_t *w, size_t ldw, size_t M, size_t N,
-                         size_t K, attn_qtype qtype, const attn_exec *ex);
+typedef struct {
+    attn_qtype qtype;
+    size_t M, N, K;
+    float *out;            /* (M, N), rows ldo floats apart               */
+    size_t ldo;
+    const float *x;        /* (M, K), rows ldx floats apart               */
+    size_t ldx;
+    const uint8_t *w;      /* N rows of K / 32 blocks, ldw bytes apart    */
+    size_t ldw;
+} attn_qmm_args;
+attn_status attn_qmatmul(const attn_qmm_args *a, const attn_exec *ex);
 
 #ifdef __cplusplus
 }

@@ -31,9 +31,9 @@
  *   4. Results: new_result(), or for out=: check_out() then dest_for()
  *      (the user's array itself, or a temporary when it overlaps an input
  *      or has odd strides) and deliver() at the end.
- *   5. Compute: ap_nogil_begin() / ap_nogil_end() around the core call
- *      (they fill an attn_exec with the thread count and the Ctrl-C poll),
- *      then raise_status().
+ *   5. Compute: AP_RUN(st, attn_foo, &args) (the GIL released, an
+ *      attn_exec with the thread count and the Ctrl-C poll), then
+ *      raise_status().
  *   6. Add {"foo", AP_FASTCALL(core_foo), AP_KW, "foo(x, /, *, out=None,
  *      fname='foo')\n--\n\ndoc"} to the family's method table
  *      (ap_<family>_methods): the first line is the text signature that
@@ -253,13 +253,16 @@ typedef struct {
 /* release the GIL; g->ex is then the exec to pass to the core (the
  * module's thread count, Ctrl-C polled about every 100 ms)               */
 void ap_nogil_begin(ap_nogil *g);
-/* a single-threaded core call with the GIL released: st = call            */
-#define AP_RUN_NOGIL(st, call)                                                 \
-    do {                                                                       \
-        Py_BEGIN_ALLOW_THREADS(st) = (call);                                   \
-        Py_END_ALLOW_THREADS                                                   \
-    } while (0)
 void ap_nogil_end(ap_nogil *g);
+/* a core entry point fn(args, exec) with the GIL released, on the module's
+ * threads with the Ctrl-C poll: st = fn(args, &exec)                    */
+#define AP_RUN(st, fn, args)                                                   \
+    do {                                                                       \
+        ap_nogil ap_g_;                                                        \
+        ap_nogil_begin(&ap_g_);                                                \
+        (st) = fn(args, &ap_g_.ex);                                            \
+        ap_nogil_end(&ap_g_);                                                  \
+    } while (0)
 int raise_status(attn_status st, const char *fname);
 
 /* ---- threads (runtime.c) ------------------------------------------------- */

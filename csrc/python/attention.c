@@ -445,10 +445,8 @@ static int sdpa_compute(sdpa_call *c)
 {
     if (!c->busy)
         return 0;
-    ap_nogil g;
-    ap_nogil_begin(&g);
-    attn_status status = attn_sdpa(&c->p, &g.ex);
-    ap_nogil_end(&g);
+    attn_status status;
+    AP_RUN(status, attn_sdpa, &c->p);
     if (status == ATTN_EFULLYMASKED) {
         raise_fully_masked(c);
         return -1;
@@ -627,10 +625,8 @@ static int bwd_compute(sdpa_call *c)
     bp.dk = c->dmat[2];
     bp.dv = c->dmat[3];
     bp.dbias = c->dmat[4];
-    ap_nogil g;
-    ap_nogil_begin(&g);
-    attn_status status = attn_sdpa_backward(&bp, &g.ex);
-    ap_nogil_end(&g);
+    attn_status status;
+    AP_RUN(status, attn_sdpa_backward, &bp);
     if (status == ATTN_EFULLYMASKED) {
         c->p.bad_b = bp.f.bad_b;
         c->p.bad_row = bp.f.bad_row;

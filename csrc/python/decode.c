@@ -133,10 +133,11 @@ static PyObject *core_merge(PyObject *Py_UNUSED(mod), PyObject *const *argv,
                 st[0][nd - 1] = 0; /* an lse (..., L): no column stride */
             c.mats[i] = mat_of(c.arr[i], c.offs + (size_t)i * B, st[0], nd);
         }
-        attn_status s;
-        AP_RUN_NOGIL(s, attn_merge(dtype_of(typenum), (size_t)c.K, B, L, Ev,
+        const attn_merge_args a = {dtype_of(typenum), (size_t)c.K, B, L, Ev,
                                    c.mats[c.n - 2], c.mats[c.n - 1], c.mats,
-                                   c.mats + c.K));
+                                   c.mats + c.K};
+        attn_status s;
+        AP_RUN(s, attn_merge, &a);
         if (raise_status(s, fname) < 0)
             goto fail;
     }

@@ -141,9 +141,10 @@ static PyObject *core_softmax(PyObject *Py_UNUSED(mod), PyObject *const *argv,
                        store_of(u.x)};
         attn_mat mo = {PyArray_DATA(u.dst), u.offs + nrows, 0, st[1][axis],
                        store_of(u.dst)};
+        const attn_softmax_args a = {dtype_of(u.typenum), nrows,
+                                     (size_t)PyArray_DIM(u.x, axis), mo, mi};
         attn_status st_;
-        AP_RUN_NOGIL(st_, attn_softmax(dtype_of(u.typenum), mo, mi, nrows,
-                                       (size_t)PyArray_DIM(u.x, axis)));
+        AP_RUN(st_, attn_softmax, &a);
         if (raise_status(st_, fname) < 0)
             goto fail;
     }
@@ -211,10 +212,11 @@ static PyObject *core_softmax_backward(PyObject *Py_UNUSED(mod),
                        store_of(u.x)};
         attn_mat mo = {PyArray_DATA(u.dst), u.offs + 2 * nrows, 0,
                        st[2][axis], store_of(u.dst)};
+        const attn_softmax_grad_args a = {
+            dtype_of(u.typenum), nrows, (size_t)PyArray_DIM(u.x, axis), mo,
+            mg, my};
         attn_status s;
-        AP_RUN_NOGIL(s, attn_softmax_backward(dtype_of(u.typenum), mo, mg, my,
-                                              nrows,
-                                              (size_t)PyArray_DIM(u.x, axis)));
+        AP_RUN(s, attn_softmax_backward, &a);
         if (raise_status(s, fname) < 0)
             goto fail;
     }
@@ -269,9 +271,10 @@ static PyObject *core_softmax_jacobian(PyObject *Py_UNUSED(mod),
         attn_mat my = {PyArray_DATA(u.x), u.offs, 0, st[0][axis], ATTN_ST_NATIVE};
         attn_mat mj = {PyArray_DATA(u.dst), u.offs + nrows, sj[nd - 1],
                        sj[nd], ATTN_ST_NATIVE};
+        const attn_softmax_jac_args a = {dtype_of(u.typenum), nrows,
+                                         (size_t)n, mj, my};
         attn_status s;
-        AP_RUN_NOGIL(s, attn_softmax_jacobian(dtype_of(u.typenum), mj, my,
-                                              nrows, (size_t)n));
+        AP_RUN(s, attn_softmax_jacobian, &a);
         if (raise_status(s, fname) < 0)
             goto fail;
     }
@@ -343,9 +346,10 @@ static PyObject *core_combine_heads(PyObject *Py_UNUSED(mod),
         attn_mat mi = {PyArray_DATA(u.x), u.offs, sx[nd - 2], sx[nd - 1], ATTN_ST_NATIVE};
         attn_mat mo = {PyArray_DATA(u.dst), u.offs + B, so[nd - 3],
                        so[nd - 2], ATTN_ST_NATIVE};
+        const attn_copy_args a = {dtype_of(u.typenum), B, (size_t)T,
+                                  (size_t)dk, mo, mi};
         attn_status st;
-        AP_RUN_NOGIL(st, attn_copy2d(dtype_of(u.typenum), mo, mi, B,
-                                     (size_t)T, (size_t)dk));
+        AP_RUN(st, attn_copy2d, &a);
         if (raise_status(st, fname) < 0)
             goto fail;
     }

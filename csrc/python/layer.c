@@ -17,6 +17,8 @@
 #include "args.h"
 
 #define LC_MAX 8
+#define LC_NONE (-1)
+enum { LC_ROWS = 0, LC_VECTOR = 1 }; /* an operand: rows of x's shape, or (n,) */
 
 typedef struct {
     const char *fname;
@@ -46,14 +48,15 @@ static void lc_free(lcall *c)
     Py_XDECREF(c->rd);
 }
 
-/* an input operand (None: absent); operand 0 is x, whose shape rules   */
+/* an input operand (None or NULL: absent); operand 0 is x, whose shape
+ * rules; vec: LC_ROWS or LC_VECTOR                                       */
 static int lc_input(lcall *c, PyObject *obj, const char *name, int vec)
 {
     int op = c->nops++;
     c->nin = c->nops;
     c->name[op] = name;
     c->vec[op] = vec;
-    if (obj == Py_None)
+    if (!obj || obj == Py_None)
         return 0;
     return (c->raw[op] = as_array16(obj, c->fname, name)) ? 0 : -1;
 }
@@ -61,12 +64,12 @@ static int lc_input(lcall *c, PyObject *obj, const char *name, int vec)
 /* an input that may not be None (x, dy, gate) */
 static int lc_required(lcall *c, PyObject *obj, const char *name)
 {
-    if (obj == Py_None) {
+    if (!obj || obj == Py_None) {
         PyErr_Format(PyExc_TypeError, "%s: %s must be an array, not None",
                      c->fname, name);
         return -1;
     }
-    return lc_input(c, obj, name, 0);
+    return lc_input(c, obj, name, LC_ROWS);
 }
 
 /* the compute dtype of the inputs, each converted to it, shapes checked */
@@ -123,37 +126,43 @@ static int lc_inputs_done(lcall *c)
     return 0;
 }
 
-/* an output: a new array, or the user's out= (`out` not None; the
- * output's dtype or a wider float). It may be exactly the input `alias`
- * (same data and strides: in place); any other overlap with an input goes
- * through a temporary. Not `wanted`: the slot stays empty (the kernel gets
- * data NULL). own >= 0: a gradient, of input `own`'s dtype when that is
- * 16-bit (else the result dtype).                                        */
-static int lc_output(lcall *c, PyObject *out, const char *name, int vec,
-                     int alias, int wanted, int own)
+/* an output operand: its name; vec (LC_ROWS, LC_VECTOR); alias: the
+ * input it may be exactly (same data and strides: in place), or LC_NONE;
+ * own: for a gradient, the input whose dtype it takes when that is
+ * 16-bit (dx of a float16 x is float16 whatever dy is), or LC_NONE      */
+typedef struct {
+    const char *name;
+    int vec, alias, own;
+} lc_out;
+
+/* an output: a new array, or the user's out= (`out` given: the output's
+ * dtype or a wider float). Any overlap with an input but o.alias goes
+ * through a temporary. Not `wanted`: the slot stays empty (the kernel
+ * gets data NULL).                                                       */
+static int lc_output(lcall *c, PyObject *out, lc_out o, int wanted)
 {
     int op = c->nops++;
-    c->name[op] = name;
-    c->vec[op] = vec;
+    c->name[op] = o.name;
+    c->vec[op] = o.vec;
     if (!wanted)
         return 0;
     npy_intp vdim = (npy_intp)c->n;
-    int nd = vec ? 1 : c->nd;
-    const npy_intp *dims = vec ? &vdim : c->dims;
+    int nd = o.vec ? 1 : c->nd;
+    const npy_intp *dims = o.vec ? &vdim : c->dims;
     PyArray_Descr *d = c->rd;
-    if (own >= 0 && c->raw[own] && c->typenum == NPY_FLOAT
-        && is_16bit(PyArray_DESCR(c->raw[own])))
-        d = PyArray_DESCR(c->arr[own]); /* native byte order */
-    if (out == Py_None)
+    if (o.own != LC_NONE && c->raw[o.own] && c->typenum == NPY_FLOAT
+        && is_16bit(PyArray_DESCR(c->raw[o.own])))
+        d = PyArray_DESCR(c->arr[o.own]); /* native byte order */
+    if (!out || out == Py_None)
         return (c->arr[op] = new_result_descr(nd, dims, d, c->fname,
-                                              name)) ? 0 : -1;
-    if (!(c->user[op] = check_out_wide(out, c->fname, name, nd, dims, d)))
+                                              o.name)) ? 0 : -1;
+    if (!(c->user[op] = check_out_wide(out, c->fname, o.name, nd, dims, d)))
         return -1;
     PyArrayObject *u = c->user[op], *ins[LC_MAX];
     int nins = 0;
     for (int k = 0; k < c->nin; k++) {
         PyArrayObject *a = c->arr[k];
-        int same = a && k == alias && PyArray_DATA(a) == PyArray_DATA(u)
+        int same = a && k == o.alias && PyArray_DATA(a) == PyArray_DATA(u)
                    && PyArray_NDIM(a) == nd;
         for (int d = 0; same && d < nd; d++)
             same = PyArray_DIM(a, d) <= 1
@@ -207,17 +216,6 @@ static PyObject *lc_result(lcall *c, int op)
     return deliver(c->user[op], c->arr[op], c->is_tmp[op]);
 }
 
-/* run CALL (a core call using `ex`, the exec with the module's threads)
- * with the GIL released; st = its status                                 */
-#define LC_RUN(st, CALL)                                                       \
-    do {                                                                       \
-        ap_nogil g_;                                                           \
-        ap_nogil_begin(&g_);                                                   \
-        const attn_exec *ex = &g_.ex;                                          \
-        (st) = (CALL);                                                         \
-        ap_nogil_end(&g_);                                                     \
-    } while (0)
-
 /* the outputs first .. first + n - 1 as a tuple (new reference)         */
 static PyObject *lc_results(lcall *c, int first, int n)
 {
@@ -232,14 +230,11 @@ static PyObject *lc_results(lcall *c, int first, int n)
     return t;
 }
 
-static const char *fname_of(PyObject *const *args, Py_ssize_t nargs,
-                            Py_ssize_t want, const char *who)
+/* eps (absent: 1e-6, the public functions' default) */
+static int lc_eps(PyObject *o, double *eps)
 {
-    if (nargs != want) {
-        PyErr_Format(PyExc_TypeError, "%s() takes %zd arguments", who, want);
-        return NULL;
-    }
-    return PyUnicode_AsUTF8(args[want - 1]);
+    *eps = o && o != Py_None ? PyFloat_AsDouble(o) : 1e-6;
+    return *eps == -1.0 && PyErr_Occurred() ? -1 : 0;
 }
 
 static int parse_act(PyObject *o, const char *fname, attn_act *act)
@@ -247,6 +242,10 @@ static int parse_act(PyObject *o, const char *fname, attn_act *act)
     /* in the order of attn_act */
     static const char *const names[] = {"none", "relu", "gelu", "gelu_tanh"};
     int i;
+    if (!o || o == Py_None) {
+        *act = ATTN_ACT_NONE;
+        return 0;
+    }
     if (parse_choice(o, fname, "activation",
                      "'none', 'relu', 'gelu' or 'gelu_tanh'", names, 4,
                      &i) < 0)
@@ -256,286 +255,366 @@ static int parse_act(PyObject *o, const char *fname, attn_act *act)
 }
 
 /* ------------------------------------------------------------------------ */
-/* layer_norm(x, res, shift, weight, bias, eps, eps_in_sqrt, out, want_sum, */
-/*            fname) -> y, or (y, s) when want_sum (s = x + (res + shift))  */
+/* layer_norm(x, /, *, residual, shift, weight, bias, eps, eps_in_sqrt,     */
+/*            out, return_sum, fname) -> y, or (y, s) with return_sum       */
+/*            (s = x + (residual + shift))                                  */
 /* ------------------------------------------------------------------------ */
-enum { LN_X, LN_RES, LN_SHIFT, LN_W, LN_B, LN_Y, LN_SUM };
+AP_ARGSPEC(ln_spec, "layer_norm", 1, 1, "x", "residual", "shift", "weight",
+           "bias", "eps", "eps_in_sqrt", "out", "return_sum", "fname");
+enum { LN_X, LN_RES, LN_SHIFT, LN_W, LN_B, LN_EPS, LN_SQ, LN_OUT, LN_RSUM,
+       LN_FNAME };
+enum { LNO_Y = 5, LNO_SUM }; /* the outputs' operand slots */
 
 static PyObject *core_layer_norm(PyObject *Py_UNUSED(mod),
-                                 PyObject *const *args, Py_ssize_t nargs)
+                                 PyObject *const *argv, Py_ssize_t nargs,
+                                 PyObject *kwnames)
 {
     lcall c = {0};
-    PyObject *result = NULL;
-    if (!(c.fname = fname_of(args, nargs, 10, "layer_norm")))
+    PyObject *result = NULL, *a[10];
+    double eps;
+    int sq, rsum;
+    if (!(c.fname = ap_parse_named(&ln_spec, argv, nargs, kwnames, a,
+                                   LN_FNAME))
+        || lc_eps(a[LN_EPS], &eps) < 0 || (sq = ap_flag(a[LN_SQ])) < 0
+        || (rsum = ap_flag(a[LN_RSUM])) < 0)
         return NULL;
-    double eps = PyFloat_AsDouble(args[5]);
-    int sq = PyObject_IsTrue(args[6]), want_sum = PyObject_IsTrue(args[8]);
-    if ((eps == -1.0 && PyErr_Occurred()) || sq < 0 || want_sum < 0)
-        return NULL;
-    if (lc_required(&c, args[0], "x") < 0 ||
-        lc_input(&c, args[1], "residual", 0) < 0 ||
-        lc_input(&c, args[2], "shift", 1) < 0 ||
-        lc_input(&c, args[3], "weight", 1) < 0 ||
-        lc_input(&c, args[4], "bias", 1) < 0 || lc_inputs_done(&c) < 0 ||
-        lc_output(&c, args[7], "out", 0, LN_X, 1, -1) < 0 ||
-        lc_output(&c, Py_None, "the sum", 0, -1, want_sum, -1) < 0 ||
-        lc_mats(&c) < 0)
+    if (lc_required(&c, a[LN_X], "x") < 0
+        || lc_input(&c, a[LN_RES], "residual", LC_ROWS) < 0
+        || lc_input(&c, a[LN_SHIFT], "shift", LC_VECTOR) < 0
+        || lc_input(&c, a[LN_W], "weight", LC_VECTOR) < 0
+        || lc_input(&c, a[LN_B], "bias", LC_VECTOR) < 0
+        || lc_inputs_done(&c) < 0
+        || lc_output(&c, a[LN_OUT],
+                     (lc_out){"out", LC_ROWS, LN_X, LC_NONE}, 1) < 0
+        || lc_output(&c, NULL, (lc_out){"the sum", LC_ROWS, LC_NONE, LC_NONE},
+                     rsum) < 0
+        || lc_mats(&c) < 0)
         goto fail;
-    attn_norm p = {dtype_of(c.typenum), c.nrows, c.n, c.mat[LN_Y],
-                   c.mat[LN_SUM], c.mat[LN_X], c.mat[LN_RES],
-                   c.mat[LN_SHIFT], c.mat[LN_W], c.mat[LN_B], eps, sq};
+    const attn_norm p = {dtype_of(c.typenum), c.nrows, c.n, c.mat[LNO_Y],
+                         c.mat[LNO_SUM], c.mat[LN_X], c.mat[LN_RES],
+                         c.mat[LN_SHIFT], c.mat[LN_W], c.mat[LN_B], eps, sq};
     attn_status st;
-    LC_RUN(st, attn_layer_norm(&p, ex));
+    AP_RUN(st, attn_layer_norm, &p);
     if (raise_status(st, c.fname) < 0)
         goto fail;
-    result = want_sum ? lc_results(&c, LN_Y, 2) : lc_result(&c, LN_Y);
+    result = rsum ? lc_results(&c, LNO_Y, 2) : lc_result(&c, LNO_Y);
 fail:
     lc_free(&c);
     return result;
 }
 
 /* ------------------------------------------------------------------------ */
-/* layer_norm_backward(dy, s, weight, eps, eps_in_sqrt, want_dweight,       */
-/*                     want_dbias, out, fname) -> (dx, dweight, dbias)      */
-/* (None for a gradient not wanted)                                         */
+/* layer_norm_backward(dy, x, /, *, weight, eps, eps_in_sqrt,               */
+/*     return_dweight, return_dbias, out, fname) -> (dx, dweight, dbias)    */
+/* (None for a gradient not asked for; x: the forward pass's sum s)         */
 /* ------------------------------------------------------------------------ */
-enum { LB_X, LB_DY, LB_W, LB_DX, LB_DW, LB_DB };
+AP_ARGSPEC(lnb_spec, "layer_norm_backward", 2, 2, "dy", "x", "weight", "eps",
+           "eps_in_sqrt", "return_dweight", "return_dbias", "out", "fname");
+enum { LNB_DY, LNB_X, LNB_W, LNB_EPS, LNB_SQ, LNB_RDW, LNB_RDB, LNB_OUT,
+       LNB_FNAME };
+/* operand slots: inputs x, dy, weight, then dx, dweight, dbias */
+enum { LBO_X, LBO_DY, LBO_W, LBO_DX, LBO_DW, LBO_DB };
 
 static PyObject *core_layer_norm_backward(PyObject *Py_UNUSED(mod),
-                                          PyObject *const *args,
-                                          Py_ssize_t nargs)
+                                          PyObject *const *argv,
+                                          Py_ssize_t nargs, PyObject *kwnames)
 {
     lcall c = {0};
-    PyObject *result = NULL;
-    if (!(c.fname = fname_of(args, nargs, 9, "layer_norm_backward")))
-        return NULL;
-    double eps = PyFloat_AsDouble(args[3]);
-    int sq = PyObject_IsTrue(args[4]), ww = PyObject_IsTrue(args[5]),
-        wb = PyObject_IsTrue(args[6]);
-    if ((eps == -1.0 && PyErr_Occurred()) || sq < 0 || ww < 0 || wb < 0)
+    PyObject *result = NULL, *a[9];
+    double eps;
+    int sq, rdw, rdb;
+    if (!(c.fname = ap_parse_named(&lnb_spec, argv, nargs, kwnames, a,
+                                   LNB_FNAME))
+        || lc_eps(a[LNB_EPS], &eps) < 0 || (sq = ap_flag(a[LNB_SQ])) < 0
+        || (rdw = ap_flag(a[LNB_RDW])) < 0 || (rdb = ap_flag(a[LNB_RDB])) < 0)
         return NULL;
     /* x first: it sets the shape dy must have */
-    if (lc_required(&c, args[1], "x") < 0 ||
-        lc_required(&c, args[0], "dy") < 0 ||
-        lc_input(&c, args[2], "weight", 1) < 0 || lc_inputs_done(&c) < 0 ||
-        lc_output(&c, args[7], "out", 0, LB_DY, 1, LB_X) < 0 ||
-        lc_output(&c, Py_None, "dweight", 1, -1, ww, LB_W) < 0 ||
-        lc_output(&c, Py_None, "dbias", 1, -1, wb, -1) < 0 ||
-        lc_mats(&c) < 0)
+    if (lc_required(&c, a[LNB_X], "x") < 0
+        || lc_required(&c, a[LNB_DY], "dy") < 0
+        || lc_input(&c, a[LNB_W], "weight", LC_VECTOR) < 0
+        || lc_inputs_done(&c) < 0
+        || lc_output(&c, a[LNB_OUT], (lc_out){"out", LC_ROWS, LBO_DY, LBO_X},
+                     1) < 0
+        || lc_output(&c, NULL, (lc_out){"dweight", LC_VECTOR, LC_NONE, LBO_W},
+                     rdw) < 0
+        || lc_output(&c, NULL, (lc_out){"dbias", LC_VECTOR, LC_NONE, LC_NONE},
+                     rdb) < 0
+        || lc_mats(&c) < 0)
         goto fail;
-    attn_norm_grad p = {dtype_of(c.typenum), c.nrows, c.n, c.mat[LB_DX],
-                        c.mat[LB_DW], c.mat[LB_DB], c.mat[LB_DY],
-                        c.mat[LB_X], c.mat[LB_W], eps, sq};
+    const attn_norm_grad p = {dtype_of(c.typenum), c.nrows, c.n,
+                              c.mat[LBO_DX], c.mat[LBO_DW], c.mat[LBO_DB],
+                              c.mat[LBO_DY], c.mat[LBO_X], c.mat[LBO_W], eps,
+                              sq};
     attn_status st;
-    LC_RUN(st, attn_layer_norm_backward(&p, ex));
+    AP_RUN(st, attn_layer_norm_backward, &p);
     if (raise_status(st, c.fname) < 0)
         goto fail;
-    result = lc_results(&c, LB_DX, 3);
+    result = lc_results(&c, LBO_DX, 3);
 fail:
     lc_free(&c);
     return result;
 }
 
 /* ------------------------------------------------------------------------ */
-/* bias_act(x, bias, activation, out, fname) -> act(x + bias)               */
+/* bias_act(x, /, *, bias, activation, out, fname) -> act(x + bias)         */
 /* ------------------------------------------------------------------------ */
-static PyObject *core_bias_act(PyObject *Py_UNUSED(mod), PyObject *const *args,
-                               Py_ssize_t nargs)
+AP_ARGSPEC(ba_spec, "bias_act", 1, 1, "x", "bias", "activation", "out",
+           "fname");
+enum { BA_X, BA_B, BA_ACT, BA_OUT, BA_FNAME };
+enum { BAO_Y = 2 };
+
+static PyObject *core_bias_act(PyObject *Py_UNUSED(mod), PyObject *const *argv,
+                               Py_ssize_t nargs, PyObject *kwnames)
 {
     lcall c = {0};
-    PyObject *result = NULL;
+    PyObject *result = NULL, *a[5];
     attn_act act;
-    if (!(c.fname = fname_of(args, nargs, 5, "bias_act")) ||
-        parse_act(args[2], c.fname, &act) < 0)
+    if (!(c.fname = ap_parse_named(&ba_spec, argv, nargs, kwnames, a,
+                                   BA_FNAME))
+        || parse_act(a[BA_ACT], c.fname, &act) < 0)
         return NULL;
-    if (lc_required(&c, args[0], "x") < 0 ||
-        lc_input(&c, args[1], "bias", 1) < 0 || lc_inputs_done(&c) < 0 ||
-        lc_output(&c, args[3], "out", 0, 0, 1, -1) < 0 || lc_mats(&c) < 0)
+    if (lc_required(&c, a[BA_X], "x") < 0
+        || lc_input(&c, a[BA_B], "bias", LC_VECTOR) < 0
+        || lc_inputs_done(&c) < 0
+        || lc_output(&c, a[BA_OUT], (lc_out){"out", LC_ROWS, BA_X, LC_NONE},
+                     1) < 0
+        || lc_mats(&c) < 0)
         goto fail;
+    const attn_act_args p = {dtype_of(c.typenum), act, c.nrows, c.n,
+                             c.mat[BAO_Y], c.mat[BA_X], c.mat[BA_B]};
     attn_status st;
-    LC_RUN(st, attn_bias_act(dtype_of(c.typenum), act, c.nrows, c.n,
-                             c.mat[2], c.mat[0], c.mat[1], ex));
+    AP_RUN(st, attn_bias_act, &p);
     if (raise_status(st, c.fname) == 0)
-        result = lc_result(&c, 2);
+        result = lc_result(&c, BAO_Y);
 fail:
     lc_free(&c);
     return result;
 }
 
 /* ------------------------------------------------------------------------ */
-/* bias_act_backward(dy, x, bias, activation, want_dbias, out, fname)       */
-/*     -> (dx, dbias or None)                                               */
+/* bias_act_backward(dy, x, /, *, bias, activation, return_dbias, out,      */
+/*     fname) -> (dx, dbias or None)                                        */
 /* ------------------------------------------------------------------------ */
+AP_ARGSPEC(bab_spec, "bias_act_backward", 2, 2, "dy", "x", "bias",
+           "activation", "return_dbias", "out", "fname");
+enum { BAB_DY, BAB_X, BAB_B, BAB_ACT, BAB_RDB, BAB_OUT, BAB_FNAME };
+enum { BBO_X, BBO_DY, BBO_B, BBO_DX, BBO_DB }; /* operand slots */
+
 static PyObject *core_bias_act_backward(PyObject *Py_UNUSED(mod),
-                                        PyObject *const *args,
-                                        Py_ssize_t nargs)
+                                        PyObject *const *argv,
+                                        Py_ssize_t nargs, PyObject *kwnames)
 {
     lcall c = {0};
-    PyObject *result = NULL;
+    PyObject *result = NULL, *a[7];
     attn_act act;
-    if (!(c.fname = fname_of(args, nargs, 7, "bias_act_backward")) ||
-        parse_act(args[3], c.fname, &act) < 0)
+    int rdb;
+    if (!(c.fname = ap_parse_named(&bab_spec, argv, nargs, kwnames, a,
+                                   BAB_FNAME))
+        || parse_act(a[BAB_ACT], c.fname, &act) < 0
+        || (rdb = ap_flag(a[BAB_RDB])) < 0)
         return NULL;
-    int wb = PyObject_IsTrue(args[4]);
-    if (wb < 0)
-        return NULL;
-    if (lc_required(&c, args[1], "x") < 0 ||
-        lc_required(&c, args[0], "dy") < 0 ||
-        lc_input(&c, args[2], "bias", 1) < 0 || lc_inputs_done(&c) < 0 ||
-        lc_output(&c, args[5], "out", 0, 1, 1, 0) < 0 ||
-        lc_output(&c, Py_None, "dbias", 1, -1, wb, 2) < 0 || lc_mats(&c) < 0)
+    if (lc_required(&c, a[BAB_X], "x") < 0
+        || lc_required(&c, a[BAB_DY], "dy") < 0
+        || lc_input(&c, a[BAB_B], "bias", LC_VECTOR) < 0
+        || lc_inputs_done(&c) < 0
+        || lc_output(&c, a[BAB_OUT], (lc_out){"out", LC_ROWS, BBO_DY, BBO_X},
+                     1) < 0
+        || lc_output(&c, NULL, (lc_out){"dbias", LC_VECTOR, LC_NONE, BBO_B},
+                     rdb) < 0
+        || lc_mats(&c) < 0)
         goto fail;
+    const attn_act_grad_args p = {dtype_of(c.typenum), act, c.nrows, c.n,
+                                  c.mat[BBO_DX], c.mat[BBO_DB], c.mat[BBO_DY],
+                                  c.mat[BBO_X], c.mat[BBO_B]};
     attn_status st;
-    LC_RUN(st, attn_bias_act_backward(dtype_of(c.typenum), act, c.nrows,
-                                      c.n, c.mat[3], c.mat[4], c.mat[1],
-                                      c.mat[0], c.mat[2], ex));
-    if (raise_status(st, c.fname) < 0)
-        goto fail;
-    result = lc_results(&c, 3, 2);
+    AP_RUN(st, attn_bias_act_backward, &p);
+    if (raise_status(st, c.fname) == 0)
+        result = lc_results(&c, BBO_DX, 2);
 fail:
     lc_free(&c);
     return result;
 }
 
 /* ------------------------------------------------------------------------ */
-/* rms_norm(x, weight, eps, out, fname) -> y                                */
+/* rms_norm(x, /, *, weight, eps, out, fname) -> y                          */
 /* ------------------------------------------------------------------------ */
-static PyObject *core_rms_norm(PyObject *Py_UNUSED(mod), PyObject *const *args,
-                               Py_ssize_t nargs)
+AP_ARGSPEC(rms_spec, "rms_norm", 1, 1, "x", "weight", "eps", "out", "fname");
+enum { RMS_X, RMS_W, RMS_EPS, RMS_OUT, RMS_FNAME };
+enum { RMSO_Y = 2 };
+
+static PyObject *core_rms_norm(PyObject *Py_UNUSED(mod), PyObject *const *argv,
+                               Py_ssize_t nargs, PyObject *kwnames)
 {
     lcall c = {0};
-    PyObject *result = NULL;
-    if (!(c.fname = fname_of(args, nargs, 5, "rms_norm")))
+    PyObject *result = NULL, *a[5];
+    double eps;
+    if (!(c.fname = ap_parse_named(&rms_spec, argv, nargs, kwnames, a,
+                                   RMS_FNAME))
+        || lc_eps(a[RMS_EPS], &eps) < 0)
         return NULL;
-    double eps = PyFloat_AsDouble(args[2]);
-    if (eps == -1.0 && PyErr_Occurred())
-        return NULL;
-    if (lc_required(&c, args[0], "x") < 0 ||
-        lc_input(&c, args[1], "weight", 1) < 0 || lc_inputs_done(&c) < 0 ||
-        lc_output(&c, args[3], "out", 0, 0, 1, -1) < 0 || lc_mats(&c) < 0)
+    if (lc_required(&c, a[RMS_X], "x") < 0
+        || lc_input(&c, a[RMS_W], "weight", LC_VECTOR) < 0
+        || lc_inputs_done(&c) < 0
+        || lc_output(&c, a[RMS_OUT], (lc_out){"out", LC_ROWS, RMS_X, LC_NONE},
+                     1) < 0
+        || lc_mats(&c) < 0)
         goto fail;
-    attn_rms p = {dtype_of(c.typenum), c.nrows, c.n, c.mat[2], c.mat[0],
-                  c.mat[1], eps};
+    const attn_rms p = {dtype_of(c.typenum), c.nrows, c.n, c.mat[RMSO_Y],
+                        c.mat[RMS_X], c.mat[RMS_W], eps};
     attn_status st;
-    LC_RUN(st, attn_rms_norm(&p, ex));
+    AP_RUN(st, attn_rms_norm, &p);
     if (raise_status(st, c.fname) == 0)
-        result = lc_result(&c, 2);
+        result = lc_result(&c, RMSO_Y);
 fail:
     lc_free(&c);
     return result;
 }
 
 /* ------------------------------------------------------------------------ */
-/* rms_norm_backward(dy, x, weight, eps, want_dweight, out, fname)          */
+/* rms_norm_backward(dy, x, /, *, weight, eps, return_dweight, out, fname)  */
 /*     -> (dx, dweight or None)                                             */
 /* ------------------------------------------------------------------------ */
+AP_ARGSPEC(rmsb_spec, "rms_norm_backward", 2, 2, "dy", "x", "weight", "eps",
+           "return_dweight", "out", "fname");
+enum { RMB_DY, RMB_X, RMB_W, RMB_EPS, RMB_RDW, RMB_OUT, RMB_FNAME };
+enum { RBO_X, RBO_DY, RBO_W, RBO_DX, RBO_DW }; /* operand slots */
+
 static PyObject *core_rms_norm_backward(PyObject *Py_UNUSED(mod),
-                                        PyObject *const *args,
-                                        Py_ssize_t nargs)
+                                        PyObject *const *argv,
+                                        Py_ssize_t nargs, PyObject *kwnames)
 {
     lcall c = {0};
-    PyObject *result = NULL;
-    if (!(c.fname = fname_of(args, nargs, 7, "rms_norm_backward")))
-        return NULL;
-    double eps = PyFloat_AsDouble(args[3]);
-    int ww = PyObject_IsTrue(args[4]);
-    if ((eps == -1.0 && PyErr_Occurred()) || ww < 0)
+    PyObject *result = NULL, *a[7];
+    double eps;
+    int rdw;
+    if (!(c.fname = ap_parse_named(&rmsb_spec, argv, nargs, kwnames, a,
+                                   RMB_FNAME))
+        || lc_eps(a[RMB_EPS], &eps) < 0 || (rdw = ap_flag(a[RMB_RDW])) < 0)
         return NULL;
     /* x first: it sets the shape dy must have */
-    if (lc_required(&c, args[1], "x") < 0 ||
-        lc_required(&c, args[0], "dy") < 0 ||
-        lc_input(&c, args[2], "weight", 1) < 0 || lc_inputs_done(&c) < 0 ||
-        lc_output(&c, args[5], "out", 0, 1, 1, 0) < 0 ||
-        lc_output(&c, Py_None, "dweight", 1, -1, ww, 2) < 0 ||
-        lc_mats(&c) < 0)
+    if (lc_required(&c, a[RMB_X], "x") < 0
+        || lc_required(&c, a[RMB_DY], "dy") < 0
+        || lc_input(&c, a[RMB_W], "weight", LC_VECTOR) < 0
+        || lc_inputs_done(&c) < 0
+        || lc_output(&c, a[RMB_OUT], (lc_out){"out", LC_ROWS, RBO_DY, RBO_X},
+                     1) < 0
+        || lc_output(&c, NULL, (lc_out){"dweight", LC_VECTOR, LC_NONE, RBO_W},
+                     rdw) < 0
+        || lc_mats(&c) < 0)
         goto fail;
-    attn_rms_grad p = {dtype_of(c.typenum), c.nrows, c.n, c.mat[3], c.mat[4],
-                       c.mat[1], c.mat[0], c.mat[2], eps};
+    const attn_rms_grad p = {dtype_of(c.typenum), c.nrows, c.n, c.mat[RBO_DX],
+                             c.mat[RBO_DW], c.mat[RBO_DY], c.mat[RBO_X],
+                             c.mat[RBO_W], eps};
     attn_status st;
-    LC_RUN(st, attn_rms_norm_backward(&p, ex));
+    AP_RUN(st, attn_rms_norm_backward, &p);
     if (raise_status(st, c.fname) == 0)
-        result = lc_results(&c, 3, 2);
+        result = lc_results(&c, RBO_DX, 2);
 fail:
     lc_free(&c);
     return result;
 }
 
 /* ------------------------------------------------------------------------ */
-/* swiglu(gate, up, out, fname) -> silu(gate) * up (up None: silu(gate),    */
-/* and the first argument is called x)                                      */
+/* swiglu(gate, up=None, /, *, out, fname) -> silu(gate) * up (up None:     */
+/* silu(gate), and the first argument is called x)                          */
 /* ------------------------------------------------------------------------ */
-static PyObject *core_swiglu(PyObject *Py_UNUSED(mod), PyObject *const *args,
-                             Py_ssize_t nargs)
+AP_ARGSPEC(glu_spec, "swiglu", 2, 1, "gate", "up", "out", "fname");
+enum { GLU_G, GLU_U, GLU_OUT, GLU_FNAME };
+enum { GLUO_Y = 2 };
+
+static PyObject *core_swiglu(PyObject *Py_UNUSED(mod), PyObject *const *argv,
+                             Py_ssize_t nargs, PyObject *kwnames)
 {
     lcall c = {0};
-    PyObject *result = NULL;
-    if (!(c.fname = fname_of(args, nargs, 4, "swiglu")))
+    PyObject *result = NULL, *a[4];
+    if (!(c.fname = ap_parse_named(&glu_spec, argv, nargs, kwnames, a,
+                                   GLU_FNAME)))
         return NULL;
-    const char *first = args[1] == Py_None ? "x" : "gate";
-    if (lc_required(&c, args[0], first) < 0 ||
-        lc_input(&c, args[1], "up", 0) < 0 || lc_inputs_done(&c) < 0 ||
-        lc_output(&c, args[2], "out", 0, 0, 1, -1) < 0 || lc_mats(&c) < 0)
+    const char *first = a[GLU_U] == Py_None ? "x" : "gate";
+    if (lc_required(&c, a[GLU_G], first) < 0
+        || lc_input(&c, a[GLU_U], "up", LC_ROWS) < 0
+        || lc_inputs_done(&c) < 0
+        || lc_output(&c, a[GLU_OUT], (lc_out){"out", LC_ROWS, GLU_G, LC_NONE},
+                     1) < 0
+        || lc_mats(&c) < 0)
         goto fail;
+    const attn_glu_args p = {dtype_of(c.typenum), c.nrows, c.n,
+                             c.mat[GLUO_Y], c.mat[GLU_G], c.mat[GLU_U]};
     attn_status st;
-    LC_RUN(st, attn_swiglu(dtype_of(c.typenum), c.nrows, c.n, c.mat[2],
-                           c.mat[0], c.mat[1], ex));
+    AP_RUN(st, attn_swiglu, &p);
     if (raise_status(st, c.fname) == 0)
-        result = lc_result(&c, 2);
+        result = lc_result(&c, GLUO_Y);
 fail:
     lc_free(&c);
     return result;
 }
 
 /* ------------------------------------------------------------------------ */
-/* swiglu_backward(dy, gate, up, fname) -> (dgate, dup or None)             */
+/* swiglu_backward(dy, gate, up=None, /, *, fname) -> (dgate, dup or None) */
 /* ------------------------------------------------------------------------ */
+AP_ARGSPEC(glub_spec, "swiglu_backward", 3, 2, "dy", "gate", "up", "fname");
+enum { GLB_DY, GLB_G, GLB_U, GLB_FNAME };
+enum { GBO_G, GBO_DY, GBO_U, GBO_DG, GBO_DU }; /* operand slots */
+
 static PyObject *core_swiglu_backward(PyObject *Py_UNUSED(mod),
-                                      PyObject *const *args, Py_ssize_t nargs)
+                                      PyObject *const *argv, Py_ssize_t nargs,
+                                      PyObject *kwnames)
 {
     lcall c = {0};
-    PyObject *result = NULL;
-    if (!(c.fname = fname_of(args, nargs, 4, "swiglu_backward")))
+    PyObject *result = NULL, *a[4];
+    if (!(c.fname = ap_parse_named(&glub_spec, argv, nargs, kwnames, a,
+                                   GLB_FNAME)))
         return NULL;
-    int has_up = args[2] != Py_None;
-    if (lc_required(&c, args[1], has_up ? "gate" : "x") < 0 ||
-        lc_required(&c, args[0], "dy") < 0 ||
-        lc_input(&c, args[2], "up", 0) < 0 || lc_inputs_done(&c) < 0 ||
-        lc_output(&c, Py_None, "dgate", 0, -1, 1, 0) < 0 ||
-        lc_output(&c, Py_None, "dup", 0, -1, has_up, 2) < 0 ||
-        lc_mats(&c) < 0)
+    const int has_up = a[GLB_U] != Py_None;
+    if (lc_required(&c, a[GLB_G], has_up ? "gate" : "x") < 0
+        || lc_required(&c, a[GLB_DY], "dy") < 0
+        || lc_input(&c, a[GLB_U], "up", LC_ROWS) < 0
+        || lc_inputs_done(&c) < 0
+        || lc_output(&c, NULL, (lc_out){"dgate", LC_ROWS, LC_NONE, GBO_G},
+                     1) < 0
+        || lc_output(&c, NULL, (lc_out){"dup", LC_ROWS, LC_NONE, GBO_U},
+                     has_up) < 0
+        || lc_mats(&c) < 0)
         goto fail;
+    const attn_glu_grad_args p = {dtype_of(c.typenum), c.nrows, c.n,
+                                  c.mat[GBO_DG], c.mat[GBO_DU], c.mat[GBO_DY],
+                                  c.mat[GBO_G], c.mat[GBO_U]};
     attn_status st;
-    LC_RUN(st, attn_swiglu_backward(dtype_of(c.typenum), c.nrows, c.n,
-                                    c.mat[3], c.mat[4], c.mat[1], c.mat[0],
-                                    c.mat[2], ex));
+    AP_RUN(st, attn_swiglu_backward, &p);
     if (raise_status(st, c.fname) == 0)
-        result = lc_results(&c, 3, 2);
+        result = lc_results(&c, GBO_DG, 2);
 fail:
     lc_free(&c);
     return result;
 }
 
 PyMethodDef ap_layer_methods[] = {
-    {"layer_norm", AP_FASTCALL(core_layer_norm), METH_FASTCALL,
-     "layer_norm(x, residual, shift, weight, bias, eps, eps_in_sqrt, out, "
-     "want_sum, fname, /)\n--\n\nLayer norm (+ residual, shift) in C."},
-    {"layer_norm_backward", AP_FASTCALL(core_layer_norm_backward),
-     METH_FASTCALL,
-     "layer_norm_backward(dy, x, weight, eps, eps_in_sqrt, want_dweight, "
-     "want_dbias, out, fname, /)\n--\n\nLayer norm's gradients in C."},
-    {"bias_act", AP_FASTCALL(core_bias_act), METH_FASTCALL,
-     "bias_act(x, bias, activation, out, fname, /)\n--\n\n"
-     "act(x + bias) in C."},
-    {"bias_act_backward", AP_FASTCALL(core_bias_act_backward), METH_FASTCALL,
-     "bias_act_backward(dy, x, bias, activation, want_dbias, out, fname, /)"
-     "\n--\n\nbias_act's gradients in C."},
-    {"rms_norm", AP_FASTCALL(core_rms_norm), METH_FASTCALL,
-     "rms_norm(x, weight, eps, out, fname, /)\n--\n\nRMS norm in C."},
-    {"rms_norm_backward", AP_FASTCALL(core_rms_norm_backward), METH_FASTCALL,
-     "rms_norm_backward(dy, x, weight, eps, want_dweight, out, fname, /)"
-     "\n--\n\nrms_norm's gradients in C."},
-    {"swiglu", AP_FASTCALL(core_swiglu), METH_FASTCALL,
-     "swiglu(gate, up, out, fname, /)\n--\n\nsilu(gate) * up (silu when up is None) in C."},
-    {"swiglu_backward", AP_FASTCALL(core_swiglu_backward), METH_FASTCALL,
-     "swiglu_backward(dy, gate, up, fname, /)\n--\n\nswiglu's gradients in C."},
+    {"layer_norm", AP_FASTCALL(core_layer_norm), AP_KW,
+     "layer_norm(x, /, *, residual=None, shift=None, weight=None, bias=None, "
+     "eps=1e-06, eps_in_sqrt=False, out=None, return_sum=False, "
+     "fname='layer_norm')\n--\n\nLayer norm (+ residual, shift) in C."},
+    {"layer_norm_backward", AP_FASTCALL(core_layer_norm_backward), AP_KW,
+     "layer_norm_backward(dy, x, /, *, weight=None, eps=1e-06, "
+     "eps_in_sqrt=False, return_dweight=False, return_dbias=False, out=None, "
+     "fname='layer_norm_backward')\n--\n\nLayer norm's gradients in C."},
+    {"bias_act", AP_FASTCALL(core_bias_act), AP_KW,
+     "bias_act(x, /, *, bias=None, activation='none', out=None, "
+     "fname='bias_act')\n--\n\nact(x + bias) in C."},
+    {"bias_act_backward", AP_FASTCALL(core_bias_act_backward), AP_KW,
+     "bias_act_backward(dy, x, /, *, bias=None, activation='none', "
+     "return_dbias=False, out=None, fname='bias_act_backward')\n--\n\n"
+     "bias_act's gradients in C."},
+    {"rms_norm", AP_FASTCALL(core_rms_norm), AP_KW,
+     "rms_norm(x, /, *, weight=None, eps=1e-06, out=None, fname='rms_norm')"
+     "\n--\n\nRMS norm in C."},
+    {"rms_norm_backward", AP_FASTCALL(core_rms_norm_backward), AP_KW,
+     "rms_norm_backward(dy, x, /, *, weight=None, eps=1e-06, "
+     "return_dweight=False, out=None, fname='rms_norm_backward')\n--\n\n"
+     "rms_norm's gradients in C."},
+    {"swiglu", AP_FASTCALL(core_swiglu), AP_KW,
+     "swiglu(gate, up=None, /, *, out=None, fname='swiglu')\n--\n\n"
+     "silu(gate) * up (silu when up is None) in C."},
+    {"swiglu_backward", AP_FASTCALL(core_swiglu_backward), AP_KW,
+     "swiglu_backward(dy, gate, up=None, /, *, fname='swiglu_backward')"
+     "\n--\n\nswiglu's gradients in C."},
     {NULL, NULL, 0, NULL}};

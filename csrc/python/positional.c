@@ -91,9 +91,10 @@ static PyObject *core_posenc(PyObject *Py_UNUSED(mod), PyObject *const *argv,
             bst[0][k] = sw[k];
         fill_offsets(lead, PyArray_DIMS(w), 1, bst, offs, B);
         attn_mat m = {PyArray_DATA(w), offs, sw[nd - 2], sw[nd - 1], ATTN_ST_NATIVE};
+        const attn_posenc_args a = {dtype_of(typenum), B, T, D, m, offset,
+                                    base, accumulate};
         attn_status st;
-        AP_RUN_NOGIL(st, attn_posenc(dtype_of(typenum), m, B, T, D, offset,
-                                     base, accumulate));
+        AP_RUN(st, attn_posenc, &a);
         if (raise_status(st, fname) < 0)
             goto fail;
     }
@@ -183,9 +184,10 @@ static PyObject *core_rope(PyObject *Py_UNUSED(mod), PyObject *const *argv,
         fill_offsets(nd - 2, PyArray_DIMS(u.x), 2, st, u.offs, B);
         attn_mat mi = mat_of(u.x, u.offs, st[0], nd);
         attn_mat mo = mat_of(u.dst, u.offs + B, st[1], nd);
+        const attn_rope_args a = {dtype_of(u.typenum), B, T, E, mo, mi,
+                                  offset, base, interleaved};
         attn_status s;
-        AP_RUN_NOGIL(s, attn_rope(dtype_of(u.typenum), mo, mi, B, T, E,
-                                  offset, base, interleaved));
+        AP_RUN(s, attn_rope, &a);
         if (raise_status(s, fname) < 0)
             goto fail;
     }

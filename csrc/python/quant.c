@@ -128,12 +128,11 @@ static PyObject *core_qmatmul(PyObject *Py_UNUSED(mod), PyObject *const *argv,
         PyErr_Format(PyExc_ValueError, "%s: out overlaps an input", fname);
         return NULL;
     }
-    ap_nogil g;
-    ap_nogil_begin(&g);
-    attn_status st = attn_qmatmul(
-        PyArray_DATA(o), row_step(o), PyArray_DATA(x), row_step(x),
-        PyArray_DATA(w), row_step(w), M, N, K, qt, &g.ex);
-    ap_nogil_end(&g);
+    const attn_qmm_args a = {qt, M, N, K, PyArray_DATA(o), row_step(o),
+                             PyArray_DATA(x), row_step(x), PyArray_DATA(w),
+                             row_step(w)};
+    attn_status st;
+    AP_RUN(st, attn_qmatmul, &a);
     if (raise_status(st, fname) < 0)
         return NULL;
     Py_INCREF(o);

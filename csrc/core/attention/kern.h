@@ -36,6 +36,7 @@
 #include "runtime/sched.h"
 
 #include "runtime/isa.h"
+#include "simd/scalar.h"
 
 /* plan arithmetic shared by the drivers (sdpa.c, bwd.c) */
 /* m is a power of two (vector widths, 64-byte alignment) */
@@ -245,10 +246,9 @@ typedef void (*attn_bwd_fn)(const attn_bwd_plan *bpl, void *scratch,
                             size_t b, size_t blk);
 
 /* One instruction set's attention kernels (a field of its isa/<set>.c
- * table). plan: NULL, or the set's own micro-kernels' say on a plan
- * (sdpa.c, bwd.c: after the blocks, before the scratch; fwd 0 for the
- * backward's plan); base: NULL, or the desc whose kernels serve where
- * this one's are NULL.                                                  */
+ * table; NULL kernels: its base table's). plan: NULL, or the set's own
+ * micro-kernels' say on a plan (sdpa.c, bwd.c: after the blocks, before
+ * the scratch; fwd 0 for the backward's plan).                          */
 typedef struct attn_isa_desc_ {
     size_t W[2];             /* vector width in elements: [ATTN_F32/F64]   */
     size_t BQ[2];            /* query rows per item (speed only: a row's
@@ -257,7 +257,6 @@ typedef struct attn_isa_desc_ {
     attn_merge_fn merge[2];
     attn_bwd_fn bwd_a[2], bwd_b[2]; /* backward passes A and B, per type */
     void (*plan)(attn_plan *pl, const attn_problem *p, int fwd);
-    const struct attn_isa_desc_ *base;
 } attn_isa_desc;
 
 /* the desc of the set the kernels use now (runtime/isa.h), with its

@@ -30,8 +30,9 @@
 void attn__sdpa_kern(attn_dtype dtype, attn_sdpa_kern *k)
 {
     const int t = dtype == ATTN_F64;
-    const attn_isa_desc *d = &attn__kernels()->sdpa;
-    const attn_isa_desc *b = d->base ? d->base : d;
+    const attn_kernels *kt = attn__kernels();
+    const attn_isa_desc *d = &kt->sdpa;
+    const attn_isa_desc *b = kt->base ? &kt->base->sdpa : d;
     k->d = d;
     k->item = d->item[t] ? d->item[t] : b->item[t];
     k->merge = d->merge[t] ? d->merge[t] : b->merge[t];

@@ -519,7 +519,8 @@ TF attn_status SFX(finish_rows)(const attn_plan *pl, char *sb, size_t b,
         rm_used[r] = RM[r] == ninf ? (T)0 : RM[r]; /* VSAFE, as the blocks */
         if (lse_b) /* -inf for a fully masked row, whatever the policy */
             lse_b[(ptrdiff_t)(i0 + r) * p->lse.s0] =
-                fm ? ninf : (T)((double)rm_used[r] + log((double)RL[r]));
+                fm ? ninf
+                   : (T)((double)rm_used[r] + attn_log((double)RL[r]));
         if (!fm) {
             const T inv = (T)1 / RL[r];
             rinv[r] = inv;

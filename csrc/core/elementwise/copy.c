@@ -1,46 +1,45 @@
 /*
  * elementwise/copy.c -- batched strided 2-D copy (combine_heads moves data
- * with it).
+ * with it), on the row driver (rows/rows.h): row r = b * rows + i.
  */
 #include <stddef.h>
+#include <string.h>
 
-#include "attn.h"
-#include "layer/row16.h"
-#include "util.h"
+#include "rows/rows.h"
 
-/* ------------------------------------------------------------------------ */
-/* batched strided copy: out (B, rows, cols) = in (B, rows, cols)            */
-/* ------------------------------------------------------------------------ */
-#define DEFINE_COPY2D(T, SFX)                                                   \
-static void copy2d_##SFX(attn_mat out, attn_mat in, size_t B, size_t rows,      \
-                         size_t cols)                                           \
-{                                                                               \
-    for (size_t b = 0; b < B; b++) {                                            \
-        const T *x_b = (const T *)in.data + OFF(in, b);                         \
-        T *y_b = (T *)out.data + OFF(out, b);                                   \
-        for (size_t i = 0; i < rows; i++) {                                     \
-            const T *x_bi = x_b + (ptrdiff_t)i * in.s0;                         \
-            T *y_bi = y_b + (ptrdiff_t)i * out.s0;                              \
-            for (size_t j = 0; j < cols; j++)                                   \
-                y_bi[(ptrdiff_t)j * out.s1] = x_bi[(ptrdiff_t)j * in.s1];       \
-        }                                                                       \
-    }                                                                           \
+static void copy_rows(void *ctx, size_t r0, size_t r1, double *acc,
+                      void *scratch)
+{
+    (void)acc;
+    const attn_copy_args *a = ctx;
+    const size_t n = a->cols;
+    const size_t esz = a->dtype == ATTN_F64 ? sizeof(double) : sizeof(float);
+    for (size_t r = r0; r < r1; r++) {
+        const void *x = attn__row_in(&a->in, a->dtype,
+                                     attn__row_bt(&a->in, r, a->rows), n,
+                                     scratch);
+        const ptrdiff_t oo = attn__row_bt(&a->out, r, a->rows);
+        /* out unit-stride: copied straight there; else scattered from x */
+        void *y = attn__row_out(&a->out, a->dtype, oo, (void *)x);
+        if (y != x)
+            memcpy(y, x, n * esz);
+        attn__row_done(&a->out, a->dtype, oo, n, y);
+    }
 }
 
-DEFINE_COPY2D(float, f32)
-DEFINE_COPY2D(double, f64)
-
-attn_status attn_copy2d(attn_dtype dtype, attn_mat out, attn_mat in, size_t B,
-                        size_t rows, size_t cols)
+attn_status attn_copy2d(const attn_copy_args *a, const attn_exec *ex)
 {
-    const attn_mat *ops[2] = {&out, &in};
-    if (attn__any16(dtype, ops, 2) != 0) /* no 16-bit copy */
+    if (!a || a->out.store != ATTN_ST_NATIVE || a->in.store != ATTN_ST_NATIVE)
+        return ATTN_EINVAL; /* no 16-bit copy */
+    const attn_mat *ops[] = {&a->out, &a->in};
+    if (!attn__stores_ok(a->dtype, ops, 2))
         return ATTN_EINVAL;
-    if (dtype == ATTN_F32)
-        copy2d_f32(out, in, B, rows, cols);
-    else if (dtype == ATTN_F64)
-        copy2d_f64(out, in, B, rows, cols);
-    else
-        return ATTN_EINVAL;
-    return ATTN_OK;
+    const size_t rb = attn__row_bytes(a->dtype, a->cols);
+    if (a->cols == 0 || a->rows == 0 || a->B == 0)
+        return ATTN_OK;
+    if (!rb || a->B > SIZE_MAX / a->rows)
+        return ATTN_ENOMEM;
+    const attn_rows_job job = {a->B * a->rows, a->cols, 0, NULL, copy_rows,
+                               (void *)a, rb, 1.0};
+    return attn__rows_run(&job, ex);
 }

@@ -55,6 +55,7 @@ static void amx_plan(attn_plan *pl, const attn_problem *p, int fwd)
 
 const attn_kernels attn__kernels_amx = {
     "amx",
+    &attn__kernels_avx512,
     {
         {16, 8},
         {64, 64},
@@ -63,9 +64,12 @@ const attn_kernels attn__kernels_amx = {
         {bwd_item_a_amx_f32, NULL},
         {bwd_item_b_amx_f32, NULL},
         amx_plan,
-        &attn__kernels_avx512.sdpa,
     },
     {attn__qrows_q4_1_avx512, attn__qrows_q8_0_avx512},
+    NULL, /* the rest: AVX-512's (base) */
+    NULL,
+    {{NULL, NULL, NULL, NULL}, {NULL, NULL, NULL, NULL}},
+    {NULL, NULL},
 };
 
 #endif /* ATTN_HAVE_AMX */

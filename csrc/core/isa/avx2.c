@@ -23,6 +23,9 @@
 #include "simd/math.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
+#include "rows/cvt_tmpl.h"
+#include "layer/act_tmpl.h"
+#include "elementwise/softmax_tmpl.h"
 #include "simd/undef.h"
 
 #define SIMD_F64 1
@@ -30,10 +33,13 @@
 #include "simd/math.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
+#include "layer/act_tmpl.h"
+#include "elementwise/softmax_tmpl.h"
 #include "simd/undef.h"
 
 const attn_kernels attn__kernels_avx2 = {
     "avx2",
+    NULL,
     {
         {8, 4},
         {64, 32},
@@ -42,9 +48,13 @@ const attn_kernels attn__kernels_avx2 = {
         {bwd_item_a_avx2_f32, bwd_item_a_avx2_f64},
         {bwd_item_b_avx2_f32, bwd_item_b_avx2_f64},
         NULL,
-        NULL,
     },
     {attn__qrows_q4_1_avx2, attn__qrows_q8_0_avx2},
+    widen_avx2_f32,
+    narrow_avx2_f32,
+    {{act_fwd_avx2_f32, act_bwd_avx2_f32, glu_fwd_avx2_f32, glu_bwd_avx2_f32},
+     {act_fwd_avx2_f64, act_bwd_avx2_f64, glu_fwd_avx2_f64, glu_bwd_avx2_f64}},
+    {row_softmax_avx2_f32, row_softmax_avx2_f64},
 };
 
 #endif /* ATTN_ARCH_X86 */

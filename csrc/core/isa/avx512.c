@@ -22,6 +22,9 @@
 #include "simd/math.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
+#include "rows/cvt_tmpl.h"
+#include "layer/act_tmpl.h"
+#include "elementwise/softmax_tmpl.h"
 #include "simd/undef.h"
 
 #define SIMD_F64 1
@@ -29,10 +32,13 @@
 #include "simd/math.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
+#include "layer/act_tmpl.h"
+#include "elementwise/softmax_tmpl.h"
 #include "simd/undef.h"
 
 const attn_kernels attn__kernels_avx512 = {
     "avx512",
+    NULL,
     {
         {16, 8},
         {64, 64},
@@ -41,9 +47,13 @@ const attn_kernels attn__kernels_avx512 = {
         {bwd_item_a_avx512_f32, bwd_item_a_avx512_f64},
         {bwd_item_b_avx512_f32, bwd_item_b_avx512_f64},
         NULL,
-        NULL,
     },
     {attn__qrows_q4_1_avx512, attn__qrows_q8_0_avx512},
+    widen_avx512_f32,
+    narrow_avx512_f32,
+    {{act_fwd_avx512_f32, act_bwd_avx512_f32, glu_fwd_avx512_f32, glu_bwd_avx512_f32},
+     {act_fwd_avx512_f64, act_bwd_avx512_f64, glu_fwd_avx512_f64, glu_bwd_avx512_f64}},
+    {row_softmax_avx512_f32, row_softmax_avx512_f64},
 };
 
 #endif /* ATTN_ARCH_X86 */

@@ -25,6 +25,9 @@
 #include "simd/math.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
+#include "rows/cvt_tmpl.h"
+#include "layer/act_tmpl.h"
+#include "elementwise/softmax_tmpl.h"
 #include "simd/undef.h"
 
 #define SIMD_F64 1
@@ -32,10 +35,13 @@
 #include "simd/math.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
+#include "layer/act_tmpl.h"
+#include "elementwise/softmax_tmpl.h"
 #include "simd/undef.h"
 
 const attn_kernels attn__kernels_neon = {
     "neon",
+    NULL,
     {
         {4, 2},
         {64, 32},
@@ -44,9 +50,13 @@ const attn_kernels attn__kernels_neon = {
         {bwd_item_a_neon_f32, bwd_item_a_neon_f64},
         {bwd_item_b_neon_f32, bwd_item_b_neon_f64},
         NULL,
-        NULL,
     },
     {attn__qrows_q4_1_port, attn__qrows_q8_0_port},
+    widen_neon_f32,
+    narrow_neon_f32,
+    {{act_fwd_neon_f32, act_bwd_neon_f32, glu_fwd_neon_f32, glu_bwd_neon_f32},
+     {act_fwd_neon_f64, act_bwd_neon_f64, glu_fwd_neon_f64, glu_bwd_neon_f64}},
+    {row_softmax_neon_f32, row_softmax_neon_f64},
 };
 
 #endif /* ATTN_ARCH_NEON */

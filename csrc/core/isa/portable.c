@@ -19,6 +19,9 @@
 #include "simd/math.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
+#include "rows/cvt_tmpl.h"
+#include "layer/act_tmpl.h"
+#include "elementwise/softmax_tmpl.h"
 #include "simd/undef.h"
 
 #define SIMD_F64 1
@@ -26,10 +29,13 @@
 #include "simd/math.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
+#include "layer/act_tmpl.h"
+#include "elementwise/softmax_tmpl.h"
 #include "simd/undef.h"
 
 const attn_kernels attn__kernels_port = {
     "baseline",
+    NULL,
     {
         {4, 2},
         {32, 32},
@@ -38,7 +44,11 @@ const attn_kernels attn__kernels_port = {
         {bwd_item_a_port_f32, bwd_item_a_port_f64},
         {bwd_item_b_port_f32, bwd_item_b_port_f64},
         NULL,
-        NULL,
     },
     {attn__qrows_q4_1_port, attn__qrows_q8_0_port},
+    widen_port_f32,
+    narrow_port_f32,
+    {{act_fwd_port_f32, act_bwd_port_f32, glu_fwd_port_f32, glu_bwd_port_f32},
+     {act_fwd_port_f64, act_bwd_port_f64, glu_fwd_port_f64, glu_bwd_port_f64}},
+    {row_softmax_port_f32, row_softmax_port_f64},
 };

@@ -21,6 +21,9 @@
 #include "simd/math.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
+#include "rows/cvt_tmpl.h"
+#include "layer/act_tmpl.h"
+#include "elementwise/softmax_tmpl.h"
 #include "simd/undef.h"
 
 #define SIMD_F64 1
@@ -29,10 +32,13 @@
 #include "simd/math.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
+#include "layer/act_tmpl.h"
+#include "elementwise/softmax_tmpl.h"
 #include "simd/undef.h"
 
 const attn_kernels attn__kernels_portw = {
     "portable",
+    NULL,
     {
         {8, 4},
         {32, 32},
@@ -41,9 +47,13 @@ const attn_kernels attn__kernels_portw = {
         {bwd_item_a_portw_f32, bwd_item_a_portw_f64},
         {bwd_item_b_portw_f32, bwd_item_b_portw_f64},
         NULL,
-        NULL,
     },
     {attn__qrows_q4_1_port, attn__qrows_q8_0_port},
+    widen_portw_f32,
+    narrow_portw_f32,
+    {{act_fwd_portw_f32, act_bwd_portw_f32, glu_fwd_portw_f32, glu_bwd_portw_f32},
+     {act_fwd_portw_f64, act_bwd_portw_f64, glu_fwd_portw_f64, glu_bwd_portw_f64}},
+    {row_softmax_portw_f32, row_softmax_portw_f64},
 };
 
 #endif /* ATTN_HAVE_PORT_WIDE */

@@ -1,21 +1,16 @@
 /*
  * layer/norm.c -- layer normalisation (the tutorial's form and PyTorch's),
- * forward and backward, over the rows driver of rows.c. The per-row code
- * is norm_body.h, instantiated for float and double. 16-bit operands run
- * the float code on rows staged in float scratch (row16.h).
+ * forward and backward, on the row driver (rows/rows.h). The per-row
+ * code is norm_body.h, instantiated for float and double; it sees
+ * unit-stride rows of its type whatever the operands' strides and
+ * storage (the storage layer).
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "layer/lanes.h"
-#include "layer/rows.h"
-
-#if defined(__GNUC__)
-#define LN_INLINE __attribute__((always_inline))
-#else
-#define LN_INLINE
-#endif
+#include "rows/lanes.h"
+#include "rows/rows.h"
 
 #define T float
 #define SFX f32
@@ -24,71 +19,50 @@
 #define SFX f64
 #include "layer/norm_body.h"
 
-/* the operands of a context copy, for 16-bit staging (rows.h)          */
-static void ln_fwd_reg(void *copy, attn_row16 *s)
-{
-    attn_norm *p = copy;
-    attn__row16_add(s, &p->y, 1, 0);
-    attn__row16_add(s, &p->sum, 1, 0);
-    attn__row16_add(s, &p->x, 0, 0);
-    attn__row16_add(s, &p->res, 0, 0);
-    attn__row16_add(s, &p->shift, 0, 1);
-    attn__row16_add(s, &p->weight, 0, 1);
-    attn__row16_add(s, &p->bias, 0, 1);
-}
-
-static void ln_bwd_reg(void *copy, attn_row16 *s)
-{
-    attn_norm_grad *p = copy;
-    attn__row16_add(s, &p->dx, 1, 0);
-    attn__row16_add(s, &p->dy, 0, 0);
-    attn__row16_add(s, &p->s, 0, 0);
-    attn__row16_add(s, &p->weight, 0, 1);
-}
-
 attn_status attn_layer_norm(const attn_norm *p, const attn_exec *ex)
 {
-    if (!p || (p->dtype != ATTN_F32 && p->dtype != ATTN_F64))
+    if (!p)
         return ATTN_EINVAL;
-    const attn_rows16 h = {p, sizeof *p, ln_fwd_reg};
-    const int h16 = attn__rows16_need(&h, p->dtype);
-    if (h16 < 0)
+    const attn_mat *ops[] = {&p->y, &p->sum, &p->x, &p->res, &p->shift,
+                             &p->weight, &p->bias};
+    if (!attn__stores_ok(p->dtype, ops, 7))
         return ATTN_EINVAL;
+    const size_t rb = attn__row_bytes(p->dtype, p->n);
     if (p->n == 0)
         return ATTN_OK;
-    attn_rows_fn fn = p->dtype == ATTN_F32 ? ln_fwd_f32 : ln_fwd_f64;
-    return attn__rows_run16(p->nrows, p->n, 0, NULL, fn, (void *)p,
-                            h16 ? &h : NULL, 4.0, ex);
+    if (!rb || rb > SIZE_MAX / 7)
+        return ATTN_ENOMEM;
+    const attn_rows_job job = {p->nrows, p->n, 0, NULL,
+                               p->dtype == ATTN_F32 ? ln_fwd_f32 : ln_fwd_f64,
+                               (void *)p, 7 * rb, 4.0};
+    return attn__rows_run(&job, ex);
 }
 
 attn_status attn_layer_norm_backward(const attn_norm_grad *p,
                                      const attn_exec *ex)
 {
-    if (!p || (p->dtype != ATTN_F32 && p->dtype != ATTN_F64))
+    if (!p)
         return ATTN_EINVAL;
-    const attn_rows16 h = {p, sizeof *p, ln_bwd_reg};
-    const int h16 = attn__rows16_need(&h, p->dtype);
-    const attn_mat *vecs[] = {&p->dweight, &p->dbias};
-    if (h16 < 0 || attn__any16(p->dtype, vecs, 2) < 0)
+    const attn_mat *ops[] = {&p->dx, &p->dweight, &p->dbias, &p->dy, &p->s,
+                             &p->weight};
+    if (!attn__stores_ok(p->dtype, ops, 6))
         return ATTN_EINVAL;
-    int want = p->dweight.data || p->dbias.data;
-    size_t n = p->n;
-    double *sums = NULL;
-    if (want && n) {
-        if (n > SIZE_MAX / 2 / sizeof(double))
-            return ATTN_ENOMEM;
-        sums = malloc(2 * n * sizeof(double));
-        if (!sums)
-            return ATTN_ENOMEM;
-    }
-    attn_rows_fn fn = p->dtype == ATTN_F32 ? ln_bwd_f32 : ln_bwd_f64;
-    attn_status st = ATTN_OK;
-    if (n)
-        st = attn__rows_run16(p->nrows, n, want ? 2 : 0, sums, fn,
-                              (void *)p, h16 ? &h : NULL, 6.0, ex);
+    const size_t n = p->n, rb = attn__row_bytes(p->dtype, n);
+    const int want = p->dweight.data || p->dbias.data;
+    if (n == 0)
+        return ATTN_OK;
+    if (!rb || rb > SIZE_MAX / 4 || n > SIZE_MAX / 2 / sizeof(double))
+        return ATTN_ENOMEM;
+    double *sums = want ? malloc(2 * n * sizeof(double)) : NULL;
+    if (want && !sums)
+        return ATTN_ENOMEM;
+    const attn_rows_job job = {p->nrows, n, want ? 2 : 0, sums,
+                               p->dtype == ATTN_F32 ? ln_bwd_f32 : ln_bwd_f64,
+                               (void *)p, 4 * rb, 6.0};
+    const attn_status st = attn__rows_run(&job, ex);
     if (st == ATTN_OK && sums) {
-        attn__store_vec(p->dtype, p->dweight, sums, n);
-        attn__store_vec(p->dtype, p->dbias, sums + n, n);
+        attn__store_vec(p->dtype, &p->dweight, sums, n);
+        attn__store_vec(p->dtype, &p->dbias, sums + n, n);
     }
     free(sums);
     return st;

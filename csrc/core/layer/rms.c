@@ -1,21 +1,15 @@
 /*
  * layer/rms.c -- RMS normalisation (Llama's RMSNorm), forward and
- * backward, over the rows driver of rows.c. The per-row code is
- * rms_body.h, instantiated for float and double. 16-bit operands run the
- * float code on rows staged in float scratch (row16.h).
+ * backward, on the row driver (rows/rows.h). The per-row code is
+ * rms_body.h, instantiated for float and double on unit-stride rows of
+ * its type (the storage layer).
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "layer/lanes.h"
-#include "layer/rows.h"
-
-#if defined(__GNUC__)
-#define RMS_INLINE __attribute__((always_inline))
-#else
-#define RMS_INLINE
-#endif
+#include "rows/lanes.h"
+#include "rows/rows.h"
 
 #define T float
 #define SFX f32
@@ -24,64 +18,49 @@
 #define SFX f64
 #include "layer/rms_body.h"
 
-/* the operands of a context copy, for 16-bit staging (rows.h)          */
-static void rms_fwd_reg(void *copy, attn_row16 *s)
-{
-    attn_rms *p = copy;
-    attn__row16_add(s, &p->y, 1, 0);
-    attn__row16_add(s, &p->x, 0, 0);
-    attn__row16_add(s, &p->weight, 0, 1);
-}
-
-static void rms_bwd_reg(void *copy, attn_row16 *s)
-{
-    attn_rms_grad *p = copy;
-    attn__row16_add(s, &p->dx, 1, 0);
-    attn__row16_add(s, &p->dy, 0, 0);
-    attn__row16_add(s, &p->x, 0, 0);
-    attn__row16_add(s, &p->weight, 0, 1);
-}
-
 attn_status attn_rms_norm(const attn_rms *p, const attn_exec *ex)
 {
-    if (!p || (p->dtype != ATTN_F32 && p->dtype != ATTN_F64))
+    if (!p)
         return ATTN_EINVAL;
-    const attn_rows16 h = {p, sizeof *p, rms_fwd_reg};
-    const int h16 = attn__rows16_need(&h, p->dtype);
-    if (h16 < 0)
+    const attn_mat *ops[] = {&p->y, &p->x, &p->weight};
+    if (!attn__stores_ok(p->dtype, ops, 3))
         return ATTN_EINVAL;
+    const size_t rb = attn__row_bytes(p->dtype, p->n);
     if (p->n == 0)
         return ATTN_OK;
-    attn_rows_fn fn = p->dtype == ATTN_F32 ? rms_fwd_f32 : rms_fwd_f64;
-    return attn__rows_run16(p->nrows, p->n, 0, NULL, fn, (void *)p,
-                            h16 ? &h : NULL, 3.0, ex);
+    if (!rb || rb > SIZE_MAX / 3)
+        return ATTN_ENOMEM;
+    const attn_rows_job job = {p->nrows, p->n, 0, NULL,
+                               p->dtype == ATTN_F32 ? rms_fwd_f32
+                                                    : rms_fwd_f64,
+                               (void *)p, 3 * rb, 3.0};
+    return attn__rows_run(&job, ex);
 }
 
 attn_status attn_rms_norm_backward(const attn_rms_grad *p,
                                    const attn_exec *ex)
 {
-    if (!p || (p->dtype != ATTN_F32 && p->dtype != ATTN_F64))
+    if (!p)
         return ATTN_EINVAL;
-    const attn_rows16 h = {p, sizeof *p, rms_bwd_reg};
-    const int h16 = attn__rows16_need(&h, p->dtype);
-    const attn_mat *vecs[] = {&p->dweight};
-    if (h16 < 0 || attn__any16(p->dtype, vecs, 1) < 0)
+    const attn_mat *ops[] = {&p->dx, &p->dweight, &p->dy, &p->x,
+                             &p->weight};
+    if (!attn__stores_ok(p->dtype, ops, 5))
         return ATTN_EINVAL;
-    size_t n = p->n;
-    double *sums = NULL;
-    if (p->dweight.data && n) {
-        if (n > SIZE_MAX / sizeof(double))
-            return ATTN_ENOMEM;
-        if (!(sums = malloc(n * sizeof(double))))
-            return ATTN_ENOMEM;
-    }
-    attn_rows_fn fn = p->dtype == ATTN_F32 ? rms_bwd_f32 : rms_bwd_f64;
-    attn_status st = ATTN_OK;
-    if (n)
-        st = attn__rows_run16(p->nrows, n, sums ? 1 : 0, sums, fn,
-                              (void *)p, h16 ? &h : NULL, 5.0, ex);
+    const size_t n = p->n, rb = attn__row_bytes(p->dtype, n);
+    if (n == 0)
+        return ATTN_OK;
+    if (!rb || rb > SIZE_MAX / 4 || n > SIZE_MAX / sizeof(double))
+        return ATTN_ENOMEM;
+    double *sums = p->dweight.data ? malloc(n * sizeof(double)) : NULL;
+    if (p->dweight.data && !sums)
+        return ATTN_ENOMEM;
+    const attn_rows_job job = {p->nrows, n, sums ? 1 : 0, sums,
+                               p->dtype == ATTN_F32 ? rms_bwd_f32
+                                                    : rms_bwd_f64,
+                               (void *)p, 4 * rb, 5.0};
+    const attn_status st = attn__rows_run(&job, ex);
     if (st == ATTN_OK && sums)
-        attn__store_vec(p->dtype, p->dweight, sums, n);
+        attn__store_vec(p->dtype, &p->dweight, sums, n);
     free(sums);
     return st;
 }

@@ -5,134 +5,99 @@
  *     theta = (offset + t) * base^(-2i/E)
  *     (y_a, y_b) = (x_a cos theta - x_b sin theta, x_b cos theta + x_a sin theta)
  * with (a, b) = (i, i + E/2) (rotate-half: GPT-NeoX, Llama) or
- * (2i, 2i + 1) (interleaved: GPT-J). Angles, cos, sin and the rotation are
- * computed in double and rounded once to the output's type. Each pair is
- * read whole before it is written, so out may be the same memory as in.
- * A float16 / bfloat16 operand (float32 calls) is staged a row at a time
- * in float scratch: the float32 result, rounded once to 16 bits.
+ * (2i, 2i + 1) (interleaved: GPT-J). Angles, cos, sin (simd/scalar.h:
+ * the same bits on every system) and the rotation are computed in double
+ * and rounded once to the output's type. On the row driver
+ * (rows/rows.h): row r is position t = r / B of batch row b = r % B, so a
+ * thread's rows share their position's table; each row is read whole
+ * before it is written (out may be in).
  */
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "attn.h"
-#include "layer/row16.h"
-#include "util.h"
+#include "rows/rows.h"
+#include "simd/scalar.h"
 
-/* ------------------------------------------------------------------------ */
-/* one row x (E elements, stride xs) into y (stride ys): cs[2i] = cos,      */
-/* cs[2i+1] = sin of the row's position                                     */
-/* ------------------------------------------------------------------------ */
+typedef struct {
+    const attn_rope_args *a;
+    const double *freq; /* E/2                                          */
+} rope_ctx;
+
 #define DEFINE_ROPE(T, SFX)                                                     \
-static void rope_row_##SFX(T *y, ptrdiff_t ys, const T *x, ptrdiff_t xs,        \
-                           size_t E, const double *cs, int interleaved)         \
+static void rope_row_##SFX(T *y, const T *x, size_t E, const double *cs,        \
+                           int interleaved)                                     \
 {                                                                               \
     const size_t half = E / 2;                                                  \
-    const ptrdiff_t da = interleaved ? 2 : 1;        /* step of a over i */     \
-    const ptrdiff_t db = interleaved ? 1 : (ptrdiff_t)half; /* b - a     */     \
+    const size_t da = interleaved ? 2 : 1;         /* step of a over i */      \
+    const size_t db = interleaved ? 1 : half;      /* b - a            */      \
     for (size_t i = 0; i < half; i++) {                                         \
-        const ptrdiff_t a = (ptrdiff_t)i * da;                                  \
-        const double xa = x[a * xs];                                            \
-        const double xb = x[(a + db) * xs];                                     \
+        const size_t a = i * da;                                                \
+        const double xa = x[a], xb = x[a + db];                                 \
         const double c = cs[2 * i], s = cs[2 * i + 1];                          \
-        y[a * ys] = (T)(xa * c - xb * s);                                       \
-        y[(a + db) * ys] = (T)(xb * c + xa * s);                                \
+        y[a] = (T)(xa * c - xb * s);                                            \
+        y[a + db] = (T)(xb * c + xa * s);                                       \
     }                                                                           \
 }
-
 DEFINE_ROPE(float, f32)
 DEFINE_ROPE(double, f64)
 
-/* rope_row_f32 on unit-stride rows that cannot overlap (one of them is a
- * staged 16-bit row): the same operations on each element, in loops the
- * compiler vectorises                                                    */
-static void rope_row_unit(float *restrict y, const float *restrict x,
-                          size_t E, const double *restrict cs,
-                          int interleaved)
+/* rows [r0, r1) (scratch: the position's table, E doubles, then 2
+ * staged rows)                                                          */
+static void rope_rows(void *ctx, size_t r0, size_t r1, double *acc,
+                      void *scratch)
 {
-    const size_t half = E / 2;
-    if (interleaved) {
-        for (size_t i = 0; i < half; i++) {
-            const double xa = x[2 * i], xb = x[2 * i + 1];
-            const double c = cs[2 * i], s = cs[2 * i + 1];
-            y[2 * i] = (float)(xa * c - xb * s);
-            y[2 * i + 1] = (float)(xb * c + xa * s);
+    (void)acc;
+    const rope_ctx *c = ctx;
+    const attn_rope_args *a = c->a;
+    const attn_dtype dt = a->dtype;
+    const size_t E = a->E, half = E / 2, rb = attn__row_bytes(dt, E);
+    double *cs = scratch;
+    char *buf = (char *)scratch + attn__row_bytes(ATTN_F64, E);
+    size_t have = SIZE_MAX; /* the position the table holds */
+    for (size_t r = r0; r < r1; r++) {
+        const size_t t = r / a->B, b = r % a->B;
+        if (t != have) {
+            const double pos = a->offset + (double)t;
+            for (size_t i = 0; i < half; i++)
+                attn_sincos(pos * c->freq[i], &cs[2 * i + 1], &cs[2 * i]);
+            have = t;
         }
-        return;
-    }
-    for (size_t i = 0; i < half; i++) {
-        const double xa = x[i], xb = x[i + half];
-        const double c = cs[2 * i], s = cs[2 * i + 1];
-        y[i] = (float)(xa * c - xb * s);
-        y[i + half] = (float)(xb * c + xa * s);
-    }
-}
-
-/* position t of every batch row b; stage: 2 E floats of scratch, used for
- * a float16 / bfloat16 operand (the row widened, the float32 result
- * rounded once)                                                          */
-static void rope_t(attn_dtype dtype, attn_mat out, attn_mat in, size_t B,
-                   size_t t, size_t E, const double *cs, int interleaved,
-                   float *stage)
-{
-    for (size_t b = 0; b < B; b++) {
-        const ptrdiff_t oi = OFF(in, b) + (ptrdiff_t)t * in.s0;
-        const ptrdiff_t oo = OFF(out, b) + (ptrdiff_t)t * out.s0;
-        if (dtype == ATTN_F64) {
-            rope_row_f64((double *)out.data + oo, out.s1,
-                         (const double *)in.data + oi, in.s1, E, cs,
-                         interleaved);
-            continue;
-        }
-        const float *x = (const float *)in.data + oi;
-        float *y = (float *)out.data + oo;
-        ptrdiff_t xs = in.s1, ys = out.s1;
-        if (in.store != ATTN_ST_NATIVE) {
-            attn__row16_load(in.store, (const uint16_t *)in.data + oi, in.s1,
-                             E, stage);
-            x = stage, xs = 1;
-        }
-        if (out.store != ATTN_ST_NATIVE)
-            y = stage + E, ys = 1;
-        if (xs == 1 && ys == 1 && (x == stage || y == stage + E))
-            rope_row_unit(y, x, E, cs, interleaved);
+        const ptrdiff_t oi = OFF(a->in, b) + (ptrdiff_t)t * a->in.s0;
+        const ptrdiff_t oo = OFF(a->out, b) + (ptrdiff_t)t * a->out.s0;
+        const void *x = attn__row_in(&a->in, dt, oi, E, buf);
+        void *y = attn__row_out(&a->out, dt, oo, buf + rb);
+        if (dt == ATTN_F64)
+            rope_row_f64(y, x, E, cs, a->interleaved);
         else
-            rope_row_f32(y, ys, x, xs, E, cs, interleaved);
-        if (out.store != ATTN_ST_NATIVE)
-            attn__row16_store(out.store, (uint16_t *)out.data + oo, out.s1,
-                              E, y);
+            rope_row_f32(y, x, E, cs, a->interleaved);
+        attn__row_done(&a->out, dt, oo, E, y);
     }
 }
 
-attn_status attn_rope(attn_dtype dtype, attn_mat out, attn_mat in, size_t B,
-                      size_t T, size_t E, double offset, double base,
-                      int interleaved)
+attn_status attn_rope(const attn_rope_args *a, const attn_exec *ex)
 {
-    const attn_mat *ops[2] = {&out, &in};
-    if ((dtype != ATTN_F32 && dtype != ATTN_F64) || E % 2
-        || attn__any16(dtype, ops, 2) < 0)
+    if (!a || a->E % 2)
         return ATTN_EINVAL;
-    const size_t half = E / 2;
-    /* freq[i], the table cs[2i], cs[2i+1] of one position, and the stage
-     * (2 E floats: the room of 2 half doubles)                            */
-    if (half > SIZE_MAX / (5 * sizeof(double)) - 1)
+    const attn_mat *ops[] = {&a->out, &a->in};
+    if (!attn__stores_ok(a->dtype, ops, 2))
+        return ATTN_EINVAL;
+    const size_t E = a->E, half = E / 2;
+    if (E == 0 || a->B == 0 || a->T == 0)
+        return ATTN_OK;
+    const size_t rb = attn__row_bytes(a->dtype, E),
+                 tb = attn__row_bytes(ATTN_F64, E);
+    if (!rb || !tb || rb > (SIZE_MAX - tb) / 2 || a->T > SIZE_MAX / a->B
+        || half > SIZE_MAX / sizeof(double))
         return ATTN_ENOMEM;
-    double *freq = malloc((5 * half + 1) * sizeof(double));
+    double *freq = malloc(half * sizeof(double));
     if (!freq)
         return ATTN_ENOMEM;
-    double *cs = freq + half;
-    float *stage = (float *)(cs + 2 * half + 1);
     for (size_t i = 0; i < half; i++)
-        freq[i] = pow(base, -(double)(2 * i) / (double)E);
-    for (size_t t = 0; t < T; t++) {
-        const double pos = offset + (double)t;
-        for (size_t i = 0; i < half; i++) {
-            const double theta = pos * freq[i];
-            cs[2 * i] = cos(theta);
-            cs[2 * i + 1] = sin(theta);
-        }
-        rope_t(dtype, out, in, B, t, E, cs, interleaved, stage);
-    }
+        freq[i] = attn_pow(a->base, -(double)(2 * i) / (double)E);
+    rope_ctx c = {a, freq};
+    const attn_rows_job job = {a->T * a->B, E, 0, NULL, rope_rows, &c,
+                               tb + 2 * rb, 6.0};
+    const attn_status st = attn__rows_run(&job, ex);
     free(freq);
-    return ATTN_OK;
+    return st;
 }

@@ -109,25 +109,28 @@ size_t attn_qblock_bytes(attn_qtype qtype)
                                                                 : 0;
 }
 
-attn_status attn_qmatmul(float *out, size_t ldo, const float *x, size_t ldx,
-                         const uint8_t *w, size_t ldw, size_t M, size_t N,
-                         size_t K, attn_qtype qtype, const attn_exec *ex)
+attn_status attn_qmatmul(const attn_qmm_args *a, const attn_exec *ex)
 {
-    const size_t bs = attn_qblock_bytes(qtype);
-    if (!bs || K % QK || ldx < K || ldo < N)
+    if (!a)
+        return ATTN_EINVAL;
+    const size_t bs = attn_qblock_bytes(a->qtype), K = a->K;
+    if (!bs || K % QK || a->ldx < K || a->ldo < a->N)
         return ATTN_EINVAL;
     const size_t nb = K / QK;
-    if (nb > SIZE_MAX / bs || ldw < nb * bs)
+    if (nb > SIZE_MAX / bs || a->ldw < nb * bs)
         return ATTN_EINVAL;
-    if (M == 0 || N == 0)
+    if (a->M == 0 || a->N == 0)
         return ATTN_OK;
     if (K == 0) {
-        for (size_t i = 0; i < M; i++)
-            memset(out + i * ldo, 0, N * sizeof(float));
+        for (size_t i = 0; i < a->M; i++)
+            memset(a->out + i * a->ldo, 0, a->N * sizeof(float));
         return ATTN_OK;
     }
-    qctx c = {attn__kernels()->qrows[qtype == ATTN_Q4_1 ? 0 : 1], out, x, w, ldo, ldx, ldw, M, N, nb};
-    attn_job job = {q_item, &c, (N + QROWS - 1) / QROWS, 0, NULL,
-                    2.0 * (double)M * (double)N * (double)K};
+    const attn_kernels *k = attn__kernels();
+    const int qi = a->qtype == ATTN_Q4_1 ? 0 : 1;
+    qctx c = {attn__kernels_for(k->qrows[qi] != NULL)->qrows[qi], a->out,
+              a->x, a->w, a->ldo, a->ldx, a->ldw, a->M, a->N, nb};
+    attn_job job = {q_item, &c, (a->N + QROWS - 1) / QROWS, 0, NULL,
+                    2.0 * (double)a->M * (double)a->N * (double)K};
     return attn_sched_run(&job, ex);
 }

@@ -55,7 +55,7 @@ const void *attn__row_in(const attn_mat *m, attn_dtype dt, ptrdiff_t off,
     if (m->store != ATTN_ST_NATIVE) { /* widened, exactly */
         float *d = buf;
         if (m->s1 == 1)
-            attn__kernels()->widen((float *)buf, (const uint16_t *)p, n,
+            attn__widen()((float *)buf, (const uint16_t *)p, n,
                                    m->store);
         else
             for (size_t j = 0; j < n; j++)
@@ -87,7 +87,7 @@ void attn__row_done(const attn_mat *m, attn_dtype dt, ptrdiff_t off, size_t n,
         return; /* computed in place */
     if (m->store != ATTN_ST_NATIVE) { /* rounded once */
         if (m->s1 == 1)
-            attn__kernels()->narrow((uint16_t *)p, (const float *)row, n,
+            attn__narrow()((uint16_t *)p, (const float *)row, n,
                                     m->store);
         else
             for (size_t j = 0; j < n; j++)

@@ -38,6 +38,12 @@
 
 /* element (r, j) of a row operand (attn.h): OFF(m, r) + r * s0 + j * s1 */
 #define ROW(m, r) (OFF(m, r) + (ptrdiff_t)(r) * (m).s0)
+/* row r = b * T + t of a batched (B, T, n) operand: element (b, t, j) at
+ * OFF(m, b) + t * m.s0 + j * m.s1                                        */
+static inline ptrdiff_t attn__row_bt(const attn_mat *m, size_t r, size_t T)
+{
+    return OFF(*m, r / T) + (ptrdiff_t)(r % T) * m->s0;
+}
 
 /* bytes of one staged row of n elements of dtype (64-byte multiple); 0
  * on overflow                                                           */

@@ -1,11 +1,11 @@
 /*
- * layer/lanes.h -- the fixed-order row sums of the norm kernels
+ * rows/lanes.h -- the fixed-order row sums of the norm kernels
  * (norm_body.h, rms_body.h): 8 interleaved partial sums in double, added
  * in a fixed tree, so that a row's sum has the same bits in the forward
  * and the backward pass, whatever its strides.
  */
-#ifndef ATTNPY_LAYER_LANES_H
-#define ATTNPY_LAYER_LANES_H
+#ifndef ATTNPY_ROWS_LANES_H
+#define ATTNPY_ROWS_LANES_H
 
 #include <stddef.h>
 
@@ -34,4 +34,4 @@ static inline double attn__lanes_total(const double *a)
     return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
 }
 
-#endif /* ATTNPY_LAYER_LANES_H */
+#endif /* ATTNPY_ROWS_LANES_H */
