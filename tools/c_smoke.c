@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "attn.h"
+#include "calls.h"
 
 static atomic_int failures;
 static atomic_ullong checks;
@@ -389,7 +390,7 @@ static void check_softmax(void)
         put(&x, (attn_dtype)dt, 0, 4, 5, -INFINITY);
         bmat y = bmat_new(1, R, N, es, LAY_C);
         attn_mat in = {x.m.data, offs, 0, 1, ATTN_ST_NATIVE}, out = {y.m.data, offs, 0, 1, ATTN_ST_NATIVE};
-        CHECK(attn_softmax((attn_dtype)dt, out, in, R, N) == ATTN_OK,
+        CHECK(ca_softmax((attn_dtype)dt, out, in, R, N) == ATTN_OK,
               "softmax status");
         for (size_t r = 0; r < R; r++) {
             double m = -INFINITY, s = 0;
@@ -412,7 +413,7 @@ static void check_softmax(void)
         }
         /* in place, reversed */
         attn_mat inr = {x.m.data, offs, 0, 1, ATTN_ST_NATIVE};
-        CHECK(attn_softmax((attn_dtype)dt, inr, inr, R, N) == ATTN_OK,
+        CHECK(ca_softmax((attn_dtype)dt, inr, inr, R, N) == ATTN_OK,
               "softmax in place");
         compare(&x, &y, (attn_dtype)dt, "softmax in place", "softmax");
         bmat_free(&x);
@@ -440,10 +441,10 @@ static void check_softmax_grad(void)
         attn_mat mx = {x.m.data, offs, 0, -1, ATTN_ST_NATIVE}, my = {y.m.data, offs, 0, -1, ATTN_ST_NATIVE};
         attn_mat mg = {g.m.data, offs, 0, -1, ATTN_ST_NATIVE}, md = {d.m.data, offs, 0, -1, ATTN_ST_NATIVE};
         attn_mat mj = {jac.m.data, joffs, (ptrdiff_t)N, 1, ATTN_ST_NATIVE};
-        CHECK(attn_softmax((attn_dtype)dt, my, mx, R, N) == ATTN_OK &&
-                  attn_softmax_backward((attn_dtype)dt, md, mg, my, R, N) ==
+        CHECK(ca_softmax((attn_dtype)dt, my, mx, R, N) == ATTN_OK &&
+                  ca_softmax_backward((attn_dtype)dt, md, mg, my, R, N) ==
                       ATTN_OK &&
-                  attn_softmax_jacobian((attn_dtype)dt, mj, my, R, N) ==
+                  ca_softmax_jacobian((attn_dtype)dt, mj, my, R, N) ==
                       ATTN_OK,
               "softmax grad status");
         for (size_t r = 0; r < R; r++) {
@@ -463,7 +464,7 @@ static void check_softmax_grad(void)
                       "softmax_backward row %zu col %zu", r, j);
             }
         }
-        CHECK(attn_softmax_backward((attn_dtype)dt, mg, mg, my, R, N) ==
+        CHECK(ca_softmax_backward((attn_dtype)dt, mg, mg, my, R, N) ==
                   ATTN_OK, "softmax_backward in place");
         compare(&g, &d, (attn_dtype)dt, "softmax_backward in place", "out");
         bmat *all[] = {&x, &g, &y, &d, &jac};
@@ -479,7 +480,7 @@ static void check_posenc_copy(void)
         for (int lay = 0; lay < N_LAY - 1; lay++) {
             const size_t B = 2, T = 5, D = 7;
             bmat x = bmat_new(B, T, D, es, lay);
-            CHECK(attn_posenc((attn_dtype)dt, x.m, B, T, D, 3.0, 10000.0, 0) ==
+            CHECK(ca_posenc((attn_dtype)dt, x.m, B, T, D, 3.0, 10000.0, 0) ==
                       ATTN_OK,
                   "posenc");
             for (size_t b = 0; b < B; b++)
@@ -493,11 +494,11 @@ static void check_posenc_copy(void)
                                     (attn_dtype)dt),
                               "posenc (%zu,%zu,%zu)", b, t, cc);
                     }
-            CHECK(attn_posenc((attn_dtype)dt, x.m, B, T, D, 0.0, 2.0, 1) ==
+            CHECK(ca_posenc((attn_dtype)dt, x.m, B, T, D, 0.0, 2.0, 1) ==
                       ATTN_OK,
                   "posenc accumulate");
             bmat y = bmat_new(B, T, D, es, (lay + 1) % (N_LAY - 1));
-            CHECK(attn_copy2d((attn_dtype)dt, y.m, x.m, B, T, D) == ATTN_OK,
+            CHECK(ca_copy2d((attn_dtype)dt, y.m, x.m, B, T, D) == ATTN_OK,
                   "copy2d");
             compare(&y, &x, (attn_dtype)dt, "copy2d", lay_names[lay]);
             bmat_free(&x);

@@ -479,6 +479,7 @@ static void test_b16_isa(int i, int count, uint64_t seed)
     if (!check_use_isa(i))
         return;
     rng_state = seed + (uint64_t)i;
+    count = check_count(i, count);
     test_b16_random(check_isa(i), count, 0);
     test_b16_random(check_isa(i), count / 8 + 1, 1);
     /* split and fused items, decoding rows (L <= 4), E = 2 */

@@ -29,7 +29,8 @@
 #include <time.h>
 
 #include "attn.h"
-#include "layer/rows.h"
+#include "calls.h"
+#include "rows/rows.h"
 
 #define TEST_RNG_SEED 0x243F6A8885A308D3ULL
 #include "check.h"
@@ -546,9 +547,9 @@ static void test_bias_act(int count)
         if (!has_b)
             bm.data = NULL;
         attn_exec ex = exec_n(1 + (int)irand(3));
-        CHECK(attn_bias_act(dt, a, R, n, y.m, x.m, bm, &ex) == ATTN_OK,
+        CHECK(ca_bias_act(dt, a, R, n, y.m, x.m, bm, &ex) == ATTN_OK,
               "bias_act status");
-        CHECK(attn_bias_act_backward(dt, a, R, n, dx.m, db.m, dy.m, x.m, bm,
+        CHECK(ca_bias_act_backward(dt, a, R, n, dx.m, db.m, dy.m, x.m, bm,
                                      &ex) == ATTN_OK, "backward status");
         double wf = 0, wb = 0, wdb = 0;
         for (size_t r = 0; r < R; r++)
@@ -582,7 +583,7 @@ static void test_bias_act(int count)
         if (R) {
             rop x2;
             rop_clone(&x2, &x, 0);
-            CHECK(attn_bias_act(dt, a, R, n, x2.m, x2.m, bm, &ex) == ATTN_OK,
+            CHECK(ca_bias_act(dt, a, R, n, x2.m, x2.m, bm, &ex) == ATTN_OK,
                   "status");
             CHECK(same_bits(&x2, &y, R), "bias_act in place differs");
             rop_free(&x2);
@@ -628,7 +629,7 @@ static void test_threads(void)
             attn_norm_grad g = ln_grad_problem(&in, &dx[k], &dw[k], &db[k],
                                                &dy, &in.x);
             CHECK(attn_layer_norm_backward(&g, &ex) == ATTN_OK, "status");
-            CHECK(attn_bias_act_backward(dt, a, R, n, hx[k].m, hdb[k].m,
+            CHECK(ca_bias_act_backward(dt, a, R, n, hx[k].m, hdb[k].m,
                                          dy.m, in.x.m, in.b.m, &ex)
                   == ATTN_OK, "status");
         }
@@ -672,7 +673,7 @@ static void test_edges(void)
     CHECK(attn_layer_norm_backward(&g, NULL) == ATTN_OK, "status");
     CHECK(dw[0] == 0 && dw[2] == 0 && db[1] == 0, "no rows: dweight %g "
           "dbias %g", dw[0], db[1]);
-    CHECK(attn_bias_act_backward(ATTN_F64, ATTN_ACT_RELU, 0, 3, m1, mdb, m1,
+    CHECK(ca_bias_act_backward(ATTN_F64, ATTN_ACT_RELU, 0, 3, m1, mdb, m1,
                                  m1, none, NULL) == ATTN_OK
           && db[0] == 0, "bias_act_backward no rows");
     /* a constant row: y = bias; tutorial form dx = rstd (g - mean g) */
@@ -701,11 +702,11 @@ static void test_edges(void)
           && !isnan(yn[3]) && !isnan(yn[5]), "NaN row");
     double rn[3] = {NAN, -1, 1}, rr[3];
     attn_mat mrn = {rn, NULL, 0, 1, ATTN_ST_NATIVE}, mrr = {rr, NULL, 0, 1, ATTN_ST_NATIVE};
-    CHECK(attn_bias_act(ATTN_F64, ATTN_ACT_RELU, 1, 3, mrr, mrn, none, NULL)
+    CHECK(ca_bias_act(ATTN_F64, ATTN_ACT_RELU, 1, 3, mrr, mrn, none, NULL)
           == ATTN_OK && isnan(rr[0]) && rr[1] == 0 && rr[2] == 1,
           "relu(NaN, -1, 1) = %g %g %g", rr[0], rr[1], rr[2]);
     CHECK(attn_layer_norm(NULL, NULL) == ATTN_EINVAL
-          && attn_bias_act(ATTN_F64, (attn_act)9, 1, 3, mrr, mrn, none, NULL)
+          && ca_bias_act(ATTN_F64, (attn_act)9, 1, 3, mrr, mrn, none, NULL)
              == ATTN_EINVAL, "bad arguments accepted");
 }
 

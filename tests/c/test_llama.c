@@ -246,8 +246,8 @@ static void test_glu(int count)
         rop_make(&du, dt, R, n, 0);
         attn_mat mu = has_up ? u.m : NONE;
         attn_exec ex = exec_n(1 + (int)irand(3));
-        CHECK(attn_swiglu(dt, R, n, y.m, g.m, mu, &ex) == ATTN_OK, "status");
-        CHECK(attn_swiglu_backward(dt, R, n, dg.m, has_up ? du.m : NONE,
+        CHECK(ca_swiglu(dt, R, n, y.m, g.m, mu, &ex) == ATTN_OK, "status");
+        CHECK(ca_swiglu_backward(dt, R, n, dg.m, has_up ? du.m : NONE,
                                    dy.m, g.m, mu, &ex) == ATTN_OK, "status");
         double worst[3] = {0, 0, 0};
         for (size_t r = 0; r < R; r++)
@@ -275,10 +275,10 @@ static void test_glu(int count)
             rop d2, g2;
             rop_clone(&d2, &dy, 0);
             rop_clone(&g2, &g, 0);
-            CHECK(attn_swiglu_backward(dt, R, n, d2.m, NONE, d2.m, g.m, mu,
+            CHECK(ca_swiglu_backward(dt, R, n, d2.m, NONE, d2.m, g.m, mu,
                                        &ex) == ATTN_OK
                   && same_bits(&d2, &dg, R), "swiglu_backward in place");
-            CHECK(attn_swiglu(dt, R, n, g2.m, g2.m, mu, &ex) == ATTN_OK
+            CHECK(ca_swiglu(dt, R, n, g2.m, g2.m, mu, &ex) == ATTN_OK
                   && same_bits(&g2, &y, R), "swiglu in place");
             rop_free(&d2);
             rop_free(&g2);
@@ -302,8 +302,8 @@ static void test_silu_finite_differences(void)
         attn_mat mg = {gs, NULL, 0, 1, ATTN_ST_NATIVE}, my = {y, NULL, 0, 1, ATTN_ST_NATIVE};
         attn_mat m1 = {&one, NULL, 0, 1, ATTN_ST_NATIVE}, mgv = {&g, NULL, 0, 1, ATTN_ST_NATIVE};
         attn_mat md = {&d, NULL, 0, 1, ATTN_ST_NATIVE};
-        CHECK(attn_swiglu(ATTN_F64, 1, 2, my, mg, NONE, NULL) == ATTN_OK
-              && attn_swiglu_backward(ATTN_F64, 1, 1, md, NONE, m1, mgv,
+        CHECK(ca_swiglu(ATTN_F64, 1, 2, my, mg, NONE, NULL) == ATTN_OK
+              && ca_swiglu_backward(ATTN_F64, 1, 1, md, NONE, m1, mgv,
                                       NONE, NULL) == ATTN_OK, "status");
         double num = (y[0] - y[1]) / (2 * h);
         double e = fabs(num - d) / (1 + fabs(num));
@@ -341,9 +341,9 @@ static void test_llama_threads(void)
                                in.x.m, in.has_w ? in.w.m : NONE, in.eps};
             CHECK(attn_rms_norm(&p, &ex) == ATTN_OK
                   && attn_rms_norm_backward(&g, &ex) == ATTN_OK
-                  && attn_swiglu(dt, R, n, out[k][3].m, in.x.m, u.m, &ex)
+                  && ca_swiglu(dt, R, n, out[k][3].m, in.x.m, u.m, &ex)
                          == ATTN_OK
-                  && attn_swiglu_backward(dt, R, n, out[k][4].m, NONE, dy.m,
+                  && ca_swiglu_backward(dt, R, n, out[k][4].m, NONE, dy.m,
                                           in.x.m, u.m, &ex) == ATTN_OK,
                   "status");
         }
@@ -393,15 +393,15 @@ static void test_llama_edges(void)
     /* silu at the ends: -0 far left, x far right, NaN at -inf (PyTorch) */
     float gs[4] = {-1000.0f, 1000.0f, -INFINITY, 0.0f}, ys[4];
     attn_mat mgs = {gs, NULL, 0, 1, ATTN_ST_NATIVE}, mys = {ys, NULL, 0, 1, ATTN_ST_NATIVE};
-    CHECK(attn_swiglu(ATTN_F32, 1, 4, mys, mgs, NONE, NULL) == ATTN_OK
+    CHECK(ca_swiglu(ATTN_F32, 1, 4, mys, mgs, NONE, NULL) == ATTN_OK
           && ys[0] == 0 && signbit(ys[0]) && ys[1] == 1000.0f
           && isnan(ys[2]) && ys[3] == 0, "silu ends: %g %g %g %g", ys[0],
           ys[1], ys[2], ys[3]);
     CHECK(attn_rms_norm(NULL, NULL) == ATTN_EINVAL
           && attn_rms_norm_backward(NULL, NULL) == ATTN_EINVAL
-          && attn_swiglu((attn_dtype)7, 1, 4, mys, mgs, NONE, NULL)
+          && ca_swiglu((attn_dtype)7, 1, 4, mys, mgs, NONE, NULL)
                  == ATTN_EINVAL
-          && attn_swiglu_backward((attn_dtype)7, 1, 4, mys, NONE, mys, mgs,
+          && ca_swiglu_backward((attn_dtype)7, 1, 4, mys, NONE, mys, mgs,
                                   NONE, NULL) == ATTN_EINVAL,
           "bad arguments accepted");
 }

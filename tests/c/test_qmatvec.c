@@ -24,6 +24,7 @@
 
 #include "check.h"
 #include "half.h"
+#include "calls.h"
 #include "quant/qmatvec.h"
 
 static const attn_exec EX1 = {1, NULL, NULL};
@@ -105,7 +106,7 @@ static void random_case(attn_qtype q)
     for (size_t i = 0; i < M * ldx; i++)
         x[i] = (float)(2 * urand() - 1);
     fill_blocks(w, q, N, K, ldw);
-    CHECK(attn_qmatmul(out, ldo, x, ldx, w, ldw, M, N, K, q, &EX1)
+    CHECK(ca_qmatmul(out, ldo, x, ldx, w, ldw, M, N, K, q, &EX1)
               == ATTN_OK, "status");
     for (size_t i = 0; i < M; i++)
         for (size_t n = 0; n < N; n++) {
@@ -121,7 +122,7 @@ static void random_case(attn_qtype q)
         }
     for (int t = 2; t <= 3; t++) {
         attn_exec ex = {t, NULL, NULL};
-        CHECK(attn_qmatmul(out2, ldo, x, ldx, w, ldw, M, N, K, q, &ex)
+        CHECK(ca_qmatmul(out2, ldo, x, ldx, w, ldw, M, N, K, q, &ex)
                   == ATTN_OK, "status");
         for (size_t i = 0; i < M; i++)
             CHECK(memcmp(out + i * ldo, out2 + i * ldo, N * sizeof(float))
@@ -135,18 +136,18 @@ static void edges(void)
 {
     float x[64] = {0}, out[8];
     uint8_t w[8 * 68] = {0};
-    CHECK(attn_qmatmul(out, 8, x, 48, w, 68, 1, 2, 48, ATTN_Q8_0, &EX1)
+    CHECK(ca_qmatmul(out, 8, x, 48, w, 68, 1, 2, 48, ATTN_Q8_0, &EX1)
               == ATTN_EINVAL, "K = 48 accepted");
-    CHECK(attn_qmatmul(out, 8, x, 64, w, 67, 1, 2, 64, ATTN_Q8_0, &EX1)
+    CHECK(ca_qmatmul(out, 8, x, 64, w, 67, 1, 2, 64, ATTN_Q8_0, &EX1)
               == ATTN_EINVAL, "short rows accepted");
-    CHECK(attn_qmatmul(out, 8, x, 64, w, 68, 1, 2, 64, (attn_qtype)7, &EX1)
+    CHECK(ca_qmatmul(out, 8, x, 64, w, 68, 1, 2, 64, (attn_qtype)7, &EX1)
               == ATTN_EINVAL, "unknown type accepted");
     CHECK(attn_qblock_bytes((attn_qtype)7) == 0, "block bytes");
-    CHECK(attn_qmatmul(out, 8, x, 64, w, 68, 0, 2, 64, ATTN_Q8_0, &EX1)
+    CHECK(ca_qmatmul(out, 8, x, 64, w, 68, 0, 2, 64, ATTN_Q8_0, &EX1)
               == ATTN_OK, "M = 0");
     for (int i = 0; i < 8; i++)
         out[i] = 1.0f;
-    CHECK(attn_qmatmul(out, 4, x, 0, w, 0, 2, 3, 0, ATTN_Q4_1, &EX1)
+    CHECK(ca_qmatmul(out, 4, x, 0, w, 0, 2, 3, 0, ATTN_Q4_1, &EX1)
               == ATTN_OK, "K = 0");
     CHECK(out[0] == 0 && out[2] == 0 && out[4] == 0 && out[6] == 0
               && out[3] == 1.0f, "K = 0 gives zeros, leaves the rest");

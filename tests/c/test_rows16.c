@@ -27,9 +27,9 @@
 #include <time.h>
 
 #include "attn.h"
+#include "calls.h"
 #include "half.h"
-#include "layer/row16.h"
-#include "layer/rows.h"
+#include "rows/rows.h"
 
 #define TEST_RNG_SEED 0x452821E638D01377ULL
 #include "check.h"
@@ -293,7 +293,7 @@ static attn_store in_store(void)
 /* ------------------------------------------------------------------------ */
 /* the kernels                                                              */
 /* ------------------------------------------------------------------------ */
-static void t_softmax(void)
+static void test_softmax(void)
 {
     call16 k = {0};
     size_t R = 1 + irand(6), n = irand(40);
@@ -302,8 +302,8 @@ static void t_softmax(void)
     int y = add(&k, "y", irand(3) ? s : rand_store(), R, 1, n, 1, 1, 1, 0);
     if (irand(3) == 0)
         alias(&k, y, x);
-    RUN2(&k, attn_softmax(ATTN_F32, M(&k, y, 1), M(&k, x, 1), R, n),
-         attn_softmax(ATTN_F32, M(&k, y, 0), M(&k, x, 0), R, n));
+    RUN2(&k, ca_softmax(ATTN_F32, M(&k, y, 1), M(&k, x, 1), R, n),
+         ca_softmax(ATTN_F32, M(&k, y, 0), M(&k, x, 0), R, n));
     call_free(&k);
 
     s = in_store();
@@ -316,14 +316,14 @@ static void t_softmax(void)
     else if (a == 2)
         alias(&k, dx, yy);
     RUN2(&k,
-         attn_softmax_backward(ATTN_F32, M(&k, dx, 1), M(&k, dy, 1),
+         ca_softmax_backward(ATTN_F32, M(&k, dx, 1), M(&k, dy, 1),
                                M(&k, yy, 1), R, n),
-         attn_softmax_backward(ATTN_F32, M(&k, dx, 0), M(&k, dy, 0),
+         ca_softmax_backward(ATTN_F32, M(&k, dx, 0), M(&k, dy, 0),
                                M(&k, yy, 0), R, n));
     call_free(&k);
 }
 
-static void t_layer_norm(int nt)
+static void test_layer_norm(int nt)
 {
     call16 k = {0};
     size_t R = irand(7), n = 1 + irand(45);
@@ -369,7 +369,7 @@ static void t_layer_norm(int nt)
     call_free(&k);
 }
 
-static void t_bias_act(int nt)
+static void test_bias_act(int nt)
 {
     attn_exec e1 = exec_n(1), en = exec_n(nt);
     for (int a = 0; a < 4; a++) {
@@ -383,9 +383,9 @@ static void t_bias_act(int nt)
         if (irand(3) == 0)
             alias(&k, y, x);
         RUN2(&k,
-             attn_bias_act(ATTN_F32, (attn_act)a, R, n, M(&k, y, 1),
+             ca_bias_act(ATTN_F32, (attn_act)a, R, n, M(&k, y, 1),
                            M(&k, x, 1), M(&k, b, 1), &e1),
-             attn_bias_act(ATTN_F32, (attn_act)a, R, n, M(&k, y, 0),
+             ca_bias_act(ATTN_F32, (attn_act)a, R, n, M(&k, y, 0),
                            M(&k, x, 0), M(&k, b, 0), &en));
         call_free(&k);
 
@@ -400,17 +400,17 @@ static void t_bias_act(int nt)
         if (irand(3) == 0)
             alias(&k, dx, dy);
         RUN2(&k,
-             attn_bias_act_backward(ATTN_F32, (attn_act)a, R, n, M(&k, dx, 1),
+             ca_bias_act_backward(ATTN_F32, (attn_act)a, R, n, M(&k, dx, 1),
                                     M(&k, db, 1), M(&k, dy, 1), M(&k, x, 1),
                                     M(&k, b, 1), &e1),
-             attn_bias_act_backward(ATTN_F32, (attn_act)a, R, n, M(&k, dx, 0),
+             ca_bias_act_backward(ATTN_F32, (attn_act)a, R, n, M(&k, dx, 0),
                                     M(&k, db, 0), M(&k, dy, 0), M(&k, x, 0),
                                     M(&k, b, 0), &en));
         call_free(&k);
     }
 }
 
-static void t_rms(int nt)
+static void test_rms(int nt)
 {
     attn_exec e1 = exec_n(1), en = exec_n(nt);
     call16 k = {0};
@@ -445,7 +445,7 @@ static void t_rms(int nt)
     call_free(&k);
 }
 
-static void t_swiglu(int nt)
+static void test_swiglu(int nt)
 {
     attn_exec e1 = exec_n(1), en = exec_n(nt);
     call16 k = {0};
@@ -458,9 +458,9 @@ static void t_swiglu(int nt)
     if (irand(3) == 0)
         alias(&k, y, g);
     RUN2(&k,
-         attn_swiglu(ATTN_F32, R, n, M(&k, y, 1), M(&k, g, 1), M(&k, u, 1),
+         ca_swiglu(ATTN_F32, R, n, M(&k, y, 1), M(&k, g, 1), M(&k, u, 1),
                      &e1),
-         attn_swiglu(ATTN_F32, R, n, M(&k, y, 0), M(&k, g, 0), M(&k, u, 0),
+         ca_swiglu(ATTN_F32, R, n, M(&k, y, 0), M(&k, g, 0), M(&k, u, 0),
                      &en));
     call_free(&k);
 
@@ -477,14 +477,14 @@ static void t_swiglu(int nt)
     if (irand(3) == 0)
         alias(&k, dg, dy);
     RUN2(&k,
-         attn_swiglu_backward(ATTN_F32, R, n, M(&k, dg, 1), M(&k, du, 1),
+         ca_swiglu_backward(ATTN_F32, R, n, M(&k, dg, 1), M(&k, du, 1),
                               M(&k, dy, 1), M(&k, g, 1), M(&k, u, 1), &e1),
-         attn_swiglu_backward(ATTN_F32, R, n, M(&k, dg, 0), M(&k, du, 0),
+         ca_swiglu_backward(ATTN_F32, R, n, M(&k, dg, 0), M(&k, du, 0),
                               M(&k, dy, 0), M(&k, g, 0), M(&k, u, 0), &en));
     call_free(&k);
 }
 
-static void t_rope(void)
+static void test_rope(void)
 {
     call16 k = {0};
     size_t B = 1 + irand(4), T = 1 + irand(5), E = 2 * irand(12);
@@ -496,13 +496,13 @@ static void t_rope(void)
     double off = (double)irand(100), base = irand(2) ? 10000.0 : 500.0;
     int il = (int)irand(2);
     RUN2(&k,
-         attn_rope(ATTN_F32, M(&k, y, 1), M(&k, x, 1), B, T, E, off, base, il),
-         attn_rope(ATTN_F32, M(&k, y, 0), M(&k, x, 0), B, T, E, off, base,
+         ca_rope(ATTN_F32, M(&k, y, 1), M(&k, x, 1), B, T, E, off, base, il),
+         ca_rope(ATTN_F32, M(&k, y, 0), M(&k, x, 0), B, T, E, off, base,
                    il));
     call_free(&k);
 }
 
-static void t_merge(void)
+static void test_merge(void)
 {
     call16 k = {0};
     size_t K = irand(4), B = 1 + irand(3), L = 1 + irand(4), Ev = irand(20);
@@ -524,9 +524,9 @@ static void t_merge(void)
     int lse = add(&k, "lse", irand(2) ? s : rand_store(), B, L, 1, 1, 1,
                   irand(3) != 0, 0);
     RUN2(&k,
-         attn_merge(ATTN_F32, K, B, L, Ev, M(&k, out, 1), M(&k, lse, 1),
+         ca_merge(ATTN_F32, K, B, L, Ev, M(&k, out, 1), M(&k, lse, 1),
                     outs_t, lses_t),
-         attn_merge(ATTN_F32, K, B, L, Ev, M(&k, out, 0), M(&k, lse, 0),
+         ca_merge(ATTN_F32, K, B, L, Ev, M(&k, out, 0), M(&k, lse, 0),
                     outs_h, lses_h));
     call_free(&k);
 }
@@ -534,7 +534,7 @@ static void t_merge(void)
 /* ------------------------------------------------------------------------ */
 /* the conversions, and calls that must be refused                          */
 /* ------------------------------------------------------------------------ */
-static void t_conversions(void)
+static void test_conversions(void)
 {
     enum { N = 65536 };
     uint16_t *h = malloc(2 * N * sizeof(uint16_t));
@@ -544,7 +544,9 @@ static void t_conversions(void)
             h[i] = (uint16_t)i, h[N + i] = 0;
         for (int s = 1; s <= 2; s++) { /* unit stride (vector), stride 2 */
             size_t n = N / (size_t)s;
-            attn__row16_load((attn_store)st, h, s, n, f);
+            const attn_mat m = {h, NULL, 0, s, (attn_store)st};
+            CHECK(attn__row_in(&m, ATTN_F32, 0, n, f) == f,
+                  "load: not widened into the buffer");
             int bad = 0;
             for (size_t i = 0; i < n; i++) {
                 float want = attn_load_f32((attn_store)st, h, (ptrdiff_t)(i * s));
@@ -567,7 +569,8 @@ static void t_conversions(void)
         (void)g;
         for (ptrdiff_t s = 1; s <= 3; s += 2) {
             size_t m = s == 1 ? (n < 2 * N ? n : 2 * N) : 2 * N / 3;
-            attn__row16_store((attn_store)st, h, s, m, f);
+            const attn_mat hm = {h, NULL, 0, s, (attn_store)st};
+            attn__row_done(&hm, ATTN_F32, 0, m, f);
             int bad = 0;
             for (size_t i = 0; i < m; i++) {
                 uint16_t want = st == ATTN_ST_F16 ? attn_f32_to_f16(f[i])
@@ -581,39 +584,39 @@ static void t_conversions(void)
     free(f);
 }
 
-static void t_refused(void)
+static void test_refused(void)
 {
     float buf[64] = {0};
     attn_mat f16 = {buf, NULL, 8, 1, ATTN_ST_F16};
     attn_mat bad = {buf, NULL, 8, 1, (attn_store)7};
     attn_mat d = {buf, NULL, 4, 1, ATTN_ST_NATIVE};
     attn_exec e = exec_n(1);
-    CHECK(attn_softmax(ATTN_F64, d, f16, 2, 4) == ATTN_EINVAL, "softmax f64");
-    CHECK(attn_softmax(ATTN_F32, bad, d, 2, 4) == ATTN_EINVAL, "softmax store");
-    CHECK(attn_softmax_backward(ATTN_F64, d, d, f16, 2, 4) == ATTN_EINVAL,
+    CHECK(ca_softmax(ATTN_F64, d, f16, 2, 4) == ATTN_EINVAL, "softmax f64");
+    CHECK(ca_softmax(ATTN_F32, bad, d, 2, 4) == ATTN_EINVAL, "softmax store");
+    CHECK(ca_softmax_backward(ATTN_F64, d, d, f16, 2, 4) == ATTN_EINVAL,
           "softmax_backward f64");
-    CHECK(attn_softmax_jacobian(ATTN_F32, d, f16, 1, 2) == ATTN_EINVAL,
+    CHECK(ca_softmax_jacobian(ATTN_F32, d, f16, 1, 2) == ATTN_EINVAL,
           "jacobian 16-bit");
     attn_norm ln = {ATTN_F64, 2, 4, d, {0}, f16, {0}, {0}, {0}, {0}, 0, 1};
     CHECK(attn_layer_norm(&ln, &e) == ATTN_EINVAL, "layer_norm f64");
     attn_norm_grad lg = {ATTN_F64, 2, 4, d, f16, {0}, d, d, {0}, 0, 1};
     CHECK(attn_layer_norm_backward(&lg, &e) == ATTN_EINVAL,
           "layer_norm_backward f64 dweight");
-    CHECK(attn_bias_act(ATTN_F64, ATTN_ACT_GELU, 2, 4, d, f16, d, &e)
+    CHECK(ca_bias_act(ATTN_F64, ATTN_ACT_GELU, 2, 4, d, f16, d, &e)
               == ATTN_EINVAL, "bias_act f64");
-    CHECK(attn_bias_act(ATTN_F32, ATTN_ACT_GELU, 2, 4, d, bad, d, &e)
+    CHECK(ca_bias_act(ATTN_F32, ATTN_ACT_GELU, 2, 4, d, bad, d, &e)
               == ATTN_EINVAL, "bias_act store");
     attn_rms rn = {ATTN_F64, 2, 4, f16, d, {0}, 0};
     CHECK(attn_rms_norm(&rn, &e) == ATTN_EINVAL, "rms_norm f64");
-    CHECK(attn_swiglu_backward(ATTN_F64, 2, 4, d, d, f16, d, d, &e)
+    CHECK(ca_swiglu_backward(ATTN_F64, 2, 4, d, d, f16, d, d, &e)
               == ATTN_EINVAL, "swiglu_backward f64");
-    CHECK(attn_rope(ATTN_F64, d, f16, 1, 2, 4, 0, 1e4, 0) == ATTN_EINVAL,
+    CHECK(ca_rope(ATTN_F64, d, f16, 1, 2, 4, 0, 1e4, 0) == ATTN_EINVAL,
           "rope f64");
-    CHECK(attn_merge(ATTN_F64, 1, 1, 2, 4, d, (attn_mat){0}, &d, &f16)
+    CHECK(ca_merge(ATTN_F64, 1, 1, 2, 4, d, (attn_mat){0}, &d, &f16)
               == ATTN_EINVAL, "merge f64");
-    CHECK(attn_posenc(ATTN_F32, f16, 1, 2, 4, 0, 1e4, 0) == ATTN_EINVAL,
+    CHECK(ca_posenc(ATTN_F32, f16, 1, 2, 4, 0, 1e4, 0) == ATTN_EINVAL,
           "posenc 16-bit");
-    CHECK(attn_copy2d(ATTN_F32, d, f16, 1, 2, 4) == ATTN_EINVAL,
+    CHECK(ca_copy2d(ATTN_F32, d, f16, 1, 2, 4) == ATTN_EINVAL,
           "copy2d 16-bit");
 }
 
@@ -621,21 +624,21 @@ int main(int argc, char **argv)
 {
     clock_t t0 = clock();
     int count = argc > 1 ? atoi(argv[1]) : 8;
-    t_conversions();
-    t_refused();
+    test_conversions();
+    test_refused();
     size_t chunk_saved = attn__rows_chunk_elems;
     double work_saved = attn__rows_min_work;
     attn__rows_min_work = 1;
     for (int it = 0; it < 6 * count; it++) {
         attn__rows_chunk_elems = 1 + irand(200);
         int nt = 1 + (int)irand(3);
-        t_softmax();
-        t_layer_norm(nt);
-        t_bias_act(nt);
-        t_rms(nt);
-        t_swiglu(nt);
-        t_rope();
-        t_merge();
+        test_softmax();
+        test_layer_norm(nt);
+        test_bias_act(nt);
+        test_rms(nt);
+        test_swiglu(nt);
+        test_rope();
+        test_merge();
     }
     attn__rows_chunk_elems = chunk_saved;
     attn__rows_min_work = work_saved;

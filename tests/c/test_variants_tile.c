@@ -119,11 +119,12 @@ int main(int argc, char **argv)
         if (!check_use_isa(i))
             continue;
         rng_state = seed + (uint64_t)i;
-        test_random_problems(check_isa(i), 2 * count, 0);
-        test_random_problems(check_isa(i), count / 5 + 1, 1);
+        const int cnt = check_count(i, count);
+        test_random_problems(check_isa(i), 2 * cnt, 0);
+        test_random_problems(check_isa(i), cnt / 5 + 1, 1);
         in_bwd = 1;
-        test_bwd_random(check_isa(i), count, 0);
-        test_bwd_random(check_isa(i), count / 10 + 1, 1);
+        test_bwd_random(check_isa(i), cnt, 0);
+        test_bwd_random(check_isa(i), cnt / 10 + 1, 1);
         in_bwd = 0;
         test_window_skips(check_isa(i));
         printf("  worst error / tolerance: f32 %.3f, f64 %.3f\n",

@@ -136,6 +136,11 @@ PV_TYPES(pd2, 2, double, uint64_t, int64_t)
 PV_OPS(pf4, 4, float, uint32_t, attn_fmaf, 127u, 23, )
 PV_OPS(pd2, 2, double, uint64_t, attn_fma, 1023u, 52, )
 
+#if ATTN_ARCH_X86 && !defined(__FMA__) && defined(__SSE2__)
+#include "simd/fma_sse2.h"
+#define PV_PF4_FMA_SSE2 1
+#endif
+
 #if ATTN_ARCH_X86
 /* the wide variant: AVX2 registers, the FMA instruction inline          */
 #define SIMD_PORT_WIDE_ATTR ATTN_TARGET("avx2,fma")
@@ -373,8 +378,13 @@ PV_HALF(pf8, 8, SIMD_PORT_WIDE_ATTR)
 #define VLE(a, b) PV_P_(le)(a, b)
 #define VEQ(a, b) PV_P_(eq)(a, b)
 #endif
+#if defined(PV_PF4_FMA_SSE2) && !SIMD_PORT_WIDE && !SIMD_F64
+#define VFMA(a, b, c) pf4_fma_sse2(a, b, c)
+#define VFNMA(a, b, c) pf4_fma_sse2(-(a), b, c)
+#else
 #define VFMA(a, b, c) PV_P_(fma)(a, b, c)
 #define VFNMA(a, b, c) PV_P_(fnma)(a, b, c)
+#endif
 #define VMAX(a, b) PV_P_(max)(a, b)
 #define VMIN(a, b) PV_P_(min)(a, b)
 #define VABS(a) PV_P_(abs)(a)
