@@ -245,7 +245,7 @@ MT_ void SFX(two_sum)(VT a, VT b, VT *s, VT *e)
     *s = t;
 }
 
-/* tanh(x) = sign(x) * t(|x|). |x| < 1/2: t = x + x (z T(z)), z = x^2, an
+/* tanh(x) = sign(x) * t(|x|). |x| < 3/4: t = x + x (z T(z)), z = x^2, an
  * odd polynomial (tools/fit_math.py), one rounding at the end. Beyond:
  * -m / (2 + m), m = expm1(-2|x|) in [-1, 0]: with u = e^(r + rl) - 1 =
  * r + (r (r q(r)) + rl) (rl: r's rounding error, recovered) and s = 2^n,
@@ -253,7 +253,7 @@ MT_ void SFX(two_sum)(VT a, VT b, VT *s, VT *e)
  * and 1 + s exact but where s is below 2^-52 / 2^-23 and m is -1
  * anyway): one division. +-1 for large |x|, NaN stays NaN. (Both forms
  * are computed; the polynomial was added for float's 2.0 ulp of the
- * exp form near x = 1/8.)                                              */
+ * exp form near x = 1/8 and 1/2.)                                              */
 MT_ VT SFX(tanh)(VT x)
 {
 #if SIMD_T_F64
@@ -275,7 +275,7 @@ MT_ VT SFX(tanh)(VT x)
     const VT xp = VSEL(VLT(ax, VSET1((T)0x1p-64f)), VZERO(), ax);
     const VT z = VMUL(xp, xp);
     const VT tp = VFMA(ax, VMUL(z, SFX(horner)(z, pt, nt)), ax);
-    return VORSIGN(VSEL(VLT(ax, VSET1((T)0.5)), tp, te), x);
+    return VORSIGN(VSEL(VLT(ax, VSET1((T)0.75)), tp, te), x);
 }
 
 /* ---- the functions of simd/scalar.h (and any kernel's), written once -- */
