@@ -254,6 +254,9 @@ MT_ void SFX(two_sum)(VT a, VT b, VT *s, VT *e)
  * anyway): one division. +-1 for large |x|, NaN stays NaN. (Both forms
  * are computed; the polynomial was added for float's 2.0 ulp of the
  * exp form near x = 1/8 and 1/2.)                                              */
+/* measured: double 1.82 ulp (at 18.2; mpmath, 20000 random points of
+ * [-19, 19], tools/measure_math.py), float 1.83 ulp (at 0x1.049f94p+3;
+ * every float, against glibc's double tanh, test_math --exhaustive)    */
 MT_ VT SFX(tanh)(VT x)
 {
 #if SIMD_T_F64
@@ -319,6 +322,9 @@ MT_ VT SFX(exp_dd)(VT xh, VT xl)
 
 /* e^x, every x: exp_neg's steps with r's rounding error recovered
  * (expr2), so not always exp_neg's bits for x <= 0                     */
+/* measured: double 0.99 ulp (at -697.6; mpmath, 20000 random points of
+ * [-708.3, 709.7]), float 1.09 ulp (at 0x1.dcee4ep+3; every float,
+ * against glibc's double exp)                                          */
 MT_ VT SFX(exp)(VT x) { return SFX(exp_dd)(x, VZERO()); }
 
 /* 1 / (1 + e^-x): with e^-x = s (1 + u) (s = 2^n, u = e^(r + d) - 1 as
@@ -327,6 +333,9 @@ MT_ VT SFX(exp)(VT x) { return SFX(exp_dd)(x, VZERO()); }
  * [CLAMP, SIGHI] (2^n stays in VPOW2T's range; beyond, the result is 1,
  * or below the smallest normal number, where it is 0: x < ~-87.3 /
  * -708.4)                                                               */
+/* measured: double 1.47 ulp (at 18.7; mpmath, 20000 random points of
+ * [-708, 37]), float 1.77 ulp (at -0x1.1b7f04p+0; every float, against
+ * 1 / (1 + exp(-x)) in glibc's double)                                 */
 MT_ VT SFX(sigmoid)(VT x)
 {
     const VT c = VSET1(AXT_(CLAMP)), one = VSET1((T)1);
@@ -359,6 +368,9 @@ MT_ void SFX(npdf_arg)(VT h, VT *xh, VT *xl)
 
 /* the normal density e^(-h^2/2) / sqrt(2 pi); 0 below the smallest
  * normal number (|h| > ~13.2 / 37.5), NaN stays NaN                    */
+/* measured: double 1.13 ulp (at -6.68; mpmath, 20000 random points of
+ * [-37.7, 37.7]), float 1.26 ulp (at 0x1.8ff7ecp+2; every float,
+ * against exp(-h^2/2) / sqrt(2 pi) in glibc's double)                  */
 MT_ VT SFX(npdf)(VT h)
 {
     const VT hmax = VSET1(AXT_(HMAX)), u = VMIN(hmax, VABS(h));
@@ -381,6 +393,9 @@ MT_ VT SFX(npdf)(VT h)
  *              as double-doubles into expmul's one rounding; Phi = Q(u)
  *              for h < 0, 1 - Q for h > 0. 0 below the smallest normal
  *              number                                                  */
+/* measured: double 1.30 ulp (at -28.46; mpmath, 20000 random points of
+ * [-37.5, 8.2]), float 1.71 ulp (at -0x1.8ff7ecp+2; every float,
+ * against erfc(-h / sqrt 2) / 2 in glibc's double)                     */
 MT_ VT SFX(phi)(VT h)
 {
 #if SIMD_T_F64
@@ -495,6 +510,9 @@ MT_ VT SFX(log_dd)(VT x, VT *lo)
     return y;
 }
 
+/* measured: double 0.50 ulp (mpmath, 20000 random points, half of them
+ * over the whole range, subnormals too), float 0.501 ulp (every float,
+ * against glibc's double log)                                          */
 MT_ VT SFX(log)(VT x)
 {
     VT lo;
@@ -516,6 +534,9 @@ MT_ VT SFX(rint_small)(VT v)
  * (fma) before the exp, so log's rounding is not magnified by y log x
  * (up to 709): the error is exp's plus ~2^-65 |y log x| relative.
  * Results below the smallest normal number are 0, above the largest inf */
+/* measured: 1.20 ulp (at 975894.47^-0.677; mpmath, 20000 random points:
+ * base^(-2i/E) for bases in [1, 1e6] and E up to 4096, and x^y for x in
+ * [e^-700, e^700], |y| <= 1)                                           */
 MT_ VT SFX(pow)(VT x, VT y)
 {
     const VT big = VSET1(AXT_(INTMIN));
@@ -576,6 +597,9 @@ MT_ void SFX(sincos_k)(VT rh, VT rl, VT *s, VT *c)
  * attn__rem_pio2_big (simd/scalar.c: 2/pi's bits times x's significand,
  * no rounding before the last step), so every set gets its bits. Then
  * sin / cos of r by quadrant; sin(-x) = -sin x. inf and NaN give NaN. */
+/* measured: sin 0.67 ulp, cos 0.67 ulp (mpmath, 20000 random points of
+ * [-8, 8] and [-2^31, 2^31]; tests/data/math_refs.txt adds huge x up to
+ * DBL_MAX and the doubles nearest multiples of pi/2: 0.59 / 0.58)     */
 MT_ void SFX(sincos)(VT x, VT *sn, VT *cs)
 {
     const VT magic = VSET1(AX_MAGIC_D);
