@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "fbits.h"
 #include "runtime/platform.h"
 #include "simd/fma.h"
 
@@ -55,39 +56,7 @@ static int ref_ok(void) { return 1; }
 #define HAVE_REF 0
 #endif
 
-static uint64_t bits64(double x)
-{
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-static double from64(uint64_t u)
-{
-    double x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-static uint32_t bits32(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-static float from32(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
 
-static int same64(double x, double y)
-{
-    return (isnan(x) && isnan(y)) || bits64(x) == bits64(y);
-}
-static int same32(float x, float y)
-{
-    return (isnan(x) && isnan(y)) || bits32(x) == bits32(y);
-}
 
 static long n_d, bad_d, n_f, bad_f;
 /* coverage: results that are subnormal, and those where the fma differs

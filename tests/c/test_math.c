@@ -35,44 +35,12 @@
 #include <string.h>
 
 #include "check.h"
+#include "fbits.h"
 #include "math_arrays.h"
 #include "runtime/platform.h"
 #include "simd/scalar.h"
 
 /* ---- helpers ----------------------------------------------------------- */
-static uint64_t bits64(double x)
-{
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-static uint32_t bits32(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-static float from32(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-static double from64(uint64_t u)
-{
-    double x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-static int same64(double a, double b)
-{
-    return (isnan(a) && isnan(b)) || bits64(a) == bits64(b);
-}
-static int same32(float a, float b)
-{
-    return (isnan(a) && isnan(b)) || bits32(a) == bits32(b);
-}
-
 /* |y - (hi + lo)| in ulps of the exact value (ulp: 2^(e - 52), e its
  * exponent, at least the smallest normal number's; float: 2^(e - 23))   */
 static double ulps(double y, double hi, double lo, int f32)

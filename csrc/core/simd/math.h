@@ -141,19 +141,11 @@ int attn__rem_pio2_big(double x, double *rh, double *rl);
  * |r| <= ln2 / 2; returns r, *t_ = n + MAGIC (VPOW2T(t) = 2^n)          */
 MT_ VT SFX(expr)(VT xc, VT *t_)
 {
-#if SIMD_T_F64
-    const VT magic = VSET1(AX_MAGIC_D);
-    VT t = VFMA(xc, VSET1(AX_LOG2E_D), magic);
+    const VT magic = VSET1(AXT_(MAGIC));
+    VT t = VFMA(xc, VSET1(AXT_(LOG2E)), magic);
     VT n = VSUB(t, magic);
-    VT r = VFNMA(n, VSET1(AX_LN2HI_D), xc);
-    r = VFNMA(n, VSET1(AX_LN2LO_D), r);
-#else
-    const VT magic = VSET1(AX_MAGIC_F);
-    VT t = VFMA(xc, VSET1(AX_LOG2E_F), magic);
-    VT n = VSUB(t, magic);
-    VT r = VFNMA(n, VSET1(AX_LN2HI_F), xc);
-    r = VFNMA(n, VSET1(AX_LN2LO_F), r);
-#endif
+    VT r = VFNMA(n, VSET1(AXT_(LN2HI)), xc);
+    r = VFNMA(n, VSET1(AXT_(LN2LO)), r);
     *t_ = t;
     return r;
 }
@@ -190,14 +182,10 @@ MT_ VT SFX(expq)(VT r) { return VFMA(SFX(expq0)(r), r, VSET1((T)1)); }
  * n ln2_hi exact) + xl; e^(xc + xl) = 2^n e^r (1 + d + d^2/2 ...)    */
 MT_ VT SFX(expr2)(VT xc, VT xl, VT *t_, VT *d_)
 {
-    const VT magic = VSET1(AXT_(MAGIC)), ln2h = VSET1(AXT_(LN2HI)),
-             ln2l = VSET1(AXT_(LN2LO));
-    const VT t = VFMA(xc, VSET1(AXT_(LOG2E)), magic);
-    const VT n = VSUB(t, magic);
-    const VT r1 = VFNMA(n, ln2h, xc);
-    const VT r = VFNMA(n, ln2l, r1);
-    *d_ = VADD(VFNMA(n, ln2l, VSUB(r1, r)), xl);
-    *t_ = t;
+    const VT r = SFX(expr)(xc, t_);
+    const VT n = VSUB(*t_, VSET1(AXT_(MAGIC)));
+    const VT r1 = VFNMA(n, VSET1(AXT_(LN2HI)), xc);
+    *d_ = VADD(VFNMA(n, VSET1(AXT_(LN2LO)), VSUB(r1, r)), xl);
     return r;
 }
 
