@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "half.h" /* attn_f32_to_bits, attn_bits_to_f32 */
+
 static inline uint64_t bits64(double x)
 {
     uint64_t u;
@@ -22,18 +24,8 @@ static inline double from64(uint64_t u)
     memcpy(&x, &u, sizeof x);
     return x;
 }
-static inline uint32_t bits32(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-static inline float from32(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
+static inline uint32_t bits32(float x) { return attn_f32_to_bits(x); }
+static inline float from32(uint32_t u) { return attn_bits_to_f32(u); }
 static inline int same64(double x, double y)
 {
     return (isnan(x) && isnan(y)) || bits64(x) == bits64(y);
