@@ -66,6 +66,14 @@ def cos_c(z):
     return (mp.cos(r) - 1 + z / 2) / (z * z)
 
 
+def tanh_t(z):
+    """tanh(x) = x + x^3 T(x^2)"""
+    if z == 0:
+        return mp.mpf(-1) / 3
+    x = mp.sqrt(z)
+    return (mp.tanh(x) - x) / (z * x)
+
+
 def log_p(z):
     """log((1 + s) / (1 - s)) = 2 s + s^3 P(s^2)"""
     if z == 0:
@@ -99,6 +107,7 @@ def mills_gw(w):
 # Mills pieces, where powers of u itself would be badly conditioned)
 PI4 = mp.pi / 4 * mp.mpf("1.0001")     # |r| after the reduction, with slack
 S_MAX = (mp.sqrt(2) - 1) / (mp.sqrt(2) + 1) * mp.mpf("1.0001")
+TANH_X0 = mp.mpf("0.75")                # |x| below: the odd polynomial
 PHI_U0 = mp.mpf("0.671875")             # |h| below: Phi = 1/2 + h A(h^2)
 PHI_U1 = mp.mpf(2)
 PHI_U2 = mp.mpf(4)                      # u above: u R(u) in w = 1 / u^2
@@ -106,6 +115,7 @@ FITS = [
     ("SIN", sin_s, (0, PI4 ** 2), 6, None, 0),
     ("COS", cos_c, (0, PI4 ** 2), 6, None, 0),
     ("LOG", log_p, (0, S_MAX ** 2), 8, 4, 0),
+    ("TANH", tanh_t, (0, TANH_X0 ** 2), 14, 8, 0),
     ("PHA", phi_a, (0, PHI_U0 ** 2), 11, 6, 0),
     ("PHB", mills_g, (PHI_U0, PHI_U1), 18, 10, (PHI_U0 + PHI_U1) / 2),
     ("PHC", mills_g, (PHI_U1, PHI_U2), 18, 10, (PHI_U1 + PHI_U2) / 2),

@@ -12,6 +12,13 @@ const char *const math_fn_names[MF_N] = {"exp",     "exp_neg", "tanh", "sigmoid"
                                          "phi",     "npdf",    "log"};
 
 static int always(void) { return 1; }
+
+#if ATTN_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+ATTN_TARGET("avx") void math_clean_upper(void) { _mm256_zeroupper(); }
+#else
+void math_clean_upper(void) {}
+#endif
 #if ATTN_ARCH_X86
 static int has_avx2(void) { return (attn__x86_features() & ATTN_X86_AVX2_FMA) != 0; }
 static int has_avx512(void) { return (attn__x86_features() & ATTN_X86_AVX512F) != 0; }
