@@ -10,8 +10,8 @@
   inputs, on every instruction set;
 - the same bits with 1, 2 and 7 threads (more threads than work items);
 - dq=/dk=/dv= are filled, clear errors for mismatched dout/out/lse;
-- P rebuilt from the forward's very scores (float16, bfloat16 Q and K:
-  the pair chain on AVX512-BF16), bit for bit;
+- P rebuilt from the forward's very scores (float16, bfloat16 Q and K;
+  on the opt-in "amx" set, the AMX tiles' scores), bit for bit;
 - the reference twin's gradients in the inputs' dtypes, as attnpy's.
 """
 import numpy as np
