@@ -10,22 +10,13 @@ import pytest
 import attnpy
 from attnpy import bench
 from attnpy.bench import bits16, timing
+from test_bench_decode import _env as _env_cfg   # (env, cfg), torch or not
 
 KINDS = [("decode", lambda env, cfg, d: bits16.decode_row(env, cfg, 1, (1, 2, 1, 16), 256, d)),
          ("forward", lambda env, cfg, d: bits16.forward_row(env, cfg, 1, (1, 2, 32, 16),
                                                             True, d)),
          ("backward", lambda env, cfg, d: bits16.backward_row(env, cfg, 1, (1, 2, 32, 16),
                                                               False, d))]
-
-
-def _env_cfg(torch):
-    # idle pauses of 0.01 s instead of 0.12 s (no timing is asserted)
-    args, cfg = bench.cli._parse(["--quick", "--repeat", "1", "--settle", "0.01"]
-                                 + ([] if torch else ["--skip", "torch"]))
-    env = bench.env.Env(args)
-    if torch:
-        assert env.torch is not None, env.torch_error   # fail, never skip
-    return env, cfg
 
 
 @pytest.fixture

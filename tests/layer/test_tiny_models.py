@@ -6,24 +6,13 @@ tools/make_minilm_ref.py, with the files' sha256) to 2e-5, empty /
 accented / CJK / over-long sentences included, as the real model's test
 holds it (tests/layer/test_minilm.py, CI's oracle step). Needs safetensors
 and tokenizers; not torch, sentence-transformers or the real weights."""
-import importlib.util
 import os
 
 import numpy as np
 import pytest
 
 from _tiny_models import write_tiny_minilm
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-EXAMPLE = os.path.join(ROOT, "examples", "minilm.py")
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    spec = importlib.util.spec_from_file_location("minilm", EXAMPLE)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from test_minilm import ROOT, check_embeddings, minilm  # noqa: F401
 
 
 @pytest.fixture(scope="module")
@@ -46,17 +35,8 @@ def test_the_files_are_the_ones_the_reference_came_from(tiny, ref):
 def test_embeddings_equal_sentence_transformers(minilm, tiny, ref):
     sentences, want, _ = ref
     model = minilm.MiniLM(tiny[0])
-    ids, lengths = model.tokenize(sentences)
-    assert lengths.max() == minilm.MAX_TOKENS      # one was truncated
-    assert lengths.min() == 2                      # "" -> [CLS] [SEP]
-    assert len(model.layers) == 2
-    got = model.embed(sentences)
-    assert got.shape == (len(sentences), 32) and got.dtype == np.float32
-    assert np.abs(got - want).max() < 2e-5
-    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1, rtol=1e-6)
-    # batches of any size (other padding) give the same embeddings
-    small = model.embed(sentences, batch_size=3)
-    assert np.abs(small - got).max() < 1e-6
+    assert len(model.layers) == 2 and want.shape == (len(sentences), 32)
+    check_embeddings(minilm, model, sentences, want, model.embed(sentences))
 
 
 def test_similarity_table(minilm, tiny, ref):
