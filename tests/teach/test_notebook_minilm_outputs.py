@@ -8,6 +8,7 @@ import pytest
 from test_notebook import ROOT, execute, outputs, stale_cells
 
 NOTEBOOK = ROOT / "examples" / "minilm_attention.ipynb"
+pytestmark = pytest.mark.oracle   # the real model: CI's oracle step
 
 
 @pytest.fixture(scope="module")
