@@ -256,3 +256,81 @@ class AttentionMatrix(_Figure):
         title = f"attnpy.attention_matrix, a snapshot: {self._view()}"
         return _snapshot.wrap("matrix", title, _snapshot.table(
             ["query ↓ key →"] + self._header(), rows, roles))
+
+
+class HeadView(_Base):
+    """A model's attention heads (see :func:`attnpy.head_view`)."""
+
+    _esm = t.Unicode(_page.esm("heads")).tag(sync=True)
+    _css = t.Unicode(_page.css()).tag(sync=True)
+    tokens = t.List(t.Unicode()).tag(sync=True)
+    shape = t.List(t.Int()).tag(sync=True)
+    layer = t.Int(0).tag(sync=True)
+    head = t.Int(None, allow_none=True).tag(sync=True)
+    causal = t.Bool(False).tag(sync=True)
+    size = t.Int(720).tag(sync=True)
+    _data = t.Unicode("").tag(sync=True)
+    _dtype = t.Unicode("float64").tag(sync=True)
+
+    def __init__(self, weights, **kwargs):
+        import base64
+        self._w = weights
+        w = np.ascontiguousarray(weights, dtype=weights.dtype.newbyteorder("<"))
+        super().__init__(shape=list(weights.shape), _dtype=str(weights.dtype),
+                         _data=base64.b64encode(w.tobytes()).decode("ascii"), **kwargs)
+
+    @t.validate("layer")
+    def _check_layer(self, proposal):
+        v, n = proposal["value"], self.shape[0]
+        if not 0 <= v < n:
+            raise t.TraitError(f"head_view: layer must be in 0..{n - 1}, got {v}")
+        return v
+
+    @t.validate("head")
+    def _check_head(self, proposal):
+        v, n = proposal["value"], self.shape[1]
+        if v is not None and not 0 <= v < n:
+            raise t.TraitError(f"head_view: head must be None or in 0..{n - 1}, got {v}")
+        return v
+
+    @property
+    def weights(self):
+        """The weights given, shape (layers, heads, T, T) (read-only)."""
+        return self._w
+
+    def save_html(self, path):
+        """Write the figure as one self-contained page (no kernel needed)."""
+        state = {"tokens": self.tokens, "shape": self.shape, "layer": self.layer,
+                 "head": self.head, "causal": self.causal, "size": self.size,
+                 "_data": self._data, "_dtype": self._dtype}
+        return _page.write(path, "heads", state, "attnpy head view")
+
+    def _where(self):
+        L, H, T, _ = self.shape
+        which = "all heads" if self.head is None else f"head {self.head}"
+        return f"{L} layers x {H} heads, {T} tokens; layer {self.layer}, {which}"
+
+    def _text(self):
+        w, tok = self._w[self.layer], self.tokens
+        T = len(tok)
+        lines = [f"attnpy.head_view: {self._where()}"]
+        if self.head is not None and T <= 12:
+            names = [f"{i} {s}" for i, s in enumerate(tok)]
+            rows = [[names[i]] + [f"{v:.3f}" for v in w[self.head, i]] for i in range(T)]
+            lines.append(_snapshot.table_text(["query \\ key"] + names, rows))
+        else:
+            heads = range(w.shape[0]) if self.head is None else [self.head]
+            lines.append("the three largest weights of each query:")
+            for i in range(T):
+                pairs = sorted(((float(w[h, i, j]), j, h) for h in heads for j in range(T)),
+                               reverse=True)[:3]
+                lines.append(f"  {i} {tok[i]!r}: " + ", ".join(
+                    f"{j} {tok[j]!r} {v:.3f}" + ("" if self.head is not None else f" (head {h})")
+                    for v, j, h in pairs))
+        return "\n".join(lines)
+
+    def _snapshot(self):
+        w = self._w[self.layer] if self.head is None else self._w[self.layer, self.head]
+        title = (f"attnpy.head_view, a snapshot (hover and the pickers need the live figure "
+                 f"or a saved page): {self._where()}")
+        return _snapshot.wrap("heads", title, _snapshot.head_svg(self.tokens, w, title))
