@@ -43,7 +43,7 @@ function buildPlane(parent, n) {
   const p = {plane, R: 0, arrows: [], halos: [], keys: [], labels: []};
   p.grid = svgEl("g", {class: "attnpy-grid", "aria-hidden": "true"}, plane);
   p.extent = svgEl("text", {x: VIEW - 4, y: VIEW - 5, "text-anchor": "end", "font-size": 10,
-    fill: COLOR.faint, "data-role": "extent", "aria-hidden": "true"}, plane);
+    fill: "var(--attnpy-muted)", "data-role": "extent", "aria-hidden": "true"}, plane);
   p.qvec = svgEl("line", {stroke: COLOR.query, "stroke-width": 1.5}, plane);
   p.ovec = svgEl("line", {stroke: COLOR.output, "stroke-width": 2, "stroke-dasharray": "6 4"}, plane);
   for (let j = 0; j < n; j++) {

@@ -1,120 +1,401 @@
-"""The figures in a real browser (headless Chromium, through Playwright):
-the saved pages, and the live widgets in a JupyterLab server started here.
-Run with tools/browser_tests.sh, or ``pytest -m browser tests/widgets``."""
+"""The figures in a real browser (headless Chromium, through Playwright): the
+saved pages, and the live widgets in JupyterLab, Notebook 7, Voila and
+marimo, each started here on 127.0.0.1; and nbconvert's HTML of an
+executed notebook, opened with the network cut. Run with
+tools/browser_tests.sh, or ``pytest -m browser tests/widgets``."""
 import json
-import os
-import secrets
-import shutil
-import socket
-import subprocess
-import sys
-import time
 import urllib.request
 
+import nbclient
+import nbformat
+import numpy as np
 import pytest
 
 import attnpy
 
-from _checks import check_matrix, check_playground
+import _browser
+import _servers
+from _checks import (check_d_explained, check_dark, check_head_view, check_layout, check_matrix,
+                     check_playground, check_query_control, eventually, head_width, point_of, shot,
+                     weights_match, expected_playground, same3, texts)
 
 pytestmark = pytest.mark.browser
 # every JavaScript error fails a test (the page fixture, tests/conftest.py)
 VIEWPORT = (1100, 1000)
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+# the head view's weights, made the same way in the notebooks and here
+HEADS_CODE = ("import numpy as np\n"
+              "X = np.random.default_rng(7).standard_normal((2, 3, 6, 8))\n"
+              "heads = attnpy.explain(X, X, X, tokens='the cat sat on the mat').weights\n")
+
+
+def heads_weights():
+    scope = {"attnpy": attnpy}
+    exec(HEADS_CODE, scope)
+    return scope["heads"], "the cat sat on the mat".split()
+
+
+def saved(tmp_path, fig, name):
+    return f"file://{fig.save_html(tmp_path / name)}"
+
+
+# --- the saved pages ------------------------------------------------------------
 
 def test_saved_playground(page, tmp_path):
-    path = attnpy.playground().save_html(tmp_path / "playground.html")
-    page.goto(f"file://{path}")
-    check_playground(page, page.locator(".attnpy-playground"), "saved-playground")
+    page.goto(saved(tmp_path, attnpy.playground(), "playground.html"))
+    root = page.locator(".attnpy-playground")
+    assert root.locator('[data-role="source"]').get_attribute("data-source") == "page"
+    check_query_control(page, root)
+    check_playground(page, root, "saved-playground")
+    assert page.errors == []
+
+
+def test_saved_playground_d_explained(page, tmp_path):
+    """At every d the weights are the softmax of the printed plane + rest."""
+    page.goto(saved(tmp_path, attnpy.playground(), "playground.html"))
+    check_d_explained(page, page.locator(".attnpy-playground"), "saved")
     assert page.errors == []
 
 
 def test_saved_matrix(page, tmp_path):
-    path = attnpy.attention_matrix().save_html(tmp_path / "matrix.html")
-    page.goto(f"file://{path}")
+    page.goto(saved(tmp_path, attnpy.attention_matrix(), "matrix.html"))
     check_matrix(page, page.locator(".attnpy-matrix"), "saved-matrix")
     assert page.errors == []
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def test_saved_head_view(page, tmp_path):
+    w, tokens = heads_weights()
+    page.goto(saved(tmp_path, attnpy.head_view(w, tokens), "heads.html"))
+    check_head_view(page, page.locator(".attnpy-heads"), w, tokens, "saved-heads")
+    assert page.errors == []
 
 
-NOTEBOOK = {"cells": [
-    {"cell_type": "code", "id": "playground", "metadata": {}, "outputs": [],
-     "execution_count": None, "source": "import attnpy\npg = attnpy.playground()\npg"},
-    {"cell_type": "code", "id": "matrix", "metadata": {}, "outputs": [],
-     "execution_count": None, "source": "m = attnpy.attention_matrix()\nm"}],
-    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                "language": "python"}},
-    "nbformat": 4, "nbformat_minor": 5}
+def layout_figures():
+    w, tokens = heads_weights()
+    return {
+        "playground": lambda size: attnpy.playground(size=size),
+        "playground-on-cat": lambda size: attnpy.playground(query=(2.6, 1.0), size=size),
+        "playground-far": lambda size: attnpy.playground(query=(6.0, 0.0), size=size,
+                                                         keys=[(0.6, -2.5), (2.6, 1.0), (-1.0, 2.6),
+                                                               (-5.0, 1.0), (-2.6, -1.0), (5.0, 2.5)]),
+        "playground-d512": lambda size: attnpy.playground(dim=512, size=size),
+        "matrix": lambda size: attnpy.attention_matrix(causal=True, show="scores", row=2, size=size),
+        "heads": lambda size: attnpy.head_view(w, tokens, size=size),
+    }
 
+
+@pytest.mark.parametrize("width", [400, 800, 1200])
+def test_layout_holds(browser, tmp_path, width):
+    """Every figure, at its default size and at 1200 px, in a window 400,
+    800 or 1200 px wide: labels apart and inside, nothing past the edge."""
+    page = _browser.new_page(browser, width, 900)
+    try:
+        for name, make in layout_figures().items():
+            for size in (None, 1200):
+                page.goto(saved(tmp_path, make(size), f"{name}.html"))
+                root = page.locator(".attnpy-fig")
+                root.wait_for()
+                check_layout(page, root, f"layout-{width}-{name}-{size}")
+                fs = float(page.evaluate("(e) => parseFloat(getComputedStyle(e).fontSize)",
+                                         root.element_handle()))
+                fig_w = root.bounding_box()["width"]
+                assert 11 <= fs <= 22 and abs(fs - max(11, min(22, fig_w / 44))) < 0.2, (fs, fig_w)
+        assert page.errors == []
+    finally:
+        page.close()
+
+
+def test_layout_phone(browser, tmp_path):
+    """A 390-px phone: the viewport meta makes the page 390 px wide (not 980),
+    and the figures fit it."""
+    ctx = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
+                              has_touch=True, device_scale_factor=3)
+    page = ctx.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    try:
+        for name, make in layout_figures().items():
+            page.goto(saved(tmp_path, make(None), f"{name}.html"))
+            root = page.locator(".attnpy-fig")
+            root.wait_for()
+            assert page.evaluate("window.innerWidth") == 390
+            check_layout(page, root, f"layout-phone-{name}")
+        assert errors == []
+    finally:
+        ctx.close()
+
+
+def test_dark_theme(browser, tmp_path):
+    """With a dark colour scheme, each saved page is dark and all its text
+    contrasts at least 4.5:1."""
+    ctx = browser.new_context(viewport={"width": 1000, "height": 900}, color_scheme="dark")
+    page = ctx.new_page()
+    try:
+        for name, make in layout_figures().items():
+            page.goto(saved(tmp_path, make(None), f"{name}.html"))
+            root = page.locator(".attnpy-fig")
+            root.wait_for()
+            check_dark(page, root, f"dark-{name}")
+        page.goto(saved(tmp_path, attnpy.playground(), "light.html"))
+    finally:
+        ctx.close()
+
+
+def test_light_theme_contrast(page, tmp_path):
+    from _checks import contrast_problems
+    for name, make in layout_figures().items():
+        page.goto(saved(tmp_path, make(None), f"{name}.html"))
+        root = page.locator(".attnpy-fig")
+        root.wait_for()
+        assert "attnpy-dark" not in root.get_attribute("class")
+        assert contrast_problems(page, root) == [], name
+
+
+# --- nbconvert's HTML, offline ----------------------------------------------------
+
+def notebook(cells):
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells],
+                                    metadata={"kernelspec": {"name": "python3", "language": "python",
+                                                             "display_name": "Python 3"}})
+
+
+FIGURE_CELLS = ["import attnpy\npg = attnpy.playground()\npg",
+                "m = attnpy.attention_matrix()\nm",
+                "import attnpy\n" + HEADS_CODE + "hv = attnpy.head_view(heads, 'the cat sat on the mat')\nhv"]
+
+
+def test_nbconvert_html_shows_each_figure_offline(page, tmp_path, monkeypatch):
+    """An executed notebook with its widget state stored: nbconvert's HTML
+    asks the network for the widget script, which fails here; the
+    snapshots show each figure anyway, with attnpy's numbers."""
+    from nbconvert import HTMLExporter
+    monkeypatch.setenv("PYTHONPATH", _servers.ROOT)
+    nb = notebook(FIGURE_CELLS)
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", store_widget_state=True,
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    assert "application/vnd.jupyter.widget-state+json" in nb.metadata["widgets"]
+    body, _ = HTMLExporter().from_notebook_node(nb)
+    path = tmp_path / "figures.html"
+    path.write_text(body, encoding="utf-8")
+    blocked = []
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:")
+               else (blocked.append(r.request.url), r.abort()))
+    page.goto(f"file://{path}")
+    page.wait_for_timeout(500)
+    assert blocked, "the page asked the network for nothing: the test would prove nothing"
+    for kind in ("playground", "matrix", "heads"):
+        snap = page.locator(f'[data-attnpy-snapshot="{kind}"]')
+        assert snap.count() == 1 and snap.is_visible(), kind
+        assert snap.bounding_box()["height"] > 100, kind
+    pg = attnpy.playground()
+    snap = page.locator('[data-attnpy-snapshot="playground"]')
+    assert weights_match(snap, dict(zip(pg.tokens, pg.weights)))
+    m = attnpy.attention_matrix()
+    cells = page.locator('[data-attnpy-snapshot="matrix"] [data-role="cell"]')
+    assert cells.count() == 36
+    assert all(same3(cells.nth(k).text_content(), m.weights[k // 6, k % 6]) for k in range(36))
+    shot(page, "nbconvert-offline")
+    # the network failures are nbconvert's widget script; attnpy adds none
+    assert [e for e in page.errors if "attnpy" in e] == []
+
+
+# --- live front ends ------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """A JupyterLab server on 127.0.0.1 (free port, random token, temp dir)."""
-    home = tmp_path_factory.mktemp("lab")
-    with open(home / "figures.ipynb", "w") as f:
-        json.dump(NOTEBOOK, f)
-    port, token = free_port(), secrets.token_hex(16)
-    env = dict(os.environ, PYTHONPATH=ROOT,
-               JUPYTER_RUNTIME_DIR=str(home / ".runtime"),
-               JUPYTERLAB_SETTINGS_DIR=str(home / ".settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(home / ".workspaces"))
-    log = open(home / "server.log", "w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
-         f"--port={port}", "--ServerApp.port_retries=0",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={home}"]
-        + (["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []),
-        cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        end = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2).read()
-                break
-            except OSError:
-                if time.monotonic() > end or server.poll() is not None:
-                    raise RuntimeError("JupyterLab did not start: "
-                                       + (home / "server.log").read_text()[-3000:])
-                time.sleep(0.3)
-        yield f"{base}/lab/tree/figures.ipynb?token={token}"
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
-        shutil.rmtree(home / ".runtime", ignore_errors=True)
+def jupyter(tmp_path_factory):
+    home = tmp_path_factory.mktemp("jupyter")
+    nbformat.write(notebook(FIGURE_CELLS), home / "figures.ipynb")
+    server = _servers.jupyter(home)
+    yield server
+    server.stop()
 
 
-def test_live_widgets_in_jupyterlab(lab, page):
-    page.goto(lab)
-    page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=60000)
-    page.get_by_text("| Idle").first.wait_for(timeout=60000)      # kernel ready
-    figure = page.locator(".attnpy-playground [data-role=weight]").first
+def ours(errors):
+    """The console errors that concern attnpy (the front ends log their own)."""
+    return [e for e in errors if "attnpy" in e or "anywidget" in e or "uncaught" in e]
+
+
+def run_all_until(page, figure, run_all, timeout=120):
+    """Accept the kernel dialog, run every cell, until `figure` shows."""
+    import time
+    end = time.monotonic() + timeout
     accept = page.locator(".jp-Dialog .jp-mod-accept")
-    end = time.monotonic() + 90
+    page.get_by_text("| Idle").first.wait_for(timeout=60000)      # kernel ready
     while not figure.is_visible():
-        assert time.monotonic() < end, "the notebook's cells did not show the figure"
-        # Lab may first ask which kernel to use: the notebook's own
+        if time.monotonic() > end:
+            shot(page, "run-all-failed")
+            raise AssertionError("the notebook's cells did not show the figure")
         if accept.count() and accept.first.is_visible():
             accept.first.click()
         if page.locator(".jp-InputPrompt:text-is('[ ]:')").count():    # not run yet
-            page.get_by_role("menuitem", name="Run", exact=True).click()
-            page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
+            run_all()
         page.wait_for_timeout(1000)
-    page.locator(".attnpy-matrix [data-role=cell]").first.wait_for(timeout=30000)
+
+
+def kernel_id(server):
+    with urllib.request.urlopen(server.url("/api/sessions")) as r:
+        return json.load(r)[0]["kernel"]["id"]
+
+
+def restart_kernel(server):
+    req = urllib.request.Request(server.url(f"/api/kernels/{kernel_id(server)}/restart"),
+                                 method="POST", data=b"")
+    urllib.request.urlopen(req, timeout=60).read()
+
+
+def check_after_restart(page, root, server):
+    """After a kernel restart, five ArrowLefts: every number shown belongs
+    to the query drawn (computed in the browser, and said so)."""
+    before = point_of(root, "query")
+    restart_kernel(server)
+    page.wait_for_timeout(2000)
+    root.locator('[data-role="query"]').focus()
+    for _ in range(5):
+        page.keyboard.press("ArrowLeft")
+    q = eventually("the query moved", lambda: point_of(root, "query") != before and point_of(root, "query"))
+    assert q == (round(before[0] - 0.5, 2), before[1]), (before, q)
+    label = root.locator(".attnpy-qlabel").text_content()
+    assert label == f"q ({q[0]:.2f}, {q[1]:.2f})", label
+    pg, want = expected_playground(q, **head_width(root))
+    eventually("weights of the query drawn", lambda: weights_match(root, want))
+    scores = dict(zip(pg.tokens, pg.scores))
+    for tok in pg.tokens:
+        cell = root.locator(f'[data-role="score"][data-token="{tok}"]').text_content()
+        assert same3(cell, scores[tok]), (tok, cell)
+    assert np.allclose(point_of(root, "output"), pg.output, atol=1e-9)
+    eventually("says the kernel is gone", lambda: root.locator('[data-role="source"]')
+               .get_attribute("data-source") == "browser-disconnected")
+    shot(page, "after-restart")
+
+
+def open_lab(page, server):
+    page.goto(server.url("/lab/tree/figures.ipynb"))
+    page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=60000)
+
+    def run_all():
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
+    run_all_until(page, page.locator(".attnpy-heads [data-role=token]").first, run_all)
     news = page.locator(".jp-toast-button:text-is('No')")    # Lab's news question
     if news.count() and news.first.is_visible():
         news.first.click()
-    check_playground(page, page.locator(".attnpy-playground"), "lab-playground")
+
+
+def test_jupyterlab(jupyter, page):
+    open_lab(page, jupyter)
+    pg_root = page.locator(".attnpy-playground")
+    eventually("numbers from the kernel", lambda: pg_root.locator('[data-role="source"]')
+               .get_attribute("data-source") == "kernel")
+    # the live figures hide their snapshots
+    assert page.locator('[data-attnpy-snapshot="playground"]').count() == 1
+    assert not page.locator('[data-attnpy-snapshot="playground"]').is_visible()
+    check_playground(page, pg_root, "lab-playground")
+    check_query_control(page, pg_root)
     check_matrix(page, page.locator(".attnpy-matrix"), "lab-matrix")
-    ours = [e for e in page.errors if "attnpy" in e or "anywidget" in e or "uncaught" in e]
-    assert ours == [], page.errors
+    w, tokens = heads_weights()
+    check_head_view(page, page.locator(".attnpy-heads"), w, tokens, "lab-heads")
+    check_layout(page, pg_root, "lab-layout")
+    check_after_restart(page, pg_root, jupyter)
+    assert ours(page.errors) == [], page.errors
+
+
+def test_jupyterlab_dark(jupyter, page):
+    """JupyterLab's dark theme: the figures turn dark, text keeps 4.5:1."""
+    open_lab(page, jupyter)
+    page.get_by_role("menuitem", name="Settings", exact=True).click()
+    page.get_by_text("Theme", exact=True).hover()
+    page.get_by_text("JupyterLab Dark", exact=True).click()
+    for kind in ("playground", "matrix", "heads"):
+        check_dark(page, page.locator(f".attnpy-{kind}"), f"lab-dark-{kind}")
+    page.get_by_role("menuitem", name="Settings", exact=True).click()
+    page.get_by_text("Theme", exact=True).hover()
+    page.get_by_text("JupyterLab Light", exact=True).click()
+    eventually("light again", lambda: "attnpy-dark" not in page.locator(".attnpy-playground")
+               .get_attribute("class"))
+    assert ours(page.errors) == [], page.errors
+
+
+def test_notebook7(jupyter, page):
+    page.goto(jupyter.url("/notebooks/figures.ipynb"))
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=60000)
+
+    def run_all():
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
+    run_all_until(page, page.locator(".attnpy-heads [data-role=token]").first, run_all)
+    check_playground(page, page.locator(".attnpy-playground"), "nb7-playground")
+    check_matrix(page, page.locator(".attnpy-matrix"), "nb7-matrix")
+    w, tokens = heads_weights()
+    check_head_view(page, page.locator(".attnpy-heads"), w, tokens, "nb7-heads")
+    assert ours(page.errors) == [], page.errors
+
+
+def test_voila(tmp_path, page):
+    nbformat.write(notebook(FIGURE_CELLS), tmp_path / "figures.ipynb")
+    server = _servers.voila(tmp_path, tmp_path / "figures.ipynb")
+    try:
+        page.goto(server.url("/"), timeout=120000)
+        page.locator(".attnpy-heads [data-role=token]").first.wait_for(timeout=120000)
+        check_playground(page, page.locator(".attnpy-playground"), "voila-playground")
+        check_matrix(page, page.locator(".attnpy-matrix"), "voila-matrix")
+        w, tokens = heads_weights()
+        check_head_view(page, page.locator(".attnpy-heads"), w, tokens, "voila-heads")
+        assert not page.locator('[data-attnpy-snapshot="playground"]').is_visible()
+        assert ours(page.errors) == [], page.errors
+    finally:
+        server.stop()
+
+
+MARIMO_APP = '''import marimo
+
+app = marimo.App()
+
+
+@app.cell
+def _():
+    import attnpy
+    pg = attnpy.playground()
+    pg
+    return (attnpy,)
+
+
+@app.cell
+def _(attnpy):
+    m = attnpy.attention_matrix()
+    m
+    return
+
+
+@app.cell
+def _(attnpy):
+{heads}    hv = attnpy.head_view(heads, "the cat sat on the mat")
+    hv
+    return
+
+
+if __name__ == "__main__":
+    app.run()
+'''
+
+
+@pytest.mark.parametrize("mode", ["run", "edit"])
+def test_marimo(tmp_path, page, mode):
+    heads = "".join("    " + line + "\n" for line in HEADS_CODE.splitlines())
+    (tmp_path / "figures_app.py").write_text(MARIMO_APP.format(heads=heads))
+    server = _servers.marimo(tmp_path, tmp_path / "figures_app.py", mode)
+    try:
+        page.goto(server.url("/"), timeout=120000)
+        if mode == "edit":
+            run = page.get_by_role("button", name="Run all stale cells")
+            page.wait_for_timeout(3000)
+            if run.count() and run.first.is_visible():
+                run.first.click()
+        page.locator(".attnpy-heads [data-role=token]").first.wait_for(timeout=120000)
+        check_playground(page, page.locator(".attnpy-playground"), f"marimo-{mode}-playground")
+        check_matrix(page, page.locator(".attnpy-matrix"), f"marimo-{mode}-matrix")
+        w, tokens = heads_weights()
+        check_head_view(page, page.locator(".attnpy-heads"), w, tokens, f"marimo-{mode}-heads")
+        assert ours(page.errors) == [], page.errors
+    finally:
+        server.stop()
