@@ -5,9 +5,21 @@ missing, raises one ImportError that names all of them and the pip command
 that installs them (not one package per attempt).
 """
 import importlib
+import importlib.util
 
 
-def require(what, modules, *, extra=None):
+def _pairs(modules):
+    return [(m, m) if isinstance(m, str) else tuple(m) for m in modules]
+
+
+def _found(name):
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):    # a missing parent package, or one blocked
+        return False
+
+
+def require(what, modules, *, extra=None, install=None, load=True):
     """Import `modules` for `what`; return them in order.
 
     Parameters
@@ -18,6 +30,11 @@ def require(what, modules, *, extra=None):
         Module names, or ``(module, pip package)`` pairs where the two differ.
     extra : str, optional
         The attnpy extra that installs them all, named in the message.
+    install : str, optional
+        The install command to name instead of ``pip install <missing>``.
+    load : bool, optional
+        Import them (default); False only checks that they are installed
+        (for packages whose import needs more than the feature does).
 
     Raises
     ------
@@ -34,19 +51,15 @@ def require(what, modules, *, extra=None):
     ...     print(e)
     this example needs 2 packages that are not installed: pkg-one, no_such_mod_2. Install them with: pip install pkg-one no_such_mod_2
     """
-    found, missing = [], []
-    for m in modules:
-        name, pkg = (m, m) if isinstance(m, str) else m
-        try:
-            found.append(importlib.import_module(name))
-        except ImportError:
-            missing.append(pkg)
+    pairs = _pairs(modules)
+    missing = [pkg for name, pkg in pairs if not _found(name)]
     if missing:
         n = len(missing)
         msg = (f"{what} needs {n} package{'s' if n > 1 else ''} that "
                f"{'are' if n > 1 else 'is'} not installed: {', '.join(missing)}. "
-               f"Install {'them' if n > 1 else 'it'} with: pip install {' '.join(missing)}")
+               f"Install {'them' if n > 1 else 'it'} with: "
+               f"{install or 'pip install ' + ' '.join(missing)}")
         if extra:
             msg += f' (or: pip install "attnpy[{extra}]")'
         raise ImportError(msg)
-    return found
+    return [importlib.import_module(name) for name, _ in pairs] if load else []

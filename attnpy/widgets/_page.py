@@ -59,7 +59,7 @@ const code = {_script_json(code)};
 const state = {_script_json(state)};
 const url = URL.createObjectURL(new Blob([code], {{type: "text/javascript"}}));
 const mod = await import(url);
-const model = mod.localModel(state, mod.{compute});
+const model = mod.localModel(state, (s) => ({{_numbers: mod.{compute}(s)}}));
 mod.default.render({{model, el: document.getElementById("attnpy-root")}});
 </script>
 </body>

@@ -3,7 +3,7 @@
 
 The browser sends what the reader changed (the query, the toggles, the
 clicked row); Python recomputes with attnpy and syncs the numbers back
-with ``_for``, the state they belong to, so in a live kernel every number
+with the state they belong to (``_numbers["_for"]``), so in a live kernel every number
 on screen is attnpy's. While the numbers for the state drawn have not come
 (the kernel is busy, restarted or gone), the browser computes them with
 the same formulas and says so (common.js).
@@ -67,21 +67,16 @@ class Playground(_Figure):
     _css = t.Unicode(_page.css()).tag(sync=True)
     tokens = t.List(t.Unicode()).tag(sync=True)
     _extras = t.List(t.List(t.Float())).tag(sync=True)
-    _for = t.Dict().tag(sync=True)
-    _plane_scores = t.List(t.Float()).tag(sync=True)
-    _rest_scores = t.List(t.Float()).tag(sync=True)
     key_xy = t.List(t.List(t.Float())).tag(sync=True)
     query = t.Tuple(t.Float(), t.Float(), default_value=(1.0, 0.5)).tag(sync=True)
     scaled = t.Bool(True).tag(sync=True)
     dim = t.Int(2).tag(sync=True)
     size = t.Int(640).tag(sync=True)
     dims = t.List(t.Int(), default_value=list(_model.DIMS)).tag(sync=True)
-    _scores = t.List(t.Float()).tag(sync=True)
-    _scaled_scores = t.List(t.Float()).tag(sync=True)
-    _scale = t.Float(1.0).tag(sync=True)
-    _weights = t.List(t.Float()).tag(sync=True)
-    _output = t.List(t.Float()).tag(sync=True)
-    _demo = t.List(t.Dict()).tag(sync=True)
+    # every number of the figure and the state it is for, in one synced
+    # value: a front end that sends traits one by one cannot show numbers
+    # of two states at once
+    _numbers = t.Dict().tag(sync=True)
 
     def __init__(self, **kwargs):
         self._hidden = _model.extra_coordinates(len(kwargs["key_xy"]))
@@ -109,13 +104,13 @@ class Playground(_Figure):
     def _update(self):
         s = _model.playground_state(self.query, self.key_xy, self._hidden,
                                     self.scaled, self.dim)
-        with self.hold_sync():
-            self._scores, self._scaled_scores = s["scores"], s["scaled_scores"]
-            self._scale, self._weights = s["scale"], s["weights"]
-            self._output, self._demo = s["output"], s["demo"]
-            self._plane_scores, self._rest_scores = s["plane_scores"], s["rest_scores"]
-            self._for = {"query": list(self.query), "scaled": self.scaled, "dim": self.dim,
-                         "key_xy": self.key_xy}
+        self._scores, self._scaled_scores = s["scores"], s["scaled_scores"]
+        self._scale, self._weights = s["scale"], s["weights"]
+        self._output, self._demo = s["output"], s["demo"]
+        self._plane_scores, self._rest_scores = s["plane_scores"], s["rest_scores"]
+        self._numbers = {"_" + k: v for k, v in s.items()} | {"_for": {
+            "query": list(self.query), "scaled": self.scaled, "dim": self.dim,
+            "key_xy": self.key_xy}}
 
     @property
     def inputs(self):
@@ -177,11 +172,7 @@ class AttentionMatrix(_Figure):
     size = t.Int(560).tag(sync=True)
     caption = t.Unicode("").tag(sync=True)
     _inputs = t.Dict().tag(sync=True)
-    _for = t.Dict().tag(sync=True)
-    _scores = t.List(t.List(t.Float())).tag(sync=True)
-    _weights = t.List(t.List(t.Float())).tag(sync=True)
-    _allowed = t.List(t.List(t.Bool())).tag(sync=True)
-    _weight_sums = t.List(t.Float()).tag(sync=True)
+    _numbers = t.Dict().tag(sync=True)           # as the playground's
 
     def __init__(self, inputs, **kwargs):
         self._qkv = inputs
@@ -209,11 +200,9 @@ class AttentionMatrix(_Figure):
 
     def _update(self):
         s = _model.matrix_state(*self._qkv, self.causal)
-        with self.hold_sync():
-            self._scores, self._weights = s["scores"], s["weights"]
-            self._allowed = s["allowed"]
-            self._weight_sums = s["weight_sums"]
-            self._for = {"causal": self.causal}
+        self._scores, self._weights = s["scores"], s["weights"]
+        self._allowed, self._weight_sums = s["allowed"], s["weight_sums"]
+        self._numbers = {"_" + k: v for k, v in s.items()} | {"_for": {"causal": self.causal}}
 
     @property
     def inputs(self):

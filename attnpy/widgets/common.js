@@ -127,12 +127,11 @@ function redrawOn(model, names, draw, root) {
 const WAIT_MS = 2000;
 
 function numbersFor(model, keyNames, compute) {
-  const state = {};
-  for (const k of keyNames) state[k] = model.get(k);
-  if (model.get("_source") === "page") return {numbers: null, source: "page", state};
-  const done = model.get("_for");
-  const same = done && keyNames.every((k) => JSON.stringify(done[k]) === JSON.stringify(state[k]));
-  return same ? {numbers: null, source: "kernel", state} : {numbers: compute(model), source: "browser", state};
+  const got = model.get("_numbers") || {};
+  if (model.get("_source") === "page") return {numbers: got, source: "page"};
+  const done = got._for;
+  const same = done && keyNames.every((k) => JSON.stringify(done[k]) === JSON.stringify(model.get(k)));
+  return same ? {numbers: got, source: "kernel"} : {numbers: compute(model), source: "browser"};
 }
 
 // A status line naming the source, and a polite live region for the top

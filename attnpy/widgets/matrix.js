@@ -63,8 +63,7 @@ function matrixNumbers(model) {
 
 function drawMatrix(root, m, model) {
   const got = numbersFor(model, MSTATE, matrixNumbers);
-  const nums = got.numbers || {_scores: model.get("_scores"), _weights: model.get("_weights"),
-    _allowed: model.get("_allowed"), _weight_sums: model.get("_weight_sums")};
+  const nums = got.numbers;
   const show = model.get("show"), causal = model.get("causal"), row = model.get("row");
   const tokens = model.get("tokens"), dark = root.classList.contains("attnpy-dark");
   const weights = show === "weights";
@@ -121,7 +120,7 @@ function render({model, el}) {
   const m = buildMatrix(root, model);
   const draw = () => drawMatrix(root, m, model);
   draw();
-  return redrawOn(model, ["show", "causal", "row", "_for", "_weights", "_scores"], draw, root);
+  return redrawOn(model, ["show", "causal", "row", "_numbers"], draw, root);
 }
 
 export default { render };

@@ -106,7 +106,7 @@ function drawPlane(p, model, nums) {
   setAttrs(p.qvec, {x1: ox, y1: oy, x2: qa, y2: qb});
   setAttrs(p.ovec, {x1: ox, y1: oy, x2: pa, y2: pb});
   setAttrs(p.output, {cx: pa, cy: pb, "data-x": out[0], "data-y": out[1]});
-  const lim = R - 0.2;
+  const lim = extentOf(keys, [0, 0]) - PAD;
   setAttrs(p.query, {cx: qa, cy: qb, "data-x": qx, "data-y": qy, "aria-valuenow": qx,
     "aria-valuemin": -lim, "aria-valuemax": lim,
     "aria-valuetext": `x ${qx.toFixed(2)}, y ${qy.toFixed(2)}`});
@@ -123,7 +123,13 @@ function drawPlane(p, model, nums) {
 // Dragging (pointer events, so mouse, pen and touch) and the arrow keys.
 function bindQuery(p, model) {
   let dragging = false;
-  const clampRound = (v) => { const lim = p.R - 0.2; return Math.round(Math.min(lim, Math.max(-lim, v)) * 100) / 100; };
+  // the reader drags within the keys' plane (extentOf with the query at
+  // the origin): a query dragged to the edge must not widen the plane
+  // under the pointer
+  const clampRound = (v) => {
+    const lim = extentOf(model.get("key_xy"), [0, 0]) - PAD;
+    return Math.round(Math.min(lim, Math.max(-lim, v)) * 100) / 100;
+  };
   const move = (x, y) => { model.set("query", [clampRound(x), clampRound(y)]); model.save_changes(); };
   const fromEvent = (e) => {
     const pt = p.plane.createSVGPoint();
@@ -288,9 +294,7 @@ function render({model, el}) {
   bindQuery(p, model);
   const draw = () => {
     const got = numbersFor(model, STATE, browserNumbers);
-    const nums = got.numbers || {};
-    for (const k of ["_scores", "_scaled_scores", "_plane_scores", "_rest_scores", "_weights",
-      "_output", "_scale", "_demo"]) if (!(k in nums)) nums[k] = model.get(k);
+    const nums = got.numbers;
     root.setAttribute("data-source", got.source);
     drawPlane(p, model, nums); drawSide(s, t, model, nums); drawDemo(demo, model, nums);
     showSource(lines, got.source);
@@ -299,7 +303,7 @@ function render({model, el}) {
   draw();
   // labels are measured once the page has laid the figure out
   requestAnimationFrame(draw);
-  return redrawOn(model, STATE.concat(["_for", "_weights", "_demo"]), draw, root);
+  return redrawOn(model, STATE.concat(["_numbers"]), draw, root);
 }
 
 export default { render };

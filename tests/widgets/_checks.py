@@ -33,6 +33,9 @@ def same3(text, value):
         abs(abs(value * 1000 - math.trunc(value * 1000)) - 0.5) < 1e-9
 
 
+_PAGE = []     # the page a check works on: screenshot when eventually fails
+
+
 def eventually(what, fn, timeout=15.0):
     """fn() until it returns a true value (the kernel answers asynchronously)."""
     end = time.monotonic() + timeout
@@ -44,7 +47,12 @@ def eventually(what, fn, timeout=15.0):
         if result:
             return result
         if time.monotonic() > end:
-            raise AssertionError(f"{what}: not true after {timeout} s (last: {fn()!r})")
+            last = fn()
+            try:                       # best effort: what the page showed
+                shot(_PAGE[0], "failed-" + "".join(c if c.isalnum() else "-" for c in what))
+            except Exception:          # noqa: BLE001 (no page, or closed)
+                pass
+            raise AssertionError(f"{what}: not true after {timeout} s (last: {last!r})")
         time.sleep(0.1)
 
 
@@ -70,6 +78,18 @@ def point_of(root, role):
     return float(el.get_attribute("data-x")), float(el.get_attribute("data-y"))
 
 
+def settled_query(page, root):
+    """The query's position once it has not moved for 0.6 s (a front end
+    may echo the positions of a drag back after the mouse is released)."""
+    last, same = None, 0
+    while same < 3:
+        page.wait_for_timeout(200)
+        q = point_of(root, "query")
+        same = same + 1 if q == last else 0
+        last = q
+    return last
+
+
 def drag_query(page, root, dx, dy):
     """Press on the query dot, move by (dx, dy) pixels in steps, release."""
     box = root.locator('[data-role="query"]').bounding_box()
@@ -78,6 +98,7 @@ def drag_query(page, root, dx, dy):
     page.mouse.down()
     page.mouse.move(x + dx, y + dy, steps=8)
     page.mouse.up()
+    return settled_query(page, root)
 
 
 def expected_playground(query, scaled=True, dim=2):
@@ -87,14 +108,14 @@ def expected_playground(query, scaled=True, dim=2):
 
 def check_playground(page, root, name):
     """Drag, arrow keys, output dot, scale toggle and head width d."""
+    _PAGE[:] = [page]
     pg, want = expected_playground(point_of(root, "query"))
     eventually("initial weights", lambda: weights_match(root, want))
     shot(page, f"{name}-1-initial")
     before_q, before_out = point_of(root, "query"), point_of(root, "output")
     out_box = root.locator('[data-role="output"]').bounding_box()
 
-    drag_query(page, root, -150, -60)                      # up and left
-    q = point_of(root, "query")
+    q = drag_query(page, root, -150, -60)                  # up and left
     assert q[0] < before_q[0] - 1 and q[1] > before_q[1] + 0.3, (before_q, q)
     pg, want = expected_playground(q)
     eventually("weights after the drag", lambda: weights_match(root, want))
@@ -143,6 +164,7 @@ def table_matches(root, table, allowed, masked):
 
 def check_matrix(page, root, name):
     """Causal toggle, row sums (weights only), scores with -inf, row highlight."""
+    _PAGE[:] = [page]
     m = attnpy.attention_matrix()
     every = np.ones((6, 6), bool)
     eventually("initial weights", lambda: table_matches(root, m.weights, every, "0.000"))
@@ -164,7 +186,7 @@ def check_matrix(page, root, name):
     label = root.locator('[data-role="show-toggle"]').text_content()
     assert "raw" not in label and "before the softmax" in label, label
     root.locator('[data-role="causal-toggle"]').click()
-    eventually("scores, no mask", lambda: table_matches(root, m.scores, every, "−∞"))
+    eventually("scores, no mask", lambda: table_matches(root, m.scores, every, "−∞") or print(cell_texts(root)))
 
     root.locator('[data-role="cell"][data-row="2"][data-col="4"]').click()
     eventually("row 2 highlighted", lambda: [

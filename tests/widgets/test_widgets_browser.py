@@ -216,12 +216,22 @@ def ours(errors):
     return [e for e in errors if "attnpy" in e or "anywidget" in e or "uncaught" in e]
 
 
-def run_all_until(page, figure, run_all, timeout=120):
+def kernel_idle(server):
+    with urllib.request.urlopen(server.url("/api/kernels")) as r:
+        return any(k["execution_state"] == "idle" for k in json.load(r))
+
+
+def run_all_until(page, server, figure, run_all, timeout=120):
     """Accept the kernel dialog, run every cell, until `figure` shows."""
     import time
     end = time.monotonic() + timeout
     accept = page.locator(".jp-Dialog .jp-mod-accept")
-    page.get_by_text("| Idle").first.wait_for(timeout=60000)      # kernel ready
+    while not kernel_idle(server):                  # the kernel is ready
+        assert time.monotonic() < end, "no kernel"
+        if accept.count() and accept.first.is_visible():
+            accept.first.click()
+        page.wait_for_timeout(500)
+    page.wait_for_timeout(1000)
     while not figure.is_visible():
         if time.monotonic() > end:
             shot(page, "run-all-failed")
@@ -276,7 +286,7 @@ def open_lab(page, server):
     def run_all():
         page.get_by_role("menuitem", name="Run", exact=True).click()
         page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
-    run_all_until(page, page.locator(".attnpy-heads [data-role=token]").first, run_all)
+    run_all_until(page, server, page.locator(".attnpy-heads [data-role=token]").first, run_all)
     news = page.locator(".jp-toast-button:text-is('No')")    # Lab's news question
     if news.count() and news.first.is_visible():
         news.first.click()
@@ -323,7 +333,7 @@ def test_notebook7(jupyter, page):
     def run_all():
         page.get_by_role("menuitem", name="Run", exact=True).click()
         page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
-    run_all_until(page, page.locator(".attnpy-heads [data-role=token]").first, run_all)
+    run_all_until(page, jupyter, page.locator(".attnpy-heads [data-role=token]").first, run_all)
     check_playground(page, page.locator(".attnpy-playground"), "nb7-playground")
     check_matrix(page, page.locator(".attnpy-matrix"), "nb7-matrix")
     w, tokens = heads_weights()
@@ -386,11 +396,8 @@ def test_marimo(tmp_path, page, mode):
     server = _servers.marimo(tmp_path, tmp_path / "figures_app.py", mode)
     try:
         page.goto(server.url("/"), timeout=120000)
-        if mode == "edit":
-            run = page.get_by_role("button", name="Run all stale cells")
-            page.wait_for_timeout(3000)
-            if run.count() and run.first.is_visible():
-                run.first.click()
+        if mode == "edit":            # the editor opens with the cells not run
+            page.get_by_test_id("run-button").last.click(timeout=60000)
         page.locator(".attnpy-heads [data-role=token]").first.wait_for(timeout=120000)
         check_playground(page, page.locator(".attnpy-playground"), f"marimo-{mode}-playground")
         check_matrix(page, page.locator(".attnpy-matrix"), f"marimo-{mode}-matrix")

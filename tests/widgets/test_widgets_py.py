@@ -172,7 +172,9 @@ def test_matrix_toggles_and_row():
                 np.testing.assert_allclose(m.weights, t.weights, **TOL)
                 np.testing.assert_array_equal(m._allowed, t.mask)
                 assert m.show == show and m.row == row
-    np.testing.assert_allclose(m._score_sums, np.where(t.mask, t.scaled, 0).sum(1), **TOL)
+    # what the browser gets: the numbers and the state they are for, together
+    assert m._numbers["_for"] == {"causal": True}
+    np.testing.assert_allclose(m._numbers["_weights"], t.weights, **TOL)
 
 
 @pytest.mark.parametrize("args,kwargs,match", [
