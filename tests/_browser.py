@@ -31,7 +31,8 @@ def new_page(browser, width, height, requests=False):
     test asserts the list is empty)."""
     pg = browser.new_page(viewport={"width": width, "height": height})
     pg.errors = []
-    pg.on("pageerror", lambda e: pg.errors.append(f"uncaught: {e}"))
+    # the stack says whose code threw (front ends have errors of their own)
+    pg.on("pageerror", lambda e: pg.errors.append(f"uncaught: {e} {getattr(e, 'stack', '') or ''}"))
     pg.on("console", lambda m: m.type == "error"
           and pg.errors.append(f"console: {m.text}"))
     if requests:

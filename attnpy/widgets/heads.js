@@ -47,7 +47,7 @@ function buildHeads(root, model, data) {
       const x = side === "query" ? v.xq - 6 : v.xk + 6;
       const node = svgEl("text", {x, y: TOP + ROW * i + HFONT / 2 + 4, "font-size": HFONT, fill: COLOR.ink,
         "text-anchor": side === "query" ? "end" : "start", class: "attnpy-token", tabindex: 0,
-        role: "button", "data-role": "token", "data-index": i, "data-side": side,
+        role: "button", "data-role": "token", "data-lm-suppress-shortcuts": "true", "data-index": i, "data-side": side,
         "aria-label": `${side} ${i}: ${tok}`}, v.svg);
       node.textContent = `${i} ${tok}`;
       const on = () => { v.focus = {side, index: i}; v.redraw(); };

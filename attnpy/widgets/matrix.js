@@ -40,7 +40,7 @@ function buildMatrix(root, model) {
   for (let i = 0; i < n; i++) {
     const tr = htmlEl("tr", {"data-role": "row", "data-row": i}, body);
     const label = htmlEl("th", {"data-role": "row-label", "data-row": i, tabindex: 0, scope: "row",
-      role: "button", "aria-label": `row ${i}: query ${tokens[i]}`}, tr);
+      role: "button", "aria-label": `row ${i}: query ${tokens[i]}`, "data-lm-suppress-shortcuts": "true"}, tr);
     indexLabel(label, i, tokens[i]);
     label.addEventListener("keydown", (e) => {     // keyboard: Enter or Space picks the row
       if (e.key === "Enter" || e.key === " ") { e.preventDefault(); tr.click(); }

@@ -58,7 +58,10 @@ function buildPlane(parent, n) {
   p.query = svgEl("circle", {r: 10, fill: COLOR.query, "fill-opacity": 0.8, stroke: COLOR.bg,
     "stroke-width": 2, tabindex: 0, "data-role": "query", class: "attnpy-query", role: "slider",
     "aria-label": "query q", "aria-roledescription": "point in the plane",
-    "aria-orientation": "horizontal"}, plane);
+    "aria-orientation": "horizontal",
+    // Lumino (JupyterLab, Notebook 7) handles keys before the page does:
+    // this attribute leaves the arrow keys to the query
+    "data-lm-suppress-shortcuts": "true"}, plane);
   for (let j = 0; j < n; j++) {
     p.keys.push(svgEl("rect", {width: 12, height: 12, fill: COLOR.key, stroke: COLOR.bg,
       "stroke-width": 1.5, "data-role": "key"}, plane));
