@@ -2,17 +2,21 @@
 # tools/run_notebooks.sh -- every examples/*.ipynb, run top to bottom in a
 # fresh environment set up from the notebooks' own install lines.
 #
-#   tools/run_notebooks.sh [notebook.ipynb ...]
+#   tools/run_notebooks.sh [--wheels DIR] [notebook.ipynb ...]
 #
 # 1. A new virtual environment (no system packages) in build/nb-venv.
 # 2. Every `pip install ...` line of the notebooks' markdown, run as
 #    written, except that "attnpy[...]" installs this checkout (with the
-#    same extras) instead of the release on PyPI.
+#    same extras) instead of the release on PyPI: built from the source,
+#    or with --wheels DIR the wheel tools/build_wheels.sh left there for
+#    this Python and machine (.ci/run passes its own: no second build).
 # 3. What runs a notebook, not what a notebook needs: nbclient and
 #    ipykernel.
-# 4. Each notebook executed by nbclient in that environment's kernel from
-#    the repository root (the examples import examples/*.py); any error
-#    in any cell fails the run. The executed copies go to build/notebooks/.
+# 4. Each notebook executed by nbclient in that environment's kernel, in
+#    a folder holding a copy of examples/ and nothing else (the notebooks
+#    import examples/*.py; the checkout's attnpy/ must not shadow the
+#    installed one); any error in any cell fails the run. The executed
+#    copies go to build/notebooks/.
 # A notebook that needs a package its install lines do not name fails here.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,12 +24,23 @@ PY=${PYTHON:-python3}
 VENV=$ROOT/build/nb-venv
 OUT=$ROOT/build/notebooks
 cd "$ROOT"
+WHEELS=""
+if [ "${1:-}" = --wheels ]; then WHEELS=$2; shift 2; fi
 if [ $# -gt 0 ]; then NOTEBOOKS=("$@"); else NOTEBOOKS=(examples/*.ipynb); fi
 
 rm -rf "$VENV" "$OUT"
 mkdir -p "$OUT"
 "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
+# what "attnpy" means in the install lines: this checkout, or its wheel
+SOURCE=$ROOT
+if [ -n "$WHEELS" ]; then
+    tag=$("$VENV/bin/python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
+    arch=$(uname -m)
+    whl=$(ls "$WHEELS"/attnpy-*-"$tag"-*"$arch"*.whl 2>/dev/null | grep -v musllinux | head -1 || true)
+    if [ -n "$whl" ]; then SOURCE=$whl; else echo "run_notebooks.sh: no $tag $arch wheel in $WHEELS: building the checkout"; fi
+fi
+echo "run_notebooks.sh: attnpy from $SOURCE"
 
 # the install lines, in the notebooks' order, each once
 "$PY" - "${NOTEBOOKS[@]}" >"$OUT/install-lines.txt" <<'EOF'
@@ -46,17 +61,24 @@ sed 's/^/    /' "$OUT/install-lines.txt"
 [ -s "$OUT/install-lines.txt" ] || { echo "no install line in the notebooks" >&2; exit 1; }
 while read -r line; do
     # "attnpy[extras]" -> this checkout with those extras
-    line=$(printf '%s' "$line" | sed -E "s#\"attnpy(\[[^]\"]*\])?\"#\"$ROOT\1\"#g; s#(^| )attnpy( |$)#\1$ROOT\2#g")
+    line=$(printf '%s' "$line" | sed -E "s#\"attnpy(\[[^]\"]*\])?\"#\"$SOURCE\1\"#g; s#(^| )attnpy( |$)#\1$SOURCE\2#g")
     eval "\"$VENV/bin/python\" -m $line" || { echo "run_notebooks.sh: failed: $line" >&2; exit 1; }
 done <"$OUT/install-lines.txt"
 "$VENV/bin/python" -m pip install -q nbclient ipykernel
 
+export ATTNPY_CHECKOUT=$ROOT/attnpy
+WORK=$OUT/work
+mkdir -p "$WORK"
+cp -r examples "$WORK/examples"
 fail=0
 for nb in "${NOTEBOOKS[@]}"; do
     t=$(date +%s)
-    if "$VENV/bin/python" - "$nb" "$OUT/$(basename "$nb")" <<'EOF'
+    src=$(cd "$(dirname "$nb")" && pwd)/$(basename "$nb")
+    if (cd "$WORK" && "$VENV/bin/python" - "$src" "$OUT/$(basename "$nb")") <<'EOF'
 import os, sys
 import nbclient, nbformat
+import attnpy
+assert not attnpy.__file__.startswith(os.environ["ATTNPY_CHECKOUT"]), attnpy.__file__
 src, dst = sys.argv[1], sys.argv[2]
 nb = nbformat.read(src, as_version=4)
 os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
