@@ -16,6 +16,7 @@ _BOX = ("class=\"attnpy-snapshot\" style=\"font-family: system-ui, sans-serif; "
         "overflow-x: auto; border: 1px solid #dddddd\"")
 _CELL = "padding: 1px 6px; border: 1px solid #dddddd; text-align: right"
 KEY, QUERY, OUTPUT = "#0072B2", "#D55E00", "#009E73"
+MAX_LINES = 1500
 
 
 def _e(text):
@@ -87,14 +88,16 @@ def head_svg(tokens, weights, title):
     parts = [f"<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 360 {h}\" width=\"360\" "
              f"height=\"{h}\" role=\"img\" aria-label=\"{_e(title)}\" style=\"max-width: 100%; "
              "height: auto\">"]
-    for hd in range(w.shape[0]):
-        for i in range(n):
-            for j in range(n):
-                a = float(w[hd, i, j]) / w.shape[0] ** 0.5
-                if a >= 0.01:
-                    parts.append(f"<line x1=\"110\" y1=\"{20 + row * i}\" x2=\"250\" "
-                                 f"y2=\"{20 + row * j}\" stroke=\"{KEY}\" "
-                                 f"stroke-opacity=\"{min(1.0, a):.3f}\" stroke-width=\"2\"/>")
+    # the lines as opaque as their weights, the heaviest MAX_LINES of them
+    # (a long text's snapshot stays small; the faintest are near invisible)
+    a = w / w.shape[0] ** 0.5
+    order = np.argsort(a, axis=None)[::-1][:MAX_LINES]
+    for hd, i, j in zip(*np.unravel_index(order, a.shape)):
+        if a[hd, i, j] < 0.01:
+            break
+        parts.append(f"<line x1=\"110\" y1=\"{20 + row * i}\" x2=\"250\" "
+                     f"y2=\"{20 + row * j}\" stroke=\"{KEY}\" "
+                     f"stroke-opacity=\"{min(1.0, a[hd, i, j]):.3f}\" stroke-width=\"2\"/>")
     for i, tok in enumerate(tokens):
         y = 24 + row * i
         parts.append(f"<text x=\"104\" y=\"{y}\" text-anchor=\"end\" font-size=\"12\" "

@@ -272,6 +272,12 @@ def check_layout(page, root, name):
       const out = [];
       for (const svg of root.querySelectorAll("svg.attnpy-plane")) {
         const s = box(svg);
+        // every point drawn inside the plane (a far point widens it)
+        for (const e of svg.querySelectorAll('[data-role="key"], [data-role="query"], [data-role="output"]')) {
+          const b = box(e);
+          if (b.left < s.left - 0.5 || b.right > s.right + 0.5 || b.top < s.top - 0.5 || b.bottom > s.bottom + 0.5)
+            out.push(`${e.getAttribute("data-role")} ${e.getAttribute("data-token") || ""} outside the plane`);
+        }
         const labels = [...svg.querySelectorAll('[data-role="plane-label"]')].map((e) => [e.textContent, box(e)]);
         labels.forEach(([t, b], i) => {
           if (b.left < s.left - 0.5 || b.right > s.right + 0.5 || b.top < s.top - 0.5 || b.bottom > s.bottom + 0.5)
@@ -347,7 +353,7 @@ def check_query_control(page, root):
     assert q.count() == 1
     x, y = point_of(root, "query")
     tree = root.aria_snapshot()
-    assert f'slider "query q"' in tree, tree
+    assert 'slider "query q"' in tree, tree
     assert q.get_attribute("aria-valuetext") == f"x {x:.2f}, y {y:.2f}"
     q.focus()
     page.keyboard.press("ArrowUp")

@@ -17,7 +17,7 @@ import _browser
 import _servers
 from _checks import (check_d_explained, check_dark, check_head_view, check_layout, check_matrix,
                      check_playground, check_query_control, eventually, head_width, point_of, shot,
-                     weights_match, expected_playground, same3, texts)
+                     weights_match, expected_playground, same3)
 
 pytestmark = pytest.mark.browser
 # every JavaScript error fails a test (the page fixture, tests/conftest.py)
@@ -67,6 +67,29 @@ def test_saved_head_view(page, tmp_path):
     w, tokens = heads_weights()
     page.goto(saved(tmp_path, attnpy.head_view(w, tokens), "heads.html"))
     check_head_view(page, page.locator(".attnpy-heads"), w, tokens, "saved-heads")
+    assert page.errors == []
+
+
+def test_query_on_a_key(page, tmp_path):
+    """The guide's example, the query on "cat": the key stays visible above
+    the query dot, its weight shows as a ring (its arrow has no length),
+    and the labels of q, cat and the output stay apart."""
+    pg = attnpy.playground(query=(2.6, 1.0))
+    page.goto(saved(tmp_path, pg, "on-cat.html"))
+    root = page.locator(".attnpy-playground")
+    key = root.locator('[data-role="key"][data-token="cat"]')
+    b = key.bounding_box()
+    top = page.evaluate("([x, y]) => { const e = document.elementFromPoint(x, y); "
+                        "return [e.getAttribute('data-role'), e.getAttribute('data-token')]; }",
+                        [b["x"] + b["width"] / 2, b["y"] + b["height"] / 2])
+    assert top == ["key", "cat"], top
+    halo = root.locator('[data-role="halo"][data-token="cat"]')
+    assert halo.get_attribute("visibility") == "visible"
+    w = dict(zip(pg.tokens, pg.weights))["cat"]
+    assert abs(float(halo.get_attribute("stroke-width")) - (0.5 + 14 * w)) < 1e-6
+    assert all(root.locator(f'[data-role="halo"][data-token="{t}"]').get_attribute("visibility")
+               == "hidden" for t in pg.tokens if t != "cat")
+    check_layout(page, root, "on-cat")
     assert page.errors == []
 
 
@@ -282,9 +305,11 @@ def check_after_restart(page, root, server):
     shot(page, "after-restart")
 
 
-def open_lab(page, server):
-    page.goto(server.url("/lab/tree/figures.ipynb"))
-    page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=60000)
+def open_notebook(page, server, path):
+    """figures.ipynb in JupyterLab (/lab/tree/) or Notebook 7 (/notebooks/),
+    every cell run (Run > Run All Cells: the same command in both)."""
+    page.goto(server.url(path))
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=60000)
 
     def run_all():
         page.get_by_role("menuitem", name="Run", exact=True).click()
@@ -293,6 +318,25 @@ def open_lab(page, server):
     news = page.locator(".jp-toast-button:text-is('No')")    # Lab's news question
     if news.count() and news.first.is_visible():
         news.first.click()
+
+
+def open_lab(page, server):
+    open_notebook(page, server, "/lab/tree/figures.ipynb")
+
+
+def check_all_figures(page, name):
+    """The three figures of FIGURE_CELLS, live in a front end."""
+    check_playground(page, page.locator(".attnpy-playground"), f"{name}-playground")
+    check_matrix(page, page.locator(".attnpy-matrix"), f"{name}-matrix")
+    w, tokens = heads_weights()
+    check_head_view(page, page.locator(".attnpy-heads"), w, tokens, f"{name}-heads")
+    assert ours(page.errors) == [], page.errors
+
+
+def lab_theme(page, theme):
+    page.get_by_role("menuitem", name="Settings", exact=True).click()
+    page.get_by_text("Theme", exact=True).hover()
+    page.get_by_text(theme, exact=True).click()
 
 
 def test_jupyterlab(jupyter, page):
@@ -316,32 +360,18 @@ def test_jupyterlab(jupyter, page):
 def test_jupyterlab_dark(jupyter, page):
     """JupyterLab's dark theme: the figures turn dark, text keeps 4.5:1."""
     open_lab(page, jupyter)
-    page.get_by_role("menuitem", name="Settings", exact=True).click()
-    page.get_by_text("Theme", exact=True).hover()
-    page.get_by_text("JupyterLab Dark", exact=True).click()
+    lab_theme(page, "JupyterLab Dark")
     for kind in ("playground", "matrix", "heads"):
         check_dark(page, page.locator(f".attnpy-{kind}"), f"lab-dark-{kind}")
-    page.get_by_role("menuitem", name="Settings", exact=True).click()
-    page.get_by_text("Theme", exact=True).hover()
-    page.get_by_text("JupyterLab Light", exact=True).click()
+    lab_theme(page, "JupyterLab Light")
     eventually("light again", lambda: "attnpy-dark" not in page.locator(".attnpy-playground")
                .get_attribute("class"))
     assert ours(page.errors) == [], page.errors
 
 
 def test_notebook7(jupyter, page):
-    page.goto(jupyter.url("/notebooks/figures.ipynb"))
-    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=60000)
-
-    def run_all():
-        page.get_by_role("menuitem", name="Run", exact=True).click()
-        page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
-    run_all_until(page, jupyter, page.locator(".attnpy-heads [data-role=token]").first, run_all)
-    check_playground(page, page.locator(".attnpy-playground"), "nb7-playground")
-    check_matrix(page, page.locator(".attnpy-matrix"), "nb7-matrix")
-    w, tokens = heads_weights()
-    check_head_view(page, page.locator(".attnpy-heads"), w, tokens, "nb7-heads")
-    assert ours(page.errors) == [], page.errors
+    open_notebook(page, jupyter, "/notebooks/figures.ipynb")
+    check_all_figures(page, "nb7")
 
 
 def test_voila(tmp_path, page):
@@ -350,12 +380,8 @@ def test_voila(tmp_path, page):
     try:
         page.goto(server.url("/"), timeout=120000)
         page.locator(".attnpy-heads [data-role=token]").first.wait_for(timeout=120000)
-        check_playground(page, page.locator(".attnpy-playground"), "voila-playground")
-        check_matrix(page, page.locator(".attnpy-matrix"), "voila-matrix")
-        w, tokens = heads_weights()
-        check_head_view(page, page.locator(".attnpy-heads"), w, tokens, "voila-heads")
+        check_all_figures(page, "voila")
         assert not page.locator('[data-attnpy-snapshot="playground"]').is_visible()
-        assert ours(page.errors) == [], page.errors
     finally:
         server.stop()
 
@@ -410,10 +436,6 @@ def test_marimo(tmp_path, page, mode):
                 except Exception:     # noqa: BLE001 (not ready yet: again)
                     pass
         figure.wait_for(timeout=120000)
-        check_playground(page, page.locator(".attnpy-playground"), f"marimo-{mode}-playground")
-        check_matrix(page, page.locator(".attnpy-matrix"), f"marimo-{mode}-matrix")
-        w, tokens = heads_weights()
-        check_head_view(page, page.locator(".attnpy-heads"), w, tokens, f"marimo-{mode}-heads")
-        assert ours(page.errors) == [], page.errors
+        check_all_figures(page, f"marimo-{mode}")
     finally:
         server.stop()
