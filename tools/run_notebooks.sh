@@ -32,13 +32,18 @@ rm -rf "$VENV" "$OUT"
 mkdir -p "$OUT"
 "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
-# what "attnpy" means in the install lines: this checkout, or its wheel
-SOURCE=$ROOT
+# what "attnpy" means in the install lines: a wheel of this checkout, built
+# once here (each line naming a source folder would build it again), or
+# the one --wheels names
+SOURCE=""
 if [ -n "$WHEELS" ]; then
     tag=$("$VENV/bin/python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
-    arch=$(uname -m)
-    whl=$(ls "$WHEELS"/attnpy-*-"$tag"-*"$arch"*.whl 2>/dev/null | grep -v musllinux | head -1 || true)
-    if [ -n "$whl" ]; then SOURCE=$whl; else echo "run_notebooks.sh: no $tag $arch wheel in $WHEELS: building the checkout"; fi
+    SOURCE=$(ls "$WHEELS"/attnpy-*-"$tag"-*"$(uname -m)"*.whl 2>/dev/null | grep -v musllinux | head -1 || true)
+    [ -n "$SOURCE" ] || echo "run_notebooks.sh: no $tag $(uname -m) wheel in $WHEELS: building one"
+fi
+if [ -z "$SOURCE" ]; then
+    "$VENV/bin/python" -m pip wheel -q --no-deps -w "$OUT/wheel" "$ROOT"
+    SOURCE=$(ls "$OUT"/wheel/attnpy-*.whl | head -1)
 fi
 echo "run_notebooks.sh: attnpy from $SOURCE"
 

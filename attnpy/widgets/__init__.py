@@ -52,11 +52,19 @@ def playground(tokens=_model.TOKENS, keys=None, query=(1.0, 0.5), *,
 
     The head-width control ``d`` (2, 16, 64, 512) appends ``d - 2`` fixed
     random coordinates (standard normal, rounded to 3 decimals) to the
-    query and to every key: the scores then spread like ``sqrt(d)``, and
-    with the scale switched off the softmax turns one-hot, so the largest
-    gradient that softmax's Jacobian ``diag(y) - y y^T`` sends to a key
-    other than the argmax falls towards 0 -- the figure's table shows it
-    for every ``d``. The 1/sqrt(d) scale keeps the weights spread.
+    query and to every key. The plane cannot draw them, so the table
+    splits each score into its plane part ``qx*kx + qy*ky`` and the rest
+    (the hidden coordinates' part): the weights are the softmax of their
+    sum times the scale, at every ``d``. The scores spread like
+    ``sqrt(d)``, and with the scale switched off the softmax turns
+    one-hot, so the largest gradient that softmax's Jacobian
+    ``diag(y) - y y^T`` sends to a key other than the argmax falls towards
+    0 -- the figure's second table shows it for every ``d``; with the
+    1/sqrt(d) scale it stays far from 0.
+
+    In a kernel the numbers come from :func:`attnpy.explain`; while the
+    kernel has not answered for the state drawn (or after a restart) the
+    browser computes them with the same formulas and says so.
 
     With the default keys, pointing the query at a key gives that key most
     of the weight; with the query on "cat", "sat" (perpendicular) scores
@@ -121,11 +129,13 @@ def attention_matrix(X=None, *, scores=None, tokens=None, causal=False,
                      show="weights", row=None, size=None):
     """The attention matrix of a sentence: click rows, toggle mask and view.
 
-    Rows are queries, columns keys, each cell the weight that query gives
-    that key (or its score). Click a row to highlight its query; the
-    buttons switch between the softmax weights and the raw scores, and the
-    causal mask on and off (masked cells -- the upper triangle -- are
-    blanked). The last column is each row's sum: 1.000 for the weights.
+    Rows are queries, columns keys, numbered from 0 as Python indexes
+    them; each cell is the weight that query gives that key (or its
+    score). Click a row to highlight its query; the buttons switch between
+    the softmax weights and the scores the softmax sees, and the causal
+    mask on and off (masked cells -- the upper triangle -- get weight 0;
+    their scores show as -inf). With the weights, the last column is each
+    row's sum, 1.000; a row of scores has no sum worth showing.
 
     Without `X` or `scores` it shows "the cat sat on the mat" with these
     hand-crafted, plausible scores (rows: queries, columns: keys):
