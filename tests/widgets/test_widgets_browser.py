@@ -154,13 +154,16 @@ def test_dark_theme(browser, tmp_path):
     contrasts at least 4.5:1."""
     ctx = browser.new_context(viewport={"width": 1000, "height": 900}, color_scheme="dark")
     page = ctx.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
     try:
         for name, make in layout_figures().items():
             page.goto(saved(tmp_path, make(None), f"{name}.html"))
             root = page.locator(".attnpy-fig")
             root.wait_for()
             check_dark(page, root, f"dark-{name}")
-        page.goto(saved(tmp_path, attnpy.playground(), "light.html"))
+        assert errors == []
     finally:
         ctx.close()
 
@@ -173,6 +176,7 @@ def test_light_theme_contrast(page, tmp_path):
         root.wait_for()
         assert "attnpy-dark" not in root.get_attribute("class")
         assert contrast_problems(page, root) == [], name
+    assert page.errors == []
 
 
 # --- nbconvert's HTML, offline ----------------------------------------------------
@@ -237,7 +241,7 @@ def jupyter(tmp_path_factory):
 def ours(errors):
     """The errors that concern attnpy's figures: their messages, or a stack
     through anywidget or the figures' module (loaded from a blob: or
-    data: URL). The front ends log errors of their own (Notebook 7 6.x
+    data: URL). The front ends log errors of their own (Notebook 7.6
     throws one while loading its settings); those are not ours."""
     return [e for e in errors if any(w in e for w in ("attnpy", "anywidget", "blob:", "data:text/javascript"))]
 
