@@ -55,7 +55,7 @@ def test_prose_follows_the_numbers(executed):
     cat = re.search(r"^cat +plane +([\d.-]+) +rest +([\d.-]+) .* weight ([\d.]+)$", text, re.M)
     on = re.search(r"^on +plane +([\d.-]+) +rest +([\d.-]+) .* weight ([\d.]+)$", text, re.M)
     assert "softmax of (plane + rest) / sqrt(512) is the weights: True" in text
-    assert f"(7.760) but not the largest score" in prose and cat.group(1) == "7.760"
+    assert "(7.760) but not the largest score" in prose and cat.group(1) == "7.760"
     assert on.group(1) == "-5.500" and on.group(2) == "65.433" and on.group(3) == "0.728"
     assert "plane part of −5.500 and a\nrest of 65.433, so it takes 0.728" in prose
     rows = re.findall(r"^ *(\d+) +(on|off) +([\d.]+) +([\d.e+-]+)$", text, re.M)

@@ -15,7 +15,7 @@ import attnpy
 
 import _browser
 import _servers
-from _checks import (check_d_explained, check_dark, check_head_view, check_layout, check_matrix,
+from _checks import (check_d_explained, check_dark, contrast_problems, check_head_view, check_layout, check_matrix,
                      check_playground, check_query_control, eventually, head_width, point_of, shot,
                      weights_match, expected_playground, same3)
 
@@ -107,17 +107,24 @@ def layout_figures():
     }
 
 
+def each_saved_figure(page, tmp_path, size=None):
+    """Open each of layout_figures() as a saved page: (name, figure root)."""
+    for name, make in layout_figures().items():
+        page.goto(saved(tmp_path, make(size), f"{name}.html"))
+        root = page.locator(".attnpy-fig")
+        root.wait_for()
+        yield name, root
+
+
 @pytest.mark.parametrize("width", [400, 800, 1200])
 def test_layout_holds(browser, tmp_path, width):
     """Every figure, at its default size and at 1200 px, in a window 400,
-    800 or 1200 px wide: labels apart and inside, nothing past the edge."""
+    800 or 1200 px wide: labels apart and inside, nothing past the edge,
+    the text 1/44 of the width the figure gets (11 to 22 px)."""
     page = _browser.new_page(browser, width, 900)
     try:
-        for name, make in layout_figures().items():
-            for size in (None, 1200):
-                page.goto(saved(tmp_path, make(size), f"{name}.html"))
-                root = page.locator(".attnpy-fig")
-                root.wait_for()
+        for size in (None, 1200):
+            for name, root in each_saved_figure(page, tmp_path, size):
                 check_layout(page, root, f"layout-{width}-{name}-{size}")
                 fs = float(page.evaluate("(e) => parseFloat(getComputedStyle(e).fontSize)",
                                          root.element_handle()))
@@ -131,49 +138,31 @@ def test_layout_holds(browser, tmp_path, width):
 def test_layout_phone(browser, tmp_path):
     """A 390-px phone: the viewport meta makes the page 390 px wide (not 980),
     and the figures fit it."""
-    ctx = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
-                              has_touch=True, device_scale_factor=3)
-    page = ctx.new_page()
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    page = _browser.new_page(browser, 390, 844, is_mobile=True, has_touch=True,
+                             device_scale_factor=3)
     try:
-        for name, make in layout_figures().items():
-            page.goto(saved(tmp_path, make(None), f"{name}.html"))
-            root = page.locator(".attnpy-fig")
-            root.wait_for()
+        for name, root in each_saved_figure(page, tmp_path):
             assert page.evaluate("window.innerWidth") == 390
             check_layout(page, root, f"layout-phone-{name}")
-        assert errors == []
+        assert page.errors == []
     finally:
-        ctx.close()
+        page.close()
 
 
 def test_dark_theme(browser, tmp_path):
     """With a dark colour scheme, each saved page is dark and all its text
     contrasts at least 4.5:1."""
-    ctx = browser.new_context(viewport={"width": 1000, "height": 900}, color_scheme="dark")
-    page = ctx.new_page()
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    page = _browser.new_page(browser, 1000, 900, color_scheme="dark")
     try:
-        for name, make in layout_figures().items():
-            page.goto(saved(tmp_path, make(None), f"{name}.html"))
-            root = page.locator(".attnpy-fig")
-            root.wait_for()
+        for name, root in each_saved_figure(page, tmp_path):
             check_dark(page, root, f"dark-{name}")
-        assert errors == []
+        assert page.errors == []
     finally:
-        ctx.close()
+        page.close()
 
 
 def test_light_theme_contrast(page, tmp_path):
-    from _checks import contrast_problems
-    for name, make in layout_figures().items():
-        page.goto(saved(tmp_path, make(None), f"{name}.html"))
-        root = page.locator(".attnpy-fig")
-        root.wait_for()
+    for name, root in each_saved_figure(page, tmp_path):
         assert "attnpy-dark" not in root.get_attribute("class")
         assert contrast_problems(page, root) == [], name
     assert page.errors == []
