@@ -78,8 +78,15 @@ function backdropIsDark(el) {
   return !!(window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches);
 }
 
+// (a figure that paints colours itself, as the matrix's cells, sets
+// root.redraw to repaint when the theme changes)
 function followTheme(root) {
-  const apply = () => root.classList.toggle("attnpy-dark", backdropIsDark(root));
+  const apply = () => {
+    const dark = backdropIsDark(root);
+    if (dark === root.classList.contains("attnpy-dark")) return;
+    root.classList.toggle("attnpy-dark", dark);
+    if (root.redraw) root.redraw();
+  };
   apply();
   const obs = new MutationObserver(apply);
   for (const n of [document.documentElement, document.body]) {

@@ -119,6 +119,7 @@ function render({model, el}) {
   const root = figureRoot(el, "matrix", model.get("size"));
   const m = buildMatrix(root, model);
   const draw = () => drawMatrix(root, m, model);
+  root.redraw = draw;
   draw();
   return redrawOn(model, ["show", "causal", "row", "_numbers"], draw, root);
 }
