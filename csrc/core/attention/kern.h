@@ -150,7 +150,8 @@ static inline void *attn__part_slot(const attn_plan *pl, size_t b, size_t qb,
  * writes a uniform row uses it (masked.c)                                 */
 void attn__uniform_mean(const attn_problem *p, size_t b, double *mean);
 
-/* The variant fields of p in pl (qpos, limited, windowed, look_back, look_ahead, edits_scores): sdpa.c,
+/* The variant fields of p in pl (qpos, limited, windowed, look_back,
+ * look_ahead: attn__var_band's band, variants.h; edits_scores): sdpa.c,
  * shared by the forward and backward plans.                              */
 void attn__limits(attn_plan *pl, const attn_problem *p);
 
