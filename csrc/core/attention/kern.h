@@ -16,7 +16,8 @@
  *   variants.h    the oracles' reading of the variants (testing/)
  * The templates are instantiated once per instruction set by isa/<set>.c
  * (item_avx2_f32, merge_item_avx512_f64, bwd_item_a_port_f32, ...: the
- * names are listed in each set's table there).
+ * names are listed in each set's table there, and with the template
+ * line of each in csrc/core/NAMES.txt).
  *
  * A work item is (b, query block qb): rows i0 = qb*BQ .. i0+nq-1 of batch
  * item b. Every row is computed by exactly one item, in a fixed order, so
