@@ -92,7 +92,8 @@ def isas(*, opt_in: bool = True) -> list[str]:
     >>> attnpy.get_isa() in attnpy.isas()
     True
     """
-    return [name for name, opt in _core.isas() if opt_in or not opt]
+    return [name for name, opt, usable in _core.isas()
+            if usable and (opt_in or not opt)]
 
 
 def get_isa() -> str:

@@ -206,6 +206,35 @@ def _():
     return full
 
 
+def _kvcache_case(dtn):
+    # decoding from a 16-bit (or float) cache, one token at a time, with
+    # grouped-query heads: the cache's views are read in place
+    @case(f"decode/kvcache_gqa/{dtn}", dtn == "bf16")
+    def _():
+        dt = DTYPES[dtn]
+        cache = attnpy.KVCache(1, 2, max_len=64, head_dim=32, dtype=dt)
+        K, V = cache.append(rand(440, (1, 2, 20, 32), dt),
+                            rand(441, (1, 2, 20, 32), dt))
+        outs = []
+        for t in range(3):
+            q = rand(442 + t, (1, 6, 1, 32), dt, 1.5)
+            outs.append(attnpy.attention(q, K, V, enable_gqa=True))
+            K, V = cache.append(rand(450 + t, (1, 2, 1, 32), dt),
+                                rand(460 + t, (1, 2, 1, 32), dt))
+        return tuple(outs)
+
+
+for _dtn in ("f64", "f32", "f16", "bf16"):
+    _kvcache_case(_dtn)
+
+
+@case("combine_heads/f32")
+def _():
+    x = rand(470, (2, 4, 9, 8), F32)
+    return (attnpy.combine_heads(x),
+            attnpy.combine_heads(x.transpose(0, 1, 3, 2)[..., ::2, :]))
+
+
 def _merge_case(dtn):
     @case(f"merge_attention/{dtn}")
     def _():

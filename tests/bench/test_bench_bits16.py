@@ -56,7 +56,7 @@ def _check_row(env, cfg, capsys, kind, make, dtype, torch):
             assert np.isclose(r["vs_torch"], r["ms"]["torch " + dtype] / r["ms"][dtype])
         else:
             assert r["vs_torch"] is None and "(no torch)" in out
-    ts = bits16.targets16([r], bf16_cpu=True)
+    ts = bits16.targets16([r], amx=True)
     want = {"decode": 2, "forward": 2 + (dtype == "bfloat16"), "backward": 1}[kind]
     assert len(ts) == want
     for t in ts:
