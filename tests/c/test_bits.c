@@ -268,8 +268,38 @@ static void hash_u64(sha256_ctx *h, uint64_t x)
     sha256_add(h, b, 8);
 }
 
-/* the whole buffer, little-endian, every NaN made the type's one quiet
- * NaN (see the top: the NaN's sign and payload are the hardware's)     */
+/* element x as hashed: its bits, a NaN made the type's one quiet NaN
+ * (see the top: the NaN's sign and payload are the hardware's)        */
+static uint64_t canon(const opnd *o, size_t x)
+{
+    const unsigned char *p = o->buf + x * esz_of[o->t];
+    uint64_t u = 0;
+    switch (o->t) {
+    case T_F64:
+        memcpy(&u, p, 8);
+        if ((u & 0x7fffffffffffffffULL) > 0x7ff0000000000000ULL)
+            u = 0x7ff8000000000000ULL;
+        break;
+    case T_F32: {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        u = (v & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : v;
+    } break;
+    case T_F16:
+    case T_BF16: {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        const unsigned inf = o->t == T_F16 ? 0x7c00u : 0x7f80u;
+        u = (v & 0x7fffu) > inf ? (o->t == T_F16 ? 0x7e00u : 0x7fc0u) : v;
+    } break;
+    case T_U8:
+        u = *p;
+        break;
+    }
+    return u;
+}
+
+/* the whole buffer, little-endian, canonical NaNs                      */
 static void hash_op(sha256_ctx *h, const opnd *o)
 {
     hash_u64(h, (uint64_t)o->t);
@@ -278,30 +308,7 @@ static void hash_op(sha256_ctx *h, const opnd *o)
     size_t k = 0;
     const size_t w = esz_of[o->t];
     for (size_t x = 0; x < o->n; x++) {
-        const unsigned char *p = o->buf + x * w;
-        uint64_t u = 0;
-        switch (o->t) {
-        case T_F64:
-            memcpy(&u, p, 8);
-            if ((u & 0x7fffffffffffffffULL) > 0x7ff0000000000000ULL)
-                u = 0x7ff8000000000000ULL;
-            break;
-        case T_F32: {
-            uint32_t v;
-            memcpy(&v, p, 4);
-            u = (v & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : v;
-        } break;
-        case T_F16:
-        case T_BF16: {
-            uint16_t v;
-            memcpy(&v, p, 2);
-            const unsigned inf = o->t == T_F16 ? 0x7c00u : 0x7f80u;
-            u = (v & 0x7fffu) > inf ? (o->t == T_F16 ? 0x7e00u : 0x7fc0u) : v;
-        } break;
-        case T_U8:
-            u = *p;
-            break;
-        }
+        const uint64_t u = canon(o, x);
         for (size_t i = 0; i < w; i++)
             stage[k++] = (unsigned char)(u >> (8 * i));
         if (k > sizeof stage - 8) {
@@ -413,8 +420,24 @@ static void digest(kase *k, int nthreads, char hex[65])
     sha256_hex(&h, hex);
 }
 
+/* test_bits --dump NAME: every operand's elements as hashed, after the
+ * call on the set in use (ATTNPY_ISA), one thread: two machines' dumps
+ * side by side show where a digest differs                             */
+static void dump(kase *k)
+{
+    char hex[65];
+    digest(k, 1, hex);
+    static const char *const role[] = {"in", "out", "inout"};
+    printf("%s on %s: %s\n", k->name, attn_isa_name(), hex);
+    for (int i = 0; i < k->nop; i++)
+        for (size_t x = 0; x < k->op[i].n; x++)
+            printf("%d %s %zu %llx\n", i, role[k->role[i]], x,
+                   (unsigned long long)canon(&k->op[i], x));
+}
+
 /* the sets this machine runs, picked once by main                      */
 static int g_print, g_nsets, g_sets[16];
+static const char *g_dump; /* --dump NAME                            */
 static size_t g_ncases, g_ndigests, g_seen[4096];
 static size_t g_differ[16], g_amx_own_cases, g_amx_own_differ;
 static double g_cpu[16]; /* clock() seconds per set: every thread's   */
@@ -440,6 +463,12 @@ static void run_kase(kase *k, int random, int base)
 {
     char got[65], ref[65], amx1[65] = "";
     g_ncases++;
+    if (g_dump) {
+        if (strcmp(k->name, g_dump) == 0)
+            dump(k);
+        k_free(k);
+        return;
+    }
     if (g_print) {
         attn_set_isa("portable");
         digest(k, 1, got);
@@ -902,8 +931,13 @@ static const char *dtn(attn_dtype dt, attn_store st)
 static void sprinkle(opnd *o)
 {
     static const double sp[] = {INFINITY, -INFINITY, NAN, 1e4, -3e4, 0.0};
-    for (size_t i = 0; i < 6 && o->B * o->R * o->C > 0; i++)
-        op_set(o, irand(o->B), irand(o->R), irand(o->C), sp[i]);
+    for (size_t i = 0; i < 6 && o->B * o->R * o->C > 0; i++) {
+        /* one draw a statement: the order of a call's arguments is the
+         * compiler's (gcc for x86-64 and for AArch64 differ)            */
+        const size_t b = irand(o->B);
+        const size_t r = irand(o->R);
+        op_set(o, b, r, irand(o->C), sp[i]);
+    }
 }
 
 static int call_softmax(kase *k, const attn_exec *ex, sha256_ctx *h)
@@ -1565,8 +1599,14 @@ int main(int argc, char **argv)
 {
     const clock_t t0 = clock();
     g_print = argc > 1 && strcmp(argv[1], "--print") == 0;
-    const int count = argc > 1 && !g_print ? atoi(argv[1]) : 4;
+    if (argc > 2 && strcmp(argv[1], "--dump") == 0)
+        g_dump = argv[2];
+    const int count = argc > 1 && !g_print && !g_dump ? atoi(argv[1]) : 4;
     attn__min_flops_per_thread = 0; /* use threads even on tiny problems */
+    if (g_dump) {
+        battery();
+        return 0;
+    }
     if (g_print) {
         if (attn_set_isa("portable") != 0) {
             fprintf(stderr, "test_bits: no portable set\n");
