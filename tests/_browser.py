@@ -25,13 +25,15 @@ def close(p, browser):
     p.stop()
 
 
-def new_page(browser, width, height, requests=False):
+def new_page(browser, width, height, requests=False, **options):
     """A page whose ``errors`` list records uncaught exceptions and console
     errors and, with ``requests``, failed requests and HTTP errors (each
-    test asserts the list is empty)."""
-    pg = browser.new_page(viewport={"width": width, "height": height})
+    test asserts the list is empty); `options` go to Playwright's
+    ``new_page`` (``color_scheme``, ``is_mobile``, ...)."""
+    pg = browser.new_page(viewport={"width": width, "height": height}, **options)
     pg.errors = []
-    pg.on("pageerror", lambda e: pg.errors.append(f"uncaught: {e}"))
+    # the stack says whose code threw (front ends have errors of their own)
+    pg.on("pageerror", lambda e: pg.errors.append(f"uncaught: {e} {getattr(e, 'stack', '') or ''}"))
     pg.on("console", lambda m: m.type == "error"
           and pg.errors.append(f"console: {m.text}"))
     if requests:

@@ -1,9 +1,11 @@
 """Shared pytest setup: run against the checkout's attnpy, put tests/ on
 sys.path for the shared helpers (_arrays, _grad_np, _interrupt, fuzz_calls,
-_registry, _browser) that the test folders import, restore global state
-(thread count, kernel path) after every test, keep what outlives a test
-module out of the garbage collector's full passes, and one headless
-Chromium for the browser tests (launched only when one of them runs)."""
+_registry, _browser, _oracle) that the test folders import, restore global
+state (thread count, kernel path) after every test, keep what outlives a
+test module out of the garbage collector's full passes, torch's results
+stored or computed (``--oracle``, the ``torch_oracle`` fixture:
+tests/_oracle.py), and one headless Chromium for the browser tests
+(launched only when one of them runs)."""
 import gc
 import os
 import sys
@@ -23,6 +25,15 @@ def pytest_addoption(parser):
         help="full counts: 100,000 calls per leak check instead of 5,000, "
              "60 random problems per C test program instead of their "
              "default 6-8 (a step of .ci/run; docs/guide/testing.md)")
+    parser.addoption(
+        "--oracle", default="stored",
+        choices=("stored", "live", "check", "record"),
+        help="torch's results for the torch_oracle fixture: stored (the "
+             "fast suite: tests/data/oracle, no torch needed), live "
+             "(computed now and compared with the stored ones), check "
+             "(live, and no stored entry left unread), record (computed "
+             "and written); live, check and record run only the tests "
+             "that ask torch (tests/_oracle.py, tools/make_oracle_refs.py)")
 
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -31,6 +42,56 @@ for _p in (TESTS, ROOT):          # ROOT ends up first
     if _p in sys.path:
         sys.path.remove(_p)
     sys.path.insert(0, _p)
+
+
+def pytest_configure(config):
+    import _oracle
+    config._oracle_store = _oracle.Store(config.getoption("--oracle"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """--oracle live / check / record: only the tests that ask torch (the
+    torch_oracle fixture, or the oracle marker)."""
+    if config.getoption("--oracle") == "stored":
+        return
+    keep, drop = [], []
+    for item in items:
+        uses = ("torch_oracle" in getattr(item, "fixturenames", ())
+                or item.get_closest_marker("oracle") is not None)
+        (keep if uses else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_sessionfinish(session, exitstatus):
+    store = session.config._oracle_store
+    for msg in store.finish():
+        print("\n" + msg)
+    if store.mode == "check" and not session.config.option.collectonly:
+        unread = store.unread()
+        if unread:
+            print(f"\ntorch_oracle: {len(unread)} stored entries no test "
+                  f"read (stale: remake with tools/make_oracle_refs.py), "
+                  f"e.g. {unread[:5]}")
+            session.exitstatus = 1
+
+
+@pytest.fixture
+def torch_oracle(request):
+    """torch_oracle(name, compute, *inputs): torch's result for this test,
+    stored or computed (tests/_oracle.py)."""
+    store = request.config._oracle_store
+    # the module that defines the test (tests imported by another module
+    # share its entries)
+    module = request.node.function.__module__.rsplit(".", 1)[-1]
+
+    live_only = request.node.get_closest_marker("oracle") is not None
+
+    def get(name, compute, *inputs):
+        return store.get(module, request.node.name, name, compute, inputs,
+                         live_only)
+    return get
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -4,7 +4,7 @@
                               [--backward] [--repeat N] [--threads N]
 
 Times ``attnpy.attention`` with each instruction set this CPU runs
-(``attnpy._core.set_isa``: portable, avx2, avx512, neon) and the tutorial's
+(``attnpy.isas()``, set by ``attnpy.set_isa``) and the tutorial's
 ``scaled_dot_product_attention`` (attnpy.bench.tutorial.tutorial_sdpa), interleaved
 (one call of each per round, so that load on the machine hits them alike),
 and prints each one's median time, GFLOP/s (4 B H L S E flops; half for
@@ -21,11 +21,7 @@ import time
 import numpy as np
 
 import attnpy
-from attnpy import _core
 from attnpy.bench.tutorial import tutorial_causal_mask, tutorial_sdpa
-
-ISAS = ("baseline", "portable", "avx2", "avx512", "amx", "neon")
-
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -47,14 +43,14 @@ def main(argv=None):
     if a.threads:
         attnpy.set_num_threads(a.threads)
     mask = tutorial_causal_mask(L) if a.causal else None
-    before = _core.isa()
+    before = attnpy.get_isa()
     if a.backward:
         out, lse = attnpy.attention(Q, K, V, causal=a.causal, return_lse=True)
         dout = rng.standard_normal(out.shape).astype(a.dtype)
 
     def run_isa(name):
         def f():
-            _core.set_isa(name)
+            attnpy.set_isa(name)
             if a.backward:
                 attnpy.attention_backward(dout, Q, K, V, out, lse,
                                           causal=a.causal)
@@ -63,11 +59,7 @@ def main(argv=None):
         return f
 
     calls = {}
-    for name in ISAS:  # the paths this build and CPU run, narrowest first
-        try:
-            _core.set_isa(name)
-        except ValueError:
-            continue
+    for name in reversed(attnpy.isas()):  # this CPU's sets, narrowest first
         calls[name] = run_isa(name)
     isas = list(calls)
     if not a.backward:
@@ -82,7 +74,7 @@ def main(argv=None):
                 f()
                 times[name].append(time.perf_counter() - t0)
     finally:
-        _core.set_isa(before)
+        attnpy.set_isa(before)
     flops = ((10.0 if a.backward else 4.0) * B * H * L * L * E
              * (0.5 if a.causal else 1.0))
     med = {n: statistics.median(t) for n, t in times.items()}

@@ -35,6 +35,7 @@ rm -rf docs/_build/html docs/api/generated
 start=$(date +%s)
 "$PY" -m sphinx -W -q -b html docs docs/_build/html
 echo "build_docs.sh: site built in $(( $(date +%s) - start )) s: docs/_build/html/index.html"
+# -m: the suite's addopts leave the browser marker out
 ATTNPY_DOCS_HTML=docs/_build/html "$PY" -m pytest -q -p no:cacheprovider \
-    tests/docs "$@"
+    -m "browser or not browser" tests/docs "$@"
 echo "build_docs.sh: screenshots in docs/_build/screenshots/"

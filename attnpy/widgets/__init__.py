@@ -1,13 +1,17 @@
-"""attnpy.widgets: the two interactive attention figures for notebooks.
+"""attnpy.widgets: the interactive attention figures for notebooks.
 
 - :func:`playground`: six keys in a plane, a query you drag, the weights.
 - :func:`attention_matrix`: the attention matrix of a short sentence.
+- :func:`head_view`: a model's attention weights, layer by layer, head by
+  head.
 
-Both are anywidget widgets (JupyterLab, Notebook 7, VS Code, Colab; needs
-``pip install "attnpy[widget]"``). In a kernel every number they show is
-computed by :func:`attnpy.explain`; ``save_html`` writes a page that runs
-the same formulas in the browser, with no kernel and no network.
-This module imports anywidget only when a figure is made.
+They are anywidget widgets (needs ``pip install "attnpy[widget]"``; the
+front ends tested are listed in the guide). In a kernel every number the
+first two show is computed by :func:`attnpy.explain`, and computed in the
+browser with the same formulas (and said so) while the kernel has not
+answered for the state drawn; ``save_html`` writes a page that runs those
+formulas in the browser, with no kernel and no network. This module
+imports anywidget only when a figure is made.
 """
 import math
 
@@ -48,11 +52,19 @@ def playground(tokens=_model.TOKENS, keys=None, query=(1.0, 0.5), *,
 
     The head-width control ``d`` (2, 16, 64, 512) appends ``d - 2`` fixed
     random coordinates (standard normal, rounded to 3 decimals) to the
-    query and to every key: the scores then spread like ``sqrt(d)``, and
-    with the scale switched off the softmax turns one-hot, so the largest
-    gradient that softmax's Jacobian ``diag(y) - y y^T`` sends to a key
-    other than the argmax falls towards 0 -- the figure's table shows it
-    for every ``d``. The 1/sqrt(d) scale keeps the weights spread.
+    query and to every key. The plane cannot draw them, so the table
+    splits each score into its plane part ``qx*kx + qy*ky`` and the rest
+    (the hidden coordinates' part): the weights are the softmax of their
+    sum times the scale, at every ``d``. The scores spread like
+    ``sqrt(d)``, and with the scale switched off the softmax turns
+    one-hot, so the largest gradient that softmax's Jacobian
+    ``diag(y) - y y^T`` sends to a key other than the argmax falls towards
+    0 -- the figure's second table shows it for every ``d``; with the
+    1/sqrt(d) scale it stays far from 0.
+
+    In a kernel the numbers come from :func:`attnpy.explain`; while the
+    kernel has not answered for the state drawn (or after a restart) the
+    browser computes them with the same formulas and says so.
 
     With the default keys, pointing the query at a key gives that key most
     of the weight; with the query on "cat", "sat" (perpendicular) scores
@@ -117,11 +129,13 @@ def attention_matrix(X=None, *, scores=None, tokens=None, causal=False,
                      show="weights", row=None, size=None):
     """The attention matrix of a sentence: click rows, toggle mask and view.
 
-    Rows are queries, columns keys, each cell the weight that query gives
-    that key (or its score). Click a row to highlight its query; the
-    buttons switch between the softmax weights and the raw scores, and the
-    causal mask on and off (masked cells -- the upper triangle -- are
-    blanked). The last column is each row's sum: 1.000 for the weights.
+    Rows are queries, columns keys, numbered from 0 as Python indexes
+    them; each cell is the weight that query gives that key (or its
+    score). Click a row to highlight its query; the buttons switch between
+    the softmax weights and the scores the softmax sees, and the causal
+    mask on and off (masked cells -- the upper triangle -- get weight 0;
+    their scores show as -inf). With the weights, the last column is each
+    row's sum, 1.000; a row of scores has no sum worth showing.
 
     Without `X` or `scores` it shows "the cat sat on the mat" with these
     hand-crafted, plausible scores (rows: queries, columns: keys):
@@ -210,4 +224,101 @@ def attention_matrix(X=None, *, scores=None, tokens=None, causal=False,
                                       size=_size(fn, size, 560), caption=caption)
 
 
-__all__ = ["playground", "attention_matrix"]
+def head_view(weights, tokens=None, *, layer=0, head=None, causal=None, size=None):
+    """A model's attention heads: pick a layer and a head, hover a token.
+
+    Queries are listed on the left, keys on the right, and each (query,
+    key) pair is a line as opaque as its weight. Hover (or focus, with the
+    keyboard) a query to see where it attends, a key to see what attends to
+    it; the hovered token's weights are written beside the tokens. The
+    menus pick the layer and the head, or all heads overlaid (a colour a
+    head). The causal triangle marks, dashed, the lines to keys after their
+    query -- the ones a causal model masks -- and says how much of the
+    weight they hold (0 for a decoder's weights).
+
+    Every number shown is one of `weights`, to 3 decimals: nothing is
+    computed, so the figure needs no kernel once drawn, and ``save_html``
+    writes a page with the weights inside.
+
+    Parameters
+    ----------
+    weights : array_like or AttentionTrace
+        Shape (layers, heads, T, T), (heads, T, T) or (T, T), finite and
+        non-negative; or a trace from :func:`attnpy.explain` (its
+        ``.weights``, its tokens and its causal flag). float32 weights stay
+        float32.
+    tokens : sequence of str or str, optional
+        The T token labels (a string is split on whitespace). Default: the
+        trace's tokens, or 0..T-1.
+    layer : int, optional
+        The layer shown first.
+    head : int or None, optional
+        The head shown first; None overlays all heads.
+    causal : bool or None, optional
+        Show the causal triangle. None: on when every weight above the
+        diagonal is 0 (a causal model's weights).
+    size : int, optional
+        The figure's widest width in pixels (default 720).
+
+    Returns
+    -------
+    HeadView
+        A widget: ``.layer``, ``.head``, ``.causal`` (read/write),
+        ``.weights`` (the array given, 4-D), ``.tokens``,
+        ``.save_html(path)``; its text form prints the shown weights.
+
+    Examples
+    --------
+    >>> import numpy as np, attnpy
+    >>> X = np.random.default_rng(0).standard_normal((2, 4, 8))   # 2 heads, 4 tokens
+    >>> t = attnpy.explain(X, X, X, causal=True, tokens="the cat sat down")
+    >>> hv = attnpy.head_view(t, head=1)
+    >>> hv.weights.shape, hv.causal
+    ((1, 2, 4, 4), True)
+    >>> print(hv)                                       # doctest: +NORMALIZE_WHITESPACE
+    attnpy.head_view: 1 layers x 2 heads, 4 tokens; layer 0, head 1
+    query \\ key  0 the  1 cat  2 sat  3 down
+    0 the        1.000  0.000  0.000   0.000
+    1 cat        0.080  0.920  0.000   0.000
+    2 sat        0.036  0.020  0.944   0.000
+    3 down       0.083  0.065  0.041   0.811
+    """
+    fn = "head_view"
+    from ..teach import AttentionTrace
+    if isinstance(weights, AttentionTrace):
+        trace = weights
+        weights = trace.weights
+        if tokens is None:
+            tokens = trace.tokens
+        if causal is None and trace.causal:
+            causal = True
+    w = np.asarray(weights)
+    if w.dtype not in (np.float32, np.float64):
+        w = w.astype(np.float64)
+    if w.ndim not in (2, 3, 4) or w.shape[-1] != w.shape[-2] or w.shape[-1] < 1 or 0 in w.shape:
+        raise ValueError(f"{fn}: weights must have shape (layers, heads, T, T), (heads, T, T) "
+                         f"or (T, T), got weights.shape={w.shape}")
+    w = w.reshape((1,) * (4 - w.ndim) + w.shape)
+    if not np.isfinite(w).all() or (w < 0).any():
+        raise ValueError(f"{fn}: weights must be finite and non-negative")
+    w = np.array(w)                       # our own copy, read-only
+    w.setflags(write=False)
+    L, H, T, _ = w.shape
+    if tokens is None:
+        tokens = [str(i) for i in range(T)]
+    tokens = tokens.split() if isinstance(tokens, str) else [str(s) for s in tokens]
+    if len(tokens) != T:
+        raise ValueError(f"{fn}: {len(tokens)} tokens for T={T} (weights.shape={w.shape})")
+    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < L:
+        raise ValueError(f"{fn}: layer must be an int in 0..{L - 1}, got {layer!r}")
+    if head is not None and (isinstance(head, bool) or not isinstance(head, (int, np.integer))
+                             or not 0 <= head < H):
+        raise ValueError(f"{fn}: head must be None or an int in 0..{H - 1}, got {head!r}")
+    if causal is None:
+        causal = bool((np.triu(w, 1) == 0).all())
+    return _classes().HeadView(w, tokens=tokens, layer=int(layer),
+                               head=None if head is None else int(head), causal=bool(causal),
+                               size=_size(fn, size, 720))
+
+
+__all__ = ["playground", "attention_matrix", "head_view"]

@@ -90,8 +90,14 @@ def playground_state(query, keys, extras, scaled, dim):
                      "sqrt": math.sqrt(d),
                      "grad_scaled": nonargmax_gradient(on.weights[0]),
                      "grad_unscaled": nonargmax_gradient(off.weights[0]),
+                     "max_scaled": float(on.weights[0].max()),
                      "max_unscaled": float(off.weights[0].max())})
+    # a score's two parts, as the figure prints them: the plane's two
+    # coordinates (what it draws) and the other dim - 2 (what it does not)
+    plane = K[:, :2] @ Q[0, :2]
+    rest = K[:, 2:] @ Q[0, 2:]
     return {"scores": t.scores[0].tolist(), "scale": t.scale,
+            "plane_scores": plane.tolist(), "rest_scores": rest.tolist(),
             "scaled_scores": t.scaled[0].tolist(),
             "weights": t.weights[0].tolist(), "output": t.output[0].tolist(),
             "demo": demo}
@@ -113,11 +119,10 @@ def matrix_inputs(X, scores):
 
 
 def matrix_state(Q, K, V, scale, causal):
-    """The pre-softmax scores, the weights and the shown rows' sums."""
+    """The pre-softmax scores, the weights and the weights' row sums."""
     t = explain(Q, K, V, scale=scale, causal=bool(causal))
     allowed = t.mask
     scores = t.scaled
     return {"scores": scores.tolist(), "weights": t.weights.tolist(),
             "allowed": allowed.tolist(),
-            "score_sums": np.where(allowed, scores, 0.0).sum(-1).tolist(),
             "weight_sums": t.weights.sum(-1).tolist()}

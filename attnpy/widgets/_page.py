@@ -18,8 +18,10 @@ def _read(name):
 
 
 def esm(widget):
-    """The ES module anywidget loads for `widget` ("playground"/"matrix")."""
-    return _read("common.js") + "\n" + _read(f"{widget}.js")
+    """The ES module anywidget loads for `widget` ("playground", "matrix",
+    "heads"): the shared helpers, the formulas (used whenever the kernel's
+    numbers are not for the state drawn) and the figure."""
+    return _read("common.js") + "\n" + _read("compute.js") + "\n" + _read(f"{widget}.js")
 
 
 def css():
@@ -34,15 +36,19 @@ def _script_json(value):
 
 def page(widget, state, title):
     """The text of a self-contained HTML page showing `widget` in `state`."""
-    code = esm(widget) + "\n" + _read("compute.js") + "\n" + _read("standalone.js")
-    compute = {"playground": "computePlayground", "matrix": "computeMatrix"}[widget]
+    code = esm(widget) + "\n" + _read("standalone.js")
+    compute = {"playground": "computePlayground", "matrix": "computeMatrix",
+               "heads": "computeNothing"}[widget]
+    state = dict(state, _source="page")
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(title)}</title>
 <style>
 body {{ margin: 16px; background: #ffffff; }}
+@media (prefers-color-scheme: dark) {{ body {{ background: #181818; }} }}
 {css()}
 </style>
 </head>
@@ -53,7 +59,7 @@ const code = {_script_json(code)};
 const state = {_script_json(state)};
 const url = URL.createObjectURL(new Blob([code], {{type: "text/javascript"}}));
 const mod = await import(url);
-const model = mod.localModel(state, mod.{compute});
+const model = mod.localModel(state, (s) => ({{_numbers: mod.{compute}(s)}}));
 mod.default.render({{model, el: document.getElementById("attnpy-root")}});
 </script>
 </body>

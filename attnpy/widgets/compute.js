@@ -34,7 +34,7 @@ function nonargmaxGradient(y) {
 }
 
 function lift(state, dim) {
-  const e = state.extras, [qx, qy] = state.query;
+  const e = state._extras, [qx, qy] = state.query;
   const q = [qx, qy, ...e[0].slice(0, dim - 2)];
   const K = state.key_xy.map((k, j) => [k[0], k[1], ...e[j + 1].slice(0, dim - 2)]);
   return [q, K];
@@ -42,10 +42,13 @@ function lift(state, dim) {
 
 function attendOne(q, K, V, scale) {
   const scores = K.map((k) => dot(q, k));
+  // a score's two parts: the plane's coordinates and the other d - 2
+  const plane = K.map((k) => q[0] * k[0] + q[1] * k[1]);
+  const rest = K.map((k) => dot(q.slice(2), k.slice(2)));
   const scaled = scores.map((s) => s * scale);
   const weights = softmaxRow(scaled);
   const output = [0, 1].map((c) => weights.reduce((a, w, j) => a + w * V[j][c], 0));
-  return {scores, scaled, weights, output};
+  return {scores, plane, rest, scaled, weights, output};
 }
 
 export function computePlayground(state) {
@@ -59,19 +62,22 @@ export function computePlayground(state) {
     const on = at(d, true), off = at(d, false);
     return {dim: d, spread: std(on.scores), sqrt: Math.sqrt(d),
       grad_scaled: nonargmaxGradient(on.weights), grad_unscaled: nonargmaxGradient(off.weights),
-      max_unscaled: Math.max(...off.weights)};
+      max_scaled: Math.max(...on.weights), max_unscaled: Math.max(...off.weights)};
   });
   return {_scores: now.scores, _scaled_scores: now.scaled, _weights: now.weights,
+    _plane_scores: now.plane, _rest_scores: now.rest,
     _output: now.output, _scale: state.scaled ? 1 / Math.sqrt(state.dim) : 1, _demo: demo};
 }
 
 export function computeMatrix(state) {
-  const {Q, K, causal} = state;
-  const scale = state.scale === null ? 1 / Math.sqrt(Q[0].length) : state.scale;
+  const {Q, K} = state._inputs, causal = state.causal;
+  const scale = state._inputs.scale === null ? 1 / Math.sqrt(Q[0].length) : state._inputs.scale;
   const scores = Q.map((q) => K.map((k) => dot(q, k) * scale));
   const allowed = scores.map((r, i) => r.map((_, j) => !causal || j <= i));
   const weights = scores.map((r, i) => softmaxRow(r, allowed[i]));
-  const rowSum = (r, i) => r.reduce((a, v, j) => a + (allowed[i][j] ? v : 0), 0);
-  return {_scores: scores, _weights: weights, _allowed: allowed,
-    _score_sums: scores.map(rowSum), _weight_sums: weights.map(rowSum)};
+  const rowSum = (r) => r.reduce((a, v) => a + v, 0);
+  return {_scores: scores, _weights: weights, _allowed: allowed, _weight_sums: weights.map(rowSum)};
 }
+
+// the head view's saved page: the weights are the page's data, nothing to compute
+export function computeNothing() { return {}; }

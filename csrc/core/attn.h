@@ -120,18 +120,17 @@ typedef struct {
  *     once, to nearest even; lse stays float.
  *   - The block plan (query block, key block, keys per chunk) comes from
  *     the compute type, never from the storage, and every conversion is
- *     exact: on the paths with fused multiply-add a 16-bit call gives
- *     exactly the bits of the float call on the upcast inputs, rounded
- *     once (tests/c/test_half16.c, every instruction set).
- *   - One exception: bfloat16 q AND k with an even E on the AVX-512 path
- *     of a CPU with AVX512-BF16 take their scores from vdpbf16ps (pairs
- *     of features per step): close to the float call, not its bits.
- *     attn_sdpa_backward recomputes those scores by the same pair chain,
- *     so the backward's P is built from the forward's very scores.
+ *     exact: a 16-bit call gives exactly the bits of the float call on
+ *     the upcast inputs, rounded once (tests/c/test_half16.c, every
+ *     instruction set), float16 and bfloat16 alike.
+ *   - The exception is opt-in: on the "amx" set (attn_set_isa) bfloat16
+ *     q and k with E % 32 == 0 take their scores from AMX tiles, and
+ *     bfloat16 v with Ev % 16 == 0 its P V: close to the float call, not
+ *     its bits. attn_sdpa_backward recomputes those scores by the same
+ *     tiles, so the backward's P is built from the forward's very scores.
  *   - Batch invariance holds for them as for float: a row's result is the
  *     same bits whatever else is in the call (decoded alone or inside a
- *     long Q, any thread count, split or not), the bfloat16 pair path
- *     included (both of its score kernels run the same pair chain).
+ *     long Q, any thread count, split or not), "amx" included.
  */
 typedef struct {
     attn_dtype dtype;

@@ -94,7 +94,8 @@ static PyObject *core_set_isa(PyObject *Py_UNUSED(mod), PyObject *arg)
     return PyUnicode_FromString(attn_isa_name());
 }
 
-/* isas(): the usable sets, best first, as (name, opt_in) pairs          */
+/* isas(): every set of the core's list, best first, as (name, opt_in,
+ * usable here) triples: the one list tests and tools read             */
 static PyObject *core_isas(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(arg))
 {
     PyObject *list = PyList_New(0);
@@ -103,10 +104,9 @@ static PyObject *core_isas(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(arg))
     const char *name;
     int usable, opt_in;
     for (size_t i = 0; attn_isa_info(i, &name, &usable, &opt_in) == 0; i++) {
-        if (!usable)
-            continue;
-        PyObject *item = Py_BuildValue("(sO)", name,
-                                       opt_in ? Py_True : Py_False);
+        PyObject *item = Py_BuildValue("(sOO)", name,
+                                       opt_in ? Py_True : Py_False,
+                                       usable ? Py_True : Py_False);
         if (!item || PyList_Append(list, item) < 0) {
             Py_XDECREF(item);
             Py_DECREF(list);

@@ -6,7 +6,8 @@ that of PyTorch's scaled_dot_product_attention in the same dtype on the
 same inputs. Torch's errors were measured once by
 tools/measure_16bit_errors.py on exactly the inputs made here (same
 shapes, same seeds); they are the TORCH_ERR constants below, so the fast
-suite needs no torch. The slow test re-measures torch side by side.
+suite needs no torch. The test marked oracle (CI's oracle step)
+re-measures torch side by side.
 
 A result can do no better than the float64 answer rounded once to its
 dtype; where torch's error is below that (it can be, by luck, on a few
@@ -278,12 +279,12 @@ def test_dask(case, name):
     check(got, reference_out(Q, K, V, kw), torch_key(case, name), name, what="dask")
 
 
-@pytest.mark.slow
+@pytest.mark.oracle
 @pytest.mark.parametrize("name", DTYPES)
 def test_torch_side_by_side(name):
     """Re-measure torch on the same inputs (the tool's code): attnpy is no
     worse than torch today, and TORCH_ERR still holds torch's figures."""
-    import torch  # noqa: F401 (the test extra has it; the tool uses it)
+    import torch  # noqa: F401 (the oracle extra has it; the tool uses it)
     tool = importlib.import_module("tools.measure_16bit_errors")
     for row in tool.measure(name):
         if row["torch"] is None:

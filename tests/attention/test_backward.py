@@ -4,14 +4,15 @@
 - the gradients against central finite differences of the reference
   forward pass in float64 (relative error < 1e-6), against the reference
   twin (1e-12 float64, float32 within the forward pass's tolerance) and
-  against torch autograd through scaled_dot_product_attention, over shapes,
+  against torch autograd through scaled_dot_product_attention (its results
+  stored: tests/_oracle.py), over shapes,
   masks, biases, both causal alignments, every fully_masked policy,
   broadcast K/V (one K/V head for 4 query heads), strided/transposed
   inputs, on every instruction set;
 - the same bits with 1, 2 and 7 threads (more threads than work items);
 - dq=/dk=/dv= are filled, clear errors for mismatched dout/out/lse;
-- P rebuilt from the forward's very scores (float16, bfloat16 Q and K:
-  the pair chain on AVX512-BF16), bit for bit;
+- P rebuilt from the forward's very scores (float16, bfloat16 Q and K;
+  on the opt-in "amx" set, the AMX tiles' scores), bit for bit;
 - the reference twin's gradients in the inputs' dtypes, as attnpy's.
 """
 import numpy as np
@@ -146,29 +147,40 @@ def test_finite_differences(seed):
         assert err < 1e-6, err
 
 
-def test_torch_autograd():
-    import torch  # a test dependency (the [test] extra)
-    rng = np.random.default_rng(5)
-    for causal in (False, True):
-        Q = rng.standard_normal((2, 4, 50, 16))
-        K, V = rng.standard_normal((2, 2, 4, 60, 16))
-        mask = rng.random((50, 60)) < 0.8
-        mask[:, 0] = True                       # no fully masked row
-        kw = dict(causal="bottom_right" if causal else False, mask=mask)
-        out, lse, dout = _fwd_bwd(Q, K, V, **kw)
-        dQ, dK, dV = attnpy.attention_backward(dout, Q, K, V, out, lse, **kw)
-        tq, tk, tv = (torch.tensor(x, requires_grad=True) for x in (Q, K, V))
-        tmask = torch.tensor(mask)
-        if causal:                               # bottom_right explicitly
-            tmask = tmask & torch.tensor(attnpy.causal_mask(
-                50, 60, align="bottom_right"))
-        to = torch.nn.functional.scaled_dot_product_attention(
-            tq, tk, tv, attn_mask=tmask)
-        to.backward(torch.tensor(dout))
-        np.testing.assert_allclose(out, to.detach().numpy(), atol=1e-12)
-        for g, t in ((dQ, tq), (dK, tk), (dV, tv)):
-            np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-10,
-                                       atol=1e-11)
+def _torch_sdpa_grads(Q, K, V, mask, dout):
+    """torch's SDPA output and autograd gradients (dQ, dK, dV)."""
+    import torch  # the oracle extra; a test dependency, never skipped
+    tq, tk, tv = (torch.tensor(x, requires_grad=True) for x in (Q, K, V))
+    to = torch.nn.functional.scaled_dot_product_attention(
+        tq, tk, tv, attn_mask=torch.tensor(mask))
+    to.backward(torch.tensor(dout))
+    return (to.detach().numpy(), tq.grad.numpy(), tk.grad.numpy(),
+            tv.grad.numpy())
+
+
+# both against torch itself in CI's oracle step; the causal one (the mask
+# and the bottom_right diagonal) in the fast suite too, against torch's
+# stored results (tests/_oracle.py)
+@pytest.mark.parametrize("causal", [pytest.param(False,
+                                                 marks=pytest.mark.oracle),
+                                    True])
+def test_torch_autograd(torch_oracle, causal):
+    rng = np.random.default_rng(5 + causal)
+    Q = rng.standard_normal((2, 4, 50, 16))
+    K, V = rng.standard_normal((2, 2, 4, 60, 16))
+    mask = rng.random((50, 60)) < 0.8
+    mask[:, 0] = True                           # no fully masked row
+    kw = dict(causal="bottom_right" if causal else False, mask=mask)
+    out, lse, dout = _fwd_bwd(Q, K, V, **kw)
+    dQ, dK, dV = attnpy.attention_backward(dout, Q, K, V, out, lse, **kw)
+    tmask = mask
+    if causal:                                  # bottom_right explicitly
+        tmask = mask & attnpy.causal_mask(50, 60, align="bottom_right")
+    t_out, tq, tk, tv = torch_oracle("sdpa", _torch_sdpa_grads, Q, K, V,
+                                     tmask, dout)
+    np.testing.assert_allclose(out, t_out, atol=1e-12)
+    for g, t in ((dQ, tq), (dK, tk), (dV, tv)):
+        np.testing.assert_allclose(g, t, rtol=1e-10, atol=1e-11)
 
 
 @pytest.mark.parametrize("isa", ISAS)

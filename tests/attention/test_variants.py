@@ -8,7 +8,10 @@ Three oracles, each independent of the others:
 * torch.nn.functional.scaled_dot_product_attention given the equivalent
   explicit boolean mask (window, causal) and additive bias (ALiBi), with
   enable_gqa=True for GQA, or, for soft-capping, which torch's SDPA lacks,
-  an explicit torch score function; torch autograd for the gradients;
+  an explicit torch score function; torch autograd for the gradients.
+  Hypothesis' cases against torch itself run in CI's oracle step (marked
+  oracle); the fast suite checks 60 seeded cases of the same kind against
+  torch's results stored in tests/data/oracle (tests/_oracle.py);
 * identities: GQA equals attention on repeated K/V heads, a block of
   queries cut from a longer sequence with pos_shift equals that block of
   the whole.
@@ -18,7 +21,6 @@ docs/user/variants.md, not with the reference's helpers.
 """
 import numpy as np
 import pytest
-import torch
 from hypothesis import given, settings, strategies as st
 
 import attnpy
@@ -29,45 +31,75 @@ POLICIES = ("zero", "uniform", "nan")
 SETTINGS = dict(max_examples=60, deadline=None, derandomize=True)
 
 
-@st.composite
-def cases(draw, dtypes=(np.float32, np.float64), policies=POLICIES):
+class _Draws:
+    """The case's choices from hypothesis (draw) or from a NumPy Generator."""
+
+    def __init__(self, draw=None, rng=None):
+        self.draw, self.rng = draw, rng
+
+    def integer(self, lo, hi):
+        if self.draw is not None:
+            return self.draw(st.integers(lo, hi))
+        return int(self.rng.integers(lo, hi, endpoint=True))
+
+    def choice(self, values):
+        if self.draw is not None:
+            return self.draw(st.sampled_from(values))
+        return values[int(self.rng.integers(len(values)))]
+
+    def boolean(self):
+        if self.draw is not None:
+            return self.draw(st.booleans())
+        return self.choice((False, True))
+
+    def side(self, S):
+        """None or a window side in 0..S + 2."""
+        if self.draw is not None:
+            return self.draw(st.one_of(st.none(), st.integers(0, S + 2)))
+        return None if self.boolean() else self.integer(0, S + 2)
+
+
+def make_case(d, dtypes=(np.float32, np.float64), policies=POLICIES):
     """(Q, K, V, kw): random shapes and a random combination of variants,
-    mask, bias, causal and fully_masked."""
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    dtype = draw(st.sampled_from(dtypes))
-    B, Hkv, g = draw(st.integers(1, 2)), draw(st.integers(1, 2)), \
-        draw(st.integers(1, 3))
-    L, S = draw(st.integers(0, 9)), draw(st.integers(0, 11))
-    E, Ev = draw(st.integers(1, 8)), draw(st.integers(1, 6))
+    mask, bias, causal and fully_masked, chosen by d (a _Draws)."""
+    rng = np.random.default_rng(d.integer(0, 2**32 - 1))
+    dtype = d.choice(dtypes)
+    B, Hkv, g = d.integer(1, 2), d.integer(1, 2), d.integer(1, 3)
+    L, S = d.integer(0, 9), d.integer(0, 11)
+    E, Ev = d.integer(1, 8), d.integer(1, 6)
     H = Hkv * g
-    gqa = draw(st.booleans())
-    kv_heads = Hkv if gqa else draw(st.sampled_from((1, H)))
+    gqa = d.boolean()
+    kv_heads = Hkv if gqa else d.choice((1, H))
     Q = random_array(rng, (B, H, L, E), dtype)
     K = random_array(rng, (B, kv_heads, S, E), dtype)
     V = random_array(rng, (B, kv_heads, S, Ev), dtype)
-    kw = dict(enable_gqa=gqa, fully_masked=draw(st.sampled_from(policies)),
-              causal=draw(st.sampled_from((False, True, "bottom_right"))))
-    side = st.one_of(st.none(), st.integers(0, S + 2))
-    if draw(st.booleans()):
-        kw["window"] = (draw(side), draw(side))
-    if draw(st.booleans()):
-        shape = draw(st.sampled_from(((H,), (B, H), (1,), (B, 1))))
+    kw = dict(enable_gqa=gqa, fully_masked=d.choice(policies),
+              causal=d.choice((False, True, "bottom_right")))
+    if d.boolean():
+        kw["window"] = (d.side(S), d.side(S))
+    if d.boolean():
+        shape = d.choice(((H,), (B, H), (1,), (B, 1)))
         kw["alibi_slopes"] = rng.uniform(0.0, 1.0, shape).astype(dtype)
-    if draw(st.booleans()):
-        kw["softcap"] = draw(st.sampled_from((0.5, 2.0, 30.0)))
-    if draw(st.booleans()):
-        shape = draw(st.sampled_from(((L, S), (H, L, S), (B, 1, L, S),
-                                      (B, 1, 1, S))))
+    if d.boolean():
+        kw["softcap"] = d.choice((0.5, 2.0, 30.0))
+    if d.boolean():
+        shape = d.choice(((L, S), (H, L, S), (B, 1, L, S), (B, 1, 1, S)))
         kw["mask"] = rng.random(shape) < 0.8
-    if draw(st.booleans()):
-        shape = draw(st.sampled_from(((L, S), (B, H, L, S), (1, L, S))))
+    if d.boolean():
+        shape = d.choice(((L, S), (B, H, L, S), (1, L, S)))
         kw["bias"] = random_array(rng, shape, dtype)
-    if draw(st.booleans()):
+    if d.boolean():
         kw["scale"] = 0.3
     # the binding copes with any layout: Q in a random one
-    Q = dict(layouts(Q))[draw(st.sampled_from(("contiguous", "fortran",
-                                               "transposed", "reversed")))]
+    Q = dict(layouts(Q))[d.choice(("contiguous", "fortran", "transposed",
+                                   "reversed"))]
     return Q, K, V, kw
+
+
+@st.composite
+def cases(draw, dtypes=(np.float32, np.float64), policies=POLICIES):
+    """make_case's cases as a hypothesis strategy."""
+    return make_case(_Draws(draw=draw), dtypes, policies)
 
 
 def close(a, b, dtype, factor=1.0):
@@ -178,6 +210,7 @@ def explicit(L, S, kw):
 def torch_attention(Q, K, V, kw, dout):
     """torch's output and autograd gradients (dQ, dK, dV, dbias) of the same
     attention, fully masked rows given 0 (fully_masked="zero")."""
+    import torch  # the oracle extra; a test dependency, never skipped
     L, S = Q.shape[-2], K.shape[-2]
     allowed, add = explicit(L, S, kw)
     gqa = kw.get("enable_gqa", False)
@@ -219,6 +252,16 @@ def torch_attention(Q, K, V, kw, dout):
     return o.detach().numpy(), grads
 
 
+def check_vs_torch(out, lse, grads_of, Q, K, V, kw, dout, t_out, t_grads):
+    """out and the gradients grads_of(out, lse) against torch's."""
+    np.testing.assert_allclose(out, t_out, rtol=1e-10, atol=1e-12)
+    grads = grads_of(dout, Q, K, V, out, lse,
+                     bias_grad=kw.get("bias") is not None, **kw)
+    for g, t in zip(grads, t_grads):
+        np.testing.assert_allclose(g, t, rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.oracle
 @settings(**SETTINGS)
 @given(cases(dtypes=(np.float64,), policies=("zero",)))
 def test_reference_vs_torch(case):
@@ -226,13 +269,11 @@ def test_reference_vs_torch(case):
     out, lse = ref.attention(Q, K, V, return_lse=True, **kw)
     dout = random_array(np.random.default_rng(2), out.shape)
     t_out, t_grads = torch_attention(Q, K, V, kw, dout)
-    np.testing.assert_allclose(out, t_out, rtol=1e-10, atol=1e-12)
-    grads = ref.attention_backward(dout, Q, K, V, out, lse,
-                                   bias_grad=kw.get("bias") is not None, **kw)
-    for g, t in zip(grads, t_grads):
-        np.testing.assert_allclose(g, t, rtol=1e-9, atol=1e-11)
+    check_vs_torch(out, lse, ref.attention_backward, Q, K, V, kw, dout,
+                   t_out, t_grads)
 
 
+@pytest.mark.oracle
 @settings(**SETTINGS)
 @given(cases(dtypes=(np.float64,), policies=("zero",)))
 def test_attnpy_vs_torch(case):
@@ -240,11 +281,29 @@ def test_attnpy_vs_torch(case):
     out, lse = attnpy.attention(Q, K, V, return_lse=True, **kw)
     dout = random_array(np.random.default_rng(3), out.shape)
     t_out, t_grads = torch_attention(Q, K, V, kw, dout)
-    np.testing.assert_allclose(out, t_out, rtol=1e-10, atol=1e-12)
-    grads = attnpy.attention_backward(
-        dout, Q, K, V, out, lse, bias_grad=kw.get("bias") is not None, **kw)
-    for g, t in zip(grads, t_grads):
-        np.testing.assert_allclose(g, t, rtol=1e-9, atol=1e-11)
+    check_vs_torch(out, lse, attnpy.attention_backward, Q, K, V, kw, dout,
+                   t_out, t_grads)
+
+
+def _torch_flat(Q, K, V, kw, dout):
+    o, grads = torch_attention(Q, K, V, kw, dout)
+    return (o, *grads)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_reference_and_attnpy_vs_stored_torch(torch_oracle, seed):
+    """The two tests above on 60 seeded cases, against torch's stored
+    results (tests/_oracle.py)."""
+    Q, K, V, kw = make_case(_Draws(rng=np.random.default_rng(seed)),
+                            dtypes=(np.float64,), policies=("zero",))
+    out, lse = ref.attention(Q, K, V, return_lse=True, **kw)
+    dout = random_array(np.random.default_rng(1000 + seed), out.shape)
+    t_out, *t_grads = torch_oracle("sdpa", _torch_flat, Q, K, V, kw, dout)
+    check_vs_torch(out, lse, ref.attention_backward, Q, K, V, kw, dout,
+                   t_out, t_grads)
+    out, lse = attnpy.attention(Q, K, V, return_lse=True, **kw)
+    check_vs_torch(out, lse, attnpy.attention_backward, Q, K, V, kw, dout,
+                   t_out, t_grads)
 
 
 # ---- identities ---------------------------------------------------------

@@ -1,14 +1,16 @@
 """The benchmark's 16-bit rows and its blocked sampling on small shapes: a
 row is timed beside attnpy float32 and torch in the same dtype, a 16-bit
 call attnpy refuses prints as refused (its targets FAIL, nothing crashes),
-a wrong 16-bit result is caught and not timed. No timing is asserted."""
+a wrong 16-bit result is caught and not timed. No timing is asserted.
+The rows run without torch (--skip torch: the fast suite) and with it
+(CI's oracle step, marked oracle: the torch column must run there)."""
 import numpy as np
 import pytest
-import torch  # noqa: F401  (a test dependency: the torch column must run)
 
 import attnpy
 from attnpy import bench
 from attnpy.bench import bits16, timing
+from test_bench_decode import _env as _env_cfg   # (env, cfg), torch or not
 
 KINDS = [("decode", lambda env, cfg, d: bits16.decode_row(env, cfg, 1, (1, 2, 1, 16), 256, d)),
          ("forward", lambda env, cfg, d: bits16.forward_row(env, cfg, 1, (1, 2, 32, 16),
@@ -19,17 +21,25 @@ KINDS = [("decode", lambda env, cfg, d: bits16.decode_row(env, cfg, 1, (1, 2, 1,
 
 @pytest.fixture
 def env_cfg():
-    # idle pauses of 0.01 s instead of 0.12 s (no timing is asserted)
-    args, cfg = bench.cli._parse(["--quick", "--repeat", "1", "--settle", "0.01"])
-    env = bench.env.Env(args)
+    env, cfg = _env_cfg(torch=False)
     yield env, cfg
     env.close()
 
 
+@pytest.mark.parametrize("torch", [
+    pytest.param(False, id="no torch"),
+    pytest.param(True, id="torch", marks=pytest.mark.oracle)])
 @pytest.mark.parametrize("kind,make", KINDS, ids=[k for k, _ in KINDS])
 @pytest.mark.parametrize("dtype", bits16.DTYPES16)
-def test_row_is_timed_or_says_why_not(env_cfg, capsys, kind, make, dtype):
-    env, cfg = env_cfg
+def test_row_is_timed_or_says_why_not(capsys, kind, make, dtype, torch):
+    env, cfg = _env_cfg(torch)
+    try:
+        _check_row(env, cfg, capsys, kind, make, dtype, torch)
+    finally:
+        env.close()
+
+
+def _check_row(env, cfg, capsys, kind, make, dtype, torch):
     r = make(env, cfg, dtype)
     bits16.print_row(r)
     out = capsys.readouterr().out
@@ -39,13 +49,21 @@ def test_row_is_timed_or_says_why_not(env_cfg, capsys, kind, make, dtype):
         assert "results" not in r
     else:
         assert r["guard"]["ok"], r["guard"]["why"]
-        assert set(r["results"]) == {dtype, "float32", "torch " + dtype}
+        assert set(r["results"]) == {dtype, "float32"} | (
+            {"torch " + dtype} if torch else set())
         assert np.isclose(r["vs_f32"], r["ms"]["float32"] / r["ms"][dtype])
-        assert np.isclose(r["vs_torch"], r["ms"]["torch " + dtype] / r["ms"][dtype])
-    ts = bits16.targets16([r], bf16_cpu=True)
+        if torch:
+            assert np.isclose(r["vs_torch"], r["ms"]["torch " + dtype] / r["ms"][dtype])
+        else:
+            assert r["vs_torch"] is None and "(no torch)" in out
+    ts = bits16.targets16([r], amx=True)
     want = {"decode": 2, "forward": 2 + (dtype == "bfloat16"), "backward": 1}[kind]
     assert len(ts) == want
-    assert all(t["status"] in ("PASS", "FAIL") for t in ts)
+    for t in ts:
+        if "vs torch" in t["target"] and not torch and "refused" not in r:
+            assert t["status"] == "N/A" and t["measured"] == "torch not run"
+        else:
+            assert t["status"] in ("PASS", "FAIL"), t
     if "refused" in r:
         assert all(t["status"] == "FAIL" and "refuses" in t["measured"] for t in ts)
 

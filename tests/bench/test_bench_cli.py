@@ -259,7 +259,7 @@ def test_only_runs_the_named_parts(capsys):
     assert bench.main(["--only", "nonsense"]) == 2
 
 
-@pytest.mark.slow     # CI's full-counts step; the CLI's smoke test stays fast
+@pytest.mark.oracle   # torch's column: CI's oracle step (the oracle extra)
 def test_backward_part_on_small_shapes(capsys):
     """Forward + backward rows: attnpy, torch autograd and the NumPy
     backward timed side by side, gradients compared with torch's."""
@@ -299,7 +299,7 @@ def test_dask_part_on_a_small_cluster(capsys):
     assert r["partial_task_s"] > 0 and r["merge_task_s"] >= 0
 
 
-@pytest.mark.slow     # CI's full-counts step; the CLI's smoke test stays fast
+@pytest.mark.oracle   # torch's column: CI's oracle step (the oracle extra)
 def test_variants_part_on_small_shapes(capsys):
     """The variants rows: GQA, ALiBi, soft-cap against torch with the
     equivalent explicit inputs (checked before timing)."""

@@ -4,12 +4,6 @@
  * results). The storages are timed in turn, rep after rep, in one
  * process, so a load change hits them alike; prints medians and the
  * ratios float time / 16-bit time (> 1: the 16-bit call is faster).
- On a CPU with AVX512-BF16 the bfloat16 call runs twice: "bf16 vdp"
- * (vdpbf16ps in every score kernel) and "bf16" (their FMA twins in query
- * blocks; the default where vdpbf16ps is timed the slower, dp_choice.c);
- * the two outputs must be the same bits. A last call, "bf16 fma", has
- * bfloat16 K and V but a float Q holding the same values: the bfloat16
- * call without the pair chain (the float path's scores on converted K).
  *
  * Build (the extension's flags) and run, from the repository root:
  *   cc -O3 -std=c11 -ffp-contract=off -pthread -Icsrc/core \
@@ -32,7 +26,6 @@
 #include <time.h>
 
 #include "attn.h"
-#include "attention/kern.h"
 #include "half.h"
 
 /* seconds on clock id: CLOCK_MONOTONIC (wall), or the process's CPU
@@ -76,11 +69,8 @@ static void bench(size_t B, size_t H, size_t L, size_t S, size_t E,
                   attn_causal causal, int nt, int reps)
 {
     const size_t BH = B * H;
-#define NV_ 5
-    const attn_store sts[NV_] = {ATTN_ST_NATIVE, ATTN_ST_F16, ATTN_ST_BF16,
-                                 ATTN_ST_BF16, ATTN_ST_BF16};
-    const int mode[NV_] = {ATTN_DP_FMA, ATTN_DP_FMA, ATTN_DP_FMA,
-                           ATTN_DP_FMA, ATTN_DP_VDP};
+#define NV_ 3
+    const attn_store sts[NV_] = {ATTN_ST_NATIVE, ATTN_ST_F16, ATTN_ST_BF16};
     attn_problem p[NV_];
     void *bufs[NV_][4];
     ptrdiff_t *bq = malloc(BH * sizeof *bq), *bk = malloc(BH * sizeof *bk);
@@ -103,30 +93,16 @@ static void bench(size_t B, size_t H, size_t L, size_t S, size_t E,
         p[s].scale = 1.0 / sqrt((double)E);
         p[s].causal = causal;
     }
-    /* bf16 fma: Q as floats with the bfloat16 values of call 2's Q */
-    float *qf = filled(BH * L * E, ATTN_ST_NATIVE, 0.0, 0.0);
-    for (size_t i = 0; i < BH * L * E; i++)
-        qf[i] = attn_load_f32(ATTN_ST_BF16, bufs[2][0], (ptrdiff_t)i);
-    free(bufs[3][0]);
-    bufs[3][0] = qf;
-    p[3].q.data = qf, p[3].q.store = ATTN_ST_NATIVE;
     attn_exec ex = {nt, NULL, NULL};
     double *t[NV_], *c[NV_];
     for (int s = 0; s < NV_; s++) {
         t[s] = malloc((size_t)reps * sizeof(double));
         c[s] = malloc((size_t)reps * sizeof(double));
     }
-    for (int s = 0; s < NV_; s++) { /* warm up */
-        attn__dpbf16_mode = mode[s];
+    for (int s = 0; s < NV_; s++) /* warm up */
         attn_sdpa(&p[s], &ex);
-    }
-    if (memcmp(bufs[2][3], bufs[4][3], BH * L * E * 2) != 0) {
-        fprintf(stderr, "bench_half: bf16 and bf16 vdp differ\n");
-        exit(1);
-    }
     for (int r = 0; r < reps; r++)
         for (int s = 0; s < NV_; s++) {
-            attn__dpbf16_mode = mode[s];
             const double t0 = now(), c0 = cpu_now();
             if (attn_sdpa(&p[s], &ex) != ATTN_OK) {
                 fprintf(stderr, "bench_half: attn_sdpa failed\n");
@@ -143,18 +119,12 @@ static void bench(size_t B, size_t H, size_t L, size_t S, size_t E,
         cmed[s] = c[s][reps / 2];
     }
     printf("(B,H,L,E)=(%zu,%zu,%zu,%zu) S=%zu causal=%d threads=%d: "
-           "f32 %.3f ms  f16 %.3f ms  bf16 %.3f ms  bf16 vdp %.3f ms  "
-           "bf16 fma %.3f ms\n    f32/f16 %.2fx  f32/bf16 %.2fx  "
-           "f32/bf16vdp %.2fx  f32/bf16fma %.2fx\n", B, H, L, E, S,
-           (int)causal, nt, med[0] * 1e3, med[1] * 1e3, med[2] * 1e3,
-           med[4] * 1e3, med[3] * 1e3, med[0] / med[1], med[0] / med[2],
-           med[0] / med[4], med[0] / med[3]);
-    printf("    cpu time: f32 %.3f ms  f16 %.3f ms  bf16 %.3f ms  bf16 vdp "
-           "%.3f ms  bf16 fma %.3f ms\n    cpu f32/f16 %.2fx  f32/bf16 %.2fx"
-           "  f32/bf16vdp %.2fx  f32/bf16fma %.2fx\n", cmed[0] * 1e3,
-           cmed[1] * 1e3, cmed[2] * 1e3, cmed[4] * 1e3, cmed[3] * 1e3,
-           cmed[0] / cmed[1], cmed[0] / cmed[2], cmed[0] / cmed[4],
-           cmed[0] / cmed[3]);
+           "f32 %.3f ms  f16 %.3f ms  bf16 %.3f ms\n    f32/f16 %.2fx  "
+           "f32/bf16 %.2fx\n", B, H, L, E, S, (int)causal, nt, med[0] * 1e3,
+           med[1] * 1e3, med[2] * 1e3, med[0] / med[1], med[0] / med[2]);
+    printf("    cpu time: f32 %.3f ms  f16 %.3f ms  bf16 %.3f ms\n    cpu "
+           "f32/f16 %.2fx  f32/bf16 %.2fx\n", cmed[0] * 1e3, cmed[1] * 1e3,
+           cmed[2] * 1e3, cmed[0] / cmed[1], cmed[0] / cmed[2]);
     fflush(stdout);
     for (int s = 0; s < NV_; s++) {
         free(t[s]);

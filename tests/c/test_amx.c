@@ -45,7 +45,8 @@ static uint16_t rnd_bf16(int tiny)
     return (uint16_t)(sign | e << 7 | man);
 }
 
-/* x with a subnormal read as (signed) 0: vdpbf16ps's DAZ / FTZ */
+/* x with a subnormal read as (signed) 0: the AMX scores run under DAZ
+ * and FTZ (tile_amx.h)                                                  */
 static float ftz(float x)
 {
     return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x;

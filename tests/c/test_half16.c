@@ -167,23 +167,18 @@ static size_t op_far(const opnd *got, const opnd *want, const char *what,
     return bad;
 }
 
-/* the scores of this call come from vdpbf16ps (sdpa.c: bfloat16 Q and K,
- * even E, AVX-512 on a CPU with AVX512_BF16) or AMX tiles, or its P V
- * from AMX tiles ("amx", bfloat16 V, Ev % 16 == 0): close to the float
- * call's, not the same bits                                             */
+/* the scores of this call come from AMX tiles (the opt-in "amx" set:
+ * bfloat16 Q and K, E % 32 == 0, E <= 256), or its P V (bfloat16 V, Ev
+ * % 16 == 0, Ev <= 256): close to the float call's, not the same bits;
+ * every other call on every set gives the float call's bits           */
 static int dp_path(attn_store sq, attn_store sk, attn_store sv, size_t E,
                    size_t Ev)
 {
-#if ATTN_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
-    const int amx = strcmp(attn_isa_name(), "amx") == 0;
-    return ((strcmp(attn_isa_name(), "avx512") == 0 || amx)
-            && (attn__x86_features() & ATTN_X86_AVX512_BF16)
-            && sq == ATTN_ST_BF16 && sk == ATTN_ST_BF16 && E % 2 == 0)
-           || (amx && sv == ATTN_ST_BF16 && Ev % 16 == 0);
-#else
-    (void)sq, (void)sk, (void)sv, (void)E, (void)Ev;
-    return 0;
-#endif
+    if (strcmp(attn_isa_name(), "amx") != 0)
+        return 0;
+    return (sq == ATTN_ST_BF16 && sk == ATTN_ST_BF16 && E % 32 == 0
+            && E <= 256)
+           || (sv == ATTN_ST_BF16 && Ev % 16 == 0 && Ev <= 256);
 }
 
 static attn_store pick_store(int native_ok)

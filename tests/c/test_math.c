@@ -20,12 +20,14 @@
  *      per-lane loops), the soft-fma ones only in 3.; and the results
  *      against glibc's double functions (the error in float ulps; the
  *      double functions err by < 1 double ulp, 2^-29 float ulp). Minutes
- *      on two threads: CI's full-counts step runs it (test_c_core.py).
+ *      on two threads: CI's full-counts step runs every 8th chunk of it
+ *      (test_c_core.py).
  *
- *   test_math [N] [--exhaustive] [--refs FILE]
+ *   test_math [N] [--exhaustive[=K]] [--refs FILE]
  *       N: the size of the random part (default 6: 6 x 4096 inputs a
  *       function and set; CI's full counts 60). FILE: default
- *       tests/data/math_refs.txt beside this source.
+ *       tests/data/math_refs.txt beside this source. K: every K-th chunk
+ *       of 4096 inputs only (CI: 8, about a minute; all: about 9).
  *
  * NaN results compare equal to any NaN (the payload is the platform's).
  */
@@ -476,9 +478,10 @@ typedef struct {
 } ex_job;
 
 #define EX_CHUNK 4096
-#ifndef EX_PART /* -DEX_PART=k: every k-th chunk only (to time a sample) */
-#define EX_PART 1
-#endif
+/* --exhaustive=K: every K-th chunk of EX_CHUNK consecutive bit patterns
+ * (every exponent, sign and NaN range is still visited; CI's full-counts
+ * step: K = 8); --exhaustive: all of them                               */
+static uint64_t ex_part = 1;
 #define EX_SLOW_STRIDE 16 /* the slow builds: every 16th input */
 
 /* the instantiations the exhaustive run checks on every input (the
@@ -517,7 +520,7 @@ static void ex_run(ex_job *j)
     ex_sets(fast, &nfast, slow, &nslow);
     float x[EX_CHUNK], r[EX_CHUNK], y[EX_CHUNK], xs[EX_CHUNK / EX_SLOW_STRIDE],
         rs[EX_CHUNK / EX_SLOW_STRIDE], ys[EX_CHUNK / EX_SLOW_STRIDE];
-    for (uint64_t b = j->lo; b < j->hi; b += EX_CHUNK * (uint64_t)EX_PART) {
+    for (uint64_t b = j->lo; b < j->hi; b += EX_CHUNK * ex_part) {
         size_t n = 0;
         for (; n < EX_CHUNK && b + n < j->hi; n++) {
             float v = from32((uint32_t)(b + n));
@@ -592,7 +595,12 @@ static void test_exhaustive(void)
     const math_set *fast[8], *slow[8];
     int nfast, nslow;
     ex_sets(fast, &nfast, slow, &nslow);
-    printf("every float input (2^32): %s", fast[0]->name);
+    if (ex_part > 1)
+        printf("every float input in every %lluth chunk of %d (2^32 / %llu): %s",
+               (unsigned long long)ex_part, EX_CHUNK,
+               (unsigned long long)ex_part, fast[0]->name);
+    else
+        printf("every float input (2^32): %s", fast[0]->name);
     for (int s = 1; s < nfast; s++)
         printf(", %s", fast[s]->name);
     printf(" on all of them, bit for bit; ");
@@ -661,6 +669,12 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--exhaustive"))
             exhaustive = 1;
+        else if (!strncmp(argv[i], "--exhaustive=", 13)) {
+            exhaustive = 1;
+            ex_part = strtoull(argv[i] + 13, NULL, 10);
+            if (ex_part < 1)
+                ex_part = 1;
+        }
         else if (!strcmp(argv[i], "--refs") && i + 1 < argc)
             snprintf(refs, sizeof refs, "%s", argv[++i]);
         else

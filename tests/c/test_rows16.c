@@ -11,8 +11,9 @@
  * (float32, float16, bfloat16; outputs too, and vector outputs such as
  * dweight), random layouts (offset tables, row strides, column strides 1,
  * 2 and -1), in place where the kernel allows it, and 1 to 3 threads with
- * chunks shrunk so that small problems have many. Also: the row
- * conversions (row16.c: F16C on unit-stride rows) against half.h over
+ * chunks shrunk so that small problems have many. Also: the storage
+ * layer's row conversions (rows/rows.c, the set's vector code on
+ * unit-stride rows) against half.h over
  * every 16-bit pattern and many floats, and ATTN_EINVAL for a 16-bit
  * operand in a float64 call or an unknown storage.
  *

@@ -1,5 +1,5 @@
-"""float32 gelu and gelu_backward (the vector rows of csrc/core/layer/
-act_avx2.c on x86 with AVX2 + FMA, libm elsewhere) against the float64
+"""float32 gelu and gelu_backward (layer/act_tmpl.h's rows, the same bits
+on every instruction set) against the float64
 path: accuracy over the whole range including the far negative tail,
 special values, and the same bits for every memory layout."""
 import math

@@ -1,12 +1,13 @@
 """rms_norm, silu, swiglu and their backward functions: against PyTorch
-(F.rms_norm, F.silu, autograd), against their NumPy twins in
-attnpy.reference over every layout and dtype of tests/_arrays.py, against
-finite differences; out= and in place; the same bits for any thread
-count; errors that name the function, the argument and the shapes."""
+(F.rms_norm, F.silu, autograd; the fast suite against torch's results
+stored in tests/data/oracle, tests/_oracle.py, on all but the largest
+shapes, which CI's oracle step checks against torch itself), against their
+NumPy twins in attnpy.reference over every layout and dtype of
+tests/_arrays.py, against finite differences; out= and in place; the same
+bits for any thread count; errors that name the function, the argument
+and the shapes."""
 import numpy as np
 import pytest
-import torch
-import torch.nn.functional as F
 
 import attnpy
 from attnpy import reference as R
@@ -20,65 +21,96 @@ def _tol(dtype, scale=1):
     return dict(rtol=rtol * scale, atol=atol * scale, equal_nan=True)
 
 
-def _t(a):
-    return torch.from_numpy(np.ascontiguousarray(a))
+def _torch():
+    """torch and torch.nn.functional (the oracle extra; a test dependency,
+    never skipped) and a NumPy-to-torch converter."""
+    import torch
+    return torch, torch.nn.functional, \
+        lambda a: torch.from_numpy(np.ascontiguousarray(a))
 
 
 # ---------------------------------------------------------------------------
 # against PyTorch
 # ---------------------------------------------------------------------------
 
+def _torch_rms_norm(x, dy, w, eps):
+    torch, F, _t = _torch()
+    tx = _t(x).requires_grad_()
+    tw = _t(w).requires_grad_() if w is not None else None
+    ty = F.rms_norm(tx, (x.shape[-1],), weight=tw, eps=eps)
+    ty.backward(_t(dy))
+    return (ty.detach().numpy(), tx.grad.numpy(),
+            None if tw is None else tw.grad.numpy())
+
+
+# (shape, eps); the largest shape against torch itself, in CI's oracle step
+RMS_CASES = [((7,), 1e-6), ((3, 5, 64), 1e-5),
+             pytest.param((2, 576), 1e-5, marks=pytest.mark.oracle),
+             ((4, 1), 0.1)]
+
+
+@pytest.mark.parametrize("shape,eps", RMS_CASES)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("with_weight", [False, True])
-def test_rms_norm_and_backward_match_torch(dtype, with_weight):
-    rng = np.random.default_rng(0)
-    for shape, eps in [((7,), 1e-6), ((3, 5, 64), 1e-5), ((2, 576), 1e-5),
-                       ((4, 1), 0.1)]:
-        x = (rng.standard_normal(shape) * 3).astype(dtype)
-        dy = rng.standard_normal(shape).astype(dtype)
-        w = rng.standard_normal(shape[-1]).astype(dtype) if with_weight \
-            else None
-        tx = _t(x).requires_grad_()
-        tw = _t(w).requires_grad_() if with_weight else None
-        ty = F.rms_norm(tx, (shape[-1],), weight=tw, eps=eps)
-        ty.backward(_t(dy))
-        y = attnpy.rms_norm(x, eps, weight=w)
-        dx, dw = attnpy.rms_norm_backward(dy, x, eps, weight=w)
-        assert y.dtype == dx.dtype == dw.dtype == dtype
-        scale = 4 if dtype == np.float32 else 1
-        np.testing.assert_allclose(y, ty.detach().numpy(),
-                                   **_tol(dtype, scale), err_msg=str(shape))
-        np.testing.assert_allclose(dx, tx.grad.numpy(), **_tol(dtype, 8 * scale),
-                                   err_msg=str(shape))
-        if with_weight:
-            np.testing.assert_allclose(dw, tw.grad.numpy(),
-                                       **_tol(dtype, 8 * scale))
+def test_rms_norm_and_backward_match_torch(torch_oracle, dtype, with_weight,
+                                           shape, eps):
+    rng = np.random.default_rng([0, len(shape), shape[-1]])
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    dy = rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal(shape[-1]).astype(dtype) if with_weight \
+        else None
+    ty, tdx, tdw = torch_oracle("rms_norm", _torch_rms_norm, x, dy, w, eps)
+    y = attnpy.rms_norm(x, eps, weight=w)
+    dx, dw = attnpy.rms_norm_backward(dy, x, eps, weight=w)
+    assert y.dtype == dx.dtype == dw.dtype == dtype
+    scale = 4 if dtype == np.float32 else 1
+    np.testing.assert_allclose(y, ty, **_tol(dtype, scale),
+                               err_msg=str(shape))
+    np.testing.assert_allclose(dx, tdx, **_tol(dtype, 8 * scale),
+                               err_msg=str(shape))
+    if with_weight:
+        np.testing.assert_allclose(dw, tdw, **_tol(dtype, 8 * scale))
 
 
+def _torch_silu_swiglu(gate, up, dy):
+    torch, F, _t = _torch()
+    tg, tu = _t(gate).requires_grad_(), _t(up).requires_grad_()
+    ty = F.silu(tg) * tu
+    ty.backward(_t(dy))
+    return (F.silu(_t(gate)).numpy(), ty.detach().numpy(), tg.grad.numpy(),
+            tu.grad.numpy())
+
+
+# SmolLM2's FFN width against torch itself, in CI's oracle step; a width
+# with vector tails against the stored results
+@pytest.mark.parametrize("width", [67, pytest.param(1536,
+                                                    marks=pytest.mark.oracle)])
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-def test_silu_swiglu_and_backward_match_torch(dtype):
+def test_silu_swiglu_and_backward_match_torch(torch_oracle, dtype, width):
     rng = np.random.default_rng(1)
-    shape = (3, 4, 1536)
+    shape = (3, 4, width)
     gate = (rng.standard_normal(shape) * 4).astype(dtype)
     gate.flat[:6] = [-200.0, -50.0, -1e-30, 0.0, 50.0, 200.0]
     up = rng.standard_normal(shape).astype(dtype)
     dy = rng.standard_normal(shape).astype(dtype)
-    tg, tu = _t(gate).requires_grad_(), _t(up).requires_grad_()
-    ty = F.silu(tg) * tu
-    ty.backward(_t(dy))
-    np.testing.assert_allclose(attnpy.silu(gate), F.silu(_t(gate)).numpy(),
-                               **_tol(dtype, 2))
-    np.testing.assert_allclose(attnpy.swiglu(gate, up), ty.detach().numpy(),
-                               **_tol(dtype, 2))
+    t_silu, ty, tdgate, tdup = torch_oracle("silu_swiglu",
+                                            _torch_silu_swiglu, gate, up, dy)
+    np.testing.assert_allclose(attnpy.silu(gate), t_silu, **_tol(dtype, 2))
+    np.testing.assert_allclose(attnpy.swiglu(gate, up), ty, **_tol(dtype, 2))
     dgate, dup = attnpy.swiglu_backward(dy, gate, up)
-    np.testing.assert_allclose(dgate, tg.grad.numpy(), **_tol(dtype, 4))
-    np.testing.assert_allclose(dup, tu.grad.numpy(), **_tol(dtype, 4))
+    np.testing.assert_allclose(dgate, tdgate, **_tol(dtype, 4))
+    np.testing.assert_allclose(dup, tdup, **_tol(dtype, 4))
 
 
-def test_silu_specials_match_torch():
+def _torch_silu(x):
+    torch, F, _t = _torch()
+    return F.silu(_t(x)).numpy()
+
+
+def test_silu_specials_match_torch(torch_oracle):
     x = np.array([-np.inf, -1e4, -88.0, -0.0, 0.0, 1e-40, 88.0, np.inf,
                   np.nan], np.float32)
-    got, want = attnpy.silu(x), F.silu(_t(x)).numpy()
+    got, want = attnpy.silu(x), torch_oracle("silu", _torch_silu, x)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
     # atol: on AVX2 below x = -87.3 e^x is flushed to 0 (silu(-88) is -0

@@ -1,5 +1,6 @@
 """MultiHeadAttention.backward: central finite differences (float64), an
-independent torch autograd oracle, errors.
+independent torch autograd oracle (its results stored: tests/_oracle.py),
+errors.
 
 The layer's backward calls attnpy.attention(..., return_lse=True) and
 attnpy.attention_backward. Here the fixture `attn_grad` installs the
@@ -85,15 +86,17 @@ def test_backward_equals_finite_differences(attn_grad, case, cross,
         assert rel_err(grads[name], fd_grad(loss, w)) < 1e-6, name
 
 
-def _torch_grads(mha, X, mem, mem2, G, mask, causal):
-    """An independent oracle: the layer written in torch, autograd."""
-    import torch  # a test dependency (the [test] extra)
-    t = {n: torch.tensor(getattr(mha, n), requires_grad=True)
-         for n in WEIGHTS}
+def _torch_grads(weights, h, X, mem, mem2, G, mask, causal):
+    """An independent oracle: the layer written in torch, autograd. weights:
+    W_q, W_k, W_v, W_o; h heads. Returns the input gradients (X's, or X's,
+    mem's and mem2's) and then the weights'."""
+    import torch  # the oracle extra; a test dependency, never skipped
+    t = {n: torch.tensor(w, requires_grad=True)
+         for n, w in zip(WEIGHTS, weights)}
     xs = [torch.tensor(a, requires_grad=True) for a in
           ((X, X, X) if mem is None else (X, mem, mem2))]
     x_used = [xs[0]] * 3 if mem is None else xs
-    h, dk = mha.num_heads, mha.d_k
+    dk = weights[0].shape[1] // h
 
     def split(a):
         return a.reshape(*a.shape[:-1], h, dk).transpose(-3, -2)
@@ -109,14 +112,16 @@ def _torch_grads(mha, X, mem, mem2, G, mask, causal):
     P = torch.softmax(s.masked_fill(~allowed, float("-inf")), dim=-1)
     O = (P @ V).transpose(-3, -2).reshape(*X.shape[:-2], L, h * dk)
     (O @ t["W_o"] * torch.tensor(G)).sum().backward()
-    d_in = xs[0].grad.numpy() if mem is None else tuple(
-        x.grad.numpy() for x in xs)
-    return d_in, {n: t[n].grad.numpy() for n in WEIGHTS}
+    d_in = [xs[0].grad.numpy()] if mem is None else [
+        x.grad.numpy() for x in xs]
+    return (*d_in, *(t[n].grad.numpy() for n in WEIGHTS))
 
 
 @pytest.mark.parametrize("cross", [False, True], ids=["self", "cross"])
 @pytest.mark.parametrize("case", ["plain", "causal", "padding"])
-def test_backward_matches_torch_autograd(attn_grad, case, cross):
+def test_backward_matches_torch_autograd(attn_grad, torch_oracle, case,
+                                         cross):
+    """Against the layer in torch (its results stored: tests/_oracle.py)."""
     L, S = 7, (6 if cross else 7)
     mha, X, mem, rng = _layer_and_inputs(11, L, S, cross)
     mem2 = None if mem is None else rng.standard_normal(mem.shape)
@@ -125,9 +130,13 @@ def test_backward_matches_torch_autograd(attn_grad, case, cross):
     G = rng.standard_normal((2, L, 8))
     mha(X, mem, mem2, mask=mask, **opts)
     got = mha.backward(G)
-    want, want_w = _torch_grads(mha, X, mem, mem2, G, mask,
-                                opts.get("causal", False))
-    for a, b in zip(got if cross else (got,), want if cross else (want,)):
+    res = torch_oracle("grads", _torch_grads,
+                       tuple(getattr(mha, n) for n in WEIGHTS),
+                       mha.num_heads, X, mem, mem2, G, mask,
+                       opts.get("causal", False))
+    want, want_w = res[:-4], dict(zip(WEIGHTS, res[-4:]))
+    assert mha.d_k == X.shape[-1] // mha.num_heads
+    for a, b in zip(got if cross else (got,), want):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
     for n in WEIGHTS:
         np.testing.assert_allclose(mha.grads[n], want_w[n], rtol=1e-10,

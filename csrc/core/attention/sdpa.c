@@ -118,16 +118,12 @@ static size_t chunk_keys(const attn_problem *p, size_t BK)
 
 void attn__limits(attn_plan *pl, const attn_problem *p)
 {
-    const ptrdiff_t ps = p->pos_shift;
-    /* the "unbounded" of attn.h: no row's limit ever cuts                */
-    const ptrdiff_t unb = (ptrdiff_t)(p->L + p->S) + (ps < 0 ? -ps : ps) + 1;
+    const attn_band band = attn__var_band(p); /* variants.h */
     pl->qpos = attn__var_qpos(p);
-    pl->windowed = p->window != 0;
-    pl->look_back = pl->windowed ? p->wleft : unb;
-    pl->look_ahead = pl->windowed ? p->wright : unb;
-    if (p->causal != ATTN_CAUSAL_NONE && pl->look_ahead > 0)
-        pl->look_ahead = 0;
-    pl->limited = pl->windowed || p->causal != ATTN_CAUSAL_NONE;
+    pl->windowed = band.windowed;
+    pl->look_back = band.back;
+    pl->look_ahead = band.ahead;
+    pl->limited = band.limited;
     pl->edits_scores = p->softcap > 0 || p->alibi.data != NULL;
 }
 

@@ -13,7 +13,7 @@
  *
  * It defines item<SFX>, merge_item<SFX> (the set's table names them:
  * item_avx2_f32, merge_item_port_f64, ...) and static helpers with the
- * same suffix. A set with micro-kernels of its own (isa/amx.c) defines
+ * same suffix; csrc/core/NAMES.txt lists every such name with its line. A set with micro-kernels of its own (isa/amx.c) defines
  * TILE_HOOKS and the hooks below before including it; the hooks decide
  * from the plan (pl->own_qk, pl->own_pv: its plan hook sets them from
  * (storage, E, Ev) alone), so every other call runs the FMA kernels.

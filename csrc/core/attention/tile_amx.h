@@ -15,7 +15,7 @@
  * opt-in. They hold batch invariance because a sum depends only on its K
  * row, its Q column and the order of the calls, not on the row or column
  * it sits in nor on the tile's other rows (checked in
- * tests/c/test_dpbf16.c): every score is the same sequence -- a tile of
+ * tests/c/test_amx.c): every score is the same sequence -- a tile of
  * zeros, one tdpbf16ps per 32 features from feature 0 up, times scale
  * under DAZ | FTZ -- in every kernel that needs scores: query blocks, a
  * few rows (decoding, K read by rows: no transposes), the weights pass
@@ -167,7 +167,7 @@ static ATTN_INLINE AMXATTR size_t amx_kgroup(const uint16_t *k,
  * with row stride ks halves, features contiguous. Whole 16 x 16 sums go
  * straight from the tiles to st, the rest through a staging tile; scale
  * is applied to st afterwards in one pass (the caller holds DAZ | FTZ,
- * as for the pair chain's product), so the tiles never wait for it.   */
+ * as for every AMX score), so the tiles never wait for it.            */
 static AMXATTR void SFX(amx_scores)(T *st, size_t ldst, size_t ncols,
                                     const uint32_t *qt2, size_t ldq,
                                     size_t nqv, const uint16_t *k,

@@ -4,10 +4,11 @@
  * (not public).
  *
  * Query row i sits at key position i' = i + qpos (attn__var_qpos). The
- * keys causality and the window allow row i to see form one interval
- * [lo, hi) of [0, S) (attn__var_keys); the mask may only remove keys from
- * it. The scores' arithmetic (softcap, bias, ALiBi) is the kernels' own:
- * attn.h fixes its order.
+ * keys causality and the window allow row i to see form one band around
+ * i' (attn__var_band), an interval [lo, hi) of [0, S) (attn__var_keys);
+ * the mask may only remove keys from it. The kernels and the oracles
+ * take both from here. The scores' arithmetic (softcap, bias, ALiBi) is
+ * the kernels' own: attn.h fixes its order.
  */
 #ifndef ATTNPY_ATTN_VARIANTS_H
 #define ATTNPY_ATTN_VARIANTS_H
@@ -26,19 +27,43 @@ static inline ptrdiff_t attn__var_qpos(const attn_problem *p)
     return q;
 }
 
-/* the keys [*lo, *hi) causality and the window allow the query at key
- * position ip (= i + qpos) to see, within [0, S); *lo >= *hi: none      */
+/* The band of keys causality and the window let the query at key
+ * position ip see: ip - back <= j <= ip + ahead (within [0, S)); the ONE
+ * definition the kernels (attn__limits: key blocks skipped, edges
+ * masked) and the oracles (attn__var_keys) read. limited: some row may
+ * be cut (causal or a window). An unbounded side is "past every key":
+ * L + S + |pos_shift| + 1 (attn.h), so ip +- it cannot overflow.        */
+typedef struct {
+    ptrdiff_t back, ahead;
+    int limited, windowed;
+} attn_band;
+
+static inline attn_band attn__var_band(const attn_problem *p)
+{
+    const ptrdiff_t ps = p->pos_shift;
+    const ptrdiff_t unb = (ptrdiff_t)(p->L + p->S) + (ps < 0 ? -ps : ps) + 1;
+    attn_band band;
+    band.windowed = p->window != 0;
+    band.back = band.windowed ? p->wleft : unb;
+    band.ahead = band.windowed ? p->wright : unb;
+    if (p->causal != ATTN_CAUSAL_NONE && band.ahead > 0)
+        band.ahead = 0;
+    band.limited = band.windowed || p->causal != ATTN_CAUSAL_NONE;
+    return band;
+}
+
+/* the keys [*lo, *hi) of the band of the query at key position ip
+ * (= i + qpos), within [0, S); *lo >= *hi: none                          */
 static inline void attn__var_keys(const attn_problem *p, ptrdiff_t ip,
                                   size_t *lo, size_t *hi)
 {
+    const attn_band band = attn__var_band(p);
     ptrdiff_t l = 0, h = (ptrdiff_t)p->S; /* exclusive */
-    if (p->causal != ATTN_CAUSAL_NONE && ip + 1 < h)
-        h = ip + 1;
-    if (p->window) {
-        if (ip + p->wright + 1 < h)
-            h = ip + p->wright + 1;
-        if (ip - p->wleft > l)
-            l = ip - p->wleft;
+    if (band.limited) {
+        if (ip + band.ahead + 1 < h)
+            h = ip + band.ahead + 1;
+        if (ip - band.back > l)
+            l = ip - band.back;
     }
     if (h <= l) {
         *lo = *hi = 0;
@@ -46,12 +71,6 @@ static inline void attn__var_keys(const attn_problem *p, ptrdiff_t ip,
     }
     *lo = (size_t)l;
     *hi = (size_t)h;
-}
-
-/* does any variant restrict the keys a row sees (beyond the mask)?      */
-static inline int attn__var_limits_keys(const attn_problem *p)
-{
-    return p->causal != ATTN_CAUSAL_NONE || p->window;
 }
 
 /* the ALiBi slope of batch item b, in double (0 when ALiBi is off)      */

@@ -19,7 +19,7 @@
 static double FN(row_var)(const T *s, size_t n, double mean)
 {
     double a[8] = {0};
-    LN_LANES(n, {
+    LN_LANES(n, j, l, {
         double d = (double)s[j] - mean;
         a[l] += d * d;
     });
@@ -70,7 +70,7 @@ static void FN(ln_fwd)(void *ctx, size_t r0, size_t r1, double *acc,
             ? attn__row_out(&p->sum, dt, ROW(p->sum, r), buf + 3 * rb) : NULL;
         /* 1 */
         double a[8] = {0};
-        LN_LANES(n, {
+        LN_LANES(n, j, l, {
             T s = x[j];
             if (res && shift)
                 s += res[j] + shift[j];
@@ -126,14 +126,14 @@ static void FN(ln_bwd)(void *ctx, size_t r0, size_t r1, double *acc,
         T *dx = attn__row_out(&p->dx, dt, ROW(p->dx, r), buf + 2 * rb);
         /* 1 */
         double a[8] = {0};
-        LN_LANES(n, a[l] += (double)s[j];);
+        LN_LANES(n, j, l, a[l] += (double)s[j];);
         const double mean = attn__lanes_total(a) / (double)n;
         double rstd, k;
         FN(row_scale)(FN(row_var)(s, n, mean), p->eps, p->eps_in_sqrt, &rstd,
                       &k);
         /* 2 */
         double ag[8] = {0}, agx[8] = {0};
-        LN_LANES(n, {
+        LN_LANES(n, j, l, {
             double xh = ((double)s[j] - mean) * rstd;
             double d = (double)dy[j];
             double g = w ? d * (double)w[j] : d;

@@ -15,7 +15,7 @@
 static double FN(rms_rstd)(const T *x, size_t n, double eps)
 {
     double a[8] = {0};
-    LN_LANES(n, {
+    LN_LANES(n, j, l, {
         double v = (double)x[j];
         a[l] += v * v;
     });
@@ -67,7 +67,7 @@ static void FN(rms_bwd)(void *ctx, size_t r0, size_t r1, double *acc,
         T *dx = attn__row_out(&p->dx, dt, ROW(p->dx, r), buf + 2 * rb);
         const double rstd = FN(rms_rstd)(x, n, p->eps);
         double a[8] = {0};
-        LN_LANES(n, {
+        LN_LANES(n, j, l, {
             double xh = (double)x[j] * rstd;
             double d = (double)dy[j];
             a[l] += (w ? d * (double)w[j] : d) * xh;

@@ -9,21 +9,21 @@
 
 #include <stddef.h>
 
-/* BODY for j = 0 .. n-1 with lane l = j mod 8: whole blocks of 8 with a
+/* BODY for J = 0 .. n-1 with lane L = J mod 8 (the caller names both): whole blocks of 8 with a
  * constant inner trip count, so that the compiler unrolls them and keeps
  * the 8 lane sums in registers (a[j & 7] kept them in memory: a load, an
  * add and a store per element), then the tail. The same sums in the same
  * order as a plain loop over j.                                           */
-#define LN_LANES(n, ...)                                                       \
+#define LN_LANES(n, J, L, ...)                                                 \
     do {                                                                       \
         const size_t nb_ = (n) & ~(size_t)7;                                   \
-        size_t j, l;                                                           \
+        size_t J, L;                                                           \
         for (size_t j0_ = 0; j0_ < nb_; j0_ += 8)                              \
-            for (l = 0; l < 8; l++) {                                          \
-                j = j0_ + l;                                                   \
+            for (L = 0; L < 8; L++) {                                          \
+                J = j0_ + L;                                                   \
                 __VA_ARGS__                                                    \
             }                                                                  \
-        for (j = nb_, l = 0; j < (n); j++, l++) {                              \
+        for (J = nb_, L = 0; J < (n); J++, L++) {                              \
             __VA_ARGS__                                                        \
         }                                                                      \
     } while (0)

@@ -56,7 +56,8 @@ enum {
     ATTN_X86_AVX2_FMA = 1, /* AVX2 + FMA3 + F16C (ymm state enabled)       */
     ATTN_X86_AVX512F = 2,  /* AVX-512F (zmm and opmask state enabled)      */
     ATTN_X86_F16C = 4,     /* vcvtph2ps / vcvtps2ph (set with AVX2_FMA)    */
-    ATTN_X86_AVX512_BF16 = 8, /* vdpbf16ps, vcvtne2ps2bf16 (with AVX512F)  */
+    ATTN_X86_AVX512_BF16 = 8, /* AVX512-BF16 (with AVX512F); AMX-BF16
+                                 CPUs have it                          */
     ATTN_X86_AMX_BF16 = 16 /* AMX tiles and tdpbf16ps (with AVX512F), the
                               tile data granted to the process (Linux) */
 };
