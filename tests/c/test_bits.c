@@ -206,6 +206,17 @@ static void op_fill(opnd *o, double lo, double hi)
                 op_set(o, b, r, c, uni(lo, hi));
 }
 
+/* magnitudes 2^e, e in [elo, ehi], mantissas and signs random        */
+static void op_fill_tiny(opnd *o, int elo, int ehi)
+{
+    for (size_t b = 0; b < o->B; b++)
+        for (size_t r = 0; r < o->R; r++)
+            for (size_t c = 0; c < o->C; c++) {
+                const double m = uni(1, 2) * (irand(2) ? -1 : 1);
+                op_set(o, b, r, c, ldexp(m, elo + (int)irand((size_t)(ehi - elo + 1))));
+            }
+}
+
 /* a result's buffer before each call: one pattern (and untouched
  * elements keep it: the hash covers the whole buffer)                  */
 static void op_sentinel(opnd *o)
@@ -547,6 +558,9 @@ struct sdpa_spec {
     double scale;   /* 0: 1 / sqrt(E)                                     */
     double qamp;    /* Q's values in [-qamp, qamp] (0: 1)                 */
     int special;    /* inf and NaN in some inputs                         */
+    int tiny;       /* Q and K near the bottom of the type's range: the
+                       products and sums subnormal or underflowing to
+                       signed zeros                                       */
     int bwd;        /* 1: the backward too (dq, dk, dv); 2: and dbias     */
     attn_store sdo, sdq, sdk, sdv, sdb;
 };
@@ -626,8 +640,17 @@ static void sdpa_build(kase *k, const sdpa_spec *s, const char *prefix)
     const int want_lse = (s->outs & O_LSE) || s->bwd;
     opnd *ls = k_op(k, want_lse ? R_OUT : R_IN, et(dt, 0), want_lse ? B : 0,
                     L, 1, s->ll, 1);
-    op_fill(q, -qa, qa);
-    op_fill(kk, -1, 1);
+    if (s->tiny) { /* products from 2^-150 (2^-1090) up, some of Q wide */
+        const int d = dt == ATTN_F64 ? 470 : 0;
+        op_fill_tiny(q, -75 - d, -55 - d);
+        op_fill_tiny(kk, -75 - d, -55 - d);
+        for (size_t b = 0; b < B; b++)
+            for (size_t c = 0; c < E && L > 1; c++)
+                op_set(q, b, 1, c, uni(-1, 1));
+    } else {
+        op_fill(q, -qa, qa);
+        op_fill(kk, -1, 1);
+    }
     op_fill(v, -2, 2);
     p->q = am(q), p->k = am(kk), p->v = am(v), p->out = am(o);
     if (s->mask) {
@@ -782,6 +805,13 @@ static const sdpa_spec sdpa_battery[] = {
      .outs = ALL, .fm = FN, .special = 1},
     {"sdpa/f64/special", F64, DIMS(2, 9, 11, 8, 6), .mask = 1, .bias = 1,
      .outs = ALL, .fm = FU, .special = 1},
+    /* subnormal products and partial sums, signed zeros: the scores    */
+    {"sdpa/f32/tiny", F32, DIMS(2, 7, 29, 16, 8), .tiny = 1, .outs = ALL},
+    {"sdpa/f64/tiny", F64, DIMS(2, 7, 29, 16, 8), .tiny = 1, .outs = ALL},
+    {"sdpa/bh/tiny", F32, DIMS(2, 7, 29, 16, 8), ST16(BH), .tiny = 1,
+     .outs = ALL},
+    {"sdpa/f32/tiny-decode", F32, DIMS(1, 2, 1100, 256, 256), .tiny = 1,
+     .outs = O_LSE},
     /* awkward shapes */
     {"sdpa/f32/l1-s1", F32, DIMS(2, 1, 1, 1, 1), .outs = ALL},
     {"sdpa/f64/l1-s1", F64, DIMS(2, 1, 1, 1, 1), .outs = ALL},
@@ -901,6 +931,8 @@ static const sdpa_spec bwd_battery[] = {
      .bwd = 1},
     {"bwd/f32/decode", F32, DIMS(2, 2, 1000, 64, 64), .causal = BR,
      .bwd = 1},
+    {"bwd/f32/tiny", F32, DIMS(2, 7, 29, 16, 8), .tiny = 1, .bwd = 1},
+    {"bwd/f64/tiny", F64, DIMS(2, 7, 29, 16, 8), .tiny = 1, .bwd = 1},
     {"bwd/f32/special", F32, DIMS(2, 9, 11, 8, 6), .mask = 1, .bias = 1,
      .bwd = 2, .fm = FU, .special = 1},
     {"bwd/h/plain", F32, DIMS(2, 13, 29, 16, 16), ST16(H), GR16(H),
@@ -927,11 +959,14 @@ static const char *dtn(attn_dtype dt, attn_store st)
     return st == H ? "h" : st == BH ? "bh" : dt == F64 ? "f64" : "f32";
 }
 
-/* a few inf, -inf and NaN elements, and large ones, in an input        */
+/* a few inf, -inf, NaN, large, -0 and subnormal (float or double)
+ * elements in an input                                                  */
 static void sprinkle(opnd *o)
 {
-    static const double sp[] = {INFINITY, -INFINITY, NAN, 1e4, -3e4, 0.0};
-    for (size_t i = 0; i < 6 && o->B * o->R * o->C > 0; i++) {
+    static const double sp[] = {INFINITY, -INFINITY, NAN,       1e4,
+                                -3e4,     -0.0,      0x1p-140, -0x1p-1060,
+                                0x1.8p-127};
+    for (size_t i = 0; i < 9 && o->B * o->R * o->C > 0; i++) {
         /* one draw a statement: the order of a call's arguments is the
          * compiler's (gcc for x86-64 and for AArch64 differ)            */
         const size_t b = irand(o->B);
@@ -1261,16 +1296,21 @@ static int call_rms_bwd(kase *k, const attn_exec *ex, sha256_ctx *h)
     return 1;
 }
 
+/* tiny: x from 2^-90 to 2^-60 (float: squares below the normal range) */
 static void rms_cases(attn_dtype dt, attn_store st, size_t nrows, size_t n,
-                      int with_weight, double eps)
+                      int with_weight, double eps, int tiny)
 {
     for (int bwd = 0; bwd < 2; bwd++) {
         kase k;
-        k_init(&k, "%s/%s/%zux%zu/eps=%g%s", bwd ? "rms-norm-bwd" : "rms-norm",
-               dtn(dt, st), nrows, n, eps, with_weight ? "/weight" : "");
+        k_init(&k, "%s/%s/%zux%zu/eps=%g%s%s", bwd ? "rms-norm-bwd" : "rms-norm",
+               dtn(dt, st), nrows, n, eps, with_weight ? "/weight" : "",
+               tiny ? "/tiny" : "");
         const etype t = et(dt, st);
         opnd *x = k_op(&k, R_IN, t, 1, nrows, n, L_NEG, 1);
-        op_fill(x, -3, 3);
+        if (tiny)
+            op_fill_tiny(x, -90, -60);
+        else
+            op_fill(x, -3, 3);
         if (nrows > 1)
             for (size_t j = 0; j < n; j++) /* a zero row: rstd = 1/sqrt(eps) */
                 op_set(x, 0, 1, j, 0.0);
@@ -1484,12 +1524,14 @@ static void battery(void)
     act_cases(F32, 0, ATTN_ACT_GELU, 40, 1000, 1, 0);
     act_cases(F64, 0, ATTN_ACT_GELU_TANH, 17, 1000, 1, 0);
     /* RMS norm, SwiGLU                                                 */
-    rms_cases(F32, 0, 7, 13, 1, 1e-6);
-    rms_cases(F64, 0, 7, 13, 0, 1e-5);
-    rms_cases(F32, 0, 40, 1000, 1, 1e-6);
-    rms_cases(F64, 0, 20, 1000, 1, 1e-6);
-    rms_cases(F32, H, 9, 257, 1, 1e-5);
-    rms_cases(F32, BH, 9, 257, 0, 1e-5);
+    rms_cases(F32, 0, 7, 13, 1, 1e-6, 0);
+    rms_cases(F64, 0, 7, 13, 0, 1e-5, 0);
+    rms_cases(F32, 0, 40, 1000, 1, 1e-6, 0);
+    rms_cases(F64, 0, 20, 1000, 1, 1e-6, 0);
+    rms_cases(F32, H, 9, 257, 1, 1e-5, 0);
+    rms_cases(F32, BH, 9, 257, 0, 1e-5, 0);
+    rms_cases(F32, 0, 9, 257, 1, 1e-30, 1);
+    rms_cases(F64, 0, 9, 257, 0, 1e-30, 1);
     glu_cases(F32, 0, 9, 257, 1, 1, 0);
     glu_cases(F64, 0, 9, 257, 1, 1, 1);
     glu_cases(F32, 0, 9, 257, 0, 0, 1);
@@ -1545,6 +1587,7 @@ static void random_case(int i)
     s.softcap = irand(4) == 0 ? 2 + 10 * urand() : 0;
     s.pos = irand(4) == 0 ? (ptrdiff_t)irand(21) - 10 : 0;
     s.special = irand(6) == 0;
+    s.tiny = irand(6) == 0;
     s.bwd = (int)irand(3);
     /* a few seconds at most under valgrind and qemu: shorter S for
      * bigger problems (double: the baseline fma is slow)               */
