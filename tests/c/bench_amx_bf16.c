@@ -1,6 +1,6 @@
 /*
- * bench_amx_bf16.c -- does AMX's tdpbf16ps compute the pair chain of
- * tile_dpbf16.h (vdpbf16ps's arithmetic)? Not a test and not built by
+ * bench_amx_bf16.c -- does AMX's tdpbf16ps compute a pair chain
+ * (vdpbf16ps's arithmetic, no longer in attnpy)? Not a test and not built by
  * tools/c_tests.sh: a probe for the benchmark results. Random 16 x 32
  * bfloat16 tiles (a third of them tiny, so partial sums are subnormal);
  * each of the 16 x 16 results is compared with the chain over its 16

@@ -4,7 +4,8 @@
  *
  *   chain    on every set but "amx" (and on "amx" where E % 32 != 0):
  *            the float call's, bit for bit: acc = 0, then per feature e
- *            acc = fmaf(k[e], q[e], acc) on the widened values (exact),
+ *            acc = fmaf(k[e], q[e], acc) on the widened values (exact;
+ *            simd/fma.h's correctly rounded fmaf on every platform),
  *            on values from 2^-133 to 2^40 so that subnormal products and
  *            partial sums occur
  *   alone    the same bits for a row decoded alone (L = 1) as inside a
@@ -28,6 +29,7 @@
 #include "half.h"
 #include "runtime/isa.h"
 #include "runtime/platform.h"
+#include "simd/fma.h"
 
 /* a bfloat16 pattern: mostly ordinary values, some tiny (subnormal
  * products, partial sums and inputs), some large; tiny only: every
@@ -59,7 +61,7 @@ static float chain(const uint16_t *q, const uint16_t *k, size_t E)
 {
     float acc = 0.0f;
     for (size_t e = 0; e < E; e++)
-        acc = fmaf(bf(k[e]), bf(q[e]), acc);
+        acc = attn_fmaf(bf(k[e]), bf(q[e]), acc); /* MinGW's fmaf is not */
     return acc;
 }
 

@@ -400,7 +400,7 @@ static ptrdiff_t *boffs(size_t B, size_t n)
  * backward on 16-bit q, k (v, dout float) against a float one with q = 0
  * and bias = the forward's raw scores times scale (0 + bias: exactly
  * those scores), the same lse, v, dout: dV = P^T dout the same bits. On
- * "amx" the forward's scores are the tiles' (test_dpbf16.c), for few
+ * "amx" the forward's scores are the tiles' (test_amx.c), for few
  * rows too                                                              */
 static void test_b16_scores(const char *isa, attn_store st, size_t B,
                             size_t L, size_t S, size_t E, int nt)

@@ -25,7 +25,11 @@ and fmaf of platforms whose C library fma is not trusted, against the FMA
 instruction; test_math.c the elementary functions of simd/math.h (exp,
 sigmoid, tanh, Phi, the normal density, log, sincos, pow): their accuracy
 against mpmath references, their special values, and the bits of every
-instantiation against the scalar one. All without the Python binding.
+instantiation against the scalar one. test_bits.c the digest battery:
+238 fixed core calls whose SHA-256 digests must equal
+tests/c/bits_expected.h (tools/make_bit_digests.py) on every instruction
+set at 1 to 4 threads, and random attention problems held to their
+"portable" digest. All without the Python binding.
 
 Marked slow: building the programs takes ~25 s of the 2-CPU machine, a
 sixth of the README's test command, so the fast suite leaves them to

@@ -118,9 +118,6 @@ attn_status attn_merge(const attn_merge_args *a, const attn_exec *ex)
 {
     if (!a || (a->K && (!a->outs || !a->lses)))
         return ATTN_EINVAL;
-    const attn_mat *ops[] = {&a->out, &a->lse};
-    if (!attn__stores_ok(a->dtype, ops, 2))
-        return ATTN_EINVAL;
     for (size_t k = 0; k < a->K; k++) {
         const attn_mat *pk[] = {&a->outs[k], &a->lses[k]};
         if (!attn__stores_ok(a->dtype, pk, 2))
@@ -134,7 +131,8 @@ attn_status attn_merge(const attn_merge_args *a, const attn_exec *ex)
         || a->K + 1 > SIZE_MAX / 2 / rb || a->L > SIZE_MAX / a->B)
         return ATTN_ENOMEM;
     const size_t bytes = ((a->K * head + 63) & ~(size_t)63) + (a->K + 1) * rb;
-    const attn_rows_job job = {a->B * a->L, a->Ev * (a->K + 1), 0, NULL,
-                               merge_rows, (void *)a, bytes, 2.0};
+    const attn_rows_job job = {a->dtype, a->B * a->L, a->Ev * (a->K + 1),
+                               merge_rows, (void *)a, 2.0, 0, bytes,
+                               {&a->out, &a->lse}, {0}};
     return attn__rows_run(&job, ex);
 }

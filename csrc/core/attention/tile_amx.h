@@ -15,7 +15,7 @@
  * opt-in. They hold batch invariance because a sum depends only on its K
  * row, its Q column and the order of the calls, not on the row or column
  * it sits in nor on the tile's other rows (checked in
- * tests/c/test_dpbf16.c): every score is the same sequence -- a tile of
+ * tests/c/test_amx.c): every score is the same sequence -- a tile of
  * zeros, one tdpbf16ps per 32 features from feature 0 up, times scale
  * under DAZ | FTZ -- in every kernel that needs scores: query blocks, a
  * few rows (decoding, K read by rows: no transposes), the weights pass

@@ -31,15 +31,11 @@ attn_status attn_copy2d(const attn_copy_args *a, const attn_exec *ex)
 {
     if (!a || a->out.store != ATTN_ST_NATIVE || a->in.store != ATTN_ST_NATIVE)
         return ATTN_EINVAL; /* no 16-bit copy */
-    const attn_mat *ops[] = {&a->out, &a->in};
-    if (!attn__stores_ok(a->dtype, ops, 2))
-        return ATTN_EINVAL;
-    const size_t rb = attn__row_bytes(a->dtype, a->cols);
     if (a->cols == 0 || a->rows == 0 || a->B == 0)
         return ATTN_OK;
-    if (!rb || a->B > SIZE_MAX / a->rows)
+    if (a->B > SIZE_MAX / a->rows)
         return ATTN_ENOMEM;
-    const attn_rows_job job = {a->B * a->rows, a->cols, 0, NULL, copy_rows,
-                               (void *)a, rb, 1.0};
+    const attn_rows_job job = {a->dtype, a->B * a->rows, a->cols, copy_rows,
+                               (void *)a, 1.0, 1, 0, {&a->out, &a->in}, {0}};
     return attn__rows_run(&job, ex);
 }

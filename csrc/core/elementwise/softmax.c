@@ -37,16 +37,8 @@ attn_status attn_softmax(const attn_softmax_args *a, const attn_exec *ex)
 {
     if (!a)
         return ATTN_EINVAL;
-    const attn_mat *ops[] = {&a->out, &a->in};
-    if (!attn__stores_ok(a->dtype, ops, 2))
-        return ATTN_EINVAL;
-    const size_t rb = attn__row_bytes(a->dtype, a->n);
-    if (a->n == 0)
-        return ATTN_OK;
-    if (!rb || rb > SIZE_MAX / 2)
-        return ATTN_ENOMEM;
-    const attn_rows_job job = {a->nrows, a->n, 0, NULL, softmax_rows,
-                               (void *)a, 2 * rb, 4.0};
+    const attn_rows_job job = {a->dtype, a->nrows, a->n, softmax_rows,
+                               (void *)a, 4.0, 2, 0, {&a->out, &a->in}, {0}};
     return attn__rows_run(&job, ex);
 }
 
@@ -95,16 +87,9 @@ attn_status attn_softmax_backward(const attn_softmax_grad_args *a,
 {
     if (!a)
         return ATTN_EINVAL;
-    const attn_mat *ops[] = {&a->dx, &a->dy, &a->y};
-    if (!attn__stores_ok(a->dtype, ops, 3))
-        return ATTN_EINVAL;
-    const size_t rb = attn__row_bytes(a->dtype, a->n);
-    if (a->n == 0)
-        return ATTN_OK;
-    if (!rb || rb > SIZE_MAX / 3)
-        return ATTN_ENOMEM;
-    const attn_rows_job job = {a->nrows, a->n, 0, NULL, softmax_bwd_rows,
-                               (void *)a, 3 * rb, 3.0};
+    const attn_rows_job job = {a->dtype, a->nrows, a->n, softmax_bwd_rows,
+                               (void *)a, 3.0, 3, 0,
+                               {&a->dx, &a->dy, &a->y}, {0}};
     return attn__rows_run(&job, ex);
 }
 
@@ -146,15 +131,16 @@ static void softmax_jac_rows(void *ctx, size_t r0, size_t r1, double *acc,
 attn_status attn_softmax_jacobian(const attn_softmax_jac_args *a,
                                   const attn_exec *ex)
 {
-    if (!a || (a->dtype != ATTN_F32 && a->dtype != ATTN_F64)
-        || a->jac.store != ATTN_ST_NATIVE || a->y.store != ATTN_ST_NATIVE)
+    if (!a || a->jac.store != ATTN_ST_NATIVE || a->y.store != ATTN_ST_NATIVE)
         return ATTN_EINVAL; /* float16 / bfloat16: not for the Jacobian */
-    const size_t rb = attn__row_bytes(a->dtype, a->n);
     if (a->n == 0)
         return ATTN_OK;
-    if (!rb)
+    /* chunks by the n x n elements a row writes; one staged row of n   */
+    const size_t rb = attn__row_bytes(a->dtype, a->n);
+    if (!rb || a->n > SIZE_MAX / a->n)
         return ATTN_ENOMEM;
-    const attn_rows_job job = {a->nrows, a->n * a->n, 0, NULL,
-                               softmax_jac_rows, (void *)a, rb, 1.0};
+    const attn_rows_job job = {a->dtype, a->nrows, a->n * a->n,
+                               softmax_jac_rows, (void *)a, 1.0, 0, rb,
+                               {&a->jac, &a->y}, {0}};
     return attn__rows_run(&job, ex);
 }

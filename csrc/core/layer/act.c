@@ -76,16 +76,9 @@ attn_status attn_bias_act(const attn_act_args *a, const attn_exec *ex)
 {
     if (!a || (unsigned)a->act > 3)
         return ATTN_EINVAL;
-    const attn_mat *ops[] = {&a->y, &a->x, &a->bias};
-    if (!attn__stores_ok(a->dtype, ops, 3))
-        return ATTN_EINVAL;
-    const size_t rb = attn__row_bytes(a->dtype, a->n);
-    if (a->n == 0)
-        return ATTN_OK;
-    if (!rb || rb > SIZE_MAX / 3)
-        return ATTN_ENOMEM;
-    const attn_rows_job job = {a->nrows, a->n, 0, NULL, act_fwd_rows,
-                               (void *)a, 3 * rb, act_work(a->act)};
+    const attn_rows_job job = {a->dtype, a->nrows, a->n, act_fwd_rows,
+                               (void *)a, act_work(a->act), 3, 0,
+                               {&a->y, &a->x, &a->bias}, {0}};
     return attn__rows_run(&job, ex);
 }
 
@@ -94,24 +87,11 @@ attn_status attn_bias_act_backward(const attn_act_grad_args *a,
 {
     if (!a || (unsigned)a->act > 3)
         return ATTN_EINVAL;
-    const attn_mat *ops[] = {&a->dx, &a->dbias, &a->dy, &a->x, &a->bias};
-    if (!attn__stores_ok(a->dtype, ops, 5))
-        return ATTN_EINVAL;
-    const size_t n = a->n, rb = attn__row_bytes(a->dtype, n);
-    if (n == 0)
-        return ATTN_OK;
-    if (!rb || rb > SIZE_MAX / 4 || n > SIZE_MAX / sizeof(double))
-        return ATTN_ENOMEM;
-    double *sums = a->dbias.data ? malloc(n * sizeof(double)) : NULL;
-    if (a->dbias.data && !sums)
-        return ATTN_ENOMEM;
-    const attn_rows_job job = {a->nrows, n, sums ? 1 : 0, sums, act_bwd_rows,
-                               (void *)a, 4 * rb, act_work(a->act) * 1.5};
-    const attn_status st = attn__rows_run(&job, ex);
-    if (st == ATTN_OK && sums)
-        attn__store_vec(a->dtype, &a->dbias, sums, n);
-    free(sums);
-    return st;
+    const attn_rows_job job = {a->dtype, a->nrows, a->n, act_bwd_rows,
+                               (void *)a, act_work(a->act) * 1.5, 4, 0,
+                               {&a->dx, &a->dbias, &a->dy, &a->x, &a->bias},
+                               {&a->dbias}};
+    return attn__rows_run(&job, ex);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -169,16 +149,9 @@ attn_status attn_swiglu(const attn_glu_args *a, const attn_exec *ex)
 {
     if (!a)
         return ATTN_EINVAL;
-    const attn_mat *ops[] = {&a->y, &a->gate, &a->up};
-    if (!attn__stores_ok(a->dtype, ops, 3))
-        return ATTN_EINVAL;
-    const size_t rb = attn__row_bytes(a->dtype, a->n);
-    if (a->n == 0)
-        return ATTN_OK;
-    if (!rb || rb > SIZE_MAX / 3)
-        return ATTN_ENOMEM;
-    const attn_rows_job job = {a->nrows, a->n, 0, NULL, glu_fwd_rows,
-                               (void *)a, 3 * rb, 8.0};
+    const attn_rows_job job = {a->dtype, a->nrows, a->n, glu_fwd_rows,
+                               (void *)a, 8.0, 3, 0,
+                               {&a->y, &a->gate, &a->up}, {0}};
     return attn__rows_run(&job, ex);
 }
 
@@ -187,15 +160,9 @@ attn_status attn_swiglu_backward(const attn_glu_grad_args *a,
 {
     if (!a)
         return ATTN_EINVAL;
-    const attn_mat *ops[] = {&a->dgate, &a->dup, &a->dy, &a->gate, &a->up};
-    if (!attn__stores_ok(a->dtype, ops, 5))
-        return ATTN_EINVAL;
-    const size_t rb = attn__row_bytes(a->dtype, a->n);
-    if (a->n == 0)
-        return ATTN_OK;
-    if (!rb || rb > SIZE_MAX / 5)
-        return ATTN_ENOMEM;
-    const attn_rows_job job = {a->nrows, a->n, 0, NULL, glu_bwd_rows,
-                               (void *)a, 5 * rb, 12.0};
+    const attn_rows_job job = {a->dtype, a->nrows, a->n, glu_bwd_rows,
+                               (void *)a, 12.0, 5, 0,
+                               {&a->dgate, &a->dup, &a->dy, &a->gate, &a->up},
+                               {0}};
     return attn__rows_run(&job, ex);
 }

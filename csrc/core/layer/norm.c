@@ -23,18 +23,12 @@ attn_status attn_layer_norm(const attn_norm *p, const attn_exec *ex)
 {
     if (!p)
         return ATTN_EINVAL;
-    const attn_mat *ops[] = {&p->y, &p->sum, &p->x, &p->res, &p->shift,
-                             &p->weight, &p->bias};
-    if (!attn__stores_ok(p->dtype, ops, 7))
-        return ATTN_EINVAL;
-    const size_t rb = attn__row_bytes(p->dtype, p->n);
-    if (p->n == 0)
-        return ATTN_OK;
-    if (!rb || rb > SIZE_MAX / 7)
-        return ATTN_ENOMEM;
-    const attn_rows_job job = {p->nrows, p->n, 0, NULL,
+    const attn_rows_job job = {p->dtype, p->nrows, p->n,
                                p->dtype == ATTN_F32 ? ln_fwd_f32 : ln_fwd_f64,
-                               (void *)p, 7 * rb, 4.0};
+                               (void *)p, 4.0, 7, 0,
+                               {&p->y, &p->sum, &p->x, &p->res, &p->shift,
+                                &p->weight, &p->bias},
+                               {0}};
     return attn__rows_run(&job, ex);
 }
 
@@ -43,27 +37,11 @@ attn_status attn_layer_norm_backward(const attn_norm_grad *p,
 {
     if (!p)
         return ATTN_EINVAL;
-    const attn_mat *ops[] = {&p->dx, &p->dweight, &p->dbias, &p->dy, &p->s,
-                             &p->weight};
-    if (!attn__stores_ok(p->dtype, ops, 6))
-        return ATTN_EINVAL;
-    const size_t n = p->n, rb = attn__row_bytes(p->dtype, n);
-    const int want = p->dweight.data || p->dbias.data;
-    if (n == 0)
-        return ATTN_OK;
-    if (!rb || rb > SIZE_MAX / 4 || n > SIZE_MAX / 2 / sizeof(double))
-        return ATTN_ENOMEM;
-    double *sums = want ? malloc(2 * n * sizeof(double)) : NULL;
-    if (want && !sums)
-        return ATTN_ENOMEM;
-    const attn_rows_job job = {p->nrows, n, want ? 2 : 0, sums,
+    const attn_rows_job job = {p->dtype, p->nrows, p->n,
                                p->dtype == ATTN_F32 ? ln_bwd_f32 : ln_bwd_f64,
-                               (void *)p, 4 * rb, 6.0};
-    const attn_status st = attn__rows_run(&job, ex);
-    if (st == ATTN_OK && sums) {
-        attn__store_vec(p->dtype, &p->dweight, sums, n);
-        attn__store_vec(p->dtype, &p->dbias, sums + n, n);
-    }
-    free(sums);
-    return st;
+                               (void *)p, 6.0, 4, 0,
+                               {&p->dx, &p->dweight, &p->dbias, &p->dy, &p->s,
+                                &p->weight},
+                               {&p->dweight, &p->dbias}};
+    return attn__rows_run(&job, ex);
 }

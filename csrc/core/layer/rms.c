@@ -22,18 +22,11 @@ attn_status attn_rms_norm(const attn_rms *p, const attn_exec *ex)
 {
     if (!p)
         return ATTN_EINVAL;
-    const attn_mat *ops[] = {&p->y, &p->x, &p->weight};
-    if (!attn__stores_ok(p->dtype, ops, 3))
-        return ATTN_EINVAL;
-    const size_t rb = attn__row_bytes(p->dtype, p->n);
-    if (p->n == 0)
-        return ATTN_OK;
-    if (!rb || rb > SIZE_MAX / 3)
-        return ATTN_ENOMEM;
-    const attn_rows_job job = {p->nrows, p->n, 0, NULL,
+    const attn_rows_job job = {p->dtype, p->nrows, p->n,
                                p->dtype == ATTN_F32 ? rms_fwd_f32
                                                     : rms_fwd_f64,
-                               (void *)p, 3 * rb, 3.0};
+                               (void *)p, 3.0, 3, 0,
+                               {&p->y, &p->x, &p->weight}, {0}};
     return attn__rows_run(&job, ex);
 }
 
@@ -42,25 +35,12 @@ attn_status attn_rms_norm_backward(const attn_rms_grad *p,
 {
     if (!p)
         return ATTN_EINVAL;
-    const attn_mat *ops[] = {&p->dx, &p->dweight, &p->dy, &p->x,
-                             &p->weight};
-    if (!attn__stores_ok(p->dtype, ops, 5))
-        return ATTN_EINVAL;
-    const size_t n = p->n, rb = attn__row_bytes(p->dtype, n);
-    if (n == 0)
-        return ATTN_OK;
-    if (!rb || rb > SIZE_MAX / 4 || n > SIZE_MAX / sizeof(double))
-        return ATTN_ENOMEM;
-    double *sums = p->dweight.data ? malloc(n * sizeof(double)) : NULL;
-    if (p->dweight.data && !sums)
-        return ATTN_ENOMEM;
-    const attn_rows_job job = {p->nrows, n, sums ? 1 : 0, sums,
+    const attn_rows_job job = {p->dtype, p->nrows, p->n,
                                p->dtype == ATTN_F32 ? rms_bwd_f32
                                                     : rms_bwd_f64,
-                               (void *)p, 4 * rb, 5.0};
-    const attn_status st = attn__rows_run(&job, ex);
-    if (st == ATTN_OK && sums)
-        attn__store_vec(p->dtype, &p->dweight, sums, n);
-    free(sums);
-    return st;
+                               (void *)p, 5.0, 4, 0,
+                               {&p->dx, &p->dweight, &p->dy, &p->x,
+                                &p->weight},
+                               {&p->dweight}};
+    return attn__rows_run(&job, ex);
 }

@@ -70,16 +70,12 @@ attn_status attn_posenc(const attn_posenc_args *a, const attn_exec *ex)
 {
     if (!a || a->out.store != ATTN_ST_NATIVE) /* no 16-bit encoding */
         return ATTN_EINVAL;
-    const attn_mat *ops[] = {&a->out};
-    if (!attn__stores_ok(a->dtype, ops, 1))
-        return ATTN_EINVAL;
     const size_t D = a->D, npairs = D / 2 + 1;
     if (D == 0 || a->B == 0 || a->T == 0)
         return ATTN_OK;
-    const size_t rb = attn__row_bytes(a->dtype, D),
-                 pb = attn__row_bytes(ATTN_F64, D);
-    if (!rb || !pb || rb > SIZE_MAX - pb || a->T > SIZE_MAX / a->B
-        || npairs > SIZE_MAX / sizeof(double))
+    /* a row's encoding (double), beside its staged row                  */
+    const size_t pb = attn__row_bytes(ATTN_F64, D);
+    if (!pb || a->T > SIZE_MAX / a->B || npairs > SIZE_MAX / sizeof(double))
         return ATTN_ENOMEM;
     double *freq = malloc(npairs * sizeof(double));
     if (!freq)
@@ -88,8 +84,8 @@ attn_status attn_posenc(const attn_posenc_args *a, const attn_exec *ex)
     for (size_t i = 0; i < npairs; i++)
         freq[i] = attn_exp((double)(2 * i) * step);
     posenc_ctx c = {a, freq};
-    const attn_rows_job job = {a->T * a->B, D, 0, NULL, posenc_rows, &c,
-                               pb + rb, 4.0};
+    const attn_rows_job job = {a->dtype, a->T * a->B, D, posenc_rows, &c,
+                               4.0, 1, pb, {&a->out}, {0}};
     const attn_status st = attn__rows_run(&job, ex);
     free(freq);
     return st;

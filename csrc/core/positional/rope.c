@@ -78,16 +78,12 @@ attn_status attn_rope(const attn_rope_args *a, const attn_exec *ex)
 {
     if (!a || a->E % 2)
         return ATTN_EINVAL;
-    const attn_mat *ops[] = {&a->out, &a->in};
-    if (!attn__stores_ok(a->dtype, ops, 2))
-        return ATTN_EINVAL;
     const size_t E = a->E, half = E / 2;
     if (E == 0 || a->B == 0 || a->T == 0)
         return ATTN_OK;
-    const size_t rb = attn__row_bytes(a->dtype, E),
-                 tb = attn__row_bytes(ATTN_F64, E);
-    if (!rb || !tb || rb > (SIZE_MAX - tb) / 2 || a->T > SIZE_MAX / a->B
-        || half > SIZE_MAX / sizeof(double))
+    /* a row's cos / sin table (double), beside its two staged rows     */
+    const size_t tb = attn__row_bytes(ATTN_F64, E);
+    if (!tb || a->T > SIZE_MAX / a->B)
         return ATTN_ENOMEM;
     double *freq = malloc(half * sizeof(double));
     if (!freq)
@@ -95,8 +91,8 @@ attn_status attn_rope(const attn_rope_args *a, const attn_exec *ex)
     for (size_t i = 0; i < half; i++)
         freq[i] = attn_pow(a->base, -(double)(2 * i) / (double)E);
     rope_ctx c = {a, freq};
-    const attn_rows_job job = {a->T * a->B, E, 0, NULL, rope_rows, &c,
-                               tb + 2 * rb, 6.0};
+    const attn_rows_job job = {a->dtype, a->T * a->B, E, rope_rows, &c, 6.0,
+                               2, tb, {&a->out, &a->in}, {0}};
     const attn_status st = attn__rows_run(&job, ex);
     free(freq);
     return st;

@@ -117,8 +117,10 @@ int attn__stores_ok(attn_dtype dt, const attn_mat *const *ops, int nops)
     return 1;
 }
 
-void attn__store_vec(attn_dtype dt, const attn_mat *out, const double *v,
-                     size_t n)
+/* a column-sum vector (double) into an optional output vector, rounded
+ * once to its storage                                                   */
+static void store_vec(attn_dtype dt, const attn_mat *out, const double *v,
+                      size_t n)
 {
     if (!out->data)
         return;
@@ -156,44 +158,58 @@ static attn_status rows_item(void *arg, void *scratch, size_t k)
 
 attn_status attn__rows_run(const attn_rows_job *job, const attn_exec *ex)
 {
-    const size_t nrows = job->nrows, n = job->n, nacc = job->nacc;
-    size_t slot = 0;
-    if (nacc) {
-        if (n > SIZE_MAX / sizeof(double) / nacc)
-            return ATTN_ENOMEM;
-        slot = nacc * n;
-        memset(job->sums, 0, slot * sizeof(double));
-    }
-    if (nrows == 0)
-        return ATTN_OK;
+    const size_t nrows = job->nrows, n = job->n;
+    /* the sums' slots, when any vector is wanted (acc NULL otherwise)   */
+    const int want = (job->sums[0] && job->sums[0]->data)
+                     || (job->sums[1] && job->sums[1]->data);
+    const size_t nacc = want ? (job->sums[1] ? 2 : 1) : 0;
+    size_t nops = 0;
+    while (nops < ATTN_ROWS_MAXOPS && job->ops[nops])
+        nops++;
+    if (!attn__stores_ok(job->dtype, job->ops, (int)nops))
+        return ATTN_EINVAL;
+    if (job->staged && n == 0)
+        return ATTN_OK; /* nothing to compute, no sum to write */
+    const size_t rb = attn__row_bytes(job->dtype, n);
+    if ((job->staged && !rb) || (rb && job->staged > SIZE_MAX / rb)
+        || job->extra > SIZE_MAX - job->staged * rb
+        || (nacc && n > SIZE_MAX / sizeof(double) / nacc))
+        return ATTN_ENOMEM;
     /* 1. chunks, from (nrows, n) only */
     size_t per = n ? attn__rows_chunk_elems / n : nrows;
     if (per == 0)
         per = 1;
     if (nacc && (nrows + per - 1) / per > MAX_SUM_CHUNKS)
         per = (nrows + MAX_SUM_CHUNKS - 1) / MAX_SUM_CHUNKS;
-    const size_t nchunks = (nrows + per - 1) / per;
+    const size_t nchunks = (nrows + per - 1) / per, slot = nacc * n;
     rows_ctx c = {job, per, slot, NULL};
     if (slot) {
-        if (nchunks > SIZE_MAX / sizeof(double) / slot)
+        if (nchunks + 1 > SIZE_MAX / sizeof(double) / slot)
             return ATTN_ENOMEM;
-        c.part = calloc(nchunks * slot, sizeof(double));
+        /* one slot a chunk, then the total                               */
+        c.part = calloc((nchunks + 1) * slot, sizeof(double));
         if (!c.part)
             return ATTN_ENOMEM;
     }
     /* 2. the scheduler (runtime/sched.h): one thread per
      * attn__rows_min_work of work, in its unit of flops                   */
     const double total = (double)nrows * (double)(n ? n : 1) * job->work;
-    attn_job sj = {rows_item, &c, nchunks, job->scratch_bytes, NULL,
+    attn_job sj = {rows_item, &c, nchunks, job->staged * rb + job->extra,
+                   NULL,
                    total / attn__rows_min_work * attn__min_flops_per_thread};
-    const attn_status st = attn_sched_run(&sj, ex);
-    /* 3. column sums, chunk by chunk */
-    if (st == ATTN_OK && c.part)
+    /* no rows: zero sums */
+    const attn_status st = nrows ? attn_sched_run(&sj, ex) : ATTN_OK;
+    /* 3. column sums, chunk by chunk, rounded once into their vectors */
+    if (st == ATTN_OK && c.part) {
+        double *sum = c.part + nchunks * slot;
         for (size_t k = 0; k < nchunks; k++) {
             const double *a = c.part + k * slot;
             for (size_t j = 0; j < slot; j++)
-                job->sums[j] += a[j];
+                sum[j] += a[j];
         }
+        for (size_t v = 0; v < nacc; v++)
+            store_vec(job->dtype, job->sums[v], sum + v * n, n);
+    }
     free(c.part);
     return st;
 }

@@ -60,27 +60,33 @@ void attn__row_done(const attn_mat *m, attn_dtype dt, ptrdiff_t off, size_t n,
  * call, and known; absent operands (data NULL) pass                     */
 int attn__stores_ok(attn_dtype dt, const attn_mat *const *ops, int nops);
 
-/* a column-sum vector (double) into an optional output vector, rounded
- * once to its storage                                                   */
-void attn__store_vec(attn_dtype dt, const attn_mat *out, const double *v,
-                     size_t n);
-
 /* rows [r0, r1) of a job; acc: nacc * n doubles, zeroed, the chunk's own
- * column sums (NULL when nacc == 0); scratch: the job's per-thread bytes */
+ * column sums (NULL without sums); scratch: the job's per-thread bytes  */
 typedef void (*attn_rows_fn)(void *ctx, size_t r0, size_t r1, double *acc,
                              void *scratch);
 
+#define ATTN_ROWS_MAXOPS 8
 typedef struct {
+    attn_dtype dtype;
     size_t nrows, n;       /* rows, and elements of a row (for chunks)  */
-    size_t nacc;           /* column-sum vectors of n doubles, or 0      */
-    double *sums;          /* nacc * n doubles, written (nacc > 0)       */
     attn_rows_fn fn;
     void *ctx;
-    size_t scratch_bytes;  /* per thread                                */
     double work;           /* rough cost of one element (1: a copy)     */
+    size_t staged;         /* staged rows of n per thread (scratch)     */
+    size_t extra;          /* more scratch bytes per thread             */
+    /* the operands, for their storages (attn__stores_ok; absent: data
+     * NULL), and the vectors the column sums go to: nacc = 1 or 2 slots
+     * of n when any of them is wanted (data not NULL), each written
+     * rounded once when wanted; no slot (acc NULL) otherwise          */
+    const attn_mat *ops[ATTN_ROWS_MAXOPS];
+    const attn_mat *sums[2];
 } attn_rows_job;
 
-/* ATTN_OK, ATTN_ENOMEM (the column sums' scratch) or ATTN_EINTERRUPTED */
+/* A row kernel's entry point after its own checks: the storages
+ * (ATTN_EINVAL), nothing to do without rows -- or, with staged rows,
+ * without elements --, scratch and column sums sized with overflow
+ * checks (ATTN_ENOMEM); then the rows in chunks on the scheduler, and the
+ * column sums into job->sums[]. ATTN_EINTERRUPTED when polled.          */
 attn_status attn__rows_run(const attn_rows_job *job, const attn_exec *ex);
 
 /* Tunables (the C tests shrink them to get many chunks and threads on
