@@ -83,13 +83,7 @@ def evaluate_targets(R):
                 L, "causal" if causal else "non-causal")
             req = "attnpy faster than torch (> 1.00x)"
             c, st, why = case_or_status("float32", causal, L)
-            if c is None:
-                add(name, st, why, req, "torch")
-            elif c.get("speedup_vs_torch") is None:
-                add(name, "N/A", "torch: " + c["skipped"].get("torch", "not run"), req, "torch")
-            else:
-                x = c["speedup_vs_torch"]
-                add(name, "PASS" if x > 1.0 else "FAIL", "%.2fx torch" % x, req, "torch")
+            _vs_torch(add, name, req, (c, st, why), lambda x: x > 1.0, "%.2fx torch")
 
     tiny = R.get("tiny")
     name, req = "tiny (1,3,4) per call", ">= 5x faster than the tutorial per call"
@@ -144,6 +138,19 @@ def evaluate_targets(R):
     T.append(_window_target(R))
     T.extend(_decode_targets(R))
     return mark_unmatched(T, R["meta"].get("yardsticks"))
+
+
+def _vs_torch(add, name, req, found, ok, fmt):
+    """A target on a main-table case's speed-up over torch SDPA: found is
+    (case, status, why) of the case lookup; ok(x) judges the speed-up."""
+    c, st, why = found
+    if c is None:
+        add(name, st, why, req, "torch")
+    elif c.get("speedup_vs_torch") is None:
+        add(name, "N/A", "torch: " + c["skipped"].get("torch", "not run"), req, "torch")
+    else:
+        x = c["speedup_vs_torch"]
+        add(name, "PASS" if ok(x) else "FAIL", fmt % x, req, "torch")
 
 
 def _window_target(R):
@@ -247,16 +254,9 @@ def evaluate_matched(R):
             g = c["results"]["attnpy"]["gflops"]
             add(name, "PASS" if g / ref >= MATCHED["mm_frac"] else "FAIL",
                 "%.0f%% (%.1f / %.1f GF/s)" % (100 * g / ref, g, ref), req, "blas")
-        name = "forward float32 (1,12,%d,64) non-causal vs torch SDPA" % L
-        req = ">= %.1fx torch" % MATCHED["vs_torch"]
-        if c is None:
-            add(name, st, why, req, "torch")
-        elif c.get("speedup_vs_torch") is None:
-            add(name, "N/A", "torch: " + c["skipped"].get("torch", "not run"), req, "torch")
-        else:
-            x = c["speedup_vs_torch"]
-            add(name, "PASS" if x >= MATCHED["vs_torch"] else "FAIL", "%.2fx" % x, req,
-                "torch")
+        _vs_torch(add, "forward float32 (1,12,%d,64) non-causal vs torch SDPA" % L,
+                  ">= %.1fx torch" % MATCHED["vs_torch"], (c, st, why),
+                  lambda x: x >= MATCHED["vs_torch"], "%.2fx")
 
     rows = {(r["dtype"], r["causal"]): r for r in (R.get("backward") or {}).get("shapes", [])}
     shapes = {("float32", False): "(1,12,1024,64)", ("float32", True): "(1,12,2048,64)",
