@@ -74,7 +74,8 @@ def _parse(argv):
                          "where they can: the command re-runs itself in a child whose "
                          "environment sets ATEN_CPU_CAPABILITY, MKL_ENABLE_INSTRUCTIONS, "
                          "ONEDNN_MAX_CPU_ISA, OPENBLAS_CORETYPE (and NumPy's "
-                         "NPY_DISABLE_CPU_FEATURES for avx2); the header shows what each "
+                         "NPY_DISABLE_CPU_FEATURES for avx2; for portable and baseline "
+                         "ATEN_CPU_CAPABILITY=default only); the header shows what each "
                          "library really runs")
     ap.add_argument("--strict", action="store_true",
                     help="exit with status 2 when a target FAILs")
