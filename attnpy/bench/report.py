@@ -116,8 +116,9 @@ def isa_lines(m):
         lines.append("torch's MKL / oneDNN not reported: the probe failed (%s)"
                      % m["torch_probe_error"])
     if forced in isa_mod.NO_YARDSTICK:
-        lines.append("NO MATCHED YARDSTICK for %s: only torch's ATen loops run the base set "
-                     "(ATEN_CPU_CAPABILITY=default), its products and NumPy's keep theirs; "
+        lines.append("NO MATCHED YARDSTICK for %s: only torch's ATen loops are set to their "
+                     "plain build (ATEN_CPU_CAPABILITY=default), its products and NumPy's keep "
+                     "their sets; "
                      "targets against torch, np.matmul or NumPy are N/A" % forced)
     elif forced in isa_mod.DEFAULTS:
         lines.append("%s: nothing forced, %s" % (forced, isa_mod.DEFAULTS[forced]))
