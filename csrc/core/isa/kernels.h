@@ -30,6 +30,10 @@ typedef struct {
                     const void *g, const void *u);
 } attn_act_kernels;
 
+/* the streaming read (runtime/read_tmpl.h): the sum of nwords native
+ * 64-bit words at p                                                     */
+typedef uint64_t (*attn_read_fn)(const unsigned char *p, size_t nwords);
+
 struct attn_kernels_ {
     const char *name;
     /* NULL, or the table whose kernels serve where this one has none
@@ -42,6 +46,7 @@ struct attn_kernels_ {
     attn_act_kernels act[2];     /* [ATTN_F32], [ATTN_F64]                */
     /* one row's softmax (elementwise/softmax_tmpl.h), [ATTN_F32/F64]   */
     void (*softmax_row[2])(size_t n, void *y, const void *x);
+    attn_read_fn read_sum;       /* the streaming read (attn_read_bytes)  */
 };
 
 /* the kernels of the set in use, its base's where it has none          */
@@ -62,6 +67,10 @@ static inline attn_widen_fn attn__widen(void)
 static inline attn_narrow_fn attn__narrow(void)
 {
     return attn__kernels_for(attn__kernels()->narrow != NULL)->narrow;
+}
+static inline attn_read_fn attn__read_sum(void)
+{
+    return attn__kernels_for(attn__kernels()->read_sum != NULL)->read_sum;
 }
 
 #endif /* ATTNPY_ISA_KERNELS_H */
