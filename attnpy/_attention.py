@@ -119,7 +119,7 @@ def scaled_dot_product_attention(
     """
     return _variants.sdpa(Q, K, V, mask, bias, causal, scale, fully_masked,
                           out, weights_out, "scaled_dot_product_attention",
-                          enable_gqa, window, alibi_slopes, softcap,
+                          enable_gqa, (window, alibi_slopes, softcap),
                           return_weights=True)
 
 
@@ -222,8 +222,9 @@ def attention(Q: ArrayLike, K: ArrayLike, V: ArrayLike, *,
     True
     """
     return _variants.sdpa(Q, K, V, mask, bias, causal, scale, fully_masked,
-                          out, None, "attention", enable_gqa, window,
-                          alibi_slopes, softcap, return_lse=bool(return_lse))
+                          out, None, "attention", enable_gqa,
+                          (window, alibi_slopes, softcap),
+                          return_lse=bool(return_lse))
 
 
 for _f in (scaled_dot_product_attention, attention):

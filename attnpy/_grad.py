@@ -144,7 +144,7 @@ def attention_backward(
         raise ValueError("attention_backward: bias_grad=True needs a bias")
     (gq, gk, gv, gb), seen = _variants.sdpa_bwd(
         dout, Q, K, V, out, lse, mask, bias, causal, scale, fully_masked,
-        bool(bias_grad), enable_gqa, window, alibi_slopes, softcap)
+        bool(bias_grad), enable_gqa, (window, alibi_slopes, softcap))
     # summed to the operands as the kernel saw them (views under
     # enable_gqa, which sums dK and dV over each group), then to the
     # caller's shapes

@@ -162,8 +162,8 @@ def explain(Q: ArrayLike, K: ArrayLike, V: ArrayLike,
     # plus the raw scores Q K^T. It validates every argument.
     out, weights, scores = _core.sdpa(
         Qa, Ka, Va, mask=mask, bias=bias, causal=causal, scale=scale,
-        fully_masked=fully_masked, fname="explain", window=window,
-        alibi_slopes=alibi_slopes, softcap=softcap, return_scores=True)
+        fully_masked=fully_masked, fname="explain",
+        variants=(window, alibi_slopes, softcap), return_scores=True)
     # the steps in the compute dtype (the scores'): float32 for 16-bit
     # inputs, whose weights and output keep the result's 16-bit dtype
     dtype = scores.dtype
