@@ -7,11 +7,11 @@ NumPy's fixed order, and casts them to the inputs' dtypes.
 """
 from __future__ import annotations
 
-import textwrap
 
 import numpy as np
 
 from . import _variants
+from ._attention import document_variants
 from ._validate import is_bfloat16, public
 from ._types import Array, ArrayLike, Causal, FullyMasked, Window
 
@@ -158,5 +158,4 @@ def attention_backward(
     return tuple(res)
 
 
-attention_backward.__doc__ = attention_backward.__doc__.replace(
-    "{variants}\n", textwrap.indent(_variants.VARIANT_PARAMS, "    "))
+document_variants(attention_backward)

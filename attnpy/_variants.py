@@ -17,28 +17,6 @@ import numpy as np
 
 from . import _core
 
-#: The keyword documentation shared by the public functions' docstrings.
-VARIANT_PARAMS = """\
-enable_gqa : bool, optional
-    Grouped-query attention: Q (..., Hq, L, E) with K and V
-    (..., Hkv, S, E), Hq a multiple of Hkv; query head h reads K/V head
-    ``h // (Hq // Hkv)`` (PyTorch's convention). A mask, bias or
-    alibi_slopes with a head axis has Hq (or 1) heads there.
-window : (left, right), optional
-    Sliding window: query i sees only keys ``i' - left <= j <= i' + right``
-    (i' = i, or i + S - L with ``causal="bottom_right"``); either side may
-    be None (unbounded). Intersected with causal, mask and bias:
-    ``window=(w - 1, 0)`` with ``causal=True`` is Mistral's w-token window.
-alibi_slopes : array_like, optional
-    ALiBi: shape (H,) or (B, H) for Q (B, H, L, E) (broadcast over the
-    leading dims like a mask's); ``slope * |i' - j|`` is subtracted from
-    the score after the bias.
-softcap : float, optional
-    Soft-capping (Gemma 2, Grok): the scaled scores s become
-    ``softcap * tanh(s / softcap)`` before bias, ALiBi and masks. > 0.
-"""
-
-
 def _split_head(a, axis, Hkv, g, Hq, fname, name):
     """a with its head axis `axis` (negative) of length Hq or 1 seen as two
     axes (Hkv, g) or (1, 1); a is returned as is when it has no head axis."""

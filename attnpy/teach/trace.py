@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import textwrap
 from typing import Optional, Sequence, Union
 
 import numpy as np
@@ -687,10 +686,9 @@ class AttentionTrace:
         return _plot(self, ax, cmap, annotate, title)
 
 
-def _variant_params():
-    from .._variants import VARIANT_PARAMS
-    return VARIANT_PARAMS
+def _document_variants():
+    from .._attention import document_variants
+    document_variants(explain)
 
 
-explain.__doc__ = explain.__doc__.replace(
-    "{variants}\n", textwrap.indent(_variant_params(), "    "))
+_document_variants()
