@@ -28,10 +28,12 @@ from ._positional import (add_positional_encoding, positional_encoding,
                           rotary_embedding)
 from ._runtime import get_isa, get_num_threads, isas, set_isa, set_num_threads
 from ._encoder import TransformerEncoderLayer
-from ._layer import (feed_forward, feed_forward_backward, gelu,
-                     gelu_backward, layer_norm, layer_norm_backward,
-                     rms_norm, rms_norm_backward, silu, swiglu,
+from ._layer import (feed_forward, feed_forward_backward, layer_norm,
+                     layer_norm_backward, rms_norm, rms_norm_backward, swiglu,
                      swiglu_backward)
+from . import _activations
+# the element-wise activations: every name of attnpy._activations.__all__
+from ._activations import *  # noqa: F401,F403
 from ._mha import MultiHeadAttention
 from ._quant import quantized_matmul
 from .teach import AttentionTrace, explain, show
@@ -52,9 +54,9 @@ __all__ = [
     "create_causal_mask", "causal_mask", "padding_mask",
     "positional_encoding", "add_positional_encoding", "split_heads",
     "combine_heads", "MultiHeadAttention", "TransformerEncoderLayer",
-    "layer_norm", "layer_norm_backward", "gelu", "gelu_backward",
+    "layer_norm", "layer_norm_backward", *_activations.__all__,
     "feed_forward", "feed_forward_backward", "rms_norm",
-    "rms_norm_backward", "silu", "swiglu", "swiglu_backward",
+    "rms_norm_backward", "swiglu", "swiglu_backward",
     "quantized_matmul", "set_num_threads", "isas", "get_isa", "set_isa",
     "rotary_embedding", "merge_attention", "KVCache",
     "get_num_threads", "explain", "AttentionTrace", "show", "reference",

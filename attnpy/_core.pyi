@@ -9,7 +9,8 @@ from numpy.typing import ArrayLike, NDArray
 
 _Causal = bool | Literal["top_left", "bottom_right"] | None
 _Policy = Literal["zero", "uniform", "nan", "raise"]
-_Act = Literal["none", "relu", "gelu", "gelu_tanh"]
+# an activation: a name of activations() (csrc/core/layer/acts.h)
+_Act = str
 _F = NDArray[np.floating[Any]]
 # the public variant keywords as one tuple, in the order
 # csrc/python/variants.c reads them (window, alibi_slopes, softcap, ...);
@@ -63,6 +64,7 @@ def layer_norm_backward(dy: ArrayLike, x: ArrayLike, /, *,
                         out: NDArray[Any] | None = None,
                         fname: str = 'layer_norm_backward'
                         ) -> tuple[Any, Any, Any]: ...
+def activations() -> tuple[str, ...]: ...
 def bias_act(x: ArrayLike, /, *, bias: ArrayLike | None = None,
              activation: _Act = 'none', out: NDArray[Any] | None = None,
              fname: str = 'bias_act') -> _F: ...

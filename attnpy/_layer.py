@@ -1,6 +1,6 @@
-"""The transformer layer's pieces around attention: layer_norm, gelu,
-feed_forward, the Llama family's rms_norm, silu and swiglu, and their
-backward functions.
+"""The transformer layer's pieces around attention: layer_norm,
+feed_forward, the Llama family's rms_norm and swiglu, and their backward
+functions (the element-wise activations are attnpy._activations).
 
 Matrix products go through NumPy's matmul (its BLAS is the fastest GEMM at
 hand); the C core (csrc/core/layer/) does what surrounds them in one pass
@@ -29,11 +29,11 @@ from numpy.typing import ArrayLike, NDArray
 from . import _core
 from ._validate import flag as _flag, is_16bit as _is16, real as _real
 from ._validate import result_dtype as _result_dtype
-from ._types import Activation, Approximate, Array, ArrayLike
+from ._types import Activation, Array, ArrayLike
 
-__all__ = ["layer_norm", "layer_norm_backward", "gelu", "gelu_backward",
-           "feed_forward", "feed_forward_backward", "rms_norm",
-           "rms_norm_backward", "silu", "swiglu", "swiglu_backward"]
+__all__ = ["layer_norm", "layer_norm_backward", "feed_forward",
+           "feed_forward_backward", "rms_norm", "rms_norm_backward",
+           "swiglu", "swiglu_backward"]
 
 _ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
 
@@ -43,13 +43,6 @@ def _eps(eps, fname, arg="eps"):
     if not e >= 0:
         raise ValueError(f"{fname}: {arg} must be >= 0, got {eps!r}")
     return e
-
-
-def _gelu_act(approximate, fname):
-    if isinstance(approximate, str) and approximate in ("none", "tanh"):
-        return "gelu" if approximate == "none" else "gelu_tanh"
-    raise ValueError(f"{fname}: approximate must be 'none' or 'tanh', got "
-                     f"{approximate!r}")
 
 
 def _activation(activation, fname):
@@ -170,78 +163,6 @@ def layer_norm_backward(dy: ArrayLike, x: ArrayLike, eps: float = 1e-6, *,
         dy, x, weight=weight, eps=eps,
         eps_in_sqrt=_flag(eps_in_sqrt, fname, "eps_in_sqrt"),
         return_dweight=True, return_dbias=True, out=out, fname=fname)
-
-
-def gelu(x: ArrayLike, *, approximate: Approximate = "none",
-         out: Array | None = None) -> Array:
-    """Gaussian error linear unit, element-wise.
-
-    ``x * Phi(x) = x * (1 + erf(x / sqrt(2))) / 2`` (``approximate="none"``,
-    BERT, ``torch.nn.functional.gelu``), or with ``approximate="tanh"``
-    ``x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) / 2`` (GPT-2).
-    float32 is computed with the float32 libm functions.
-
-    Parameters
-    ----------
-    x : array_like
-        Real input, at least 1-D.
-    approximate : {"none", "tanh"}
-    out : ndarray, optional
-        Where to write the result; ``out=x`` works in place.
-
-    Returns
-    -------
-    ndarray
-        x's shape; float32, float16 and bfloat16 keep their dtype (16-bit:
-        the float32 result rounded once), the rest is float64.
-
-    Examples
-    --------
-    >>> import numpy as np, attnpy
-    >>> attnpy.gelu(np.array([-1.0, 0.0, 1.0, 3.0])).round(4)
-    array([-0.1587,  0.    ,  0.8413,  2.996 ])
-    >>> attnpy.gelu(np.array([1.0]), approximate="tanh").round(4)
-    array([0.8412])
-    """
-    fname = "gelu"
-    act = _gelu_act(approximate, fname)
-    return _core.bias_act(x, activation=act, out=out, fname=fname)
-
-
-def gelu_backward(dy: ArrayLike, x: ArrayLike, *,
-                  approximate: Approximate = "none",
-                  out: Array | None = None) -> Array:
-    """Gradient of :func:`gelu`: ``dy * gelu'(x)``.
-
-    For "none", ``gelu'(x) = Phi(x) + x * exp(-x^2 / 2) / sqrt(2 pi)``; for
-    "tanh" the derivative of the tanh formula. `out=dy` overwrites dy.
-
-    Parameters
-    ----------
-    dy : array_like
-        The loss's gradient with respect to ``gelu(x)``.
-    x : array_like
-        The forward input (dy's shape).
-    approximate : {"none", "tanh"}
-        That of the forward call.
-    out : ndarray, optional
-        Where to write the result.
-
-    Returns
-    -------
-    ndarray
-        The gradient with respect to x.
-
-    Examples
-    --------
-    >>> import numpy as np, attnpy
-    >>> attnpy.gelu_backward(np.ones(3), np.array([-1.0, 0.0, 1.0])).round(4)
-    array([-0.0833,  0.5   ,  1.0833])
-    """
-    fname = "gelu_backward"
-    act = _gelu_act(approximate, fname)
-    return _core.bias_act_backward(dy, x, activation=act, out=out,
-                                   fname=fname)[0]
 
 
 # ---------------------------------------------------------------------------
@@ -542,35 +463,6 @@ def rms_norm_backward(dy: ArrayLike, x: ArrayLike, eps: float = 1e-6, *,
     return _core.rms_norm_backward(dy, x, weight=weight,
                                    eps=_eps(eps, fname), return_dweight=True,
                                    fname=fname)
-
-
-def silu(x: ArrayLike, *, out: NDArray[np.floating] | None = None
-         ) -> NDArray[np.floating]:
-    """Sigmoid linear unit (swish), element-wise: ``x * sigmoid(x)``.
-
-    Computed as ``x / (1 + exp(-x))`` in the precision of the dtype (float32
-    with ``expf``), as ``torch.nn.functional.silu``: silu(-inf) is NaN
-    there and here. float16 and bfloat16 keep their dtype: the float32
-    result on the same values, rounded once.
-
-    Parameters
-    ----------
-    x : array_like
-        Real input, at least 1-D.
-    out : ndarray, optional
-        Where to write the result; ``out=x`` works in place.
-
-    Returns
-    -------
-    ndarray, the shape of x
-
-    Examples
-    --------
-    >>> import numpy as np, attnpy
-    >>> attnpy.silu(np.array([-2.0, 0.0, 1.0, 10.0])).round(4)
-    array([-0.2384,  0.    ,  0.7311,  9.9995])
-    """
-    return _core.swiglu(x, out=out, fname="silu")
 
 
 def swiglu(gate: ArrayLike, up: ArrayLike, *,

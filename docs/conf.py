@@ -78,8 +78,10 @@ SECTIONS = [
                              "combine_heads"]),
     ("Decoding", ["KVCache", "merge_attention"]),
     ("The encoder layer", ["TransformerEncoderLayer", "layer_norm",
-                           "layer_norm_backward", "gelu", "gelu_backward",
-                           "feed_forward", "feed_forward_backward"]),
+                           "layer_norm_backward", "feed_forward",
+                           "feed_forward_backward"]),
+    # every element-wise activation, as attnpy._activations lists them
+    ("Activations", list(attnpy._activations.__all__)),
     ("Checking by hand", ["explain", "AttentionTrace", "show"]),
     ("Threads", ["set_num_threads", "get_num_threads"]),
     ("The NumPy twins", ["reference"]),

@@ -1,5 +1,7 @@
-"""The bits battery: a fixed set of calls of attnpy's public functions,
-each result reduced to a SHA-256 digest of its bytes.
+"""The bits battery: a fixed set of calls of attnpy's public functions
+(and of every activation of the C core's list, through attnpy._core, the
+call its public function makes), each result reduced to a SHA-256 digest
+of its bytes.
 
 Every result of attnpy's own kernels is the same bits on every
 instruction set, operating system and thread count (docs/guide/bits.md).
@@ -310,6 +312,24 @@ def _rows_cases(dtn):
 
 for _dtn in ("f64", "f32", "f16", "bf16"):
     _rows_cases(_dtn)
+
+
+def _act_case(act, dtn):
+    # every activation of the core's list (csrc/core/layer/acts.h), as
+    # its public function calls it: a new one is here without a line
+    @case(f"bias_act/{act}/{dtn}")
+    def _():
+        dt = DTYPES[dtn]
+        x = rand(534, (3, 257), dt, 6.0)
+        x[0, :4] = [np.nan, np.inf, -np.inf, -0.0]
+        dy = rand(535, x.shape, dt)
+        return (attnpy._core.bias_act(x, activation=act),
+                attnpy._core.bias_act_backward(dy, x, activation=act)[0])
+
+
+for _act in attnpy._core.activations():
+    for _dtn in ("f64", "f32", "f16", "bf16"):
+        _act_case(_act, _dtn)
 
 
 def _posenc_case(dtn):

@@ -47,10 +47,11 @@ from .attention import (attention, attention_backward, causal_mask,
                         create_causal_mask, merge_attention, padding_mask,
                         scaled_dot_product_attention)
 from .layer import (MultiHeadAttention, feed_forward, feed_forward_backward,
-                    gelu, gelu_backward, layer_norm, layer_norm_backward,
-                    transformer_encoder_layer)
-from .llama import (rms_norm, rms_norm_backward, silu, swiglu,
-                    swiglu_backward)
+                    layer_norm, layer_norm_backward, transformer_encoder_layer)
+from .llama import rms_norm, rms_norm_backward, swiglu, swiglu_backward
+from . import activations as _activations
+# the activations' twins: every name of activations.__all__
+from .activations import *  # noqa: F401,F403
 from .quant import quantized_matmul
 from .tutorial import (tutorial_combine_heads, tutorial_create_causal_mask,
                        tutorial_encoder_layer, tutorial_feed_forward,
@@ -70,9 +71,9 @@ __all__ = [
     "rotary_embedding", "merge_attention",
     "split_heads", "combine_heads", "MultiHeadAttention",
     "compute_dtype",
-    "layer_norm", "layer_norm_backward", "gelu", "gelu_backward",
+    "layer_norm", "layer_norm_backward", *_activations.__all__,
     "feed_forward", "feed_forward_backward", "transformer_encoder_layer",
-    "rms_norm", "rms_norm_backward", "silu", "swiglu", "swiglu_backward",
+    "rms_norm", "rms_norm_backward", "swiglu", "swiglu_backward",
     "quantized_matmul",
     "tutorial_softmax", "tutorial_scaled_dot_product_attention",
     "tutorial_create_causal_mask", "tutorial_positional_encoding",

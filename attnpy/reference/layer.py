@@ -1,5 +1,6 @@
-"""Twins of the layer family: multi-head attention, layer norm, gelu,
-feed-forward network, the encoder layer."""
+"""Twins of the layer family: multi-head attention, layer norm,
+feed-forward network, the encoder layer (the activations' twins are
+activations.py)."""
 import math
 
 import numpy as np
@@ -7,6 +8,7 @@ import numpy as np
 from ._common import (_quiet, _store, grad_dtype, result_dtype)
 from .elementwise import (combine_heads, softmax_backward, split_heads)
 from .attention import (attention, scaled_dot_product_attention)
+from .activations import _dgelu64, _gelu64
 
 
 # ---------------------------------------------------------------------------
@@ -131,16 +133,11 @@ class MultiHeadAttention:
 
 
 # ---------------------------------------------------------------------------
-# the transformer layer's pieces: layer norm, gelu, feed-forward network,
+# the transformer layer's pieces: layer norm, feed-forward network,
 # their gradients, and the encoder layer
 # ---------------------------------------------------------------------------
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
-
-
-def _erf(x):
-    """erf element-wise (NumPy has none; math.erf is exact to ~1 ulp)."""
-    return np.vectorize(math.erf, otypes=[np.float64])(x)
 
 
 def layer_norm(x, eps=1e-6, *, weight=None, bias=None, eps_in_sqrt=False,
@@ -211,53 +208,6 @@ def layer_norm_backward(dy, x, eps=1e-6, *, weight=None, eps_in_sqrt=False):
     wd = dtype if weight is None else grad_dtype(weight, dtype)
     return (dx.astype(grad_dtype(x, dtype)), dweight.astype(wd),
             dbias.astype(dtype))
-
-
-def _gelu64(h, approximate):
-    if approximate == "tanh":
-        inner = np.sqrt(2.0 / np.pi) * (h + 0.044715 * h ** 3)
-        return 0.5 * h * (1.0 + np.tanh(inner))
-    return 0.5 * h * (1.0 + _erf(h / np.sqrt(2.0)))
-
-
-def _dgelu64(h, approximate):
-    if approximate == "tanh":
-        k = np.sqrt(2.0 / np.pi)
-        t = np.tanh(k * (h + 0.044715 * h ** 3))
-        return (0.5 * (1.0 + t)
-                + 0.5 * h * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * h * h))
-    return (0.5 * (1.0 + _erf(h / np.sqrt(2.0)))
-            + h * np.exp(-0.5 * h * h) / np.sqrt(2.0 * np.pi))
-
-
-def _check_approximate(approximate, func):
-    if approximate not in ("none", "tanh"):
-        raise ValueError(f"{func}: approximate must be 'none' or 'tanh', "
-                         f"got {approximate!r}")
-
-
-def gelu(x, *, approximate="none", out=None):
-    """GELU: x * Phi(x) = x (1 + erf(x / sqrt 2)) / 2 ("none", BERT), or
-    x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2 ("tanh", GPT-2).
-
-    >>> gelu(np.array([-1.0, 0.0, 1.0])).round(4)
-    array([-0.1587,  0.    ,  0.8413])
-    """
-    _check_approximate(approximate, "gelu")
-    dtype = result_dtype(x)
-    with _quiet():                     # gelu(-inf) = -inf * 0 = NaN
-        y = _gelu64(np.asarray(x, dtype=np.float64), approximate)
-    return _store(y.astype(dtype), out, "gelu", "out")
-
-
-def gelu_backward(dy, x, *, approximate="none"):
-    """d gelu(x) / dx times dy."""
-    _check_approximate(approximate, "gelu_backward")
-    dtype = result_dtype(dy, x)
-    dtype = grad_dtype(x, dtype)
-    with _quiet():
-        d = _dgelu64(np.asarray(x, dtype=np.float64), approximate)
-        return (np.asarray(dy, dtype=np.float64) * d).astype(dtype)
 
 
 def _act64(h, activation):

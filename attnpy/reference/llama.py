@@ -1,5 +1,6 @@
-"""Twins of the pieces of a Llama-family decoder: RMS norm, SiLU and the
-SwiGLU gate, with their backward passes (float64 inside)."""
+"""Twins of the pieces of a Llama-family decoder: RMS norm and the SwiGLU
+gate, with their backward passes (float64 inside; SiLU is
+activations.py's)."""
 import numpy as np
 
 from ._common import (_quiet, _store, grad_dtype, result_dtype)
@@ -45,19 +46,6 @@ def rms_norm_backward(dy, x, eps=1e-6, *, weight=None):
         dweight = (dy64 * x64 * r).sum(axis=tuple(range(x64.ndim - 1)))
     wd = dtype if weight is None else grad_dtype(weight, dtype)
     return dx.astype(grad_dtype(x, dtype)), dweight.astype(wd)
-
-
-def silu(x, *, out=None):
-    """SiLU (swish): x * sigmoid(x) = x / (1 + exp(-x)), in float64.
-
-    >>> silu(np.array([-2.0, 0.0, 1.0])).round(4)
-    array([-0.2384,  0.    ,  0.7311])
-    """
-    dtype = result_dtype(x)
-    x64 = np.asarray(x, dtype=np.float64)
-    with _quiet():                     # silu(-inf) = -inf / inf = NaN
-        y = x64 / (1.0 + np.exp(-x64))
-    return _store(y.astype(dtype), out, "silu", "out")
 
 
 def swiglu(gate, up, *, out=None):

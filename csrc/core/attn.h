@@ -478,16 +478,19 @@ typedef struct {
 attn_status attn_layer_norm_backward(const attn_norm_grad *p,
                                      const attn_exec *ex);
 
+/* the activations: layer/acts.h's list (ATTN_ACT_NONE, _RELU, _GELU,
+ * _GELU_TANH, ... in its order), each with its formula there            */
+#include "layer/acts.h"
 typedef enum {
-    ATTN_ACT_NONE = 0,      /* identity (bias only)                          */
-    ATTN_ACT_RELU = 1,      /* max(0, h) (NaN stays NaN)                     */
-    ATTN_ACT_GELU = 2,      /* h Phi(h) = h (1 + erf(h / sqrt 2)) / 2        */
-    ATTN_ACT_GELU_TANH = 3  /* h (1 + tanh(sqrt(2/pi) (h + 0.044715 h^3))) / 2 */
+#define ATTN_ACT_ENUM_(id, name, cost, y, dx) ATTN_ACT_##id,
+    ATTN_ACT_LIST(ATTN_ACT_ENUM_)
+#undef ATTN_ACT_ENUM_
+    ATTN_ACT_COUNT     /* how many there are                              */
 } attn_act;
 
 /* bias + activation: y(r, j) = act(x(r, j) [+ bias_j]), h = x + bias
- * rounded to the dtype, act by layer/act_tmpl.h (gelu from simd/math.h's
- * Phi, gelu_tanh as h sigmoid(2 z)): the same bits on every set.        */
+ * rounded to the dtype, act by layer/acts.h's formula (expanded by
+ * layer/act_tmpl.h): the same bits on every set.                        */
 typedef struct {
     attn_dtype dtype;
     attn_act act;
@@ -497,8 +500,8 @@ typedef struct {
 attn_status attn_bias_act(const attn_act_args *a, const attn_exec *ex);
 
 /* its gradient: dx(r, j) = dy(r, j) * act'(h(r, j)), h = x [+ bias] as in
- * the forward pass (relu: dy where h > 0, else +0); dbias_j = sum_r
- * dx(r, j) (optional; in double, chunk order).                          */
+ * the forward pass (as layer/acts.h writes it; relu: dy where h > 0,
+ * else +0); dbias_j = sum_r dx(r, j) (optional; in double, chunk order). */
 typedef struct {
     attn_dtype dtype;
     attn_act act;

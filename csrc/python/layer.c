@@ -237,21 +237,55 @@ static int lc_eps(PyObject *o, double *eps)
     return *eps == -1.0 && PyErr_Occurred() ? -1 : 0;
 }
 
+/* the activations' names, in the order of attn_act (layer/acts.h)     */
+static const char *const act_names[] = {
+#define ACT_NAME_(id, name, cost, y, dx) name,
+    ATTN_ACT_LIST(ACT_NAME_)
+#undef ACT_NAME_
+};
+
+/* "'none', 'relu', ... or 'last'", for the error message                */
+static const char *act_choices(void)
+{
+    static char text[40 * ATTN_ACT_COUNT];
+    if (!text[0]) {
+        size_t len = 0;
+        for (int i = 0; i < ATTN_ACT_COUNT && len < sizeof text; i++)
+            len += (size_t)PyOS_snprintf(
+                text + len, sizeof text - len, "%s'%s'",
+                i == 0 ? "" : i + 1 == ATTN_ACT_COUNT ? " or " : ", ",
+                act_names[i]);
+    }
+    return text;
+}
+
 static int parse_act(PyObject *o, const char *fname, attn_act *act)
 {
-    /* in the order of attn_act */
-    static const char *const names[] = {"none", "relu", "gelu", "gelu_tanh"};
     int i;
     if (!o || o == Py_None) {
         *act = ATTN_ACT_NONE;
         return 0;
     }
-    if (parse_choice(o, fname, "activation",
-                     "'none', 'relu', 'gelu' or 'gelu_tanh'", names, 4,
-                     &i) < 0)
+    if (parse_choice(o, fname, "activation", act_choices(), act_names,
+                     ATTN_ACT_COUNT, &i) < 0)
         return -1;
     *act = (attn_act)i;
     return 0;
+}
+
+/* activations() -> the names bias_act takes, in attn_act's order       */
+static PyObject *core_activations(PyObject *Py_UNUSED(mod),
+                                  PyObject *Py_UNUSED(arg))
+{
+    PyObject *t = PyTuple_New(ATTN_ACT_COUNT);
+    for (int i = 0; t && i < ATTN_ACT_COUNT; i++) {
+        PyObject *name = PyUnicode_FromString(act_names[i]);
+        if (!name)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, name);
+    }
+    return t;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -600,6 +634,9 @@ PyMethodDef ap_layer_methods[] = {
     {"bias_act", AP_FASTCALL(core_bias_act), AP_KW,
      "bias_act(x, /, *, bias=None, activation='none', out=None, "
      "fname='bias_act')\n--\n\nact(x + bias) in C."},
+    {"activations", core_activations, METH_NOARGS,
+     "activations()\n--\n\nThe activation names bias_act takes, in C's "
+     "order."},
     {"bias_act_backward", AP_FASTCALL(core_bias_act_backward), AP_KW,
      "bias_act_backward(dy, x, /, *, bias=None, activation='none', "
      "return_dbias=False, out=None, fname='bias_act_backward')\n--\n\n"

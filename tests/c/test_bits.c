@@ -1231,7 +1231,23 @@ static void ln_bwd_case(attn_dtype dt, attn_store st, size_t nrows, size_t n,
     run_kase(&k, 0, 1);
 }
 
-static const char *act_name[] = {"none", "relu", "gelu", "gelu-tanh"};
+static const char *act_name[] = {
+#define ACT_NAME_(id, name, cost, y, dx) name,
+    ATTN_ACT_LIST(ACT_NAME_)
+#undef ACT_NAME_
+};
+
+/* an act's name in case names: '-' for '_' (the seed is the case name:
+ * "gelu-tanh" keeps its inputs and digests)                             */
+static const char *act_label(attn_act a)
+{
+    static char label[32];
+    size_t i = 0;
+    for (; act_name[a][i] && i + 1 < sizeof label; i++)
+        label[i] = act_name[a][i] == '_' ? '-' : act_name[a][i];
+    label[i] = '\0';
+    return label;
+}
 
 static int call_act(kase *k, const attn_exec *ex, sha256_ctx *h)
 {
@@ -1252,7 +1268,7 @@ static void act_cases(attn_dtype dt, attn_store st, attn_act act,
     for (int bwd = 0; bwd < 2; bwd++) {
         kase k;
         k_init(&k, "%s/%s/%s/%zux%zu%s%s", bwd ? "bias-act-bwd" : "bias-act",
-               dtn(dt, st), act_name[act], nrows, n,
+               dtn(dt, st), act_label(act), nrows, n,
                with_bias ? "/bias" : "", special ? "/special" : "");
         const etype t = et(dt, st);
         opnd *x = k_op(&k, R_IN, t, 1, nrows, n, L_PAD, 1);
@@ -1514,8 +1530,8 @@ static void battery(void)
     ln_bwd_case(F64, 0, 25, 768, 7, 1e-6, 0, L_NEG);
     ln_bwd_case(F32, H, 9, 257, 7, 1e-5, 1, L_C);
     ln_bwd_case(F32, BH, 9, 257, 6, 1e-5, 0, L_PAD);
-    /* bias + activation, every act, and its backward                   */
-    for (int a = 0; a < 4; a++) {
+    /* bias + activation, every act (layer/acts.h), and its backward    */
+    for (int a = 0; a < ATTN_ACT_COUNT; a++) {
         act_cases(F32, 0, (attn_act)a, 9, 257, 1, 1);
         act_cases(F64, 0, (attn_act)a, 9, 257, 0, 1);
         act_cases(F32, H, (attn_act)a, 7, 100, 1, 0);

@@ -491,7 +491,14 @@ static void test_ln_finite_differences(void)
 /* ------------------------------------------------------------------------ */
 /* bias + activation                                                        */
 /* ------------------------------------------------------------------------ */
-static const char *act_names[] = {"none", "relu", "gelu", "gelu_tanh"};
+static const char *act_names[] = {
+#define ACT_NAME_(id, name, cost, y, dx) name,
+    ATTN_ACT_LIST(ACT_NAME_)
+#undef ACT_NAME_
+};
+
+/* every activation of layer/acts.h needs its formula and derivative
+ * here, in long double (an unknown one fails: NaN)                      */
 
 static long double act_l(attn_act a, long double h)
 {
@@ -503,8 +510,10 @@ static long double act_l(attn_act a, long double h)
     case ATTN_ACT_GELU_TANH:
         return 0.5L * h * (1 + tanhl(sqrtl(2.0L / acosl(-1.0L))
                                      * (h + 0.044715L * h * h * h)));
-    default:
+    case ATTN_ACT_NONE:
         return h;
+    default:
+        return NAN;
     }
 }
 
@@ -520,8 +529,10 @@ static long double dact_l(attn_act a, long double h)
         long double e = 1e-7L; /* smooth: a central difference suffices */
         return (act_l(a, h + e) - act_l(a, h - e)) / (2 * e);
     }
-    default:
+    case ATTN_ACT_NONE:
         return 1;
+    default:
+        return NAN;
     }
 }
 
@@ -530,7 +541,10 @@ static void test_bias_act(int count)
     static const size_t ns[] = {1, 3, 8, 33, 100, 512};
     for (int it = 0; it < count; it++) {
         attn_dtype dt = irand(2) ? ATTN_F64 : ATTN_F32;
-        attn_act a = (attn_act)irand(4);
+        attn_act a = (attn_act)irand(ATTN_ACT_COUNT);
+        CHECK(!isnan((double)act_l(a, 0.5L))
+                  && !isnan((double)dact_l(a, 0.5L)),
+              "act_l / dact_l: no formula for %s", act_names[a]);
         size_t R = irand(30), n = ns[irand(sizeof ns / sizeof *ns)];
         int has_b = irand(3) != 0;
         rop x, b, y, dy, dx, db;
@@ -615,7 +629,7 @@ static void test_threads(void)
         rop y[4], dx[4], dw[4], db[4], hx[4], hdb[4], dy;
         rop_make(&dy, dt, R, n, 0);
         fill(&dy, 1.0, 0.0);
-        attn_act a = (attn_act)(it % 4);
+        attn_act a = (attn_act)(it % ATTN_ACT_COUNT);
         for (int k = 0; k < 4; k++) {
             attn_exec ex = exec_n(nts[k]);
             rop_make(&y[k], dt, R, n, 0);

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import attnpy
+from attnpy import _activations, reference
 
 import ml_dtypes  # noqa: E402 (the test extra has it)
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -95,6 +96,30 @@ def test_unary_is_the_float32_call_rounded_once(name, dtype):
         xi = x.copy()                          # in place
         assert fn(xi, out=xi, **kw) is xi
         bits_equal(xi, want)
+
+
+# every public activation (attnpy._activations.__all__, so a new one is
+# here without a line): the rule, and its twin in 16 bits
+TWIN16 = {F16: (2e-3, 1e-3), BF16: (1.6e-2, 1e-2)}  # an ulp of the dtype
+
+
+@pytest.mark.parametrize("dtype", DT16, ids=str)
+@pytest.mark.parametrize("name", _activations.__all__)
+def test_every_activation_16bit(name, dtype):
+    rng = np.random.default_rng(8)
+    fn, twin = getattr(attnpy, name), getattr(reference, name)
+    nargs = 2 if name.endswith("_backward") else 1
+    for shape in [(3, 8), (2, 5, 40), (4, 0)]:
+        args = [data(rng, shape, dtype) for _ in range(nargs)]
+        got = fn(*args)
+        assert got.dtype == dtype
+        bits_equal(got, fn(*f32(*args)).astype(dtype))
+        want = twin(*args)
+        assert want.dtype == dtype
+        rtol, atol = TWIN16[dtype]
+        np.testing.assert_allclose(got.astype(np.float64),
+                                   want.astype(np.float64), rtol=rtol,
+                                   atol=atol, equal_nan=True)
 
 
 # ---------------------------------------------------------------------------

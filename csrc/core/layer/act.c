@@ -66,15 +66,20 @@ static void act_bwd_rows(void *ctx, size_t r0, size_t r1, double *acc,
     }
 }
 
-/* cost of one element, for the thread count */
+/* cost of one element, for the thread count (layer/acts.h) */
 static double act_work(attn_act act)
 {
-    return act == ATTN_ACT_GELU || act == ATTN_ACT_GELU_TANH ? 8.0 : 1.0;
+    static const double cost[ATTN_ACT_COUNT] = {
+#define ACT_COST_(id, name, cost, y, dx) cost,
+        ATTN_ACT_LIST(ACT_COST_)
+#undef ACT_COST_
+    };
+    return cost[act];
 }
 
 attn_status attn_bias_act(const attn_act_args *a, const attn_exec *ex)
 {
-    if (!a || (unsigned)a->act > 3)
+    if (!a || (unsigned)a->act >= ATTN_ACT_COUNT)
         return ATTN_EINVAL;
     const attn_rows_job job = {a->dtype, a->nrows, a->n, act_fwd_rows,
                                (void *)a, act_work(a->act), 3, 0,
@@ -85,7 +90,7 @@ attn_status attn_bias_act(const attn_act_args *a, const attn_exec *ex)
 attn_status attn_bias_act_backward(const attn_act_grad_args *a,
                                    const attn_exec *ex)
 {
-    if (!a || (unsigned)a->act > 3)
+    if (!a || (unsigned)a->act >= ATTN_ACT_COUNT)
         return ATTN_EINVAL;
     const attn_rows_job job = {a->dtype, a->nrows, a->n, act_bwd_rows,
                                (void *)a, act_work(a->act) * 1.5, 4, 0,

@@ -3,6 +3,7 @@
  * over the SIMD primitives and simd/math.h (a template: isa/<set>.c
  * includes it per element type; it defines act_fwd<SFX>, act_bwd<SFX>,
  * glu_fwd<SFX>, glu_bwd<SFX>, e.g. act_fwd_avx2_f32, glu_bwd_port_f64).
+ * The activations' formulas are layer/acts.h's list, expanded here.
  *
  * Every element is the same fixed sequence of operations, W at a time,
  * the last n % W through a W-lane buffer (zero padded): the same bits
@@ -23,52 +24,66 @@
 
 #define AT_ static ATTN_INLINE ATTR
 
-/* relu, gelu, gelu_tanh, identity of W lanes; dact: their derivative   */
+/* gelu_tanh of W lanes: h / (1 + e^-2z), e^-2|z| <= 1 only            */
+AT_ VT SFX(gelu_tanh_v)(VT h)
+{
+    const VT z = VMUL(VSET1((T)GELU_BETA_),
+                      VFMA(VMUL(VSET1((T)GELU_KAPPA_), h), VMUL(h, h), h));
+    const VT e = SFX(exp_neg)(VMUL(VSET1((T)-2), VABS(z)));
+    const VT num = VSEL(VLT(z, VZERO()), VMUL(h, e), h);
+    return VDIV(num, VADD(VSET1((T)1), e));
+}
+
+/* its derivative                                                        */
+AT_ VT SFX(dgelu_tanh_v)(VT h)
+{
+    const VT one = VSET1((T)1);
+    const VT h2 = VMUL(h, h);
+    const VT z = VMUL(VSET1((T)GELU_BETA_),
+                      VFMA(VMUL(VSET1((T)GELU_KAPPA_), h), h2, h));
+    const VT dz = VMUL(VSET1((T)GELU_BETA_),
+                       VFMA(VSET1((T)(3 * GELU_KAPPA_)), h2, one));
+    /* s and s (1 - s) = e / (1 + e)^2 from e = e^-2|z| <= 1: no 1 - s
+     * cancels where s is near 1                                        */
+    const VT e = SFX(exp_neg)(VMUL(VSET1((T)-2), VABS(z)));
+    const VT q = VDIV(one, VADD(one, e));
+    const VT s = VSEL(VLT(z, VZERO()), VMUL(e, q), q);
+    const VT t = VMUL(VMUL(VADD(h, h), VMUL(VMUL(e, q), q)), dz);
+    return VADD(s, t);
+}
+
+/* the activation a of W lanes (layer/acts.h's y); dact: the gradient
+ * from d (its dx). An unknown a: the identity (attn_bias_act refuses
+ * it before).                                                          */
+#define ACT_Y_(id, name, cost, y, dx)                                       \
+    case ATTN_ACT_##id:                                                     \
+        return y;
+#define ACT_DX_(id, name, cost, y, dx)                                      \
+    case ATTN_ACT_##id:                                                     \
+        return dx;
+
 AT_ VT SFX(act_v)(attn_act a, VT h)
 {
+    const VT one = VSET1((T)1);
+    (void)one;
     switch (a) {
-    case ATTN_ACT_RELU:
-        return VSEL(VLT(h, VZERO()), VZERO(), h);
-    case ATTN_ACT_GELU:
-        return VMUL(h, SFX(phi)(h));
-    case ATTN_ACT_GELU_TANH: { /* h / (1 + e^-2z), e^-2|z| <= 1 only */
-        const VT z = VMUL(VSET1((T)GELU_BETA_),
-                          VFMA(VMUL(VSET1((T)GELU_KAPPA_), h), VMUL(h, h), h));
-        const VT e = SFX(exp_neg)(VMUL(VSET1((T)-2), VABS(z)));
-        const VT num = VSEL(VLT(z, VZERO()), VMUL(h, e), h);
-        return VDIV(num, VADD(VSET1((T)1), e));
-    }
+        ATTN_ACT_LIST(ACT_Y_)
     default:
         return h;
     }
 }
 
-AT_ VT SFX(dact_v)(attn_act a, VT h)
+AT_ VT SFX(dact_v)(attn_act a, VT h, VT d)
 {
     const VT one = VSET1((T)1);
     switch (a) {
-    case ATTN_ACT_RELU:
-        return VSEL(VLT(VZERO(), h), one, VZERO());
-    case ATTN_ACT_GELU:
-        return VFMA(h, SFX(npdf)(h), SFX(phi)(h));
-    case ATTN_ACT_GELU_TANH: {
-        const VT h2 = VMUL(h, h);
-        const VT z = VMUL(VSET1((T)GELU_BETA_),
-                          VFMA(VMUL(VSET1((T)GELU_KAPPA_), h), h2, h));
-        const VT dz = VMUL(VSET1((T)GELU_BETA_),
-                           VFMA(VSET1((T)(3 * GELU_KAPPA_)), h2, one));
-        /* s and s (1 - s) = e / (1 + e)^2 from e = e^-2|z| <= 1: no
-         * 1 - s cancels where s is near 1                              */
-        const VT e = SFX(exp_neg)(VMUL(VSET1((T)-2), VABS(z)));
-        const VT q = VDIV(one, VADD(one, e));
-        const VT s = VSEL(VLT(z, VZERO()), VMUL(e, q), q);
-        const VT t = VMUL(VMUL(VADD(h, h), VMUL(VMUL(e, q), q)), dz);
-        return VADD(s, t);
-    }
+        ATTN_ACT_LIST(ACT_DX_)
     default:
-        return one;
+        return VMUL(d, one);
     }
 }
+#undef ACT_Y_
+#undef ACT_DX_
 
 /* W lanes of x [+ b] at j; the last n - j < W through a padded buffer   */
 AT_ VT SFX(act_ld)(const T *x, size_t j, size_t n)
@@ -117,10 +132,7 @@ static ATTR void SFX(act_bwd)(attn_act a, size_t n, void *dx_,
     const T *dy = dy_, *x = x_, *b = b_;
     for (size_t j = 0; j < n; j += W) {
         const VT h = SFX(act_h)(x, b, j, n), d = SFX(act_ld)(dy, j, n);
-        const VT g = a == ATTN_ACT_RELU
-            ? VSEL(VLT(VZERO(), h), d, VZERO()) /* never 0 * inf */
-            : VMUL(d, SFX(dact_v)(a, h));
-        SFX(act_st)(dx, j, n, g);
+        SFX(act_st)(dx, j, n, SFX(dact_v)(a, h, d));
     }
 }
 
