@@ -8,11 +8,11 @@
  * each family reads its fields through attn__kernels().
  *
  * A new instruction set: simd/vec_<set>.h, isa/<set>.c, one line in
- * runtime/isa.h's list and its feature test in runtime/cpuid.c. The C
- * tests find it through the list and its table (widen, narrow, math: the
- * file includes simd/math_rows_tmpl.h after simd/math.h and lists
- * ATTN_MATH_ROWS_OF(...) last, as isa/avx2.c does); they need no code of
- * their own per set.
+ * runtime/isa.h's list (with its feature's bit, where it needs a new
+ * one) and the feature's test in runtime/cpuid.c. The C tests find it
+ * through the list and its table (widen, narrow, math: the file includes
+ * simd/math_rows_tmpl.h after simd/math.h and lists ATTN_MATH_ROWS_OF(...)
+ * last, as isa/avx2.c does); they need no code of their own per set.
  */
 #ifndef ATTNPY_ISA_KERNELS_H
 #define ATTNPY_ISA_KERNELS_H
