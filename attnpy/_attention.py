@@ -9,6 +9,7 @@ of every function here.
 from __future__ import annotations
 
 from typing import Any
+import inspect
 import textwrap
 
 import numpy as np
@@ -19,6 +20,49 @@ from ._types import Align, Array, ArrayLike, Causal, FullyMasked, Window
 
 __all__ = ["scaled_dot_product_attention", "attention",
            "create_causal_mask", "causal_mask", "padding_mask"]
+
+
+#: The variant keywords' documentation for the public functions'
+#: docstrings: one numpydoc entry a keyword, in their signatures' order.
+#: A function's ``{variants}`` becomes the entries of the keywords its own
+#: signature has (document_variants).
+VARIANT_DOCS = {
+    "enable_gqa": """\
+enable_gqa : bool, optional
+    Grouped-query attention: Q (..., Hq, L, E) with K and V
+    (..., Hkv, S, E), Hq a multiple of Hkv; query head h reads K/V head
+    ``h // (Hq // Hkv)`` (PyTorch's convention). A mask, bias or
+    alibi_slopes with a head axis has Hq (or 1) heads there.
+""",
+    "window": """\
+window : (left, right), optional
+    Sliding window: query i sees only keys ``i' - left <= j <= i' + right``
+    (i' = i, or i + S - L with ``causal="bottom_right"``); either side may
+    be None (unbounded). Intersected with causal, mask and bias:
+    ``window=(w - 1, 0)`` with ``causal=True`` is Mistral's w-token window.
+""",
+    "alibi_slopes": """\
+alibi_slopes : array_like, optional
+    ALiBi: shape (H,) or (B, H) for Q (B, H, L, E) (broadcast over the
+    leading dims like a mask's); ``slope * |i' - j|`` is subtracted from
+    the score after the bias.
+""",
+    "softcap": """\
+softcap : float, optional
+    Soft-capping (Gemma 2, Grok): the scaled scores s become
+    ``softcap * tanh(s / softcap)`` before bias, ALiBi and masks. > 0.
+""",
+}
+
+
+def document_variants(f, newline=""):
+    """f with ``{variants}`` in its docstring replaced by the entries of
+    VARIANT_DOCS whose keywords f takes."""
+    names = inspect.signature(f).parameters
+    text = "".join(d for k, d in VARIANT_DOCS.items() if k in names)
+    f.__doc__ = f.__doc__.replace("{variants}\n",
+                                  textwrap.indent(text, "    ") + newline)
+    return f
 
 
 @public("scaled_dot_product_attention")
@@ -119,7 +163,7 @@ def scaled_dot_product_attention(
     """
     return _variants.sdpa(Q, K, V, mask, bias, causal, scale, fully_masked,
                           out, weights_out, "scaled_dot_product_attention",
-                          enable_gqa, window, alibi_slopes, softcap,
+                          enable_gqa, (window, alibi_slopes, softcap),
                           return_weights=True)
 
 
@@ -222,14 +266,13 @@ def attention(Q: ArrayLike, K: ArrayLike, V: ArrayLike, *,
     True
     """
     return _variants.sdpa(Q, K, V, mask, bias, causal, scale, fully_masked,
-                          out, None, "attention", enable_gqa, window,
-                          alibi_slopes, softcap, return_lse=bool(return_lse))
+                          out, None, "attention", enable_gqa,
+                          (window, alibi_slopes, softcap),
+                          return_lse=bool(return_lse))
 
 
 for _f in (scaled_dot_product_attention, attention):
-    _f.__doc__ = _f.__doc__.replace(
-        "{variants}\n",
-        textwrap.indent(_variants.VARIANT_PARAMS, "    ") + "\n")
+    document_variants(_f, "\n")
 del _f
 
 

@@ -11,15 +11,17 @@ _Causal = bool | Literal["top_left", "bottom_right"] | None
 _Policy = Literal["zero", "uniform", "nan", "raise"]
 _Act = Literal["none", "relu", "gelu", "gelu_tanh"]
 _F = NDArray[np.floating[Any]]
-_Window = tuple[int | None, int | None] | None
+# the public variant keywords as one tuple, in the order
+# csrc/python/variants.c reads them (window, alibi_slopes, softcap, ...);
+# trailing entries may be left out
+_Variants = tuple[Any, ...] | None
 
 def sdpa(Q: ArrayLike, K: ArrayLike, V: ArrayLike, /, *,
          mask: ArrayLike | None = None, bias: ArrayLike | None = None,
          causal: _Causal = False, scale: float | None = None,
          fully_masked: _Policy = "zero", out: NDArray[Any] | None = None,
          weights_out: NDArray[Any] | None = None, fname: str | None = None,
-         window: _Window = None, alibi_slopes: ArrayLike | None = None,
-         softcap: float | None = None, pos_shift: int = 0,
+         variants: _Variants = None, pos_shift: int = 0,
          return_weights: bool = False, return_scores: bool = False,
          return_lse: bool = False) -> Any: ...
 def sdpa_bwd(Q: ArrayLike, K: ArrayLike, V: ArrayLike, /, *,
@@ -27,9 +29,8 @@ def sdpa_bwd(Q: ArrayLike, K: ArrayLike, V: ArrayLike, /, *,
              causal: _Causal = False, scale: float | None = None,
              fully_masked: _Policy = "zero", dout: ArrayLike,
              out: ArrayLike, lse: ArrayLike, bias_grad: bool = False,
-             fname: str = "attention_backward", window: _Window = None,
-             alibi_slopes: ArrayLike | None = None,
-             softcap: float | None = None, pos_shift: int = 0
+             fname: str = "attention_backward",
+             variants: _Variants = None, pos_shift: int = 0
              ) -> tuple[_F, _F, _F, _F | None]: ...
 def merge(outs: list[NDArray[Any]], lses: list[NDArray[Any]], /, *,
           fname: str = "merge_attention") -> tuple[_F, _F]: ...
@@ -95,3 +96,5 @@ def isa() -> str: ...
 def set_isa(name: str, /) -> str: ...
 def isas() -> list[tuple[str, bool, bool]]: ...
 def available_cpus() -> int: ...
+def read_bytes(arrays: list[NDArray[Any]] | tuple[NDArray[Any], ...], /
+               ) -> int: ...

@@ -7,11 +7,11 @@ NumPy's fixed order, and casts them to the inputs' dtypes.
 """
 from __future__ import annotations
 
-import textwrap
 
 import numpy as np
 
 from . import _variants
+from ._attention import document_variants
 from ._validate import is_bfloat16, public
 from ._types import Array, ArrayLike, Causal, FullyMasked, Window
 
@@ -144,7 +144,7 @@ def attention_backward(
         raise ValueError("attention_backward: bias_grad=True needs a bias")
     (gq, gk, gv, gb), seen = _variants.sdpa_bwd(
         dout, Q, K, V, out, lse, mask, bias, causal, scale, fully_masked,
-        bool(bias_grad), enable_gqa, window, alibi_slopes, softcap)
+        bool(bias_grad), enable_gqa, (window, alibi_slopes, softcap))
     # summed to the operands as the kernel saw them (views under
     # enable_gqa, which sums dK and dV over each group), then to the
     # caller's shapes
@@ -158,5 +158,4 @@ def attention_backward(
     return tuple(res)
 
 
-attention_backward.__doc__ = attention_backward.__doc__.replace(
-    "{variants}\n", textwrap.indent(_variants.VARIANT_PARAMS, "    "))
+document_variants(attention_backward)

@@ -1,8 +1,12 @@
 """The attention variants' plumbing shared by attention,
 scaled_dot_product_attention, attention_backward and explain.
 
-window, alibi_slopes, softcap (and the private pos_shift) go to the C
-binding as they are; it checks them. enable_gqa is done here with views:
+The public functions hand their variant keywords over as one tuple,
+``variants`` = (window, alibi_slopes, softcap, ...), in the order the C
+binding reads them (csrc/python/variants.c); it goes to the binding as it
+is, which checks every entry (only alibi_slopes' head axis is touched
+here, under enable_gqa). The private pos_shift goes alongside it.
+enable_gqa is done here with views:
 Q (..., Hq, L, E) is seen as (..., Hkv, g, L, E) and K, V (..., Hkv, S, E)
 as (..., Hkv, 1, S, E), g = Hq // Hkv, so that query head h = kv * g + r
 reads K/V head kv = h // g (PyTorch's convention) through the binding's
@@ -12,28 +16,6 @@ over broadcast dims give dK, dV summed over each group.
 import numpy as np
 
 from . import _core
-
-#: The keyword documentation shared by the public functions' docstrings.
-VARIANT_PARAMS = """\
-enable_gqa : bool, optional
-    Grouped-query attention: Q (..., Hq, L, E) with K and V
-    (..., Hkv, S, E), Hq a multiple of Hkv; query head h reads K/V head
-    ``h // (Hq // Hkv)`` (PyTorch's convention). A mask, bias or
-    alibi_slopes with a head axis has Hq (or 1) heads there.
-window : (left, right), optional
-    Sliding window: query i sees only keys ``i' - left <= j <= i' + right``
-    (i' = i, or i + S - L with ``causal="bottom_right"``); either side may
-    be None (unbounded). Intersected with causal, mask and bias:
-    ``window=(w - 1, 0)`` with ``causal=True`` is Mistral's w-token window.
-alibi_slopes : array_like, optional
-    ALiBi: shape (H,) or (B, H) for Q (B, H, L, E) (broadcast over the
-    leading dims like a mask's); ``slope * |i' - j|`` is subtracted from
-    the score after the bias.
-softcap : float, optional
-    Soft-capping (Gemma 2, Grok): the scaled scores s become
-    ``softcap * tanh(s / softcap)`` before bias, ALiBi and masks. > 0.
-"""
-
 
 def _split_head(a, axis, Hkv, g, Hq, fname, name):
     """a with its head axis `axis` (negative) of length Hq or 1 seen as two
@@ -108,37 +90,53 @@ class Gqa:
         return user if user is not None else _merge(a, axis)
 
 
+#: alibi_slopes' place in a variants tuple: the one entry that is an array
+#: with a head axis, split under enable_gqa like a mask's
+_ALIBI = 1
+
+
+def _gqa_variants(v, variants):
+    """variants with alibi_slopes' head axis split for the Gqa views v."""
+    if variants is None or len(variants) <= _ALIBI or \
+            variants[_ALIBI] is None:
+        return variants
+    slopes = v.heads(variants[_ALIBI], "alibi_slopes", -1)
+    return variants[:_ALIBI] + (slopes,) + variants[_ALIBI + 1:]
+
+
 def sdpa(Q, K, V, mask, bias, causal, scale, fully_masked, out, weights_out,
-         fname, enable_gqa, window, alibi_slopes, softcap, pos_shift=0, *,
+         fname, enable_gqa, variants, pos_shift=None, *,
          return_weights=False, return_lse=False):
-    """_core.sdpa with the variants: out, (out, weights) or (out, lse)."""
+    """_core.sdpa with the variants: out, (out, weights) or (out, lse).
+
+    variants: the public variant keywords as one tuple (window,
+    alibi_slopes, softcap, ...), or None; passed on untouched (but for
+    alibi_slopes' head axis under enable_gqa): the binding checks them.
+    pos_shift: attnpy.dask's private shift of the query positions, or
+    None (0)."""
     if not enable_gqa:
         # keywords written out (no **dict), and the optional operands only
         # when given: each keyword costs ~25 ns, a tenth of a tiny call
-        if mask is bias is out is weights_out is alibi_slopes is None and \
-                scale is window is softcap is None:
+        if mask is bias is out is weights_out is scale is pos_shift is None:
             return _core.sdpa(Q, K, V, causal=causal,
                               fully_masked=fully_masked, fname=fname,
-                              pos_shift=pos_shift,
+                              variants=variants,
                               return_weights=return_weights,
                               return_lse=return_lse)
         return _core.sdpa(Q, K, V, mask=mask, bias=bias, out=out,
-                          weights_out=weights_out, alibi_slopes=alibi_slopes,
-                          causal=causal, scale=scale,
-                          fully_masked=fully_masked, fname=fname,
-                          window=window, softcap=softcap, pos_shift=pos_shift,
+                          weights_out=weights_out, causal=causal,
+                          scale=scale, fully_masked=fully_masked,
+                          fname=fname, variants=variants,
+                          pos_shift=pos_shift,
                           return_weights=return_weights,
                           return_lse=return_lse)
-    kw = dict(causal=causal, scale=scale, fully_masked=fully_masked,
-              fname=fname, window=window, softcap=softcap,
-              pos_shift=pos_shift, return_weights=return_weights,
-              return_lse=return_lse)
     v = Gqa(fname, Q, K, V)
     r = _core.sdpa(v.Q, v.K, v.V, mask=v.heads(mask, "mask"),
                    bias=v.heads(bias, "bias"), out=v.dest(out),
-                   weights_out=v.dest(weights_out),
-                   alibi_slopes=v.heads(alibi_slopes, "alibi_slopes", -1),
-                   **kw)
+                   weights_out=v.dest(weights_out), causal=causal,
+                   scale=scale, fully_masked=fully_masked, fname=fname,
+                   variants=_gqa_variants(v, variants), pos_shift=pos_shift,
+                   return_weights=return_weights, return_lse=return_lse)
     if return_weights:
         return v.result(r[0], out), v.result(r[1], weights_out)
     if return_lse:
@@ -147,18 +145,17 @@ def sdpa(Q, K, V, mask, bias, causal, scale, fully_masked, out, weights_out,
 
 
 def sdpa_bwd(dout, Q, K, V, out, lse, mask, bias, causal, scale,
-             fully_masked, bias_grad, enable_gqa, window, alibi_slopes,
-             softcap, pos_shift=0):
+             fully_masked, bias_grad, enable_gqa, variants, pos_shift=None):
     """(dQ, dK, dV, dbias or None, Q, K, V, bias): the per-batch-item
     gradients of _core.sdpa_bwd and the operands they belong to (views under
-    enable_gqa), ready to be summed to those operands' shapes."""
+    enable_gqa), ready to be summed to those operands' shapes. variants
+    and pos_shift: sdpa's."""
     fname = "attention_backward"
     kw = dict(causal=causal, scale=scale, fully_masked=fully_masked,
-              bias_grad=bias_grad, fname=fname, window=window,
-              softcap=softcap, pos_shift=pos_shift)
+              bias_grad=bias_grad, fname=fname, pos_shift=pos_shift)
     if not enable_gqa:
         return _core.sdpa_bwd(Q, K, V, mask=mask, bias=bias, dout=dout,
-                              out=out, lse=lse, alibi_slopes=alibi_slopes,
+                              out=out, lse=lse, variants=variants,
                               **kw), (Q, K, V, bias)
     v = Gqa(fname, Q, K, V)
     bias_v = v.heads(bias, "bias")
@@ -167,6 +164,5 @@ def sdpa_bwd(dout, Q, K, V, out, lse, mask, bias, causal, scale,
                                        (lse, "lse", -2))]
     grads = _core.sdpa_bwd(v.Q, v.K, v.V, mask=v.heads(mask, "mask"),
                            bias=bias_v, dout=dout, out=out, lse=lse,
-                           alibi_slopes=v.heads(alibi_slopes, "alibi_slopes",
-                                                -1), **kw)
+                           variants=_gqa_variants(v, variants), **kw)
     return grads, (v.Q, v.K, v.V, bias_v)

@@ -366,8 +366,8 @@ def _partial(q, k, v, mask, bias, how):
     scale, causal, shift, window, alibi, softcap, acc = how
     out = np.empty(q.shape[:-1] + v.shape[-1:], dtype=acc)
     return _variants.sdpa(q, k, v, mask, bias, causal, scale, "zero", out,
-                          None, "attnpy.dask.attention", False, window,
-                          alibi, softcap, shift, return_lse=True)
+                          None, "attnpy.dask.attention", False,
+                          (window, alibi, softcap), shift, return_lse=True)
 
 
 def _merge(*parts):

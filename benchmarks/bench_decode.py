@@ -6,9 +6,12 @@ attnpy runs the same thing. This runs that part alone:
 
     python benchmarks/bench_decode.py [--threads N] [--repeat N] [--json PATH]
 
-attnpy, torch SDPA and NumPy reductions reading an array of the cache's
-size (one part per thread) sampled interleaved, a windowed decode, and
-the decode targets. Any other option of ``python -m attnpy bench`` works.
+attnpy, torch SDPA, a streaming read of the same K and V bytes on
+attnpy's threads, and NumPy reductions reading an array of the cache's
+size (one part per thread), sampled in blocks that take turns
+(``--sampling interleaved``: one sample of each in turn); a windowed
+decode, the 16-bit rows, and the decode targets. Any other option of
+``python -m attnpy bench`` works (``--isa NAME`` among them).
 """
 import os
 import sys

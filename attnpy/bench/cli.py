@@ -15,9 +15,10 @@ import numpy as np
 
 from .config import B_, E_, GUARD_TOL, H_, MATMUL_N, MEMORY_L, MODES, THREADS_L, TUTORIAL_MAX_L
 from .env import Env, _fmt_bytes
+from . import isa as isa_mod
 from .cases import bench_matmul
 from .parts import PARTS
-from .targets import evaluate_targets
+from .targets import evaluate_matched, evaluate_targets
 from .report import _p, _print_header, _print_table, _print_targets
 
 
@@ -67,6 +68,15 @@ def _parse(argv):
                     help="how the decode part samples its contenders: blocked (default: "
                          "each contender's samples back to back, after a pause and an "
                          "untimed call) or interleaved (a, b, c, a, b, c, ...)")
+    ap.add_argument("--isa", metavar="NAME",
+                    help="attnpy's instruction set (one of attnpy.isas(); default: the one "
+                         "in use), with torch, OpenBLAS and NumPy made to run the same "
+                         "where they can: the command re-runs itself in a child whose "
+                         "environment sets ATEN_CPU_CAPABILITY, MKL_ENABLE_INSTRUCTIONS, "
+                         "ONEDNN_MAX_CPU_ISA, OPENBLAS_CORETYPE (and NumPy's "
+                         "NPY_DISABLE_CPU_FEATURES for avx2; for portable and baseline "
+                         "ATEN_CPU_CAPABILITY=default only); the header shows what each "
+                         "library really runs")
     ap.add_argument("--strict", action="store_true",
                     help="exit with status 2 when a target FAILs")
     args = ap.parse_args(argv)
@@ -99,19 +109,41 @@ def _parse(argv):
             ap.error("--lengths: comma-separated integers, e.g. 128,1024")
         if not cfg["lengths"] or min(cfg["lengths"]) < 1:
             ap.error("--lengths: positive integers")
+    if args.isa is not None:
+        known = _known_isas()
+        if args.isa not in known:
+            ap.error("--isa: %r is not an instruction set this machine runs (attnpy.isas(): %s)"
+                     % (args.isa, ", ".join(known) or "none: attnpy has no set_isa"))
     args.dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
     if not args.dtypes or set(args.dtypes) - {"float32", "float64"}:
         ap.error("--dtypes: float32 and/or float64")
     return args, cfg
 
 
+def _known_isas():
+    try:
+        import attnpy
+        return list(attnpy.isas())
+    except Exception:    # no build, or a build without the switch
+        return []
+
+
 def main(argv=None):
     """Run the benchmark; returns the exit code (0 ok, 1 a wrong result, 2 usage
     error or --strict with a failed target)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args, cfg = _parse(list(sys.argv[1:] if argv is None else argv))
+        args, cfg = _parse(argv)
     except SystemExit as exc:          # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else 2
+    if args.isa:
+        # the yardsticks' libraries read their settings when they load:
+        # a child process with them set, unless this one has them already
+        where, env = isa_mod.plan(args.isa, os.environ)
+        if where == "child":
+            import attnpy
+            root = os.path.dirname(os.path.abspath(list(attnpy.__path__)[0]))
+            return isa_mod.run_child(argv, env, root)
     try:
         env = Env(args)
     except ImportError as exc:
@@ -150,7 +182,8 @@ def _run(env, args, cfg):
             part(env, args, cfg, R)
 
     R["targets"] = evaluate_targets(R)
-    _print_targets(R["targets"])
+    R["matched_targets"] = evaluate_matched(R)
+    _print_targets(R["targets"], R["matched_targets"], R["meta"])
     wrong = [c for c in R["cases"] if not c["guard"]["ok"]]
     if R.get("tiny") and not R["tiny"]["guard"]["ok"]:
         wrong.append(R["tiny"])
@@ -178,6 +211,7 @@ def _run(env, args, cfg):
         _p("  results written to %s" % args.json)
     if wrong:
         return 1
-    if args.strict and any(t["status"] == "FAIL" for t in R["targets"]):
+    if args.strict and any(t["status"] == "FAIL"
+                           for t in R["targets"] + R["matched_targets"]):
         return 2
     return 0

@@ -37,7 +37,8 @@ GUARD_ROWS = 64                # rows checked when the full tutorial is not run
 
 # the shapes of the "% of matmul" targets: there the matmul yardstick is also
 # sampled interleaved with the contenders, so that load changes hit it alike
-MM_TARGET_CASES = {("float32", False, 1024), ("float64", False, 1024)}
+MM_TARGET_CASES = {("float32", False, 1024), ("float32", False, 4096),
+                   ("float64", False, 1024)}
 
 # Tests may point this at another function (e.g. a deliberately wrong one, to
 # check that the correctness guard catches it). None = use attnpy.attention.

@@ -8,11 +8,14 @@ turns; torch gets the same thread count) of
 
 - attnpy: ``attention(Q, K, V)``;
 - torch: ``scaled_dot_product_attention`` (when torch imports);
-- the machine's memory read rate, measured in the same run: NumPy
-  reductions over an array of the cache's size (the K and V bytes), split
-  in one part per thread, each part reduced by its own thread (float32
-  sum, int64 sum of the same bytes, float32 max, float32 dot); the fastest
-  reader counts.
+- the streaming read of the same K and V bytes by attnpy's own threads
+  (``attnpy._core.read_bytes``: every byte summed front to back, on the
+  scheduler's threads with the instruction set in use): the rate decoding
+  can at best reach, since it reads K and V once;
+- NumPy's read rate, for comparison: NumPy reductions over an array of
+  the cache's size, split in one part per thread, each part reduced by
+  its own thread (float32 sum, int64 sum of the same bytes, float32 max,
+  float32 dot); the fastest reader counts.
 
 Then, for a one-head case, how many threads did attnpy's work (each
 thread's CPU time while it runs, from /proc, against the busiest one's)
@@ -23,9 +26,9 @@ keys outside the window are never read).
 
 Every attnpy output is checked first (against torch, or the NumPy
 reference, or the explicit window): a wrong result is reported, not timed.
-The decode targets: attnpy >= 1.5x torch and >= 70% of the read rate
-on (1, 32, 1, 128) S = 4096 and (1, 1, 1, 128) S = 65536, and every thread
-used on the one-head case.
+The decode targets: attnpy >= 1.5x torch and >= 80% of the streaming
+read rate on (1, 32, 1, 128) S = 4096 and (1, 1, 1, 128) S = 65536, and
+every thread used on the one-head case.
 """
 import os
 import time
@@ -47,7 +50,17 @@ CASES = [  # (B, H, L, E), S, one of the decode targets
 ]
 WINDOW = dict(shape=(1, 1, 1, 128), S=65536, W=256)
 TARGET_TORCH = 1.5
-TARGET_READ = 0.70
+TARGET_STREAM = 0.80      # of the streaming read of the same bytes
+
+
+def stream_reader(arrays):
+    """The streaming-read contender of arrays (attnpy._core.read_bytes on
+    attnpy's threads, the set in use), or None in a build without it."""
+    read = getattr(getattr(attnpy, "_core", None), "read_bytes", None)
+    if read is None:
+        return None
+    arrays = [np.ascontiguousarray(a) for a in arrays]
+    return Contender("stream", lambda: read(arrays))
 
 
 def readers(nbytes, threads, pool):
@@ -126,6 +139,9 @@ def decode_case(env, cfg, repeat, shape, S, pool, one_thread=True):
         row["guard"] = _guard(out, attnpy.reference.attention(Q, K, V), "reference")
     if not row["guard"]["ok"]:
         return row
+    stream = stream_reader([K, V])
+    if stream is not None:
+        cs.append(stream)
     cs += readers(nbytes, env.threads, pool)
     for c in cs:
         c.fn()
@@ -136,7 +152,10 @@ def decode_case(env, cfg, repeat, shape, S, pool, one_thread=True):
     row.update(results=st, attnpy_s=t["attnpy"], torch_s=t.get("torch"), read_s=read,
                attnpy_gbs=nbytes / t["attnpy"] / 1e9, read_gbs=nbytes / read / 1e9,
                of_read=read / t["attnpy"],
-               vs_torch=t["torch"] / t["attnpy"] if "torch" in t else None)
+               vs_torch=t["torch"] / t["attnpy"] if "torch" in t else None,
+               stream_s=t.get("stream"),
+               stream_gbs=nbytes / t["stream"] / 1e9 if "stream" in t else None,
+               of_stream=t["stream"] / t["attnpy"] if "stream" in t else None)
     if one_thread and shape[0] * shape[1] == 1 and env.has_threads:
         env.attnpy.set_num_threads(1)
         try:
@@ -176,8 +195,10 @@ def _print_row(r):
         return
     torch_s = ("torch %8.3f ms, attnpy %5.2fx faster" % (r["torch_s"] * 1e3, r["vs_torch"])
                if r["torch_s"] else "(no torch)")
-    _p("%s | attnpy %8.3f ms %6.1f GB/s | %s | read %6.1f GB/s: attnpy at %3.0f%%"
-       % (head, r["attnpy_s"] * 1e3, r["attnpy_gbs"], torch_s, r["read_gbs"],
+    stream = ("stream %6.1f GB/s: attnpy at %3.0f%%" % (r["stream_gbs"], 100 * r["of_stream"])
+              if r.get("of_stream") else "stream: not in this build")
+    _p("%s | attnpy %8.3f ms %6.1f GB/s | %s | %s | NumPy read %6.1f GB/s (attnpy at %3.0f%%)"
+       % (head, r["attnpy_s"] * 1e3, r["attnpy_gbs"], torch_s, stream, r["read_gbs"],
           100 * r["of_read"]))
     if "thread_shares" in r:
         _p("      one head: %d threads worked (CPU shares %s); 1 thread %.3f ms (%.2fx the time)"
@@ -189,9 +210,9 @@ def decode_targets(rows, threads):
     """[{target, status, measured, required}] of the decode targets."""
     res = []
 
-    def add(name, ok, measured, required):
+    def add(name, ok, measured, required, yardstick=None):
         res.append({"target": name, "status": "PASS" if ok else "FAIL",
-                    "measured": measured, "required": required})
+                    "measured": measured, "required": required, "yardstick": yardstick})
 
     for r in rows:
         name = "decode (%d,%d,%d,%d) S=%d float32" % (*r["shape"], r["S"])
@@ -200,10 +221,16 @@ def decode_targets(rows, threads):
             continue
         if r["vs_torch"] is not None:
             add(name + " vs torch SDPA", r["vs_torch"] >= TARGET_TORCH,
-                "%.2fx" % r["vs_torch"], ">= %gx torch" % TARGET_TORCH)
-        add(name + " vs the memory read rate", r["of_read"] >= TARGET_READ,
-            "%.0f%% (%.1f of %.1f GB/s)" % (100 * r["of_read"], r["attnpy_gbs"], r["read_gbs"]),
-            ">= %.0f%%" % (100 * TARGET_READ))
+                "%.2fx" % r["vs_torch"], ">= %gx torch" % TARGET_TORCH, "torch")
+        req = ">= %.0f%% of the streaming read" % (100 * TARGET_STREAM)
+        if r.get("of_stream") is None:
+            res.append({"target": name + " vs the streaming read", "status": "N/A",
+                        "measured": "no attnpy._core.read_bytes in this build",
+                        "required": req, "yardstick": None})
+        else:
+            add(name + " vs the streaming read", r["of_stream"] >= TARGET_STREAM,
+                "%.0f%% (%.1f of %.1f GB/s)" % (100 * r["of_stream"], r["attnpy_gbs"],
+                                                 r["stream_gbs"]), req)
         if r.get("thread_shares"):
             n = len(r["thread_shares"])
             add(name + " threads used", n >= threads, "%d of %d" % (n, threads),

@@ -7,6 +7,7 @@ import platform
 import numpy as np
 
 from . import config
+from . import isa as isa_mod
 from .tutorial import _standin_attention
 
 
@@ -28,6 +29,13 @@ class Env:
                                         if hasattr(attnpy, "get_num_threads") else ncpu)
         if self.has_threads:
             attnpy.set_num_threads(self.threads)
+        # --isa: attnpy's set here, and ATTNPY_ISA for the bench's own
+        # subprocesses (peak memory); restored by close()
+        self.isa_forced = getattr(args, "isa", None)
+        self._isa_env = os.environ.get("ATTNPY_ISA")
+        if self.isa_forced:
+            attnpy.set_isa(self.isa_forced)
+            os.environ["ATTNPY_ISA"] = self.isa_forced
         self.isa = None
         core = getattr(attnpy, "_core", None)
         if core is not None and hasattr(core, "isa"):
@@ -60,9 +68,34 @@ class Env:
                 self.blas_threads = env + " (from the environment)"
         if self.torch is not None:
             self._stack.enter_context(self.torch.inference_mode())
+        self.yardsticks = self._observe()
+
+    def _observe(self):
+        """What each yardstick library runs, judged against attnpy's set
+        (bench/isa.py)."""
+        seen = {}
+        self.torch_probe = {}
+        if self.torch is not None:
+            cpu = getattr(getattr(self.torch, "backends", None), "cpu", None)
+            if cpu is not None and hasattr(cpu, "get_cpu_capability"):
+                seen["aten"] = cpu.get_cpu_capability()
+            self.torch_probe = isa_mod.probe_torch()
+            seen.update({k: v for k, v in self.torch_probe.items() if k in ("mkl", "onednn")})
+        core = isa_mod.openblas_core()
+        if core:
+            seen["openblas"] = core
+        simd = isa_mod.numpy_simd()
+        if simd is not None:
+            seen["numpy_simd"] = " ".join(simd.get("baseline", []) + simd.get("found", []))
+        return isa_mod.judge(self.isa, bool(self.isa_forced), seen)
 
     def close(self):
         self._stack.close()
+        if self.isa_forced:
+            if self._isa_env is None:
+                os.environ.pop("ATTNPY_ISA", None)
+            else:
+                os.environ["ATTNPY_ISA"] = self._isa_env
 
     def describe(self):
         try:
@@ -85,6 +118,13 @@ class Env:
             "attention": "STAND-IN (tutorial NumPy code)" if self.standin else
                          ("override" if config._attention_override else "attnpy.attention"),
             "isa": self.isa, "threads": self.threads,
+            "isa_forced": self.isa_forced, "isas": _isas(self.attnpy),
+            "isa_child": bool(os.environ.get(isa_mod.CHILD_MARK)),
+            "forced_env": ({k: os.environ.get(k) for k in isa_mod.env_names(self.isa_forced)}
+                           if self.isa_forced else {}),
+            "yardsticks": self.yardsticks,
+            "openblas_coretype_env": os.environ.get("OPENBLAS_CORETYPE"),
+            "torch_probe_error": self.torch_probe.get("error"),
             "numpy": np.__version__, "blas": blas.strip(), "blas_threads": self.blas_threads,
             "torch": self.torch.__version__ if self.torch is not None else None,
             "torch_note": self.torch_error,
@@ -92,6 +132,13 @@ class Env:
             "cpu_count": os.cpu_count(),
             "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         }
+
+
+def _isas(attnpy):
+    try:
+        return list(attnpy.isas())
+    except Exception:     # an attnpy without the switch
+        return []
 
 
 def _mem_available():

@@ -1,11 +1,13 @@
 """Printing a run: header, the main table, targets."""
 import gc
+import shlex
 import sys
 import time
 
 import numpy as np
 
 from . import config
+from . import isa as isa_mod
 from .config import B_, E_, H_
 from .cases import bench_case
 from .targets import _mm_rate
@@ -70,9 +72,12 @@ def _print_header(R):
     _p("  numpy %s, BLAS %s, BLAS threads %s" % (m["numpy"], m["blas"], m["blas_threads"]))
     _p("  torch %s" % (("%s (%d threads)" % (m["torch"], m["threads"])) if m["torch"]
                        else "not compared: " + (m["torch_note"] or "not importable")))
-    _p("  python %s, %s, %s CPUs, load average %s"
-       % (m["python"], m["cpu"], m["cpu_count"],
-          " ".join("%.2f" % x for x in m["loadavg"]) if m["loadavg"] else "?"))
+    _p("  CPU: %s, %s CPUs; attnpy's instruction sets here: %s"
+       % (m["cpu"], m["cpu_count"], " ".join(m.get("isas") or []) or "?"))
+    for line in isa_lines(m):
+        _p("  " + line)
+    _p("  python %s, load average %s"
+       % (m["python"], " ".join("%.2f" % x for x in m["loadavg"]) if m["loadavg"] else "?"))
     if m["loadavg"] and m["loadavg"][0] > 0.5:
         _p("  WARNING: the machine is busy (load %.2f): expect noisy figures" % m["loadavg"][0])
     if m["attention"].startswith("STAND-IN"):
@@ -80,9 +85,51 @@ def _print_header(R):
            " Build attnpy first: python setup.py build_ext --inplace")
 
 
-def _print_targets(T):
-    _p("")
-    _p("targets")
+def isa_lines(m):
+    """The header's lines on instruction sets: attnpy's, how it was
+    chosen, and what each yardstick library runs (bench/isa.py)."""
+    isa, forced = m.get("isa") or "?", m.get("isa_forced")
+    env = m.get("forced_env") or {}
+    if not forced:
+        how = "the default; --isa NAME picks one and matches the yardsticks to it"
+    else:
+        libs_env = " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in sorted(env.items())
+                            if k != "ATTNPY_ISA" and v is not None)
+        how = "--isa %s" % forced
+        if libs_env:
+            how += ("; re-run in a child process with " if m.get("isa_child")
+                    else "; the environment had ") + libs_env
+    lines = ["instruction sets: attnpy %s (%s)" % (isa, how)]
+    libs = m.get("yardsticks") or {}
+    shown = ["%s %s%s" % (isa_mod.LIBS[k], v["seen"], {
+        "matched": " (matched)", "MISMATCH": " (NOT MATCHED)", "default": "",
+        "none": "", "unknown": ""}[v["state"]])
+        for k, v in libs.items() if v["seen"] is not None]
+    lines.append("yardsticks run: " + ("; ".join(shown) or "nothing reported")
+                 + ("" if forced else " (their defaults)"))
+    if libs and libs.get("openblas", {}).get("seen") is None:
+        coretype = m.get("openblas_coretype_env")
+        lines.append("OpenBLAS's core type not reported: %s" % (
+            "as set by OPENBLAS_CORETYPE=%s" % coretype if coretype
+            else "its own choice (OPENBLAS_CORETYPE not set)"))
+    if m.get("torch_probe_error"):
+        lines.append("torch's MKL / oneDNN not reported: the probe failed (%s)"
+                     % m["torch_probe_error"])
+    if forced in isa_mod.NO_YARDSTICK:
+        lines.append("NO MATCHED YARDSTICK for %s: only torch's ATen loops are set to their "
+                     "plain build (ATEN_CPU_CAPABILITY=default), its products and NumPy's keep "
+                     "their sets; "
+                     "targets against torch, np.matmul or NumPy are N/A" % forced)
+    elif forced in isa_mod.DEFAULTS:
+        lines.append("%s: nothing forced, %s" % (forced, isa_mod.DEFAULTS[forced]))
+    for k, v in libs.items():
+        if v["state"] == "MISMATCH":
+            lines.append("YARDSTICK NOT MATCHED: %s %s; targets against it are N/A"
+                         % (isa_mod.LIBS[k], v["why"]))
+    return lines
+
+
+def _print_list(T):
     w = max(len(t["target"]) for t in T)
     for t in T:
         _p("  %-4s  %-*s  %s   [%s]" % (t["status"], w, t["target"], t["measured"], t["required"]))
@@ -90,6 +137,20 @@ def _print_targets(T):
     for t in T:
         counts[t["status"]] = counts.get(t["status"], 0) + 1
     _p("  " + ", ".join("%d %s" % (n, s) for s, n in sorted(counts.items())))
+
+
+def _print_targets(T, M=None, meta=None):
+    _p("")
+    _p("targets")
+    _print_list(T)
+    if M:
+        meta = meta or {}
+        _p("")
+        _p("targets of --isa avx2 (attnpy %s; torch, OpenBLAS and NumPy as the header shows)"
+           % (meta.get("isa") or "?"))
+        _print_list(M)
+        _p("  (the decode targets above -- >= 80% of the streaming read, 16-bit >= 1.8x "
+           "float32 -- compare attnpy with itself: judged in every run)")
 
 
 def _print_table(env, args, cfg, R, mm):

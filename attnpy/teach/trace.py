@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import textwrap
 from typing import Optional, Sequence, Union
 
 import numpy as np
@@ -162,8 +161,8 @@ def explain(Q: ArrayLike, K: ArrayLike, V: ArrayLike,
     # plus the raw scores Q K^T. It validates every argument.
     out, weights, scores = _core.sdpa(
         Qa, Ka, Va, mask=mask, bias=bias, causal=causal, scale=scale,
-        fully_masked=fully_masked, fname="explain", window=window,
-        alibi_slopes=alibi_slopes, softcap=softcap, return_scores=True)
+        fully_masked=fully_masked, fname="explain",
+        variants=(window, alibi_slopes, softcap), return_scores=True)
     # the steps in the compute dtype (the scores'): float32 for 16-bit
     # inputs, whose weights and output keep the result's 16-bit dtype
     dtype = scores.dtype
@@ -687,10 +686,9 @@ class AttentionTrace:
         return _plot(self, ax, cmap, annotate, title)
 
 
-def _variant_params():
-    from .._variants import VARIANT_PARAMS
-    return VARIANT_PARAMS
+def _document_variants():
+    from .._attention import document_variants
+    document_variants(explain)
 
 
-explain.__doc__ = explain.__doc__.replace(
-    "{variants}\n", textwrap.indent(_variant_params(), "    "))
+_document_variants()

@@ -377,6 +377,22 @@ attn_status attn_copy2d(const attn_copy_args *a, const attn_exec *ex);
 /* number of CPUs this process may run on (sched affinity), at least 1      */
 int attn_available_cpus(void);
 
+/* a streaming read, the benchmark's yardstick for decoding (a decode
+ * reads its K and V once): every byte of n buffers, front to back, on
+ * ex's threads (the scheduler's rule, one "flop" a byte) with the loads
+ * of the instruction set in use. *sum = the sum, modulo 2^64, of each
+ * buffer read as native 64-bit words, its last partial word (nbytes % 8
+ * bytes) padded with zero bytes: a check that every byte was read, the
+ * same for any thread count and set. Buffers need no alignment; nbytes
+ * may be 0. ATTN_ENOMEM (the per-chunk sums), ATTN_EINTERRUPTED.       */
+typedef struct {
+    size_t n;
+    const void *const *data;   /* n buffers                               */
+    const size_t *nbytes;      /* their sizes in bytes                    */
+    uint64_t *sum;             /* out                                     */
+} attn_read_args;
+attn_status attn_read_bytes(const attn_read_args *a, const attn_exec *ex);
+
 /* ---- decoding (positional/rope.c, attention/merge.c) -------------------- */
 
 /* rotary position embedding, batched: for b < B, t < T, pair i < E/2,

@@ -230,11 +230,12 @@ int parse_causal(PyObject *o, const char *fname, attn_causal *c);
 int parse_fully_masked(PyObject *o, const char *fname, attn_fm *fm);
 
 /* ---- the attention variants (variants.c) --------------------------------- */
-/* window: None (off) or (left, right), each side None (unbounded: -1 until
- * clamp_window) or an int >= 0; sets p->window, p->wleft, p->wright      */
-int parse_window(PyObject *o, const char *fname, attn_problem *p);
-/* softcap: None (0 = off) or a finite real > 0                          */
-int parse_softcap(PyObject *o, const char *fname, double *cap);
+/* variants: None, or the tuple of the public functions' variant keywords
+ * (window, alibi_slopes, softcap, ...: the order is variants.c's), each
+ * checked with fname and its name in the messages and written into p;
+ * *alibi is alibi_slopes as given (borrowed), or NULL when None        */
+int parse_variants(PyObject *o, const char *fname, attn_problem *p,
+                   PyObject **alibi);
 /* pos_shift: an int with |pos_shift| <= PTRDIFF_MAX / 4                  */
 int parse_pos_shift(PyObject *o, const char *fname, ptrdiff_t *shift);
 /* once p->L, p->S and p->pos_shift are set: unbounded (and wider) window

@@ -1,12 +1,13 @@
 /*
  * python/attention.c -- bindings of the attention family:
  *   sdpa(Q, K, V, /, *, mask, bias, causal, scale, fully_masked, out,
- *        weights_out, fname, window, alibi_slopes, softcap, pos_shift,
- *        return_weights, return_scores, return_lse)
+ *        weights_out, fname, variants, pos_shift, return_weights,
+ *        return_scores, return_lse)
  * behind attention, scaled_dot_product_attention and explain, and
  * sdpa_bwd behind attention_backward (keyword arguments: sdpa_spec and
- * bwd_spec below; the variants' arguments are parsed by variants.c;
- * alibi_slopes (..., H) is one more operand broadcast over batch dims).
+ * bwd_spec below; `variants`, the tuple of the public variant keywords,
+ * is parsed by variants.c, which alone knows its entries; alibi_slopes
+ * (..., H) is one more operand broadcast over batch dims).
  *
  * core_sdpa runs the steps below in order on one sdpa_call; each step
  * returns 0, or -1 with an exception set, and sdpa_release() frees what
@@ -62,26 +63,23 @@ typedef struct {
 /* sdpa's and sdpa_bwd's arguments in slot order (the steps read slots by
  * these indices; absent ones are None, fully_masked's absence "zero").  */
 AP_ARGSPEC(sdpa_spec, "sdpa", 3, 3, "Q", "K", "V", "mask", "bias", "causal",
-           "scale", "fully_masked", "out", "weights_out", "fname", "window",
-           "alibi_slopes", "softcap", "pos_shift", "return_weights",
-           "return_scores", "return_lse");
+           "scale", "fully_masked", "out", "weights_out", "fname",
+           "variants", "pos_shift", "return_weights", "return_scores",
+           "return_lse");
 AP_ARGSPEC(bwd_spec, "sdpa_bwd", 3, 3, "Q", "K", "V", "mask", "bias",
            "causal", "scale", "fully_masked", "dout", "out", "lse",
-           "bias_grad", "fname", "window", "alibi_slopes", "softcap",
-           "pos_shift");
+           "bias_grad", "fname", "variants", "pos_shift");
 enum { A_MASK = 3, A_BIAS, A_CAUSAL, A_SCALE, A_FM, A_OUT, A_W, A_FNAME,
-       A_VARIANTS, A_RW = A_VARIANTS + 4, A_RS, A_RL, N_SDPA_ARGS };
+       A_VARIANTS, A_RW = A_VARIANTS + 2, A_RS, A_RL, N_SDPA_ARGS };
 enum { B_DOUT = 8, B_OUT, B_LSE, B_BIAS_GRAD, B_FNAME, B_VARIANTS,
-       N_BWD_ARGS = B_VARIANTS + 4 };
+       N_BWD_ARGS = B_VARIANTS + 2 };
 
-/* va: window, alibi_slopes, softcap, pos_shift (None: 0) */
+/* va: variants, pos_shift (None: 0) */
 static int sdpa_variant_args(sdpa_call *c, PyObject *const *va)
 {
-    c->alibi = va[1] == Py_None ? NULL : va[1];
-    return parse_window(va[0], c->fname, &c->p) < 0 ||
-                   parse_softcap(va[2], c->fname, &c->p.softcap) < 0 ||
-                   (va[3] != Py_None &&
-                    parse_pos_shift(va[3], c->fname, &c->p.pos_shift) < 0)
+    return parse_variants(va[0], c->fname, &c->p, &c->alibi) < 0 ||
+                   (va[1] != Py_None &&
+                    parse_pos_shift(va[1], c->fname, &c->p.pos_shift) < 0)
                ? -1
                : 0;
 }
@@ -509,8 +507,8 @@ static PyObject *core_sdpa(PyObject *Py_UNUSED(mod), PyObject *const *argv,
 
 /* ------------------------------------------------------------------------ */
 /* sdpa_bwd(Q, K, V, /, *, mask, bias, causal, scale, fully_masked, dout,   */
-/*          out, lse, bias_grad, fname, window, alibi_slopes, softcap,      */
-/*          pos_shift) -> (dQ, dK, dV, dbias or None)                       */
+/*          out, lse, bias_grad, fname, variants, pos_shift)                */
+/*          -> (dQ, dK, dV, dbias or None)                                  */
 /* Steps 2-5 and 7 are sdpa's; the gradients have the broadcast batch       */
 /* shape (the wrapper sums them to the inputs' shapes).                     */
 /* ------------------------------------------------------------------------ */
@@ -664,15 +662,14 @@ PyMethodDef ap_attention_methods[] = {
     {"sdpa_bwd", AP_FASTCALL(core_sdpa_bwd), AP_KW,
      "sdpa_bwd(Q, K, V, /, *, mask=None, bias=None, causal=False, "
      "scale=None, fully_masked='zero', dout, out, lse, bias_grad=False, "
-     "fname='attention_backward', window=None, alibi_slopes=None, "
-     "softcap=None, pos_shift=0)\n--\n\n"
+     "fname='attention_backward', variants=None, pos_shift=0)\n--\n\n"
      "The gradients of sdpa in C: (dQ, dK, dV, dbias or None), each with "
      "the broadcast batch shape (dout, out and lse are required)."},
     {"sdpa", AP_FASTCALL(core_sdpa), AP_KW,
      "sdpa(Q, K, V, /, *, mask=None, bias=None, causal=False, scale=None, "
      "fully_masked='zero', out=None, weights_out=None, fname=None, "
-     "window=None, alibi_slopes=None, softcap=None, pos_shift=0, "
-     "return_weights=False, return_scores=False, return_lse=False)"
+     "variants=None, pos_shift=0, return_weights=False, "
+     "return_scores=False, return_lse=False)"
      "\n--\n\n"
      "Scaled dot-product attention in C: out; (out, weights) with "
      "return_weights; (out, weights, raw scores) with return_scores; "

@@ -1,6 +1,7 @@
 /*
  * python/runtime.c -- bindings of the runtime: thread count, instruction
- * set, CPU count, and as_real (the binding's array conversion, for the
+ * set, CPU count, the streaming read (read_bytes: the benchmark's
+ * yardstick), and as_real (the binding's array conversion, for the
  * Python wrappers' own checks).
  */
 #include "args.h" /* first: Python.h before any system header */
@@ -137,6 +138,68 @@ static PyObject *core_available_cpus(PyObject *Py_UNUSED(mod),
     return PyLong_FromLong(attn_available_cpus());
 }
 
+/* ------------------------------------------------------------------------ */
+/* the streaming read (the benchmark's yardstick for decoding)               */
+/* ------------------------------------------------------------------------ */
+/* read_bytes(arrays): attn_read_bytes over the memory of a list or tuple
+ * of arrays, on the module's threads with the set in use; returns the
+ * sum (an int). Each must be an ndarray in one block (C- or
+ * Fortran-contiguous, any dtype): a strided view is not one stream, and
+ * a copy would time the copy.                                          */
+static PyObject *core_read_bytes(PyObject *Py_UNUSED(mod), PyObject *arg)
+{
+    PyObject *res = NULL;
+    const void **data = NULL;
+    size_t *nbytes = NULL;
+    uint64_t sum = 0;
+    attn_status st;
+    if (!PyList_Check(arg) && !PyTuple_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "read_bytes: arrays must be a list or "
+                     "tuple of NumPy arrays, got %s", Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    /* a tuple of its own: the arrays stay alive while the GIL is out */
+    PyObject *arrs = PySequence_Tuple(arg);
+    if (!arrs)
+        return NULL;
+    const Py_ssize_t n = PyTuple_GET_SIZE(arrs);
+    data = PyMem_Calloc(n ? (size_t)n : 1, sizeof *data);
+    nbytes = PyMem_Calloc(n ? (size_t)n : 1, sizeof *nbytes);
+    if (!data || !nbytes) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PyTuple_GET_ITEM(arrs, i);
+        if (!PyArray_Check(o)) {
+            PyErr_Format(PyExc_TypeError, "read_bytes: arrays[%zd] must be a "
+                         "NumPy array, got %s", i, Py_TYPE(o)->tp_name);
+            goto fail;
+        }
+        PyArrayObject *a = (PyArrayObject *)o;
+        if (!PyArray_IS_C_CONTIGUOUS(a) && !PyArray_IS_F_CONTIGUOUS(a)) {
+            PyObject *shape = shape_of(a);
+            if (shape)
+                PyErr_Format(PyExc_ValueError, "read_bytes: arrays[%zd] "
+                             "(shape %S) is not contiguous: it must be one "
+                             "block of memory", i, shape);
+            Py_XDECREF(shape);
+            goto fail;
+        }
+        data[i] = PyArray_DATA(a);
+        nbytes[i] = (size_t)PyArray_NBYTES(a);
+    }
+    attn_read_args ra = {(size_t)n, data, nbytes, &sum};
+    AP_RUN(st, attn_read_bytes, &ra);
+    if (raise_status(st, "read_bytes") == 0)
+        res = PyLong_FromUnsignedLongLong((unsigned long long)sum);
+fail:
+    PyMem_Free(data);
+    PyMem_Free(nbytes);
+    Py_DECREF(arrs);
+    return res;
+}
+
 AP_ARGSPEC(as_real_spec, "as_real", 3, 3, "obj", "fname", "arg");
 AP_ARGSPEC(as_array16_spec, "as_array16", 3, 3, "obj", "fname", "arg");
 
@@ -192,6 +255,12 @@ PyMethodDef ap_runtime_methods[] = {
     {"isas", core_isas, METH_NOARGS,
      "isas()\n--\n\nThe instruction sets this machine can run, best first, "
      "as (name, opt_in) pairs."},
+    {"read_bytes", core_read_bytes, METH_O,
+     "read_bytes(arrays, /)\n--\n\nRead every byte of a list of contiguous "
+     "arrays, front to back, on attnpy's threads with the instruction set "
+     "in use; returns their sum as native 64-bit words modulo 2**64 (the "
+     "last partial word of each array padded with zero bytes). The "
+     "benchmark's streaming-read yardstick; not public API."},
     {"available_cpus", core_available_cpus, METH_NOARGS,
      "available_cpus()\n--\n\nThe CPUs this process may run on."},
     {NULL, NULL, 0, NULL}};

@@ -1,9 +1,12 @@
 /*
  * python/variants.c -- the arguments of the attention variants
- * (docs/user/variants.md): window, softcap and the private pos_shift,
- * checked and written into an attn_problem as csrc/core/attn.h wants them.
- * (alibi_slopes is an array operand: attention.c broadcasts it with Q, K,
- * V, mask and bias.)
+ * (docs/user/variants.md), checked and written into an attn_problem as
+ * csrc/core/attn.h wants them. The public functions hand the binding
+ * their variant keywords as one tuple, `variants`, that attnpy/_variants.py
+ * forwards untouched; parse_variants() below is the one place that knows
+ * its entries. (alibi_slopes is an array operand: attention.c broadcasts
+ * it with Q, K, V, mask and bias.) The private pos_shift (attnpy.dask's
+ * blocks) is a keyword of its own.
  */
 #include "args.h" /* first: Python.h before any system header */
 #include <math.h>
@@ -69,7 +72,7 @@ static int window_side(PyObject *o, PyObject *window, const char *fname,
     return 0;
 }
 
-int parse_window(PyObject *o, const char *fname, attn_problem *p)
+static int parse_window(PyObject *o, const char *fname, attn_problem *p)
 {
     p->window = 0;
     p->wleft = p->wright = 0;
@@ -95,7 +98,7 @@ int parse_window(PyObject *o, const char *fname, attn_problem *p)
     return r;
 }
 
-int parse_softcap(PyObject *o, const char *fname, double *cap)
+static int parse_softcap(PyObject *o, const char *fname, double *cap)
 {
     *cap = 0.0;
     if (o == Py_None)
@@ -123,6 +126,38 @@ int parse_softcap(PyObject *o, const char *fname, double *cap)
     }
     *cap = v;
     return 0;
+}
+
+/* The entries of a variants tuple, in order: the public keywords, as the
+ * public functions (attnpy/_attention.py, _grad.py, teach/trace.py,
+ * dask.py) write the tuple. Trailing entries may be left out (None).
+ * A new kind: a parser above, an entry here, its line in parse_variants. */
+enum { V_WINDOW, V_ALIBI, V_SOFTCAP, N_VARIANTS };
+#define AP_VARIANT_NAMES "(window, alibi_slopes, softcap)"
+
+int parse_variants(PyObject *o, const char *fname, attn_problem *p,
+                   PyObject **alibi)
+{
+    PyObject *v[N_VARIANTS];
+    Py_ssize_t n = 0;
+    if (o != Py_None) {
+        if (!PyTuple_Check(o) || (n = PyTuple_GET_SIZE(o)) > N_VARIANTS) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s: variants must be None or a tuple of at most "
+                         "%d: " AP_VARIANT_NAMES ", got %R", fname,
+                         (int)N_VARIANTS, o);
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < n; i++)
+            v[i] = PyTuple_GET_ITEM(o, i);
+    }
+    for (Py_ssize_t i = n; i < N_VARIANTS; i++)
+        v[i] = Py_None;
+    *alibi = v[V_ALIBI] == Py_None ? NULL : v[V_ALIBI];
+    return parse_window(v[V_WINDOW], fname, p) < 0 ||
+                   parse_softcap(v[V_SOFTCAP], fname, &p->softcap) < 0
+               ? -1
+               : 0;
 }
 
 int parse_pos_shift(PyObject *o, const char *fname, ptrdiff_t *shift)

@@ -151,17 +151,18 @@ def test_pos_shift_vs_reference(case, shift):
     Q, K, V, kw = case
     args = [kw.get(k) for k in ("mask", "bias", "causal", "scale",
                                 "fully_masked")]
-    var = [kw.get(k) for k in ("enable_gqa", "window", "alibi_slopes",
-                               "softcap")]
+    gqa = kw.get("enable_gqa")
+    var = tuple(kw.get(k) for k in ("window", "alibi_slopes", "softcap"))
     out, lse = _variants.sdpa(Q, K, V, *args, None, None, "attention",
-                              *var, shift, return_lse=True)
+                              gqa, var, shift, return_lse=True)
     r_out, r_lse = ref.attention(Q, K, V, return_lse=True, _pos_shift=shift,
                                  **kw)
     close(out, r_out, out.dtype)
     close(lse, r_lse, out.dtype)
     dout = random_array(np.random.default_rng(4), out.shape, out.dtype)
     (gq, gk, gv, _), seen = _variants.sdpa_bwd(dout, Q, K, V, out, lse,
-                                               *args, False, *var, shift)
+                                               *args, False, gqa, var,
+                                               shift)
     want = ref.attention_backward(dout, Q, K, V, out, lse, _pos_shift=shift,
                                   **kw)
     for g, x, x0, w in zip((gq, gk, gv), seen, (Q, K, V), want):
@@ -353,9 +354,8 @@ def test_pos_shift_is_a_block_of_the_whole(causal):
     a, b, c, d = 20, 28, 10, 34          # rows 20..27 see keys 14..29
     shift = (a - c) - ((d - c) - (b - a) if causal == "bottom_right" else 0)
     part, plse = _core.sdpa(Q[:, a:b], K[:, c:d], V[:, c:d], causal=causal,
-                            window=var["window"], alibi_slopes=slopes,
-                            softcap=var["softcap"], pos_shift=shift,
-                            return_lse=True)
+                            variants=(var["window"], slopes, var["softcap"]),
+                            pos_shift=shift, return_lse=True)
     np.testing.assert_allclose(part, whole[:, a:b], rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(plse, lse[:, a:b], rtol=1e-12, atol=1e-13)
     r = ref.attention(Q[:, a:b], K[:, c:d], V[:, c:d], causal=causal,

@@ -50,14 +50,21 @@ def _check_row(env, cfg, capsys, kind, make, dtype, torch):
     else:
         assert r["guard"]["ok"], r["guard"]["why"]
         assert set(r["results"]) == {dtype, "float32"} | (
-            {"torch " + dtype} if torch else set())
+            {"torch " + dtype} if torch else set()) | (
+            {"stream"} if kind == "decode" else set())
         assert np.isclose(r["vs_f32"], r["ms"]["float32"] / r["ms"][dtype])
+        if kind == "decode":   # the streaming read of the 16-bit K and V
+            assert np.isclose(r["of_stream"], r["ms"]["stream"] / r["ms"][dtype])
+            assert np.isclose(r["stream_gbs"], 2 * 2 * 256 * 16 * 2 / r["ms"]["stream"] / 1e6)
+            assert "stream " in out
+        else:
+            assert "of_stream" not in r
         if torch:
             assert np.isclose(r["vs_torch"], r["ms"]["torch " + dtype] / r["ms"][dtype])
         else:
             assert r["vs_torch"] is None and "(no torch)" in out
     ts = bits16.targets16([r], amx=True)
-    want = {"decode": 2, "forward": 2 + (dtype == "bfloat16"), "backward": 1}[kind]
+    want = {"decode": 3, "forward": 2 + (dtype == "bfloat16"), "backward": 1}[kind]
     assert len(ts) == want
     for t in ts:
         if "vs torch" in t["target"] and not torch and "refused" not in r:
@@ -83,7 +90,7 @@ def test_refused_call_prints_and_fails_targets(env_cfg, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "attnpy refuses the 16-bit call: TypeError: attention: Q has dtype float16" in out
     ts = bits16.targets16(rows)
-    assert [t["status"] for t in ts] == ["FAIL", "FAIL"]
+    assert [t["status"] for t in ts] == ["FAIL", "FAIL", "FAIL"]
 
 
 def test_a_16_bit_call_returning_float32_counts_as_refused(env_cfg, monkeypatch):

@@ -59,6 +59,11 @@ def test_decode_part_rows_on_small_shapes(capsys, torch):
         assert r["read_s"] == min(v["median_s"] for k, v in r["results"].items()
                                   if k.startswith("read:"))
         assert np.isclose(r["of_read"], r["read_s"] / r["attnpy_s"])
+        # the streaming read of the same K and V bytes on attnpy's threads
+        assert "stream" in names
+        assert r["stream_s"] == r["results"]["stream"]["median_s"] > 0
+        assert np.isclose(r["of_stream"], r["stream_s"] / r["attnpy_s"])
+        assert np.isclose(r["stream_gbs"], r["bytes"] / r["stream_s"] / 1e9)
         assert r["bytes"] == 2 * r["S"] * np.prod(r["shape"]) // r["shape"][2] * 4
     one = res["rows"][1]                    # B * H == 1: threads and 1 thread
     assert one["attnpy_1thread_s"] > 0
@@ -69,10 +74,16 @@ def test_decode_part_rows_on_small_shapes(capsys, torch):
     assert set(w["results"]) == {"window", "last W keys", "full cache"}
     assert "window: the last 64 of 4096 keys" in out
     # targets: the two target rows only, each vs torch (when torch ran) and
-    # the read rate, and the one-head row's threads; then the 16-bit row in
-    # each dtype, vs attnpy float32 and vs torch (N/A without torch)
+    # the streaming read, and the one-head row's threads; then the 16-bit
+    # row in each dtype, vs attnpy float32, vs torch (N/A without torch)
+    # and vs the streaming read of its 16-bit K and V
     names = [t["target"] for t in res["targets"]]
-    assert len(names) == (5 if torch else 3) + 2 * 2
+    assert len(names) == (5 if torch else 3) + 2 * 3
+    assert sum(n.endswith("vs the streaming read") for n in names) == 2 + 2
+    for r in res["rows16"]:
+        assert r["of_stream"] > 0 and r["stream_gbs"] > 0
+        assert "stream" in r["results"]
+    assert "stream " in out and "NumPy read " in out
     for t in res["targets"]:
         if "vs torch" in t["target"] and not torch:
             assert t["status"] == "N/A" and t["measured"] == "torch not run"
@@ -82,7 +93,7 @@ def test_decode_part_rows_on_small_shapes(capsys, torch):
     if not torch:
         assert "(no torch)" in out
     assert len(res["rows16"]) == 2 and "decode in 16 bits" in out
-    assert sum(n.startswith("decode (1,2,1,16) S=256 ") for n in names) == 4
+    assert sum(n.startswith("decode (1,2,1,16) S=256 ") for n in names) == 6
     assert sum("threads used" in n for n in names) == 1
     assert not any("(2,2,3,8)" in n for n in names)
 
@@ -102,7 +113,7 @@ def test_decode_part_from_the_command_line(monkeypatch, tmp_path, capsys):
     R = json.loads(path.read_text())
     assert len(R["decode"]["rows"]) == 2
     decode_targets = [t for t in R["targets"] if t["target"].startswith("decode ")]
-    assert len(decode_targets) == 5 + 4
+    assert len(decode_targets) == 5 + 6
     assert all(t["required"] for t in decode_targets)
     # the same rows sampled interleaved (the bench's earlier way)
     rc = bench.main(["--only", "decode", "--repeat", "1", "--sampling", "interleaved"])

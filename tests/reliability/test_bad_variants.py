@@ -112,5 +112,31 @@ def test_private_pos_shift():
                                         "argument 'want'"):
         _core.sdpa(Q, Q, Q, want=0, **kw)
     big = 2 ** 60                      # allowed: every query far after keys
-    out = _core.sdpa(Q, Q, Q, window=(0, None), pos_shift=big, **kw)
+    out = _core.sdpa(Q, Q, Q, variants=((0, None),), pos_shift=big, **kw)
     np.testing.assert_array_equal(out, np.zeros_like(out))
+
+
+def test_private_variants_tuple():
+    """The binding takes the public variant keywords as one tuple, in the
+    public functions' order; trailing entries may be left out, and
+    anything but None or a tuple of at most that many is refused."""
+    kw = dict(causal=True, fname="attention")
+    want = attnpy.attention(Q, K, V, enable_gqa=True, window=(1, 0),
+                            softcap=2.0)
+    got = attnpy._variants.sdpa(Q, K, V, None, None, False, None, "zero",
+                                None, None, "attention", True,
+                                ((1, 0), None, 2.0))
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(_core.sdpa(Q, Q, Q, variants=(), **kw),
+                                  _core.sdpa(Q, Q, Q, variants=None, **kw))
+    np.testing.assert_array_equal(
+        _core.sdpa(Q, Q, Q, variants=((1, 0),), **kw),
+        attnpy.attention(Q, Q, Q, window=(1, 0), causal=True))
+    for bad in ([(1, 0)], "w", {}, (None,) * 40):
+        with pytest.raises(TypeError, match="^attention: variants must be "
+                                            "None or a tuple"):
+            _core.sdpa(Q, Q, Q, variants=bad, **kw)
+    # each entry is checked under its public name
+    with pytest.raises(TypeError, match="^attention: window must be None "
+                                        "or a pair"):
+        _core.sdpa(Q, Q, Q, variants=(1, 0), **kw)

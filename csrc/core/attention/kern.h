@@ -9,11 +9,14 @@
  *                 tile_kern.h (micro-kernels), tile_masks.h (masks and
  *                 variants), tile_half.h (16-bit reads and writes)
  *   bwd_tile.h    the backward kernel, the same way
- *   tile_amx.h    the "amx" set's own micro-kernels (bfloat16 scores and
- *                 P V by AMX tiles), through tile.h's hooks (isa/amx.c)
+ *   amx_hooks.h   the hooks tile.h and bwd_tile.h offer a set with its own
+ *                 micro-kernels; tile_amx.h, tile_amx_pv.h the "amx"
+ *                 set's (bfloat16 scores and P V by AMX tiles: isa/amx.c)
  *   masked.c      the uniform policy's output row
- *   merge.c       log-sum-exp merge of partial results
- *   variants.h    the oracles' reading of the variants (testing/)
+ *   merge.c       log-sum-exp merge of partial results (on the row driver)
+ *   variants.h    the keys a row may see (attn__var_band), written once
+ *                 for the kernels (attn__key_range below, tile_masks.h)
+ *                 and the oracles (testing/)
  * The templates are instantiated once per instruction set by isa/<set>.c
  * (item_avx2_f32, merge_item_avx512_f64, bwd_item_a_port_f32, ...: the
  * names are listed in each set's table there, and with the template

@@ -70,6 +70,7 @@ const attn_kernels attn__kernels_amx = {
     NULL,
     {{NULL, NULL, NULL, NULL}, {NULL, NULL, NULL, NULL}},
     {NULL, NULL},
+    NULL,
     {NULL, NULL},
 };
 

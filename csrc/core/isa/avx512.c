@@ -24,6 +24,7 @@
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
 #include "rows/cvt_tmpl.h"
+#include "runtime/read_tmpl.h"
 #include "layer/act_tmpl.h"
 #include "elementwise/softmax_tmpl.h"
 #include "simd/undef.h"
@@ -56,6 +57,7 @@ const attn_kernels attn__kernels_avx512 = {
     {{act_fwd_avx512_f32, act_bwd_avx512_f32, glu_fwd_avx512_f32, glu_bwd_avx512_f32},
      {act_fwd_avx512_f64, act_bwd_avx512_f64, glu_fwd_avx512_f64, glu_bwd_avx512_f64}},
     {row_softmax_avx512_f32, row_softmax_avx512_f64},
+    read_sum_avx512_f32,
     ATTN_MATH_ROWS_OF(&math_rows_avx512_f32, &math_rows_avx512_f64),
 };
 

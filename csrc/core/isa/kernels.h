@@ -34,6 +34,10 @@ typedef struct {
                     const void *g, const void *u);
 } attn_act_kernels;
 
+/* the streaming read (runtime/read_tmpl.h): the sum of nwords native
+ * 64-bit words at p                                                     */
+typedef uint64_t (*attn_read_fn)(const unsigned char *p, size_t nwords);
+
 /* simd/math.h's functions over rows (simd/math_rows_tmpl.h), for the C
  * tests' lane-by-lane checks of every set: y[i] = f(x[i]), n elements of
  * the table's element type; pow and sincos in the double table only    */
@@ -62,6 +66,7 @@ struct attn_kernels_ {
     attn_act_kernels act[2];     /* [ATTN_F32], [ATTN_F64]                */
     /* one row's softmax (elementwise/softmax_tmpl.h), [ATTN_F32/F64]   */
     void (*softmax_row[2])(size_t n, void *y, const void *x);
+    attn_read_fn read_sum;       /* the streaming read (attn_read_bytes)  */
     /* [ATTN_F32/F64]: simd/math.h's functions over rows, the C tests'
      * only: built where ATTN_MATH_ROWS is 1 (their builds), else NULL  */
     const attn_math_rows *math[2];
@@ -98,6 +103,10 @@ static inline attn_widen_fn attn__widen(void)
 static inline attn_narrow_fn attn__narrow(void)
 {
     return attn__kernels_for(attn__kernels()->narrow != NULL)->narrow;
+}
+static inline attn_read_fn attn__read_sum(void)
+{
+    return attn__kernels_for(attn__kernels()->read_sum != NULL)->read_sum;
 }
 
 #endif /* ATTNPY_ISA_KERNELS_H */
