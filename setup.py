@@ -58,6 +58,9 @@ else:
     if os.environ.get("ATTNPY_SANITIZE"):
         san = "-fsanitize=" + os.environ["ATTNPY_SANITIZE"]
         compile_args += [san, "-fno-omit-frame-pointer", "-g", "-O1"]
+        # tools/sanitize.sh links the C tests with these objects: the
+        # sets' math rows they check (csrc/core/isa/kernels.h)
+        compile_args.append("-DATTN_MATH_ROWS=1")
         link_args += [san]
 
 ext = Extension(

@@ -60,15 +60,12 @@ def isas(*, opt_in: bool = True) -> list[str]:
     (Linux on a CPU with AMX-BF16), whose bfloat16 products by AMX tiles
     round in their own way; it is never chosen unless asked for.
 
-    ==============  ========================================================
-    ``"amx"``       AVX-512 kernels, bfloat16 products by AMX tiles (opt-in)
-    ``"avx512"``    AVX-512F
-    ``"avx2"``      AVX2 + FMA
-    ``"neon"``      AArch64 Advanced SIMD
-    ``"portable"``  the plain C kernels (built for AVX2 + FMA where the CPU
-                    has them)
-    ``"baseline"``  the plain C kernels for the base architecture
-    ==============  ========================================================
+    ``"portable"`` (the plain C kernels, the rule every other set follows;
+    built for AVX2 + FMA too where the CPU has them) and ``"baseline"``
+    (the same C for the architecture's base: slow on x86-64, whose base
+    has no fused multiply-add) are always last; before them come the
+    CPU's vector sets, such as ``"avx512"``, ``"avx2"`` or ``"neon"``. The
+    Platforms page of the user guide lists every set and where it runs.
 
     NumPy's own products (the matrix products of `MultiHeadAttention` and
     `TransformerEncoderLayer`) are NumPy's BLAS, outside this promise.

@@ -51,8 +51,10 @@ build_c_programs() {
     local src=$1 out=$2
     shift 2
     local cc=${CC:-cc}
-    local flags=(-std=c11 -Wall -Wextra -pthread "$@" -I"$src/csrc/core"
-                 -I"$src/tests/c")
+    # ATTN_MATH_ROWS: the sets' tables carry simd/math.h's functions over
+    # rows (isa/kernels.h), what test_math and test_core check per set
+    local flags=(-std=c11 -Wall -Wextra -pthread -DATTN_MATH_ROWS=1 "$@"
+                 -I"$src/csrc/core" -I"$src/tests/c")
     local mains=() helpers=() f
     mapfile -t mains < <(c_program_sources "$src")
     for f in "$src"/tests/c/*.c; do

@@ -68,7 +68,9 @@ def preprocess(path):
         "-I", os.path.join("csrc", "core"), "-I", np.get_include(),
         "-I", sysconfig.get_paths()["include"],
         "-DNPY_NO_DEPRECATED_API=NPY_2_0_API_VERSION",
-        "-DNPY_TARGET_VERSION=NPY_2_0_API_VERSION", path]
+        "-DNPY_TARGET_VERSION=NPY_2_0_API_VERSION",
+        "-DATTN_MATH_ROWS=1",  # the C tests' rows (isa/kernels.h) too
+        path]
     return subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True,
                           text=True).stdout
 

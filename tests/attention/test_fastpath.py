@@ -32,6 +32,10 @@ KNOWN = tuple(name for name, _, _ in _core.isas())  # the core's whole list
 
 
 def test_isa_names_and_auto():
+    # the C core's list (csrc/core/runtime/isa.h): unique lower-case names
+    # that set_isa and ATTNPY_ISA take, ending with the two plain C sets
+    assert len(set(KNOWN)) == len(KNOWN) >= 2
+    assert all(n.isidentifier() and n == n.lower() for n in KNOWN), KNOWN
     assert KNOWN[-2:] == ("portable", "baseline")
     assert {n for n, opt, _ in _core.isas() if opt} == {"amx"}
     assert ISAS[-2:] == ["portable", "baseline"]

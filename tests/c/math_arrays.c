@@ -1,17 +1,14 @@
 /*
- * tests/c/math_arrays.c -- tests/c/math_arrays.h for the scalar, portable
- * (narrow; wide on x86), AVX2, AVX-512 and NEON instantiations.
+ * tests/c/math_arrays.c -- tests/c/math_arrays.h: the scalar
+ * instantiation here, the instruction sets' from runtime/isa.h's list.
  */
 #include "math_arrays.h"
 
-#include <string.h>
-
+#include "runtime/isa.h"
 #include "runtime/platform.h"
 
 const char *const math_fn_names[MF_N] = {"exp",     "exp_neg", "tanh", "sigmoid",
                                          "phi",     "npdf",    "log"};
-
-static int always(void) { return 1; }
 
 #if ATTN_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -19,121 +16,57 @@ ATTN_TARGET("avx") void math_clean_upper(void) { _mm256_zeroupper(); }
 #else
 void math_clean_upper(void) {}
 #endif
-#if ATTN_ARCH_X86
-static int has_avx2(void) { return (attn__x86_features() & ATTN_X86_AVX2_FMA) != 0; }
-static int has_avx512(void) { return (attn__x86_features() & ATTN_X86_AVX512F) != 0; }
-#endif
-
-/* MA_TABLE(name, suffix, available): the math_set of one instantiation  */
-#define MA_FNS(P, SUF)                                                         \
-    {P##exp_##SUF, P##exp_neg_##SUF, P##tanh_##SUF, P##sigmoid_##SUF,          \
-     P##phi_##SUF, P##npdf_##SUF, P##log_##SUF}
-#define MA_TABLE(var, name, S, avail)                                          \
-    static const math_set var = {name, avail, 0, MA_FNS(ma_, S##_f32),         \
-                                 MA_FNS(ma_, S##_f64), ma_pow_##S##_f64,       \
-                                 ma_sincos_##S##_f64};
 
 #define SIMD_F64 0
 #include "simd/vec_scalar.h"
 #include "simd/math.h"
-#include "math_arrays_body.h"
+#include "simd/math_rows_tmpl.h"
 #include "simd/undef.h"
 #define SIMD_F64 1
 #include "simd/vec_scalar.h"
 #include "simd/math.h"
-#include "math_arrays_body.h"
+#include "simd/math_rows_tmpl.h"
 #include "simd/undef.h"
-const math_set math_set_scalar = {"scalar", always, 0, MA_FNS(ma_, scalar_f32),
-                                  MA_FNS(ma_, scalar_f64), ma_pow_scalar_f64,
-                                  ma_sincos_scalar_f64};
-
-#define SIMD_F64 0
-#include "simd/vec_portable.h"
-#include "simd/math.h"
-#include "math_arrays_body.h"
-#include "simd/undef.h"
-#define SIMD_F64 1
-#include "simd/vec_portable.h"
-#include "simd/math.h"
-#include "math_arrays_body.h"
-#include "simd/undef.h"
-MA_TABLE(set_port, "portable", port, always)
-
-#ifdef SIMD_PORT_HAVE_WIDE
-#define SIMD_F64 0
-#define SIMD_PORT_WIDE 1
-#include "simd/vec_portable.h"
-#include "simd/math.h"
-#include "math_arrays_body.h"
-#include "simd/undef.h"
-#define SIMD_F64 1
-#define SIMD_PORT_WIDE 1
-#include "simd/vec_portable.h"
-#include "simd/math.h"
-#include "math_arrays_body.h"
-#include "simd/undef.h"
-MA_TABLE(set_portw, "portable wide", portw, has_avx2)
-#endif
-
-#if ATTN_ARCH_X86
-#define SIMD_F64 0
-#include "simd/vec_avx2.h"
-#include "simd/math.h"
-#include "math_arrays_body.h"
-#include "simd/undef.h"
-#define SIMD_F64 1
-#include "simd/vec_avx2.h"
-#include "simd/math.h"
-#include "math_arrays_body.h"
-#include "simd/undef.h"
-MA_TABLE(set_avx2, "avx2", avx2, has_avx2)
-
-#define SIMD_F64 0
-#include "simd/vec_avx512.h"
-#include "simd/math.h"
-#include "math_arrays_body.h"
-#include "simd/undef.h"
-#define SIMD_F64 1
-#include "simd/vec_avx512.h"
-#include "simd/math.h"
-#include "math_arrays_body.h"
-#include "simd/undef.h"
-MA_TABLE(set_avx512, "avx512", avx512, has_avx512)
-#endif
-
-#if ATTN_ARCH_NEON
-#define SIMD_F64 0
-#include "simd/vec_neon.h"
-#include "simd/math.h"
-#include "math_arrays_body.h"
-#include "simd/undef.h"
-#define SIMD_F64 1
-#include "simd/vec_neon.h"
-#include "simd/math.h"
-#include "math_arrays_body.h"
-#include "simd/undef.h"
-MA_TABLE(set_neon, "neon", neon, always)
-#endif
+const math_set math_set_scalar = {"scalar", 1, 0, 1,
+                                  {&math_rows_scalar_f32, &math_rows_scalar_f64}};
 
 extern const math_set math_set_scalar_soft, math_set_port_soft; /* math_soft.c */
 
+/* one set of the list: its table (NULL where this build has none), and
+ * whether this CPU runs it; a table with a base (amx) has its base's
+ * rows, listed under the base's own entry                              */
+static math_set g_sets[ATTN_ISA_COUNT];
+static const attn_kernels *g_tab[ATTN_ISA_COUNT];
+static const math_set *g_list[ATTN_ISA_COUNT + 2];
+static int g_n = -1;
+
+static void add_isa(attn_isa_id id, const attn_kernels *k, int usable)
+{
+    if (!k || k->base)
+        return;
+    for (int i = 0; i < g_n; i++)
+        if (g_tab[i] == k)
+            return; /* "portable" where it runs the base build */
+    g_tab[g_n] = k;
+    math_set *s = &g_sets[g_n];
+    s->name = k->name;
+    s->available = usable != 0;
+    s->slow = id == ATTN_ISA_PORTABLE || id == ATTN_ISA_BASELINE;
+    s->r[0] = k->math[ATTN_F32];
+    s->r[1] = k->math[ATTN_F64];
+    g_list[g_n++] = s;
+}
+
 const math_set *const *math_sets(int *n)
 {
-    static const math_set *const sets[] = {
-        &set_port,
-#ifdef SIMD_PORT_HAVE_WIDE
-        &set_portw,
-#endif
-#if ATTN_ARCH_X86
-        &set_avx2,
-        &set_avx512,
-#endif
-#if ATTN_ARCH_NEON
-        &set_neon,
-#endif
-        &math_set_scalar_soft,
-        &math_set_port_soft,
-    };
-    *n = (int)(sizeof sets / sizeof sets[0]);
-    return sets;
+    if (g_n < 0) {
+        g_n = 0;
+#define X(id, name, kern, usable, opt_in) add_isa(ATTN_ISA_##id, kern, usable);
+        ATTN_ISA_LIST(X)
+#undef X
+        g_list[g_n++] = &math_set_scalar_soft;
+        g_list[g_n++] = &math_set_port_soft;
+    }
+    *n = g_n;
+    return g_list;
 }

@@ -1,31 +1,34 @@
 /*
  * tests/c/math_arrays.h -- the functions of simd/math.h over arrays, once
- * per instantiation this build has (scalar, portable narrow and wide,
- * AVX2, AVX-512, NEON, and the scalar and portable ones built with the
- * exact software fma of platforms whose C library fma is not trusted),
- * for tests/c/test_math.c's bit-identity checks. Test code only: the
- * extension carries none of it.
+ * per instantiation this build has, for tests/c/test_math.c's
+ * bit-identity checks: the scalar one and the scalar and portable ones
+ * built with the exact software fma of platforms whose C library fma is
+ * not trusted (test code: math_arrays.c, math_soft.c), and every
+ * instruction set of runtime/isa.h's list, through its table's math rows
+ * (isa/kernels.h; the C tests build them with ATTN_MATH_ROWS). A new set
+ * needs nothing here.
  */
 #ifndef ATTNPY_TEST_MATH_ARRAYS_H
 #define ATTNPY_TEST_MATH_ARRAYS_H
 
 #include <stddef.h>
 
-/* the one-argument functions, float and double                          */
-enum { MF_EXP, MF_EXP_NEG, MF_TANH, MF_SIGMOID, MF_PHI, MF_NPDF, MF_LOG, MF_N };
-extern const char *const math_fn_names[MF_N];
+#include "isa/kernels.h"
 
-typedef void (*mf32_fn)(float *y, const float *x, size_t n);
-typedef void (*mf64_fn)(double *y, const double *x, size_t n);
+/* the one-argument functions, float and double (ATTN_MF_*)             */
+#define MF_N ATTN_MF_N
+extern const char *const math_fn_names[MF_N];
 
 typedef struct {
     const char *name;
-    int (*available)(void); /* this CPU can run it */
-    int soft;               /* built with the software fma (slow)       */
-    mf32_fn f32[MF_N];
-    mf64_fn f64[MF_N];
-    void (*pow64)(double *r, const double *x, const double *y, size_t n);
-    void (*sincos64)(double *s, double *c, const double *x, size_t n);
+    int available; /* this CPU can run it                                */
+    int soft;      /* built with the software fma (slow)                 */
+    int slow;      /* scalar C per lane (the scalar, portable, baseline
+                    * builds: a C library fma call per lane, or per-lane
+                    * loops the test build does not vectorize)            */
+    /* [ATTN_F32], [ATTN_F64]; NULL: the build has no rows (test_math
+     * fails on it)                                                       */
+    const attn_math_rows *r[2];
 } math_set;
 
 /* x86: vzeroupper, after a vector set's call. Without it the 256- and
@@ -37,7 +40,11 @@ void math_clean_upper(void);
 
 /* the scalar instantiation (the reference of the bit-identity checks) */
 extern const math_set math_set_scalar;
-/* every other instantiation this build has: *n of them                 */
+/* every other instantiation this build has, *n of them: the sets of
+ * runtime/isa.h's list with a table of their own (best first; one entry
+ * a table: "portable" is "baseline" where it runs the base build), then
+ * the soft-fma ones. The first call fills the list: make it before
+ * starting threads.                                                    */
 const math_set *const *math_sets(int *n);
 
 #endif /* ATTNPY_TEST_MATH_ARRAYS_H */

@@ -33,6 +33,7 @@
 
 #include "check.h"
 #include "fbits.h"
+#include "runtime/isa.h"
 #include "runtime/platform.h"
 #include "simd/fma.h"
 

@@ -4,7 +4,9 @@
  * half.h's exact conversions, bit for bit: every one of the 65,536 16-bit
  * patterns read, and a sweep of float bit patterns (plus zeros, the
  * rounding ties, the float16 overflow and subnormal edges, inf and NaN)
- * written. Each instruction set runs only where the CPU has it.
+ * written: through each instruction set's 16-bit rows (its table's
+ * widen and narrow, isa/kernels.h), every set of runtime/isa.h's list,
+ * each only where the CPU has it.
  *
  *   test_half16_vec [COUNT]    the float patterns every 79,784 / COUNT
  *                              (default 8: every 9,973th; more is denser)
@@ -17,7 +19,7 @@
 
 #include "check.h"
 #include "half.h"
-#include "runtime/platform.h"
+#include "isa/kernels.h"
 
 static uint32_t g_stride = 9973;
 
@@ -39,89 +41,74 @@ static float f_store(size_t i)
                                       : (uint32_t)((i - NEDGE) * g_stride));
 }
 
-/* The check of one instruction set: its primitives through the functions
- * CHECK_FNS defines, W lanes.                                             */
-#define CHECK_FNS(NAME, W_, ATTR_)                                             \
-    static ATTR_ void NAME##_ld(const uint16_t *p, float *y, int bf)           \
-    {                                                                          \
-        VSTOREU(y, bf ? VLOAD_BF16(p) : VLOAD_F16(p));                         \
-    }                                                                          \
-    static ATTR_ void NAME##_st(const float *x, uint16_t *p, int bf)           \
-    {                                                                          \
-        if (bf)                                                                \
-            VSTORE_BF16(p, VLOADU(x));                                         \
-        else                                                                   \
-            VSTORE_F16(p, VLOADU(x));                                          \
-    }                                                                          \
-    static void NAME##_check(void)                                             \
-    {                                                                          \
-        uint16_t h[W_], got[W_];                                               \
-        float y[W_], x[W_];                                                    \
-        long bad = 0;                                                          \
-        for (int bf = 0; bf < 2; bf++) {                                       \
-            for (uint32_t u = 0; u < 65536u; u += (W_)) {                      \
-                for (int i = 0; i < (W_); i++)                                 \
-                    h[i] = (uint16_t)(u + (uint32_t)i);                        \
-                NAME##_ld(h, y, bf);                                           \
-                int ok = 1;                                                    \
-                for (int i = 0; i < (W_); i++) {                               \
-                    const float want = bf ? attn_bf16_to_f32(h[i])             \
-                                          : attn_f16_to_f32(h[i]);             \
-                    ok = ok && attn_f32_to_bits(y[i])                          \
-                                   == attn_f32_to_bits(want);                  \
-                }                                                              \
-                CHECK(ok || bad++ > 5, "%s load %s from 0x%04x differs",       \
-                      #NAME, bf ? "bf16" : "f16", h[0]);                       \
-            }                                                                  \
-            const size_t n = n_store();                                        \
-            for (size_t i0 = 0; i0 < n; i0 += (W_)) {                          \
-                for (int i = 0; i < (W_); i++)                                 \
-                    x[i] = f_store(i0 + (size_t)i < n ? i0 + (size_t)i : 0);   \
-                NAME##_st(x, got, bf);                                         \
-                for (int i = 0; i < (W_); i++) {                               \
-                    const uint16_t want = bf ? attn_f32_to_bf16(x[i])          \
-                                             : attn_f32_to_f16(x[i]);          \
-                    CHECK(got[i] == want || bad++ > 5,                         \
-                          "%s store %s 0x%08x: 0x%04x, want 0x%04x", #NAME,    \
-                          bf ? "bf16" : "f16", attn_f32_to_bits(x[i]),         \
-                          got[i], want);                                       \
-                }                                                              \
-            }                                                                  \
-        }                                                                      \
-        CHECK(bad == 0, "%s: %ld conversions differ from half.h", #NAME, bad); \
-        printf("%s: 16-bit loads and stores checked\n", #NAME);                \
+/* The check of one instruction set: its table's 16-bit rows
+ * (rows/cvt_tmpl.h over the set's VLOAD_F16 ... primitives), on rows
+ * whose length is a multiple of every set's lane count, so every
+ * element goes through the primitives and none through the scalar tail. */
+#define HROW 4096 /* a multiple of 16 lanes; divides 65,536              */
+
+static void check_set(const char *name, attn_widen_fn widen,
+                      attn_narrow_fn narrow)
+{
+    static uint16_t h[HROW], got[HROW];
+    static float y[HROW], x[HROW];
+    long bad = 0;
+    for (int bf = 0; bf < 2; bf++) {
+        const attn_store st = bf ? ATTN_ST_BF16 : ATTN_ST_F16;
+        for (uint32_t u = 0; u < 65536u; u += HROW) {
+            for (int i = 0; i < HROW; i++)
+                h[i] = (uint16_t)(u + (uint32_t)i);
+            widen(y, h, HROW, st);
+            for (int i = 0; i < HROW; i++) {
+                const float want = bf ? attn_bf16_to_f32(h[i])
+                                      : attn_f16_to_f32(h[i]);
+                CHECK(attn_f32_to_bits(y[i]) == attn_f32_to_bits(want)
+                          || bad++ > 5,
+                      "%s load %s from 0x%04x differs", name,
+                      bf ? "bf16" : "f16", h[i]);
+            }
+        }
+        const size_t n = n_store();
+        for (size_t i0 = 0; i0 < n; i0 += HROW) {
+            for (size_t i = 0; i < HROW; i++)
+                x[i] = f_store(i0 + i < n ? i0 + i : 0);
+            narrow(got, x, HROW, st);
+            for (int i = 0; i < HROW; i++) {
+                const uint16_t want = bf ? attn_f32_to_bf16(x[i])
+                                         : attn_f32_to_f16(x[i]);
+                CHECK(got[i] == want || bad++ > 5,
+                      "%s store %s 0x%08x: 0x%04x, want 0x%04x", name,
+                      bf ? "bf16" : "f16", attn_f32_to_bits(x[i]), got[i],
+                      want);
+            }
+        }
     }
+    CHECK(bad == 0, "%s: %ld conversions differ from half.h", name, bad);
+    printf("%s: 16-bit loads and stores checked\n", name);
+}
 
-#define SIMD_F64 0
-#include "simd/vec_portable.h"
-CHECK_FNS(portable, W, )
-#include "simd/undef.h"
+/* every set of runtime/isa.h's list with rows of its own (amx has its
+ * base's), each table once ("portable" is "baseline" where it runs the
+ * base build)                                                          */
+static int g_checked;
+static const attn_kernels *g_done[ATTN_ISA_COUNT];
+static int g_ndone;
 
-#if ATTN_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
-#define SIMD_PORT_WIDE 1
-#define SIMD_F64 0
-#include "simd/vec_portable.h"
-CHECK_FNS(portable8, W, ATTR)
-#include "simd/undef.h"
-
-#define SIMD_F64 0
-#include "simd/vec_avx2.h"
-CHECK_FNS(avx2, W, ATTR)
-#include "simd/undef.h"
-
-#define SIMD_F64 0
-#include "simd/vec_avx512.h"
-CHECK_FNS(avx512, W, ATTR)
-#include "simd/undef.h"
-#define HAVE_X86_FNS 1
-#endif
-
-#if ATTN_ARCH_NEON
-#define SIMD_F64 0
-#include "simd/vec_neon.h"
-CHECK_FNS(neon, W, )
-#include "simd/undef.h"
-#endif
+static void half_check_isa(const char *name, const attn_kernels *k, int usable)
+{
+    if (!k || !k->widen)
+        return;
+    for (int i = 0; i < g_ndone; i++)
+        if (g_done[i] == k)
+            return;
+    g_done[g_ndone++] = k;
+    if (!usable) {
+        printf("%s: not on this CPU, not tested\n", name);
+        return;
+    }
+    check_set(k->name, k->widen, k->narrow);
+    g_checked++;
+}
 
 int main(int argc, char **argv)
 {
@@ -129,22 +116,10 @@ int main(int argc, char **argv)
     if (count > 0) /* an odd stride: every residue of the low bits */
         g_stride = (uint32_t)(79784 / count) | 1u;
     clock_t t0 = clock();
-    portable_check();
-#ifdef HAVE_X86_FNS
-    const int f = attn__x86_features();
-    if (f & ATTN_X86_AVX2_FMA) {
-        portable8_check();
-        avx2_check();
-    } else {
-        printf("avx2: not on this CPU, not tested\n");
-    }
-    if (f & ATTN_X86_AVX512F)
-        avx512_check();
-    else
-        printf("avx512: not on this CPU, not tested\n");
-#endif
-#if ATTN_ARCH_NEON
-    neon_check();
-#endif
+#define X(id, name, kern, usable, opt_in) half_check_isa(name, kern, usable);
+    ATTN_ISA_LIST(X)
+#undef X
+    /* "portable" and "baseline" run everywhere                           */
+    CHECK(g_checked >= 1, "no set checked");
     return check_summary(t0);
 }

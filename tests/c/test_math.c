@@ -8,14 +8,16 @@
  *      bound;
  *   2. the special values (zeros, infinities, NaN, the overflow and
  *      underflow thresholds, C99's pow cases), and symmetries;
- *   3. bit identity: every instantiation this build and CPU have (portable
- *      narrow and wide, AVX2, AVX-512, NEON; the scalar and portable ones
- *      built with the exact software fma) against the scalar one, lane by
+ *   3. bit identity: every instantiation this build and CPU have (every
+ *      set of runtime/isa.h's list, through its table's math rows; the
+ *      scalar and portable ones built with the exact software fma:
+ *      tests/c/math_arrays.h) against the scalar one, lane by
  *      lane, on edge values and random inputs (random bit patterns over
  *      the whole range, and uniform in each function's working range);
  *   4. with --exhaustive: every one of the 2^32 float inputs of each float
- *      function on the AVX2 and AVX-512 (NEON) instantiations, bit for bit,
- *      and every 16th on the scalar and portable (narrow and wide) ones
+ *      function on the vector sets' instantiations (AVX-512, AVX2, NEON
+ *      ...), bit for bit, and every 16th on the scalar, "portable" and
+ *      "baseline" ones
  *      (10-50x slower: a C library fma call per lane and operation, or
  *      per-lane loops), the soft-fma ones only in 3.; and the results
  *      against glibc's double functions (the error in float ulps; the
@@ -380,19 +382,24 @@ static void test_identity(size_t n)
     printf("bit identity with the scalar instantiation, %zu inputs a function:\n", n);
     for (int s = 0; s < nsets; s++) {
         const math_set *set = sets[s];
-        if (!set->available()) {
+        if (!set->available) {
             printf("  %-18s not supported by this CPU, not tested\n", set->name);
             continue;
         }
+        CHECK(set->r[0] && set->r[1],
+              "%s: no math rows (the C tests build with -DATTN_MATH_ROWS=1)",
+              set->name);
+        if (!set->r[0] || !set->r[1])
+            continue;
         const clock_t t0 = clock();
         long diff = 0, total = 0;
         for (int f = 0; f < MF_N; f++) {
             fill32(xf, n, (float)ranges[f][0], (float)ranges[f][1]);
-            if (f == MF_EXP_NEG) /* defined for x <= 0 only */
+            if (f == ATTN_MF_EXP_NEG) /* defined for x <= 0 only */
                 for (size_t k = 0; k < n; k++)
                     xf[k] = -fabsf(xf[k]);
-            ref->f32[f](rf, xf, n);
-            set->f32[f](yf, xf, n);
+            ref->r[0]->fn[f](rf, xf, n);
+            set->r[0]->fn[f](yf, xf, n);
             math_clean_upper();
             for (size_t k = 0; k < n; k++, total++)
                 if (!same32(yf[k], rf[k]) && diff++ < 5)
@@ -400,11 +407,11 @@ static void test_identity(size_t n)
                            math_fn_names[f], (double)xf[k], (double)yf[k],
                            (double)rf[k]);
             fill64(xd, n, ranges[f][0], ranges[f][1]);
-            if (f == MF_EXP_NEG)
+            if (f == ATTN_MF_EXP_NEG)
                 for (size_t k = 0; k < n; k++)
                     xd[k] = -fabs(xd[k]);
-            ref->f64[f](rd, xd, n);
-            set->f64[f](yd, xd, n);
+            ref->r[1]->fn[f](rd, xd, n);
+            set->r[1]->fn[f](yd, xd, n);
             math_clean_upper();
             for (size_t k = 0; k < n; k++, total++)
                 if (!same64(yd[k], rd[k]) && diff++ < 5)
@@ -414,8 +421,8 @@ static void test_identity(size_t n)
         /* sincos: angles of every size; pow: positive bases of every size
          * and signed ones, exponents small and integral and of every size */
         fill64(xd, n, -1e4, 0x1p34);
-        ref->sincos64(rd, r2, xd, n);
-        set->sincos64(yd, y2, xd, n);
+        ref->r[1]->sincos(rd, r2, xd, n);
+        set->r[1]->sincos(yd, y2, xd, n);
         math_clean_upper();
         for (size_t k = 0; k < n; k++, total += 2)
             if ((!same64(yd[k], rd[k]) || !same64(y2[k], r2[k])) && diff++ < 5)
@@ -429,8 +436,8 @@ static void test_identity(size_t n)
             if (k % 7 == 3)
                 xd[k] = -xd[k];
         }
-        ref->pow64(rd, xd, x2, n);
-        set->pow64(yd, xd, x2, n);
+        ref->r[1]->pow(rd, xd, x2, n);
+        set->r[1]->pow(yd, xd, x2, n);
         math_clean_upper();
         for (size_t k = 0; k < n; k++, total++)
             if (!same64(yd[k], rd[k]) && diff++ < 5)
@@ -462,10 +469,10 @@ static float ex_limit(int f, float x)
 {
     const int neg = x < 0;
     switch (f) {
-    case MF_EXP: return neg ? 0.0f : INFINITY;
-    case MF_EXP_NEG: return 0.0f;
-    case MF_TANH: return neg ? -1.0f : 1.0f;
-    case MF_SIGMOID: case MF_PHI: return neg ? 0.0f : 1.0f;
+    case ATTN_MF_EXP: return neg ? 0.0f : INFINITY;
+    case ATTN_MF_EXP_NEG: return 0.0f;
+    case ATTN_MF_TANH: return neg ? -1.0f : 1.0f;
+    case ATTN_MF_SIGMOID: case ATTN_MF_PHI: return neg ? 0.0f : 1.0f;
     default: return 0.0f; /* npdf */
     }
 }
@@ -485,10 +492,11 @@ static uint64_t ex_part = 1;
 #define EX_SLOW_STRIDE 16 /* the slow builds: every 16th input */
 
 /* the instantiations the exhaustive run checks on every input (the
- * vector sets' own, AVX2, AVX-512, NEON: *nfast in fast[], fast[0] the
- * reference) and on every EX_SLOW_STRIDE-th (scalar and portable: a C
- * library fma call per lane and fma, or per-lane fma loops the test
- * build does not vectorize, 10-50x slower); the soft-fma ones only in 3. */
+ * vector sets' own: *nfast in fast[], fast[0], the best, the reference)
+ * and on every EX_SLOW_STRIDE-th (math_set.slow: scalar, portable,
+ * baseline: a C library fma call per lane and fma, or per-lane fma loops
+ * the test build does not vectorize, 10-50x slower); the soft-fma ones
+ * only in 3.                                                            */
 static int ex_sets(const math_set **fast, int *nfast, const math_set **slow,
                    int *nslow)
 {
@@ -496,10 +504,10 @@ static int ex_sets(const math_set **fast, int *nfast, const math_set **slow,
     const math_set *const *sets = math_sets(&nsets);
     *nfast = *nslow = 0;
     slow[(*nslow)++] = &math_set_scalar;
-    for (int s = nsets - 1; s >= 0; s--) { /* the widest first */
-        if (!sets[s]->available() || sets[s]->soft)
+    for (int s = 0; s < nsets; s++) { /* the best first */
+        if (!sets[s]->available || sets[s]->soft || !sets[s]->r[0])
             continue;
-        if (!strncmp(sets[s]->name, "portable", 8))
+        if (sets[s]->slow)
             slow[(*nslow)++] = sets[s];
         else
             fast[(*nfast)++] = sets[s];
@@ -515,7 +523,7 @@ static int ex_sets(const math_set **fast, int *nfast, const math_set **slow,
 
 static void ex_run(ex_job *j)
 {
-    const math_set *fast[8], *slow[8];
+    const math_set *fast[ATTN_ISA_COUNT + 1], *slow[ATTN_ISA_COUNT + 1];
     int nfast, nslow;
     ex_sets(fast, &nfast, slow, &nslow);
     float x[EX_CHUNK], r[EX_CHUNK], y[EX_CHUNK], xs[EX_CHUNK / EX_SLOW_STRIDE],
@@ -524,13 +532,13 @@ static void ex_run(ex_job *j)
         size_t n = 0;
         for (; n < EX_CHUNK && b + n < j->hi; n++) {
             float v = from32((uint32_t)(b + n));
-            if (j->f == MF_EXP_NEG && !(v <= 0))
+            if (j->f == ATTN_MF_EXP_NEG && !(v <= 0))
                 v = -0.0f; /* exp_neg: x <= 0 only */
             x[n] = v;
         }
-        fast[0]->f32[j->f](r, x, n);
+        fast[0]->r[0]->fn[j->f](r, x, n);
         for (int s = 1; s < nfast; s++) {
-            fast[s]->f32[j->f](y, x, n);
+            fast[s]->r[0]->fn[j->f](y, x, n);
             for (size_t k = 0; k < n; k++)
                 j->diff += !same32(y[k], r[k]);
         }
@@ -541,7 +549,7 @@ static void ex_run(ex_job *j)
             rs[m++] = r[k];
         }
         for (int s = 0; s < nslow; s++) {
-            slow[s]->f32[j->f](ys, xs, m);
+            slow[s]->r[0]->fn[j->f](ys, xs, m);
             math_clean_upper();
             for (size_t k = 0; k < m; k++)
                 j->diff += !same32(ys[k], rs[k]);
@@ -592,7 +600,7 @@ static void *ex_thread(void *p)
 static void test_exhaustive(void)
 {
     static const double bound[MF_N] = {2, 2, 2, 2, 2, 2, 2};
-    const math_set *fast[8], *slow[8];
+    const math_set *fast[ATTN_ISA_COUNT + 1], *slow[ATTN_ISA_COUNT + 1];
     int nfast, nslow;
     ex_sets(fast, &nfast, slow, &nslow);
     if (ex_part > 1)

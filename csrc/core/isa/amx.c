@@ -71,6 +71,7 @@ const attn_kernels attn__kernels_amx = {
     {{NULL, NULL, NULL, NULL}, {NULL, NULL, NULL, NULL}},
     {NULL, NULL},
     NULL,
+    {NULL, NULL},
 };
 
 #endif /* ATTN_HAVE_AMX */

@@ -20,6 +20,7 @@
 #define SIMD_F64 0
 #include "simd/vec_avx512.h"
 #include "simd/math.h"
+#include "simd/math_rows_tmpl.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
 #include "rows/cvt_tmpl.h"
@@ -31,6 +32,7 @@
 #define SIMD_F64 1
 #include "simd/vec_avx512.h"
 #include "simd/math.h"
+#include "simd/math_rows_tmpl.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
 #include "layer/act_tmpl.h"
@@ -56,6 +58,7 @@ const attn_kernels attn__kernels_avx512 = {
      {act_fwd_avx512_f64, act_bwd_avx512_f64, glu_fwd_avx512_f64, glu_bwd_avx512_f64}},
     {row_softmax_avx512_f32, row_softmax_avx512_f64},
     read_sum_avx512_f32,
+    ATTN_MATH_ROWS_OF(&math_rows_avx512_f32, &math_rows_avx512_f64),
 };
 
 #endif /* ATTN_ARCH_X86 */

@@ -8,7 +8,11 @@
  * each family reads its fields through attn__kernels().
  *
  * A new instruction set: simd/vec_<set>.h, isa/<set>.c, one line in
- * runtime/isa.h's list and its feature test in runtime/cpuid.c.
+ * runtime/isa.h's list (with its feature's bit, where it needs a new
+ * one) and the feature's test in runtime/cpuid.c. The C tests find it
+ * through the list and its table (widen, narrow, math: the file includes
+ * simd/math_rows_tmpl.h after simd/math.h and lists ATTN_MATH_ROWS_OF(...)
+ * last, as isa/avx2.c does); they need no code of their own per set.
  */
 #ifndef ATTNPY_ISA_KERNELS_H
 #define ATTNPY_ISA_KERNELS_H
@@ -34,6 +38,22 @@ typedef struct {
  * 64-bit words at p                                                     */
 typedef uint64_t (*attn_read_fn)(const unsigned char *p, size_t nwords);
 
+/* simd/math.h's functions over rows (simd/math_rows_tmpl.h), for the C
+ * tests' lane-by-lane checks of every set: y[i] = f(x[i]), n elements of
+ * the table's element type; pow and sincos in the double table only    */
+enum {
+    ATTN_MF_EXP, ATTN_MF_EXP_NEG, ATTN_MF_TANH, ATTN_MF_SIGMOID, ATTN_MF_PHI,
+    ATTN_MF_NPDF, ATTN_MF_LOG, ATTN_MF_N
+};
+#ifndef ATTN_MATH_ROWS /* the tests' builds define it as 1               */
+#define ATTN_MATH_ROWS 0
+#endif
+typedef struct {
+    void (*fn[ATTN_MF_N])(void *y, const void *x, size_t n);
+    void (*pow)(void *r, const void *x, const void *y, size_t n);
+    void (*sincos)(void *s, void *c, const void *x, size_t n);
+} attn_math_rows;
+
 struct attn_kernels_ {
     const char *name;
     /* NULL, or the table whose kernels serve where this one has none
@@ -47,7 +67,17 @@ struct attn_kernels_ {
     /* one row's softmax (elementwise/softmax_tmpl.h), [ATTN_F32/F64]   */
     void (*softmax_row[2])(size_t n, void *y, const void *x);
     attn_read_fn read_sum;       /* the streaming read (attn_read_bytes)  */
+    /* [ATTN_F32/F64]: simd/math.h's functions over rows, the C tests'
+     * only: built where ATTN_MATH_ROWS is 1 (their builds), else NULL  */
+    const attn_math_rows *math[2];
 };
+
+/* the math field of a table: {f32, f64} where the build has the rows    */
+#if ATTN_MATH_ROWS
+#define ATTN_MATH_ROWS_OF(f32, f64) {f32, f64}
+#else
+#define ATTN_MATH_ROWS_OF(f32, f64) {NULL, NULL}
+#endif
 
 /* the kernels of the set in use, its base's where it has none          */
 static inline const attn_kernels *attn__kernels_for(int have)
@@ -59,6 +89,12 @@ static inline const attn_act_kernels *attn__act_kernels(attn_dtype dt)
 {
     const attn_kernels *k = attn__kernels();
     return &attn__kernels_for(k->act[dt].fwd != NULL)->act[dt];
+}
+/* table k's own math rows, or its base's                              */
+static inline const attn_math_rows *attn__math_rows(const attn_kernels *k,
+                                                    attn_dtype dt)
+{
+    return k->math[dt] || !k->base ? k->math[dt] : k->base->math[dt];
 }
 static inline attn_widen_fn attn__widen(void)
 {

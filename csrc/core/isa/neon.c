@@ -23,6 +23,7 @@
 #define SIMD_F64 0
 #include "simd/vec_neon.h"
 #include "simd/math.h"
+#include "simd/math_rows_tmpl.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
 #include "rows/cvt_tmpl.h"
@@ -34,6 +35,7 @@
 #define SIMD_F64 1
 #include "simd/vec_neon.h"
 #include "simd/math.h"
+#include "simd/math_rows_tmpl.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
 #include "layer/act_tmpl.h"
@@ -59,6 +61,7 @@ const attn_kernels attn__kernels_neon = {
      {act_fwd_neon_f64, act_bwd_neon_f64, glu_fwd_neon_f64, glu_bwd_neon_f64}},
     {row_softmax_neon_f32, row_softmax_neon_f64},
     read_sum_neon_f32,
+    ATTN_MATH_ROWS_OF(&math_rows_neon_f32, &math_rows_neon_f64),
 };
 
 #endif /* ATTN_ARCH_NEON */

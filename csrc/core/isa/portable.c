@@ -17,6 +17,7 @@
 #define SIMD_F64 0
 #include "simd/vec_portable.h"
 #include "simd/math.h"
+#include "simd/math_rows_tmpl.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
 #include "rows/cvt_tmpl.h"
@@ -28,6 +29,7 @@
 #define SIMD_F64 1
 #include "simd/vec_portable.h"
 #include "simd/math.h"
+#include "simd/math_rows_tmpl.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
 #include "layer/act_tmpl.h"
@@ -53,4 +55,5 @@ const attn_kernels attn__kernels_port = {
      {act_fwd_port_f64, act_bwd_port_f64, glu_fwd_port_f64, glu_bwd_port_f64}},
     {row_softmax_port_f32, row_softmax_port_f64},
     read_sum_port_f32,
+    ATTN_MATH_ROWS_OF(&math_rows_port_f32, &math_rows_port_f64),
 };

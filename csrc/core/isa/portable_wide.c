@@ -19,6 +19,7 @@
 #define SIMD_PORT_WIDE 1
 #include "simd/vec_portable.h"
 #include "simd/math.h"
+#include "simd/math_rows_tmpl.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
 #include "rows/cvt_tmpl.h"
@@ -31,6 +32,7 @@
 #define SIMD_PORT_WIDE 1
 #include "simd/vec_portable.h"
 #include "simd/math.h"
+#include "simd/math_rows_tmpl.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
 #include "layer/act_tmpl.h"
@@ -56,6 +58,7 @@ const attn_kernels attn__kernels_portw = {
      {act_fwd_portw_f64, act_bwd_portw_f64, glu_fwd_portw_f64, glu_bwd_portw_f64}},
     {row_softmax_portw_f32, row_softmax_portw_f64},
     read_sum_portw_f32,
+    ATTN_MATH_ROWS_OF(&math_rows_portw_f32, &math_rows_portw_f64),
 };
 
 #endif /* ATTN_HAVE_PORT_WIDE */

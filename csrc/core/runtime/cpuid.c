@@ -21,6 +21,7 @@
 #include <unistd.h>
 #endif
 
+#include "runtime/isa.h"
 #include "runtime/platform.h"
 
 #if ATTN_ARCH_X86

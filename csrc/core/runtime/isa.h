@@ -12,7 +12,8 @@
  * X(ID, name, kernels, usable, opt_in), best first:
  *   kernels  the isa/<set>.c table (isa/kernels.h), or NULL when this
  *            build has none ("portable" picks its build at run time)
- *   usable   compiled in and usable on this CPU and OS (runtime/cpuid.c)
+ *   usable   compiled in and usable on this CPU and OS (runtime/cpuid.c
+ *            tests the ATTN_X86_* features below)
  */
 #ifndef ATTNPY_RUNTIME_ISA_H
 #define ATTNPY_RUNTIME_ISA_H
@@ -23,6 +24,20 @@
 
 struct attn_kernels_;
 typedef struct attn_kernels_ attn_kernels; /* isa/kernels.h */
+
+/* the x86 features attn__x86_features() (runtime/platform.h) reports:
+ * usable by this process, the CPU has them AND the operating system
+ * saves their registers (XCR0); runtime/cpuid.c tests each. 0 on other
+ * architectures.                                                        */
+enum {
+    ATTN_X86_AVX2_FMA = 1, /* AVX2 + FMA3 + F16C (ymm state enabled)       */
+    ATTN_X86_AVX512F = 2,  /* AVX-512F (zmm and opmask state enabled)      */
+    ATTN_X86_F16C = 4,     /* vcvtph2ps / vcvtps2ph (set with AVX2_FMA)    */
+    ATTN_X86_AVX512_BF16 = 8, /* AVX512-BF16 (with AVX512F); AMX-BF16
+                                 CPUs have it                          */
+    ATTN_X86_AMX_BF16 = 16 /* AMX tiles and tdpbf16ps (with AVX512F), the
+                              tile data granted to the process (Linux) */
+};
 
 /* what this build compiles (runtime/platform.h has the architectures)   */
 #if ATTN_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))

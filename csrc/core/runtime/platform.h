@@ -49,18 +49,8 @@
 /* monotonic time in nanoseconds (runtime/clock.c)                         */
 long long attn__now_ns(void);
 
-/* x86 features usable by this process: the CPU has them AND the operating
- * system saves their registers (XCR0). 0 on other architectures.
- * (runtime/cpuid.c)                                                       */
-enum {
-    ATTN_X86_AVX2_FMA = 1, /* AVX2 + FMA3 + F16C (ymm state enabled)       */
-    ATTN_X86_AVX512F = 2,  /* AVX-512F (zmm and opmask state enabled)      */
-    ATTN_X86_F16C = 4,     /* vcvtph2ps / vcvtps2ph (set with AVX2_FMA)    */
-    ATTN_X86_AVX512_BF16 = 8, /* AVX512-BF16 (with AVX512F); AMX-BF16
-                                 CPUs have it                          */
-    ATTN_X86_AMX_BF16 = 16 /* AMX tiles and tdpbf16ps (with AVX512F), the
-                              tile data granted to the process (Linux) */
-};
+/* x86 features usable by this process: runtime/isa.h (the bits, beside
+ * the instruction sets that need them), runtime/cpuid.c                 */
 int attn__x86_features(void);
 
 #endif /* ATTNPY_PLATFORM_H */
