@@ -29,7 +29,12 @@ PYEOF
 fi
 . "$ROOT/tools/_cross.sh"   # need_tools
 [ -x "${ATTNPY_CHROMIUM:-/usr/bin/chromium}" ] || need_tools chromium -- chromium
-"$PY" -c 'import attnpy' 2>/dev/null || "$PY" setup.py build_ext --inplace -q
+if ! "$PY" -c 'import attnpy' 2>/dev/null; then
+    # setup.py by hand needs setuptools >= 77 (pyproject's PEP 639 license)
+    "$PY" -c 'import setuptools, sys; sys.exit(int(setuptools.__version__.split(".")[0]) < 77)' \
+        2>/dev/null || "$PY" -m pip install -q "setuptools>=77" || exit 1
+    "$PY" setup.py build_ext --inplace -q
+fi
 
 rm -rf docs/_build/html docs/api/generated
 start=$(date +%s)

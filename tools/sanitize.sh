@@ -66,6 +66,11 @@ mkdir -p "$LOGS"
 
 # --- 2. the sanitized extension ---------------------------------------------------
 phase "building the extension with -fsanitize=address,undefined"
+# setup.py run by hand reads pyproject.toml's metadata itself (PEP 639's
+# license = "MIT"): setuptools >= 77, which pip's build isolation fetches
+# but a fresh venv's bundled setuptools is older than
+"$PY" -c 'import setuptools, sys; sys.exit(int(setuptools.__version__.split(".")[0]) < 77)' \
+    2>/dev/null || "$PY" -m pip install -q "setuptools>=77" || exit 1
 (cd "$WORK" && ATTNPY_SANITIZE=address,undefined "$PY" setup.py \
     build_ext --inplace -q --parallel "$(nproc)" >"$LOGS/build.txt" 2>&1) || {
     cat "$LOGS/build.txt" >&2
