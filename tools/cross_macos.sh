@@ -24,8 +24,11 @@ for target in aarch64-macos x86_64-macos; do
         "${flags[@]}"
     log=$OUT/$target/tests.log
     : >"$log"
+    # the test programs see the sets' math rows, as tools/c_tests.sh
+    # builds them (ATTN_MATH_ROWS: isa/kernels.h)
     for c in "$ROOT"/tools/c_smoke.c "$ROOT"/tests/c/*.c; do
         "$PY" -m ziglang cc -target "$target" "${flags[@]}" -Werror \
+            -DATTN_MATH_ROWS=1 \
             -I"$ROOT/csrc/core" -I"$ROOT/tests/c" -c "$c" \
             -o "$OUT/$target/$(basename "${c%.c}").o" >>"$log" 2>&1 \
             || echo "FAILED: $c" >>"$log"
