@@ -8,6 +8,10 @@
 #   valgrind --error-exitcode=99 --leak-check=full
 #            --errors-for-leak-kinds=definite,indirect ...
 #
+# with ATTN_CHECK_SMALL=1 (the programs' big random problems drawn at the
+# small ones' sizes; natively and under the sanitizers they stay big); a
+# program with an error is run again with --track-origins=yes.
+#
 # The script fails (exit 1) on
 #   * any memory error (invalid read/write/free, use of uninitialised
 #     values, bad syscall arguments, overlapping memcpy) in any process,
@@ -52,9 +56,13 @@ vg_one() {
     [ "$name" = c_smoke ] || [ -z "${VALGRIND_C_ARGS:-}" ] \
         || args=($VALGRIND_C_ARGS)
     mkdir -p "$OUT/logs-$name"
-    valgrind --error-exitcode=$VG_ERR --leak-check=full \
+    # ATTN_CHECK_SMALL: the programs' "big" random problems at the small
+    # ones' sizes (tests/c/check.h); --track-origins (a third more time) only
+    # in the rerun of a program that shows an error, to say where the
+    # uninitialised value came from
+    ATTN_CHECK_SMALL=1 valgrind --error-exitcode=$VG_ERR --leak-check=full \
         --errors-for-leak-kinds=definite,indirect \
-        --show-leak-kinds=definite,indirect --track-origins=yes \
+        --show-leak-kinds=definite,indirect ${VG_ORIGINS:-} \
         --log-file="$OUT/logs-$name/vg.%p" "$prog" "${args[@]}" \
         >"$OUT/logs-$name/stdout.txt" 2>&1 &
     pid=$!
@@ -95,6 +103,10 @@ for prog in "${programs[@]}"; do
     done
     if [ "$bad" -ne 0 ]; then
         status=1
+        echo "valgrind.sh: $name again with --track-origins=yes:" >&2
+        rm -f "$OUT/logs-$name"/vg.*
+        VG_ORIGINS=--track-origins=yes vg_one "$prog" || true
+        cat "$OUT/logs-$name"/vg.* >&2
     elif [ "$rc" -ne 0 ]; then
         echo "valgrind.sh: WARNING: $name's own checks failed under valgrind" \
              "(exit $rc; no memory error):"

@@ -9,6 +9,7 @@
 #define ATTNPY_TEST_CHECK_H
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -61,6 +62,17 @@ static inline const char *check_isa(int i)
     const char *name = "?";
     attn_isa_info((size_t)i, &name, NULL, NULL);
     return name;
+}
+
+/* 1 when ATTN_CHECK_SMALL is set (and not "0"): the "big" random problems
+ * are drawn at the small problems' sizes. tools/valgrind.sh sets it: a big
+ * problem takes the small ones' code paths at a size (hundreds of rows and
+ * keys) that costs minutes at valgrind's ~50x; the native runs, the
+ * sanitizers, qemu and wine keep the big sizes.                          */
+static inline int check_small(void)
+{
+    const char *s = getenv("ATTN_CHECK_SMALL");
+    return s && *s && strcmp(s, "0") != 0;
 }
 
 /* The random problems a program tries on set i: count, but an eighth of
