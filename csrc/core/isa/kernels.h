@@ -11,8 +11,8 @@
  * runtime/isa.h's list (with its feature's bit, where it needs a new
  * one) and the feature's test in runtime/cpuid.c. The C tests find it
  * through the list and its table (widen, narrow, math: the file includes
- * simd/math_rows_tmpl.h after simd/math.h and lists ATTN_MATH_ROWS_OF(...)
- * last, as isa/avx2.c does); they need no code of their own per set.
+ * testing/math_rows_tmpl.h after simd/math.h and lists
+ * ATTN_MATH_ROWS_OF(...) last, as isa/avx2.c does); they need no code of their own per set.
  */
 #ifndef ATTNPY_ISA_KERNELS_H
 #define ATTNPY_ISA_KERNELS_H
@@ -38,7 +38,7 @@ typedef struct {
  * 64-bit words at p                                                     */
 typedef uint64_t (*attn_read_fn)(const unsigned char *p, size_t nwords);
 
-/* simd/math.h's functions over rows (simd/math_rows_tmpl.h), for the C
+/* simd/math.h's functions over rows (testing/math_rows_tmpl.h), for the C
  * tests' lane-by-lane checks of every set: y[i] = f(x[i]), n elements of
  * the table's element type; pow and sincos in the double table only    */
 enum {

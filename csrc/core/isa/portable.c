@@ -17,7 +17,7 @@
 #define SIMD_F64 0
 #include "simd/vec_portable.h"
 #include "simd/math.h"
-#include "simd/math_rows_tmpl.h"
+#include "testing/math_rows_tmpl.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
 #include "rows/cvt_tmpl.h"
@@ -29,7 +29,7 @@
 #define SIMD_F64 1
 #include "simd/vec_portable.h"
 #include "simd/math.h"
-#include "simd/math_rows_tmpl.h"
+#include "testing/math_rows_tmpl.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
 #include "layer/act_tmpl.h"

@@ -19,7 +19,7 @@
 #define SIMD_PORT_WIDE 1
 #include "simd/vec_portable.h"
 #include "simd/math.h"
-#include "simd/math_rows_tmpl.h"
+#include "testing/math_rows_tmpl.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
 #include "rows/cvt_tmpl.h"
@@ -32,7 +32,7 @@
 #define SIMD_PORT_WIDE 1
 #include "simd/vec_portable.h"
 #include "simd/math.h"
-#include "simd/math_rows_tmpl.h"
+#include "testing/math_rows_tmpl.h"
 #include "attention/tile.h"
 #include "attention/bwd_tile.h"
 #include "layer/act_tmpl.h"
