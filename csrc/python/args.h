@@ -96,6 +96,12 @@ int ap_flag(PyObject *o);
 /* ---- arrays and dtypes --------------------------------------------------- */
 PyObject *shape_of(PyArrayObject *a);                  /* tuple, new ref */
 PyObject *tuple_of(int nd, const npy_intp *dims);      /* tuple, new ref */
+/* -1 with "<fname>: <arg> must have at least <min> dimensions (<axes>),
+ * got shape ..." (ValueError) when a has fewer than min dims, else 0    */
+int need_ndim(PyArrayObject *a, int min, const char *fname, const char *arg,
+              const char *axes);
+/* the product of a's first nlead dims (its batch size)                  */
+size_t lead_size(PyArrayObject *a, int nlead);
 /* raise exc: "msg (na.shape=..., nb.shape=...)"; b may be NULL */
 void err_shapes2(PyObject *exc, const char *msg, const char *na,
                  PyArrayObject *a, const char *nb, PyArrayObject *b);
