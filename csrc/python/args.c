@@ -651,21 +651,15 @@ int broadcast_batch(PyArrayObject **arr, const int *nb, int nops,
 }
 
 int ap_unary_dest(ap_unary *u, PyObject *out, const char *fname, int nd,
-                  const npy_intp *dims, int inplace_ok)
+                  const npy_intp *dims)
 {
     if (out == Py_None)
         return (u->dst = new_result(nd, dims, u->typenum, fname,
                                     "the result")) ? 0 : -1;
     if (!(u->user = check_out(out, fname, "out", nd, dims, u->typenum)))
         return -1;
-    /* exactly in place (out is x) is fine where allowed; other overlaps
-     * go through a temporary */
-    int same = inplace_ok && PyArray_DATA(u->user) == PyArray_DATA(u->x) &&
-               PyArray_NDIM(u->user) == PyArray_NDIM(u->x);
-    for (int d = 0; same && d < nd; d++)
-        same = PyArray_STRIDE(u->user, d) == PyArray_STRIDE(u->x, d);
-    PyArrayObject *ins[1] = {same ? NULL : u->x};
-    return (u->dst = dest_for(u->user, ins, 1, &u->is_tmp)) ? 0 : -1;
+    /* any overlap with x goes through a temporary */
+    return (u->dst = dest_for(u->user, &u->x, 1, &u->is_tmp)) ? 0 : -1;
 }
 
 PyObject *ap_unary_finish(ap_unary *u, int ok)

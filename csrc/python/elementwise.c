@@ -71,39 +71,6 @@ static int unary_input(ap_unary *u, PyObject *x, PyObject *axis_obj,
     return (u->x = as_type(u->raw, u->typenum, fname, arg)) ? 0 : -1;
 }
 
-/* a and b are the same view: same memory, shape and strides */
-static int same_view(PyArrayObject *a, PyArrayObject *b)
-{
-    int same = PyArray_DATA(a) == PyArray_DATA(b) &&
-               PyArray_NDIM(a) == PyArray_NDIM(b);
-    for (int d = 0; same && d < PyArray_NDIM(a); d++)
-        same = PyArray_DIM(a, d) == PyArray_DIM(b, d) &&
-               PyArray_STRIDE(a, d) == PyArray_STRIDE(b, d);
-    return same;
-}
-
-/* u->dst for a call with result dtype rd (16-bit allowed): a new array,
- * or out= (rd or a wider float), used directly when the kernel can write
- * it and it is exactly one of ins[0..n) where `same` says so (in place),
- * else through a temporary                                              */
-static int dest16(ap_unary *u, PyObject *out, PyArray_Descr *rd,
-                  const char *fname, PyArrayObject *const *ins,
-                  const int *inplace_ok, int n)
-{
-    int nd = PyArray_NDIM(ins[0]);
-    const npy_intp *dims = PyArray_DIMS(ins[0]);
-    if (out == Py_None)
-        return (u->dst = new_result_descr(nd, dims, rd, fname,
-                                          "the result")) ? 0 : -1;
-    if (!(u->user = check_out_wide(out, fname, "out", nd, dims, rd)))
-        return -1;
-    PyArrayObject *chk[2];
-    for (int i = 0; i < n; i++)
-        chk[i] = inplace_ok[i] && same_view(u->user, ins[i]) ? NULL : ins[i];
-    return (u->dst = dest_for_call(u->user, chk, n, u->typenum,
-                                   &u->is_tmp)) ? 0 : -1;
-}
-
 /* ------------------------------------------------------------------------ */
 /* softmax(x, axis, out, fname) (n = 1) and softmax_backward(dy, y, axis,   */
 /* out, fname) (n = 2), axis already normalised by the caller: the inputs   */
@@ -143,7 +110,7 @@ static PyObject *softmax_call(ap_argspec *spec, int n, PyObject *const *argv,
         if (!(in[i] = as_storage(raw[i], u.typenum, fname, name[i])))
             goto fail;
     const int inplace_ok[2] = {1, 1};
-    if (dest16(&u, args[n + 1], rd, fname, in, inplace_ok, n) < 0)
+    if (ap_unary_dest16(&u, args[n + 1], rd, fname, in, inplace_ok, n) < 0)
         goto fail;
     ptrdiff_t st[3][NPY_MAXDIMS];
     size_t nrows;
@@ -290,7 +257,7 @@ static PyObject *core_combine_heads(PyObject *Py_UNUSED(mod),
         goto fail;
     }
     odims[nd - 2] = H * dk;
-    if (ap_unary_dest(&u, args[1], fname, nd - 1, odims, 0) < 0)
+    if (ap_unary_dest(&u, args[1], fname, nd - 1, odims) < 0)
         goto fail;
     ptrdiff_t sx[NPY_MAXDIMS], so[NPY_MAXDIMS];
     if (ensure_elem_strides(&u.x, sx) < 0 || elem_strides(u.dst, so) < 0)

@@ -143,20 +143,9 @@ static PyObject *core_rope(PyObject *Py_UNUSED(mod), PyObject *const *argv,
     if (!rd)
         goto fail;
     u.typenum = compute_type16(rd);
-    if ((u.x = as_storage(u.raw, u.typenum, fname, "x"))) {
-        if (args[4] == Py_None)
-            u.dst = new_result_descr(nd, PyArray_DIMS(u.x), rd, fname,
-                                     "the result");
-        else if ((u.user = check_out_wide(args[4], fname, "out", nd,
-                                          PyArray_DIMS(u.x), rd))) {
-            PyArrayObject *in = u.x; /* exactly x: in place */
-            if (PyArray_DATA(u.user) == PyArray_DATA(in)
-                && PyArray_CompareLists(PyArray_STRIDES(u.user),
-                                        PyArray_STRIDES(in), nd))
-                in = NULL;
-            u.dst = dest_for_call(u.user, &in, 1, u.typenum, &u.is_tmp);
-        }
-    }
+    const int inplace_ok = 1; /* out exactly x: in place */
+    if ((u.x = as_storage(u.raw, u.typenum, fname, "x")))
+        ap_unary_dest16(&u, args[4], rd, fname, &u.x, &inplace_ok, 1);
     Py_DECREF(rd);
     if (!u.dst)
         goto fail;
