@@ -84,24 +84,6 @@ const char *ap_parse_named(ap_argspec *spec, PyObject *const *args,
     return fname;
 }
 
-/* shape of an array as a Python tuple (new reference), for messages */
-PyObject *shape_of(PyArrayObject *a)
-{
-    int nd = PyArray_NDIM(a);
-    PyObject *t = PyTuple_New(nd);
-    if (!t)
-        return NULL;
-    for (int d = 0; d < nd; d++) {
-        PyObject *v = PyLong_FromSsize_t(PyArray_DIM(a, d));
-        if (!v) {
-            Py_DECREF(t);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(t, d, v);
-    }
-    return t;
-}
-
 PyObject *tuple_of(int nd, const npy_intp *dims)
 {
     PyObject *t = PyTuple_New(nd);
@@ -116,6 +98,34 @@ PyObject *tuple_of(int nd, const npy_intp *dims)
         PyTuple_SET_ITEM(t, d, v);
     }
     return t;
+}
+
+/* shape of an array as a Python tuple (new reference), for messages */
+PyObject *shape_of(PyArrayObject *a)
+{
+    return tuple_of(PyArray_NDIM(a), PyArray_DIMS(a));
+}
+
+int need_ndim(PyArrayObject *a, int min, const char *fname, const char *arg,
+              const char *axes)
+{
+    if (PyArray_NDIM(a) >= min)
+        return 0;
+    PyObject *s = shape_of(a);
+    if (s)
+        PyErr_Format(PyExc_ValueError, "%s: %s must have at least %d "
+                     "dimensions (%s), got shape %R", fname, arg, min, axes,
+                     s);
+    Py_XDECREF(s);
+    return -1;
+}
+
+size_t lead_size(PyArrayObject *a, int nlead)
+{
+    size_t B = 1;
+    for (int d = 0; d < nlead; d++)
+        B *= (size_t)PyArray_DIM(a, d);
+    return B;
 }
 
 /* Raise exc with "fmt % (a.shape, b.shape)" appended style messages. */
@@ -641,21 +651,15 @@ int broadcast_batch(PyArrayObject **arr, const int *nb, int nops,
 }
 
 int ap_unary_dest(ap_unary *u, PyObject *out, const char *fname, int nd,
-                  const npy_intp *dims, int inplace_ok)
+                  const npy_intp *dims)
 {
     if (out == Py_None)
         return (u->dst = new_result(nd, dims, u->typenum, fname,
                                     "the result")) ? 0 : -1;
     if (!(u->user = check_out(out, fname, "out", nd, dims, u->typenum)))
         return -1;
-    /* exactly in place (out is x) is fine where allowed; other overlaps
-     * go through a temporary */
-    int same = inplace_ok && PyArray_DATA(u->user) == PyArray_DATA(u->x) &&
-               PyArray_NDIM(u->user) == PyArray_NDIM(u->x);
-    for (int d = 0; same && d < nd; d++)
-        same = PyArray_STRIDE(u->user, d) == PyArray_STRIDE(u->x, d);
-    PyArrayObject *ins[1] = {same ? NULL : u->x};
-    return (u->dst = dest_for(u->user, ins, 1, &u->is_tmp)) ? 0 : -1;
+    /* any overlap with x goes through a temporary */
+    return (u->dst = dest_for(u->user, &u->x, 1, &u->is_tmp)) ? 0 : -1;
 }
 
 PyObject *ap_unary_finish(ap_unary *u, int ok)

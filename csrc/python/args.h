@@ -96,6 +96,12 @@ int ap_flag(PyObject *o);
 /* ---- arrays and dtypes --------------------------------------------------- */
 PyObject *shape_of(PyArrayObject *a);                  /* tuple, new ref */
 PyObject *tuple_of(int nd, const npy_intp *dims);      /* tuple, new ref */
+/* -1 with "<fname>: <arg> must have at least <min> dimensions (<axes>),
+ * got shape ..." (ValueError) when a has fewer than min dims, else 0    */
+int need_ndim(PyArrayObject *a, int min, const char *fname, const char *arg,
+              const char *axes);
+/* the product of a's first nlead dims (its batch size)                  */
+size_t lead_size(PyArrayObject *a, int nlead);
 /* raise exc: "msg (na.shape=..., nb.shape=...)"; b may be NULL */
 void err_shapes2(PyObject *exc, const char *msg, const char *na,
                  PyArrayObject *a, const char *nb, PyArrayObject *b);
@@ -204,10 +210,18 @@ typedef struct {
     ptrdiff_t *offs;               /* alloc_offsets() memory, or NULL      */
     int is_tmp, typenum;
 } ap_unary;
-/* u->dst: the out= array `out` (checked against nd/dims; used directly
- * when it is exactly x and inplace_ok) or a new result                  */
+/* u->dst: the out= array `out` (checked against nd/dims; through a
+ * temporary when it may overlap x) or a new result                      */
 int ap_unary_dest(ap_unary *u, PyObject *out, const char *fname, int nd,
-                  const npy_intp *dims, int inplace_ok);
+                  const npy_intp *dims);
+/* the same (dtypes.c) for a call with result dtype rd (16-bit allowed):
+ * a new array, or out= (rd or a wider float) of ins[0]'s shape, used
+ * directly when the kernel can write it and it is exactly one of
+ * ins[0..n) (n <= 2) where inplace_ok says so (in place), else through
+ * a temporary                                                           */
+int ap_unary_dest16(ap_unary *u, PyObject *out, PyArray_Descr *rd,
+                    const char *fname, PyArrayObject *const *ins,
+                    const int *inplace_ok, int n);
 PyObject *ap_unary_finish(ap_unary *u, int ok);
 
 /* ---- batch dims ---------------------------------------------------------- */

@@ -21,7 +21,8 @@
  *   5. sdpa_batch         the leading dims broadcast (NumPy rules)
  *   6. sdpa_results       out / weights / scores allocated or checked
  *   7. sdpa_problem       strides, batch offset tables, the attn_problem
- *   8. sdpa_compute       attn_sdpa with the GIL released
+ *   8. sdpa_compute       attn_sdpa (sdpa_bwd: attn_sdpa_backward) with
+ *                         the GIL released
  *   9. sdpa_deliver       temporaries copied back, the result built
  */
 #include "args.h" /* first: Python.h before any system header */
@@ -124,22 +125,13 @@ static int sdpa_header(sdpa_call *c, PyObject **a)
 
 static int sdpa_inputs(sdpa_call *c, PyObject *const *args)
 {
+    static const char *const axes[3] = {"..., L, E", "..., S, E",
+                                        "..., S, Ev"};
     const char *fname = c->fname;
-    for (int op = OP_Q; op <= OP_V; op++) {
-        if (!(c->raw[op] = as_array16(args[op], fname, op_names[op])))
+    for (int op = OP_Q; op <= OP_V; op++)
+        if (!(c->raw[op] = as_array16(args[op], fname, op_names[op])) ||
+            need_ndim(c->raw[op], 2, fname, op_names[op], axes[op]) < 0)
             return -1;
-        if (PyArray_NDIM(c->raw[op]) < 2) {
-            PyObject *s = shape_of(c->raw[op]);
-            if (s)
-                PyErr_Format(PyExc_ValueError,
-                             "%s: %s must have at least 2 dimensions "
-                             "(..., %s, %s), got shape %R",
-                             fname, op_names[op], op == OP_Q ? "L" : "S",
-                             op == OP_V ? "Ev" : "E", s);
-            Py_XDECREF(s);
-            return -1;
-        }
-    }
     /* float16/bfloat16 operands stay 16-bit under a float32 call */
     if (!(c->rdescr = result_descr(3, c->raw)))
         return -1;
@@ -294,16 +286,23 @@ static int check_out_w_disjoint(sdpa_call *c)
     return 0;
 }
 
+/* dims = the broadcast batch shape + (rows, cols) */
+static void call_dims(const sdpa_call *c, npy_intp *dims, npy_intp rows,
+                      npy_intp cols)
+{
+    for (int d = 0; d < c->bnd; d++)
+        dims[d] = c->bshape[d];
+    dims[c->bnd] = rows;
+    dims[c->bnd + 1] = cols;
+}
+
 /* results: out (..., L, Ev), weights/scores (..., L, S) */
 static int sdpa_results(sdpa_call *c, PyObject *const *args)
 {
     const int nd = c->bnd + 2;
     npy_intp odims[NPY_MAXDIMS], wdims[NPY_MAXDIMS];
-    for (int d = 0; d < c->bnd; d++)
-        odims[d] = wdims[d] = c->bshape[d];
-    odims[c->bnd] = wdims[c->bnd] = c->L;
-    odims[c->bnd + 1] = c->Ev;
-    wdims[c->bnd + 1] = c->S;
+    call_dims(c, odims, c->L, c->Ev);
+    call_dims(c, wdims, c->L, c->S);
     PyArrayObject *ins[N_IN + 1] = {c->arr[OP_Q],    c->arr[OP_K],
                                     c->arr[OP_V],    c->arr[OP_MASK],
                                     c->arr[OP_BIAS], c->arr[OP_ALIBI], NULL};
@@ -439,12 +438,21 @@ static void raise_fully_masked(sdpa_call *c)
     Py_DECREF(t);
 }
 
+/* attn_sdpa, or for sdpa_bwd attn_sdpa_backward, with the GIL released */
 static int sdpa_compute(sdpa_call *c)
 {
     if (!c->busy)
         return 0;
     attn_status status;
-    AP_RUN(status, attn_sdpa, &c->p);
+    if (c->bwd) {
+        attn_bwd_problem bp = {c->p, c->dmat[0], c->dmat[1], c->dmat[2],
+                               c->dmat[3], c->dmat[4]};
+        AP_RUN(status, attn_sdpa_backward, &bp);
+        c->p.bad_b = bp.f.bad_b;
+        c->p.bad_row = bp.f.bad_row;
+    }
+    else
+        AP_RUN(status, attn_sdpa, &c->p);
     if (status == ATTN_EFULLYMASKED) {
         raise_fully_masked(c);
         return -1;
@@ -509,7 +517,7 @@ static PyObject *core_sdpa(PyObject *Py_UNUSED(mod), PyObject *const *argv,
 /* sdpa_bwd(Q, K, V, /, *, mask, bias, causal, scale, fully_masked, dout,   */
 /*          out, lse, bias_grad, fname, variants, pos_shift)                */
 /*          -> (dQ, dK, dV, dbias or None)                                  */
-/* Steps 2-5 and 7 are sdpa's; the gradients have the broadcast batch       */
+/* Steps 2-5, 7 and 8 are sdpa's; the gradients have the broadcast batch   */
 /* shape (the wrapper sums them to the inputs' shapes).                     */
 /* ------------------------------------------------------------------------ */
 static int bwd_header(sdpa_call *c, PyObject **a)
@@ -526,10 +534,7 @@ static int bwd_inputs(sdpa_call *c, PyObject *const *args)
     static const int ops[3] = {OP_OUT, OP_LSE, OP_DOUT};
     static const int argi[3] = {B_OUT, B_LSE, B_DOUT};
     npy_intp dims[NPY_MAXDIMS];
-    for (int d = 0; d < c->bnd; d++)
-        dims[d] = c->bshape[d];
-    dims[c->bnd] = c->L;
-    dims[c->bnd + 1] = c->Ev;
+    call_dims(c, dims, c->L, c->Ev);
     for (int i = 0; i < 3; i++) {
         const int op = ops[i], nd = c->bnd + (op == OP_LSE ? 1 : 2);
         PyArrayObject *a = as_array16(args[argi[i]], c->fname,
@@ -592,13 +597,10 @@ static int bwd_results(sdpa_call *c, PyObject *bias_grad)
     if (want_db < 0)
         return -1;
     npy_intp dims[NPY_MAXDIMS];
-    for (int d = 0; d < c->bnd; d++)
-        dims[d] = c->bshape[d];
     for (int i = 0; i < 4; i++) {
         if (i == 3 && (!want_db || !c->arr[OP_BIAS]))
             break;
-        dims[c->bnd] = rows[i];
-        dims[c->bnd + 1] = cols[i];
+        call_dims(c, dims, rows[i], cols[i]);
         PyArray_Descr *gd = grad_descr(c, c->arr[i == 3 ? OP_BIAS : i], nd,
                                        dims);
         if (!gd)
@@ -609,29 +611,6 @@ static int bwd_results(sdpa_call *c, PyObject *bias_grad)
             return -1;
     }
     return 0;
-}
-
-static int bwd_compute(sdpa_call *c)
-{
-    if (!c->busy)
-        return 0;
-    attn_bwd_problem bp;
-    memset(&bp, 0, sizeof bp);
-    bp.f = c->p;
-    bp.dout = c->dmat[0];
-    bp.dq = c->dmat[1];
-    bp.dk = c->dmat[2];
-    bp.dv = c->dmat[3];
-    bp.dbias = c->dmat[4];
-    attn_status status;
-    AP_RUN(status, attn_sdpa_backward, &bp);
-    if (status == ATTN_EFULLYMASKED) {
-        c->p.bad_b = bp.f.bad_b;
-        c->p.bad_row = bp.f.bad_row;
-        raise_fully_masked(c);
-        return -1;
-    }
-    return raise_status(status, c->fname);
 }
 
 static PyObject *core_sdpa_bwd(PyObject *Py_UNUSED(mod),
@@ -647,8 +626,8 @@ static PyObject *core_sdpa_bwd(PyObject *Py_UNUSED(mod),
     if (bwd_header(&c, args) == 0 && sdpa_inputs(&c, args) == 0 &&
         sdpa_core_dims(&c) == 0 && sdpa_mask_bias(&c, args) == 0 &&
         sdpa_batch(&c) == 0 && bwd_inputs(&c, args) == 0 &&
-        bwd_results(&c, args[B_BIAS_GRAD]) == 0 && sdpa_problem(&c, args) == 0 &&
-        bwd_compute(&c) == 0)
+        bwd_results(&c, args[B_BIAS_GRAD]) == 0 &&
+        sdpa_problem(&c, args) == 0 && sdpa_compute(&c) == 0)
         result = PyTuple_Pack(4, (PyObject *)c.arr[OP_DQ],
                               (PyObject *)c.arr[OP_DK],
                               (PyObject *)c.arr[OP_DV],

@@ -117,9 +117,7 @@ static PyObject *core_merge(PyObject *Py_UNUSED(mod), PyObject *const *argv,
     if (!c.arr[c.n - 2] ||
         !(c.arr[c.n - 1] = new_result(nd - 1, dims, typenum, fname, "lse")))
         goto fail;
-    size_t B = 1;
-    for (int d = 0; d < nd - 2; d++)
-        B *= (size_t)dims[d];
+    const size_t B = lead_size(o0, nd - 2);
     const size_t L = (size_t)dims[nd - 2], Ev = (size_t)dims[nd - 1];
     if (B > 0 && L > 0) {
         if (!(c.offs = alloc_offsets((size_t)c.n, B)))

@@ -71,160 +71,99 @@ static int unary_input(ap_unary *u, PyObject *x, PyObject *axis_obj,
     return (u->x = as_type(u->raw, u->typenum, fname, arg)) ? 0 : -1;
 }
 
-/* a and b are the same view: same memory, shape and strides */
-static int same_view(PyArrayObject *a, PyArrayObject *b)
-{
-    int same = PyArray_DATA(a) == PyArray_DATA(b) &&
-               PyArray_NDIM(a) == PyArray_NDIM(b);
-    for (int d = 0; same && d < PyArray_NDIM(a); d++)
-        same = PyArray_DIM(a, d) == PyArray_DIM(b, d) &&
-               PyArray_STRIDE(a, d) == PyArray_STRIDE(b, d);
-    return same;
-}
-
-/* u->dst for a call with result dtype rd (16-bit allowed): a new array,
- * or out= (rd or a wider float), used directly when the kernel can write
- * it and it is exactly one of ins[0..n) where `same` says so (in place),
- * else through a temporary                                              */
-static int dest16(ap_unary *u, PyObject *out, PyArray_Descr *rd,
-                  const char *fname, PyArrayObject *const *ins,
-                  const int *inplace_ok, int n)
-{
-    int nd = PyArray_NDIM(ins[0]);
-    const npy_intp *dims = PyArray_DIMS(ins[0]);
-    if (out == Py_None)
-        return (u->dst = new_result_descr(nd, dims, rd, fname,
-                                          "the result")) ? 0 : -1;
-    if (!(u->user = check_out_wide(out, fname, "out", nd, dims, rd)))
-        return -1;
-    PyArrayObject *chk[2];
-    for (int i = 0; i < n; i++)
-        chk[i] = inplace_ok[i] && same_view(u->user, ins[i]) ? NULL : ins[i];
-    return (u->dst = dest_for_call(u->user, chk, n, u->typenum,
-                                   &u->is_tmp)) ? 0 : -1;
-}
-
 /* ------------------------------------------------------------------------ */
-/* softmax(x, axis, out, fname): axis already normalised by the caller       */
+/* softmax(x, axis, out, fname) (n = 1) and softmax_backward(dy, y, axis,   */
+/* out, fname) (n = 2), axis already normalised by the caller: the inputs   */
+/* of one shape; out may be exactly x, dy or y (in place), other overlaps   */
+/* go through a temporary                                                   */
 /* ------------------------------------------------------------------------ */
-static PyObject *core_softmax(PyObject *Py_UNUSED(mod), PyObject *const *argv,
+static PyObject *softmax_call(ap_argspec *spec, int n, PyObject *const *argv,
                               Py_ssize_t nargs, PyObject *kwnames)
 {
+    static const char *const names[2][2] = {{"x", NULL}, {"dy", "y"}};
+    const char *const *name = names[n - 1];
     ap_unary u = {0};
-    int ok = 0;
-    PyObject *args[4];
-    const char *fname = ap_parse_named(&softmax_spec, argv, nargs, kwnames,
-                                       args, 3);
-    if (!fname)
-        return NULL;
-    int axis;
+    PyArrayObject *raw[2] = {NULL, NULL}, *in[2] = {NULL, NULL};
     PyArray_Descr *rd = NULL;
-    if (!(u.raw = as_array16(args[0], fname, "x")) ||
-        check_axis(args[1], PyArray_NDIM(u.raw), fname, &axis) < 0 ||
-        !(rd = result_descr(1, &u.raw)))
-        goto fail;
-    u.typenum = compute_type16(rd);
-    const int inplace_ok = 1;
-    int bad = !(u.x = as_storage(u.raw, u.typenum, fname, "x")) ||
-              dest16(&u, args[2], rd, fname, &u.x, &inplace_ok, 1) < 0;
-    Py_DECREF(rd);
-    if (bad)
-        goto fail;
-    int nd = PyArray_NDIM(u.x);
-    ptrdiff_t st[2][NPY_MAXDIMS];
-    size_t nrows;
-    if (ensure_elem_strides(&u.x, st[0]) < 0 || elem_strides(u.dst, st[1]) < 0 ||
-        row_offsets(nd, PyArray_DIMS(u.x), axis, 2, st, &nrows, &u.offs) < 0)
-        goto fail;
-    if (u.offs) {
-        attn_mat mi = {PyArray_DATA(u.x), u.offs, 0, st[0][axis],
-                       store_of(u.x)};
-        attn_mat mo = {PyArray_DATA(u.dst), u.offs + nrows, 0, st[1][axis],
-                       store_of(u.dst)};
-        const attn_softmax_args a = {dtype_of(u.typenum), nrows,
-                                     (size_t)PyArray_DIM(u.x, axis), mo, mi};
-        attn_status st_;
-        AP_RUN(st_, attn_softmax, &a);
-        if (raise_status(st_, fname) < 0)
-            goto fail;
-    }
-    ok = 1;
-fail:
-    return ap_unary_finish(&u, ok);
-}
-
-/* ------------------------------------------------------------------------ */
-/* softmax_backward(dy, y, axis, out, fname): u.x is y, g is dy; out may be  */
-/* exactly dy or exactly y (in place), other overlaps go through a temporary */
-/* ------------------------------------------------------------------------ */
-static PyObject *core_softmax_backward(PyObject *Py_UNUSED(mod),
-                                       PyObject *const *argv, Py_ssize_t nargs,
-                                       PyObject *kwnames)
-{
-    ap_unary u = {0};
-    PyArrayObject *graw = NULL, *g = NULL;
-    int ok = 0;
+    int ok = 0, axis;
     PyObject *args[5];
-    const char *fname = ap_parse_named(&softmax_bwd_spec, argv, nargs,
-                                       kwnames, args, 4);
+    const char *fname = ap_parse_named(spec, argv, nargs, kwnames, args,
+                                       n + 2);
     if (!fname)
         return NULL;
-    int axis;
-    if (!(graw = as_array16(args[0], fname, "dy")) ||
-        !(u.raw = as_array16(args[1], fname, "y")))
-        goto fail;
-    int nd = PyArray_NDIM(u.raw);
-    if (!PyArray_SAMESHAPE(graw, u.raw)) {
+    for (int i = 0; i < n; i++)
+        if (!(raw[i] = as_array16(args[i], fname, name[i])))
+            goto fail;
+    if (n == 2 && !PyArray_SAMESHAPE(raw[0], raw[1])) {
         char msg[160];
         snprintf(msg, sizeof msg, "%s: dy and y must have the same shape",
                  fname);
-        err_shapes2(PyExc_ValueError, msg, "dy", graw, "y", u.raw);
+        err_shapes2(PyExc_ValueError, msg, "dy", raw[0], "y", raw[1]);
         goto fail;
     }
-    if (check_axis(args[2], nd, fname, &axis) < 0)
-        goto fail;
-    PyArrayObject *both[2] = {graw, u.raw};
-    PyArray_Descr *rd = result_descr(2, both);
-    if (!rd)
+    const int nd = PyArray_NDIM(raw[0]);
+    if (check_axis(args[n], nd, fname, &axis) < 0 ||
+        !(rd = result_descr(n, raw)))
         goto fail;
     u.typenum = compute_type16(rd);
-    int bad = !(u.x = as_storage(u.raw, u.typenum, fname, "y")) ||
-              !(g = as_storage(graw, u.typenum, fname, "dy"));
-    if (!bad) { /* out may be exactly y or exactly dy */
-        PyArrayObject *ins[2] = {u.x, g};
-        const int inplace_ok[2] = {1, 1};
-        bad = dest16(&u, args[3], rd, fname, ins, inplace_ok, 2) < 0;
-    }
-    Py_DECREF(rd);
-    if (bad)
+    for (int i = n - 1; i >= 0; i--) /* y before dy */
+        if (!(in[i] = as_storage(raw[i], u.typenum, fname, name[i])))
+            goto fail;
+    const int inplace_ok[2] = {1, 1};
+    if (ap_unary_dest16(&u, args[n + 1], rd, fname, in, inplace_ok, n) < 0)
         goto fail;
     ptrdiff_t st[3][NPY_MAXDIMS];
     size_t nrows;
-    if (ensure_elem_strides(&g, st[0]) < 0 ||
-        ensure_elem_strides(&u.x, st[1]) < 0 ||
-        elem_strides(u.dst, st[2]) < 0 ||
-        row_offsets(nd, PyArray_DIMS(u.x), axis, 3, st, &nrows, &u.offs) < 0)
+    for (int i = 0; i < n; i++)
+        if (ensure_elem_strides(&in[i], st[i]) < 0)
+            goto fail;
+    if (elem_strides(u.dst, st[n]) < 0 ||
+        row_offsets(nd, PyArray_DIMS(in[0]), axis, n + 1, st, &nrows,
+                    &u.offs) < 0)
         goto fail;
-    if (u.offs) {
-        attn_mat mg = {PyArray_DATA(g), u.offs, 0, st[0][axis],
-                       store_of(g)};
-        attn_mat my = {PyArray_DATA(u.x), u.offs + nrows, 0, st[1][axis],
-                       store_of(u.x)};
-        attn_mat mo = {PyArray_DATA(u.dst), u.offs + 2 * nrows, 0,
-                       st[2][axis], store_of(u.dst)};
-        const attn_softmax_grad_args a = {
-            dtype_of(u.typenum), nrows, (size_t)PyArray_DIM(u.x, axis), mo,
-            mg, my};
+    if (u.offs) { /* rows of x (dy, y), then of the result */
+        attn_mat m[3];
+        for (int i = 0; i <= n; i++) {
+            PyArrayObject *a = i < n ? in[i] : u.dst;
+            m[i] = (attn_mat){PyArray_DATA(a), u.offs + (size_t)i * nrows, 0,
+                              st[i][axis], store_of(a)};
+        }
+        const attn_dtype dt = dtype_of(u.typenum);
+        const size_t len = (size_t)PyArray_DIM(in[0], axis);
         attn_status s;
-        AP_RUN(s, attn_softmax_backward, &a);
+        if (n == 1) {
+            const attn_softmax_args a = {dt, nrows, len, m[1], m[0]};
+            AP_RUN(s, attn_softmax, &a);
+        }
+        else {
+            const attn_softmax_grad_args a = {dt, nrows, len, m[2], m[0],
+                                              m[1]};
+            AP_RUN(s, attn_softmax_backward, &a);
+        }
         if (raise_status(s, fname) < 0)
             goto fail;
     }
     ok = 1;
 fail:
-    Py_XDECREF(graw);
-    Py_XDECREF(g);
+    Py_XDECREF(rd);
+    for (int i = 0; i < n; i++) {
+        Py_XDECREF(raw[i]);
+        Py_XDECREF(in[i]);
+    }
     return ap_unary_finish(&u, ok);
+}
+
+static PyObject *core_softmax(PyObject *Py_UNUSED(mod), PyObject *const *argv,
+                              Py_ssize_t nargs, PyObject *kwnames)
+{
+    return softmax_call(&softmax_spec, 1, argv, nargs, kwnames);
+}
+
+static PyObject *core_softmax_backward(PyObject *Py_UNUSED(mod),
+                                       PyObject *const *argv, Py_ssize_t nargs,
+                                       PyObject *kwnames)
+{
+    return softmax_call(&softmax_bwd_spec, 2, argv, nargs, kwnames);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -302,14 +241,8 @@ static PyObject *core_combine_heads(PyObject *Py_UNUSED(mod),
     if (!(u.raw = as_real_array(args[0], fname, "x")))
         return NULL;
     int nd = PyArray_NDIM(u.raw);
-    if (nd < 3) {
-        PyObject *s = shape_of(u.raw);
-        if (s)
-            PyErr_Format(PyExc_ValueError, "%s: x must have at least 3 "
-                         "dimensions (..., H, T, dk), got shape %R", fname, s);
-        Py_XDECREF(s);
+    if (need_ndim(u.raw, 3, fname, "x", "..., H, T, dk") < 0)
         goto fail;
-    }
     u.typenum = compute_type_of(PyArray_DESCR(u.raw));
     if (!(u.x = as_type(u.raw, u.typenum, fname, "x")))
         goto fail;
@@ -324,7 +257,7 @@ static PyObject *core_combine_heads(PyObject *Py_UNUSED(mod),
         goto fail;
     }
     odims[nd - 2] = H * dk;
-    if (ap_unary_dest(&u, args[1], fname, nd - 1, odims, 0) < 0)
+    if (ap_unary_dest(&u, args[1], fname, nd - 1, odims) < 0)
         goto fail;
     ptrdiff_t sx[NPY_MAXDIMS], so[NPY_MAXDIMS];
     if (ensure_elem_strides(&u.x, sx) < 0 || elem_strides(u.dst, so) < 0)

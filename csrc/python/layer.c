@@ -288,6 +288,104 @@ static PyObject *core_activations(PyObject *Py_UNUSED(mod),
     return t;
 }
 
+/* ---- the functions, as tables ------------------------------------------
+ * Each function of this file is one lfunc: its keyword arguments (the
+ * slots of fname, eps and activation, and a bit per flag), its inputs
+ * and outputs in operand order, and `run`, which fills the core's
+ * argument struct and calls the core (the GIL released). lc_call() does
+ * the rest, in the same order for every function: the arguments (eps,
+ * activation and the flags, in slot order), the inputs and their
+ * shapes, the outputs, the strides, the call, the results.             */
+#define LC_MAX_ARGS 10
+#define LC_REQUIRED 2 /* an input kind: rows that may not be None */
+typedef struct {
+    double eps;                  /* absent: 1e-6                          */
+    attn_act act;                /* absent: ATTN_ACT_NONE                 */
+    int on[LC_MAX_ARGS];         /* per slot: a flag's value, else given  */
+} lc_opts;
+typedef struct {
+    int slot;                    /* argument slot                         */
+    const char *name;            /* NULL: the end of the list             */
+    int kind;                    /* LC_ROWS, LC_VECTOR, LC_REQUIRED       */
+} lc_in;
+typedef struct {
+    int slot;                    /* its out= argument slot, or LC_NONE    */
+    lc_out o;                    /* o.name NULL: the end of the list      */
+    int want;                    /* the slot that asks for it (on), or
+                                  * LC_NONE: always computed             */
+} lc_outspec;
+typedef struct {
+    ap_argspec *spec;
+    int fname, eps, act;         /* slots, or LC_NONE                     */
+    unsigned flags;              /* 1 << slot for each flag argument      */
+    int solo;                    /* slot whose absence names the first
+                                  * input "x" (swiglu), or LC_NONE        */
+    int grads;                   /* a tuple of every output, None where not
+                                  * wanted (else the output alone, or the
+                                  * wanted ones as a tuple when more)     */
+    lc_in in[6];
+    lc_outspec out[4];
+    attn_status (*run)(const lcall *c, const lc_opts *v,
+                       const attn_exec *ex);
+} lfunc;
+
+static PyObject *lc_call(const lfunc *f, PyObject *const *argv,
+                         Py_ssize_t nargs, PyObject *kwnames)
+{
+    lcall c = {0};
+    lc_opts v = {0};
+    PyObject *result = NULL, *a[LC_MAX_ARGS];
+    if (!(c.fname = ap_parse_named(f->spec, argv, nargs, kwnames, a,
+                                   f->fname)))
+        return NULL;
+    for (int s = 0; s < f->spec->n; s++) {
+        v.on[s] = a[s] != Py_None;
+        if ((s == f->eps && lc_eps(a[s], &v.eps) < 0)
+            || (s == f->act && parse_act(a[s], c.fname, &v.act) < 0)
+            || (((f->flags >> s) & 1u) && (v.on[s] = ap_flag(a[s])) < 0))
+            return NULL;
+    }
+    for (const lc_in *in = f->in; in->name; in++) {
+        const char *name = in == f->in && f->solo != LC_NONE && !v.on[f->solo]
+                               ? "x" : in->name;
+        if ((in->kind == LC_REQUIRED ? lc_required(&c, a[in->slot], name)
+                                     : lc_input(&c, a[in->slot], name,
+                                                in->kind)) < 0)
+            goto fail;
+    }
+    if (lc_inputs_done(&c) < 0)
+        goto fail;
+    int nout = 0, nwant = 0;
+    for (const lc_outspec *o = f->out; o->o.name; o++, nout++) {
+        const int want = o->want == LC_NONE || v.on[o->want];
+        nwant += want;
+        if (lc_output(&c, o->slot == LC_NONE ? NULL : a[o->slot], o->o,
+                      want) < 0)
+            goto fail;
+    }
+    if (lc_mats(&c) < 0)
+        goto fail;
+    ap_nogil g;
+    ap_nogil_begin(&g);
+    attn_status st = f->run(&c, &v, &g.ex);
+    ap_nogil_end(&g);
+    if (raise_status(st, c.fname) == 0)
+        result = f->grads || nwant > 1 ? lc_results(&c, c.nin, nout)
+                                       : lc_result(&c, c.nin);
+fail:
+    lc_free(&c);
+    return result;
+}
+
+/* core_<name>(...): lc_call of the table <name>_f                        */
+#define LC_FUNC(name)                                                          \
+    static PyObject *core_##name(PyObject *Py_UNUSED(mod),                     \
+                                 PyObject *const *argv, Py_ssize_t nargs,      \
+                                 PyObject *kwnames)                            \
+    {                                                                          \
+        return lc_call(&name##_f, argv, nargs, kwnames);                       \
+    }
+
 /* ------------------------------------------------------------------------ */
 /* layer_norm(x, /, *, residual, shift, weight, bias, eps, eps_in_sqrt,     */
 /*            out, return_sum, fname) -> y, or (y, s) with return_sum       */
@@ -299,43 +397,25 @@ enum { LN_X, LN_RES, LN_SHIFT, LN_W, LN_B, LN_EPS, LN_SQ, LN_OUT, LN_RSUM,
        LN_FNAME };
 enum { LNO_Y = 5, LNO_SUM }; /* the outputs' operand slots */
 
-static PyObject *core_layer_norm(PyObject *Py_UNUSED(mod),
-                                 PyObject *const *argv, Py_ssize_t nargs,
-                                 PyObject *kwnames)
+static attn_status run_layer_norm(const lcall *c, const lc_opts *v,
+                                  const attn_exec *ex)
 {
-    lcall c = {0};
-    PyObject *result = NULL, *a[10];
-    double eps;
-    int sq, rsum;
-    if (!(c.fname = ap_parse_named(&ln_spec, argv, nargs, kwnames, a,
-                                   LN_FNAME))
-        || lc_eps(a[LN_EPS], &eps) < 0 || (sq = ap_flag(a[LN_SQ])) < 0
-        || (rsum = ap_flag(a[LN_RSUM])) < 0)
-        return NULL;
-    if (lc_required(&c, a[LN_X], "x") < 0
-        || lc_input(&c, a[LN_RES], "residual", LC_ROWS) < 0
-        || lc_input(&c, a[LN_SHIFT], "shift", LC_VECTOR) < 0
-        || lc_input(&c, a[LN_W], "weight", LC_VECTOR) < 0
-        || lc_input(&c, a[LN_B], "bias", LC_VECTOR) < 0
-        || lc_inputs_done(&c) < 0
-        || lc_output(&c, a[LN_OUT],
-                     (lc_out){"out", LC_ROWS, LN_X, LC_NONE}, 1) < 0
-        || lc_output(&c, NULL, (lc_out){"the sum", LC_ROWS, LC_NONE, LC_NONE},
-                     rsum) < 0
-        || lc_mats(&c) < 0)
-        goto fail;
-    const attn_norm p = {dtype_of(c.typenum), c.nrows, c.n, c.mat[LNO_Y],
-                         c.mat[LNO_SUM], c.mat[LN_X], c.mat[LN_RES],
-                         c.mat[LN_SHIFT], c.mat[LN_W], c.mat[LN_B], eps, sq};
-    attn_status st;
-    AP_RUN(st, attn_layer_norm, &p);
-    if (raise_status(st, c.fname) < 0)
-        goto fail;
-    result = rsum ? lc_results(&c, LNO_Y, 2) : lc_result(&c, LNO_Y);
-fail:
-    lc_free(&c);
-    return result;
+    const attn_norm p = {dtype_of(c->typenum), c->nrows, c->n, c->mat[LNO_Y],
+                         c->mat[LNO_SUM], c->mat[LN_X], c->mat[LN_RES],
+                         c->mat[LN_SHIFT], c->mat[LN_W], c->mat[LN_B], v->eps,
+                         v->on[LN_SQ]};
+    return attn_layer_norm(&p, ex);
 }
+static const lfunc layer_norm_f = {
+    &ln_spec, LN_FNAME, LN_EPS, LC_NONE, 1u << LN_SQ | 1u << LN_RSUM,
+    LC_NONE, 0,
+    {{LN_X, "x", LC_REQUIRED}, {LN_RES, "residual", LC_ROWS},
+     {LN_SHIFT, "shift", LC_VECTOR}, {LN_W, "weight", LC_VECTOR},
+     {LN_B, "bias", LC_VECTOR}},
+    {{LN_OUT, {"out", LC_ROWS, LN_X, LC_NONE}, LC_NONE},
+     {LC_NONE, {"the sum", LC_ROWS, LC_NONE, LC_NONE}, LN_RSUM}},
+    run_layer_norm};
+LC_FUNC(layer_norm)
 
 /* ------------------------------------------------------------------------ */
 /* layer_norm_backward(dy, x, /, *, weight, eps, eps_in_sqrt,               */
@@ -349,45 +429,26 @@ enum { LNB_DY, LNB_X, LNB_W, LNB_EPS, LNB_SQ, LNB_RDW, LNB_RDB, LNB_OUT,
 /* operand slots: inputs x, dy, weight, then dx, dweight, dbias */
 enum { LBO_X, LBO_DY, LBO_W, LBO_DX, LBO_DW, LBO_DB };
 
-static PyObject *core_layer_norm_backward(PyObject *Py_UNUSED(mod),
-                                          PyObject *const *argv,
-                                          Py_ssize_t nargs, PyObject *kwnames)
+static attn_status run_layer_norm_backward(const lcall *c, const lc_opts *v,
+                                           const attn_exec *ex)
 {
-    lcall c = {0};
-    PyObject *result = NULL, *a[9];
-    double eps;
-    int sq, rdw, rdb;
-    if (!(c.fname = ap_parse_named(&lnb_spec, argv, nargs, kwnames, a,
-                                   LNB_FNAME))
-        || lc_eps(a[LNB_EPS], &eps) < 0 || (sq = ap_flag(a[LNB_SQ])) < 0
-        || (rdw = ap_flag(a[LNB_RDW])) < 0 || (rdb = ap_flag(a[LNB_RDB])) < 0)
-        return NULL;
-    /* x first: it sets the shape dy must have */
-    if (lc_required(&c, a[LNB_X], "x") < 0
-        || lc_required(&c, a[LNB_DY], "dy") < 0
-        || lc_input(&c, a[LNB_W], "weight", LC_VECTOR) < 0
-        || lc_inputs_done(&c) < 0
-        || lc_output(&c, a[LNB_OUT], (lc_out){"out", LC_ROWS, LBO_DY, LBO_X},
-                     1) < 0
-        || lc_output(&c, NULL, (lc_out){"dweight", LC_VECTOR, LC_NONE, LBO_W},
-                     rdw) < 0
-        || lc_output(&c, NULL, (lc_out){"dbias", LC_VECTOR, LC_NONE, LC_NONE},
-                     rdb) < 0
-        || lc_mats(&c) < 0)
-        goto fail;
-    const attn_norm_grad p = {dtype_of(c.typenum), c.nrows, c.n,
-                              c.mat[LBO_DX], c.mat[LBO_DW], c.mat[LBO_DB],
-                              c.mat[LBO_DY], c.mat[LBO_X], c.mat[LBO_W], eps,
-                              sq};
-    attn_status st;
-    AP_RUN(st, attn_layer_norm_backward, &p);
-    if (raise_status(st, c.fname) < 0)
-        goto fail;
-    result = lc_results(&c, LBO_DX, 3);
-fail:
-    lc_free(&c);
-    return result;
+    const attn_norm_grad p = {dtype_of(c->typenum), c->nrows, c->n,
+                              c->mat[LBO_DX], c->mat[LBO_DW], c->mat[LBO_DB],
+                              c->mat[LBO_DY], c->mat[LBO_X], c->mat[LBO_W],
+                              v->eps, v->on[LNB_SQ]};
+    return attn_layer_norm_backward(&p, ex);
 }
+/* x first: it sets the shape dy must have */
+static const lfunc layer_norm_backward_f = {
+    &lnb_spec, LNB_FNAME, LNB_EPS, LC_NONE,
+    1u << LNB_SQ | 1u << LNB_RDW | 1u << LNB_RDB, LC_NONE, 1,
+    {{LNB_X, "x", LC_REQUIRED}, {LNB_DY, "dy", LC_REQUIRED},
+     {LNB_W, "weight", LC_VECTOR}},
+    {{LNB_OUT, {"out", LC_ROWS, LBO_DY, LBO_X}, LC_NONE},
+     {LC_NONE, {"dweight", LC_VECTOR, LC_NONE, LBO_W}, LNB_RDW},
+     {LC_NONE, {"dbias", LC_VECTOR, LC_NONE, LC_NONE}, LNB_RDB}},
+    run_layer_norm_backward};
+LC_FUNC(layer_norm_backward)
 
 /* ------------------------------------------------------------------------ */
 /* bias_act(x, /, *, bias, activation, out, fname) -> act(x + bias)         */
@@ -397,33 +458,19 @@ AP_ARGSPEC(ba_spec, "bias_act", 1, 1, "x", "bias", "activation", "out",
 enum { BA_X, BA_B, BA_ACT, BA_OUT, BA_FNAME };
 enum { BAO_Y = 2 };
 
-static PyObject *core_bias_act(PyObject *Py_UNUSED(mod), PyObject *const *argv,
-                               Py_ssize_t nargs, PyObject *kwnames)
+static attn_status run_bias_act(const lcall *c, const lc_opts *v,
+                                const attn_exec *ex)
 {
-    lcall c = {0};
-    PyObject *result = NULL, *a[5];
-    attn_act act;
-    if (!(c.fname = ap_parse_named(&ba_spec, argv, nargs, kwnames, a,
-                                   BA_FNAME))
-        || parse_act(a[BA_ACT], c.fname, &act) < 0)
-        return NULL;
-    if (lc_required(&c, a[BA_X], "x") < 0
-        || lc_input(&c, a[BA_B], "bias", LC_VECTOR) < 0
-        || lc_inputs_done(&c) < 0
-        || lc_output(&c, a[BA_OUT], (lc_out){"out", LC_ROWS, BA_X, LC_NONE},
-                     1) < 0
-        || lc_mats(&c) < 0)
-        goto fail;
-    const attn_act_args p = {dtype_of(c.typenum), act, c.nrows, c.n,
-                             c.mat[BAO_Y], c.mat[BA_X], c.mat[BA_B]};
-    attn_status st;
-    AP_RUN(st, attn_bias_act, &p);
-    if (raise_status(st, c.fname) == 0)
-        result = lc_result(&c, BAO_Y);
-fail:
-    lc_free(&c);
-    return result;
+    const attn_act_args p = {dtype_of(c->typenum), v->act, c->nrows, c->n,
+                             c->mat[BAO_Y], c->mat[BA_X], c->mat[BA_B]};
+    return attn_bias_act(&p, ex);
 }
+static const lfunc bias_act_f = {
+    &ba_spec, BA_FNAME, LC_NONE, BA_ACT, 0, LC_NONE, 0,
+    {{BA_X, "x", LC_REQUIRED}, {BA_B, "bias", LC_VECTOR}},
+    {{BA_OUT, {"out", LC_ROWS, BA_X, LC_NONE}, LC_NONE}},
+    run_bias_act};
+LC_FUNC(bias_act)
 
 /* ------------------------------------------------------------------------ */
 /* bias_act_backward(dy, x, /, *, bias, activation, return_dbias, out,      */
@@ -434,40 +481,23 @@ AP_ARGSPEC(bab_spec, "bias_act_backward", 2, 2, "dy", "x", "bias",
 enum { BAB_DY, BAB_X, BAB_B, BAB_ACT, BAB_RDB, BAB_OUT, BAB_FNAME };
 enum { BBO_X, BBO_DY, BBO_B, BBO_DX, BBO_DB }; /* operand slots */
 
-static PyObject *core_bias_act_backward(PyObject *Py_UNUSED(mod),
-                                        PyObject *const *argv,
-                                        Py_ssize_t nargs, PyObject *kwnames)
+static attn_status run_bias_act_backward(const lcall *c, const lc_opts *v,
+                                         const attn_exec *ex)
 {
-    lcall c = {0};
-    PyObject *result = NULL, *a[7];
-    attn_act act;
-    int rdb;
-    if (!(c.fname = ap_parse_named(&bab_spec, argv, nargs, kwnames, a,
-                                   BAB_FNAME))
-        || parse_act(a[BAB_ACT], c.fname, &act) < 0
-        || (rdb = ap_flag(a[BAB_RDB])) < 0)
-        return NULL;
-    if (lc_required(&c, a[BAB_X], "x") < 0
-        || lc_required(&c, a[BAB_DY], "dy") < 0
-        || lc_input(&c, a[BAB_B], "bias", LC_VECTOR) < 0
-        || lc_inputs_done(&c) < 0
-        || lc_output(&c, a[BAB_OUT], (lc_out){"out", LC_ROWS, BBO_DY, BBO_X},
-                     1) < 0
-        || lc_output(&c, NULL, (lc_out){"dbias", LC_VECTOR, LC_NONE, BBO_B},
-                     rdb) < 0
-        || lc_mats(&c) < 0)
-        goto fail;
-    const attn_act_grad_args p = {dtype_of(c.typenum), act, c.nrows, c.n,
-                                  c.mat[BBO_DX], c.mat[BBO_DB], c.mat[BBO_DY],
-                                  c.mat[BBO_X], c.mat[BBO_B]};
-    attn_status st;
-    AP_RUN(st, attn_bias_act_backward, &p);
-    if (raise_status(st, c.fname) == 0)
-        result = lc_results(&c, BBO_DX, 2);
-fail:
-    lc_free(&c);
-    return result;
+    const attn_act_grad_args p = {dtype_of(c->typenum), v->act, c->nrows,
+                                  c->n, c->mat[BBO_DX], c->mat[BBO_DB],
+                                  c->mat[BBO_DY], c->mat[BBO_X],
+                                  c->mat[BBO_B]};
+    return attn_bias_act_backward(&p, ex);
 }
+static const lfunc bias_act_backward_f = {
+    &bab_spec, BAB_FNAME, LC_NONE, BAB_ACT, 1u << BAB_RDB, LC_NONE, 1,
+    {{BAB_X, "x", LC_REQUIRED}, {BAB_DY, "dy", LC_REQUIRED},
+     {BAB_B, "bias", LC_VECTOR}},
+    {{BAB_OUT, {"out", LC_ROWS, BBO_DY, BBO_X}, LC_NONE},
+     {LC_NONE, {"dbias", LC_VECTOR, LC_NONE, BBO_B}, BAB_RDB}},
+    run_bias_act_backward};
+LC_FUNC(bias_act_backward)
 
 /* ------------------------------------------------------------------------ */
 /* rms_norm(x, /, *, weight, eps, out, fname) -> y                          */
@@ -476,33 +506,19 @@ AP_ARGSPEC(rms_spec, "rms_norm", 1, 1, "x", "weight", "eps", "out", "fname");
 enum { RMS_X, RMS_W, RMS_EPS, RMS_OUT, RMS_FNAME };
 enum { RMSO_Y = 2 };
 
-static PyObject *core_rms_norm(PyObject *Py_UNUSED(mod), PyObject *const *argv,
-                               Py_ssize_t nargs, PyObject *kwnames)
+static attn_status run_rms_norm(const lcall *c, const lc_opts *v,
+                                const attn_exec *ex)
 {
-    lcall c = {0};
-    PyObject *result = NULL, *a[5];
-    double eps;
-    if (!(c.fname = ap_parse_named(&rms_spec, argv, nargs, kwnames, a,
-                                   RMS_FNAME))
-        || lc_eps(a[RMS_EPS], &eps) < 0)
-        return NULL;
-    if (lc_required(&c, a[RMS_X], "x") < 0
-        || lc_input(&c, a[RMS_W], "weight", LC_VECTOR) < 0
-        || lc_inputs_done(&c) < 0
-        || lc_output(&c, a[RMS_OUT], (lc_out){"out", LC_ROWS, RMS_X, LC_NONE},
-                     1) < 0
-        || lc_mats(&c) < 0)
-        goto fail;
-    const attn_rms p = {dtype_of(c.typenum), c.nrows, c.n, c.mat[RMSO_Y],
-                        c.mat[RMS_X], c.mat[RMS_W], eps};
-    attn_status st;
-    AP_RUN(st, attn_rms_norm, &p);
-    if (raise_status(st, c.fname) == 0)
-        result = lc_result(&c, RMSO_Y);
-fail:
-    lc_free(&c);
-    return result;
+    const attn_rms p = {dtype_of(c->typenum), c->nrows, c->n, c->mat[RMSO_Y],
+                        c->mat[RMS_X], c->mat[RMS_W], v->eps};
+    return attn_rms_norm(&p, ex);
 }
+static const lfunc rms_norm_f = {
+    &rms_spec, RMS_FNAME, RMS_EPS, LC_NONE, 0, LC_NONE, 0,
+    {{RMS_X, "x", LC_REQUIRED}, {RMS_W, "weight", LC_VECTOR}},
+    {{RMS_OUT, {"out", LC_ROWS, RMS_X, LC_NONE}, LC_NONE}},
+    run_rms_norm};
+LC_FUNC(rms_norm)
 
 /* ------------------------------------------------------------------------ */
 /* rms_norm_backward(dy, x, /, *, weight, eps, return_dweight, out, fname)  */
@@ -513,40 +529,23 @@ AP_ARGSPEC(rmsb_spec, "rms_norm_backward", 2, 2, "dy", "x", "weight", "eps",
 enum { RMB_DY, RMB_X, RMB_W, RMB_EPS, RMB_RDW, RMB_OUT, RMB_FNAME };
 enum { RBO_X, RBO_DY, RBO_W, RBO_DX, RBO_DW }; /* operand slots */
 
-static PyObject *core_rms_norm_backward(PyObject *Py_UNUSED(mod),
-                                        PyObject *const *argv,
-                                        Py_ssize_t nargs, PyObject *kwnames)
+static attn_status run_rms_norm_backward(const lcall *c, const lc_opts *v,
+                                         const attn_exec *ex)
 {
-    lcall c = {0};
-    PyObject *result = NULL, *a[7];
-    double eps;
-    int rdw;
-    if (!(c.fname = ap_parse_named(&rmsb_spec, argv, nargs, kwnames, a,
-                                   RMB_FNAME))
-        || lc_eps(a[RMB_EPS], &eps) < 0 || (rdw = ap_flag(a[RMB_RDW])) < 0)
-        return NULL;
-    /* x first: it sets the shape dy must have */
-    if (lc_required(&c, a[RMB_X], "x") < 0
-        || lc_required(&c, a[RMB_DY], "dy") < 0
-        || lc_input(&c, a[RMB_W], "weight", LC_VECTOR) < 0
-        || lc_inputs_done(&c) < 0
-        || lc_output(&c, a[RMB_OUT], (lc_out){"out", LC_ROWS, RBO_DY, RBO_X},
-                     1) < 0
-        || lc_output(&c, NULL, (lc_out){"dweight", LC_VECTOR, LC_NONE, RBO_W},
-                     rdw) < 0
-        || lc_mats(&c) < 0)
-        goto fail;
-    const attn_rms_grad p = {dtype_of(c.typenum), c.nrows, c.n, c.mat[RBO_DX],
-                             c.mat[RBO_DW], c.mat[RBO_DY], c.mat[RBO_X],
-                             c.mat[RBO_W], eps};
-    attn_status st;
-    AP_RUN(st, attn_rms_norm_backward, &p);
-    if (raise_status(st, c.fname) == 0)
-        result = lc_results(&c, RBO_DX, 2);
-fail:
-    lc_free(&c);
-    return result;
+    const attn_rms_grad p = {dtype_of(c->typenum), c->nrows, c->n,
+                             c->mat[RBO_DX], c->mat[RBO_DW], c->mat[RBO_DY],
+                             c->mat[RBO_X], c->mat[RBO_W], v->eps};
+    return attn_rms_norm_backward(&p, ex);
 }
+/* x first: it sets the shape dy must have */
+static const lfunc rms_norm_backward_f = {
+    &rmsb_spec, RMB_FNAME, RMB_EPS, LC_NONE, 1u << RMB_RDW, LC_NONE, 1,
+    {{RMB_X, "x", LC_REQUIRED}, {RMB_DY, "dy", LC_REQUIRED},
+     {RMB_W, "weight", LC_VECTOR}},
+    {{RMB_OUT, {"out", LC_ROWS, RBO_DY, RBO_X}, LC_NONE},
+     {LC_NONE, {"dweight", LC_VECTOR, LC_NONE, RBO_W}, RMB_RDW}},
+    run_rms_norm_backward};
+LC_FUNC(rms_norm_backward)
 
 /* ------------------------------------------------------------------------ */
 /* swiglu(gate, up=None, /, *, out, fname) -> silu(gate) * up (up None:     */
@@ -556,32 +555,20 @@ AP_ARGSPEC(glu_spec, "swiglu", 2, 1, "gate", "up", "out", "fname");
 enum { GLU_G, GLU_U, GLU_OUT, GLU_FNAME };
 enum { GLUO_Y = 2 };
 
-static PyObject *core_swiglu(PyObject *Py_UNUSED(mod), PyObject *const *argv,
-                             Py_ssize_t nargs, PyObject *kwnames)
+static attn_status run_swiglu(const lcall *c, const lc_opts *v,
+                              const attn_exec *ex)
 {
-    lcall c = {0};
-    PyObject *result = NULL, *a[4];
-    if (!(c.fname = ap_parse_named(&glu_spec, argv, nargs, kwnames, a,
-                                   GLU_FNAME)))
-        return NULL;
-    const char *first = a[GLU_U] == Py_None ? "x" : "gate";
-    if (lc_required(&c, a[GLU_G], first) < 0
-        || lc_input(&c, a[GLU_U], "up", LC_ROWS) < 0
-        || lc_inputs_done(&c) < 0
-        || lc_output(&c, a[GLU_OUT], (lc_out){"out", LC_ROWS, GLU_G, LC_NONE},
-                     1) < 0
-        || lc_mats(&c) < 0)
-        goto fail;
-    const attn_glu_args p = {dtype_of(c.typenum), c.nrows, c.n,
-                             c.mat[GLUO_Y], c.mat[GLU_G], c.mat[GLU_U]};
-    attn_status st;
-    AP_RUN(st, attn_swiglu, &p);
-    if (raise_status(st, c.fname) == 0)
-        result = lc_result(&c, GLUO_Y);
-fail:
-    lc_free(&c);
-    return result;
+    (void)v;
+    const attn_glu_args p = {dtype_of(c->typenum), c->nrows, c->n,
+                             c->mat[GLUO_Y], c->mat[GLU_G], c->mat[GLU_U]};
+    return attn_swiglu(&p, ex);
 }
+static const lfunc swiglu_f = {
+    &glu_spec, GLU_FNAME, LC_NONE, LC_NONE, 0, GLU_U, 0,
+    {{GLU_G, "gate", LC_REQUIRED}, {GLU_U, "up", LC_ROWS}},
+    {{GLU_OUT, {"out", LC_ROWS, GLU_G, LC_NONE}, LC_NONE}},
+    run_swiglu};
+LC_FUNC(swiglu)
 
 /* ------------------------------------------------------------------------ */
 /* swiglu_backward(dy, gate, up=None, /, *, fname) -> (dgate, dup or None) */
@@ -590,37 +577,24 @@ AP_ARGSPEC(glub_spec, "swiglu_backward", 3, 2, "dy", "gate", "up", "fname");
 enum { GLB_DY, GLB_G, GLB_U, GLB_FNAME };
 enum { GBO_G, GBO_DY, GBO_U, GBO_DG, GBO_DU }; /* operand slots */
 
-static PyObject *core_swiglu_backward(PyObject *Py_UNUSED(mod),
-                                      PyObject *const *argv, Py_ssize_t nargs,
-                                      PyObject *kwnames)
+static attn_status run_swiglu_backward(const lcall *c, const lc_opts *v,
+                                       const attn_exec *ex)
 {
-    lcall c = {0};
-    PyObject *result = NULL, *a[4];
-    if (!(c.fname = ap_parse_named(&glub_spec, argv, nargs, kwnames, a,
-                                   GLB_FNAME)))
-        return NULL;
-    const int has_up = a[GLB_U] != Py_None;
-    if (lc_required(&c, a[GLB_G], has_up ? "gate" : "x") < 0
-        || lc_required(&c, a[GLB_DY], "dy") < 0
-        || lc_input(&c, a[GLB_U], "up", LC_ROWS) < 0
-        || lc_inputs_done(&c) < 0
-        || lc_output(&c, NULL, (lc_out){"dgate", LC_ROWS, LC_NONE, GBO_G},
-                     1) < 0
-        || lc_output(&c, NULL, (lc_out){"dup", LC_ROWS, LC_NONE, GBO_U},
-                     has_up) < 0
-        || lc_mats(&c) < 0)
-        goto fail;
-    const attn_glu_grad_args p = {dtype_of(c.typenum), c.nrows, c.n,
-                                  c.mat[GBO_DG], c.mat[GBO_DU], c.mat[GBO_DY],
-                                  c.mat[GBO_G], c.mat[GBO_U]};
-    attn_status st;
-    AP_RUN(st, attn_swiglu_backward, &p);
-    if (raise_status(st, c.fname) == 0)
-        result = lc_results(&c, GBO_DG, 2);
-fail:
-    lc_free(&c);
-    return result;
+    (void)v;
+    const attn_glu_grad_args p = {dtype_of(c->typenum), c->nrows, c->n,
+                                  c->mat[GBO_DG], c->mat[GBO_DU],
+                                  c->mat[GBO_DY], c->mat[GBO_G],
+                                  c->mat[GBO_U]};
+    return attn_swiglu_backward(&p, ex);
 }
+static const lfunc swiglu_backward_f = {
+    &glub_spec, GLB_FNAME, LC_NONE, LC_NONE, 0, GLB_U, 1,
+    {{GLB_G, "gate", LC_REQUIRED}, {GLB_DY, "dy", LC_REQUIRED},
+     {GLB_U, "up", LC_ROWS}},
+    {{LC_NONE, {"dgate", LC_ROWS, LC_NONE, GBO_G}, LC_NONE},
+     {LC_NONE, {"dup", LC_ROWS, LC_NONE, GBO_U}, GLB_U}},
+    run_swiglu_backward};
+LC_FUNC(swiglu_backward)
 
 PyMethodDef ap_layer_methods[] = {
     {"layer_norm", AP_FASTCALL(core_layer_norm), AP_KW,

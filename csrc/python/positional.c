@@ -48,15 +48,8 @@ static PyObject *core_posenc(PyObject *Py_UNUSED(mod), PyObject *const *argv,
                      (PyObject *)dx);
         return NULL;
     }
-    if (PyArray_NDIM(x) < 2) {
-        PyObject *s = shape_of(x);
-        if (s)
-            PyErr_Format(PyExc_ValueError, "%s: %s must have at least 2 "
-                         "dimensions (..., T, D), got shape %R", fname,
-                         argname, s);
-        Py_XDECREF(s);
+    if (need_ndim(x, 2, fname, argname, "..., T, D") < 0)
         return NULL;
-    }
     if (!PyArray_ISWRITEABLE(x)) {
         PyErr_Format(PyExc_ValueError, "%s: %s is read-only", fname, argname);
         return NULL;
@@ -78,9 +71,7 @@ static PyObject *core_posenc(PyObject *Py_UNUSED(mod), PyObject *const *argv,
         goto fail;
     }
     int nd = PyArray_NDIM(w), lead = nd - 2;
-    size_t B = 1;
-    for (int k = 0; k < lead; k++)
-        B *= (size_t)PyArray_DIM(w, k);
+    size_t B = lead_size(w, lead);
     size_t T = (size_t)PyArray_DIM(w, nd - 2), D = (size_t)PyArray_DIM(w,
                                                                     nd - 1);
     if (B > 0 && T > 0 && D > 0) {
@@ -135,12 +126,11 @@ static PyObject *core_rope(PyObject *Py_UNUSED(mod), PyObject *const *argv,
     if (!(u.raw = as_array16(args[0], fname, "x")))
         goto fail;
     int nd = PyArray_NDIM(u.raw);
-    if (nd < 2 || PyArray_DIM(u.raw, nd - 1) % 2) {
+    if (need_ndim(u.raw, 2, fname, "x", "..., T, E") < 0)
+        goto fail;
+    if (PyArray_DIM(u.raw, nd - 1) % 2) {
         PyObject *s = shape_of(u.raw);
-        if (s && nd < 2)
-            PyErr_Format(PyExc_ValueError, "%s: x must have at least 2 "
-                         "dimensions (..., T, E), got shape %R", fname, s);
-        else if (s)
+        if (s)
             PyErr_Format(PyExc_ValueError, "%s: x has %zd features (an odd "
                          "number); RoPE turns pairs (x.shape=%R)", fname,
                          (Py_ssize_t)PyArray_DIM(u.raw, nd - 1), s);
@@ -153,29 +143,16 @@ static PyObject *core_rope(PyObject *Py_UNUSED(mod), PyObject *const *argv,
     if (!rd)
         goto fail;
     u.typenum = compute_type16(rd);
-    if ((u.x = as_storage(u.raw, u.typenum, fname, "x"))) {
-        if (args[4] == Py_None)
-            u.dst = new_result_descr(nd, PyArray_DIMS(u.x), rd, fname,
-                                     "the result");
-        else if ((u.user = check_out_wide(args[4], fname, "out", nd,
-                                          PyArray_DIMS(u.x), rd))) {
-            PyArrayObject *in = u.x; /* exactly x: in place */
-            if (PyArray_DATA(u.user) == PyArray_DATA(in)
-                && PyArray_CompareLists(PyArray_STRIDES(u.user),
-                                        PyArray_STRIDES(in), nd))
-                in = NULL;
-            u.dst = dest_for_call(u.user, &in, 1, u.typenum, &u.is_tmp);
-        }
-    }
+    const int inplace_ok = 1; /* out exactly x: in place */
+    if ((u.x = as_storage(u.raw, u.typenum, fname, "x")))
+        ap_unary_dest16(&u, args[4], rd, fname, &u.x, &inplace_ok, 1);
     Py_DECREF(rd);
     if (!u.dst)
         goto fail;
     ptrdiff_t st[2][NPY_MAXDIMS];
     if (ensure_elem_strides(&u.x, st[0]) < 0 || elem_strides(u.dst, st[1]) < 0)
         goto fail;
-    size_t B = 1;
-    for (int d = 0; d < nd - 2; d++)
-        B *= (size_t)PyArray_DIM(u.x, d);
+    const size_t B = lead_size(u.x, nd - 2);
     const size_t T = (size_t)PyArray_DIM(u.x, nd - 2);
     const size_t E = (size_t)PyArray_DIM(u.x, nd - 1);
     if (B > 0 && T > 0 && E > 0) {

@@ -54,17 +54,18 @@ static size_t row_step(PyArrayObject *a)
     return (size_t)PyArray_DIM(a, 1);
 }
 
-/* whether the bytes a and b span (first to last element) intersect     */
+/* the bytes a spans, first to last element                             */
+static size_t span_bytes(PyArrayObject *a)
+{
+    return (size_t)(PyArray_DIM(a, 0) - 1) * (size_t)PyArray_STRIDE(a, 0)
+           + (size_t)PyArray_DIM(a, 1) * (size_t)PyArray_ITEMSIZE(a);
+}
+
+/* whether the bytes a and b span intersect                              */
 static int spans_meet(PyArrayObject *a, PyArrayObject *b)
 {
     const char *pa = PyArray_DATA(a), *pb = PyArray_DATA(b);
-    const size_t ea = (size_t)(PyArray_DIM(a, 0) - 1)
-                          * (size_t)PyArray_STRIDE(a, 0)
-                      + (size_t)PyArray_DIM(a, 1) * (size_t)PyArray_ITEMSIZE(a);
-    const size_t eb = (size_t)(PyArray_DIM(b, 0) - 1)
-                          * (size_t)PyArray_STRIDE(b, 0)
-                      + (size_t)PyArray_DIM(b, 1) * (size_t)PyArray_ITEMSIZE(b);
-    return pa < pb + eb && pb < pa + ea;
+    return pa < pb + span_bytes(b) && pb < pa + span_bytes(a);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -103,16 +103,11 @@ static int parse_softcap(PyObject *o, const char *fname, double *cap)
     *cap = 0.0;
     if (o == Py_None)
         return 0;
+    double v = 0.0;
     if (PyBool_Check(o) || PyUnicode_Check(o) || PyBytes_Check(o) ||
-        PyComplex_Check(o) || PyArray_IsScalar(o, ComplexFloating)) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s: softcap must be None or a real number, got %s",
-                     fname, Py_TYPE(o)->tp_name);
-        return -1;
-    }
-    double v = PyFloat_AsDouble(o);
-    if (v == -1.0 && PyErr_Occurred()) {
-        PyErr_Clear();
+        PyComplex_Check(o) || PyArray_IsScalar(o, ComplexFloating) ||
+        ((v = PyFloat_AsDouble(o)) == -1.0 && PyErr_Occurred())) {
+        PyErr_Clear(); /* PyFloat_AsDouble's, if any */
         PyErr_Format(PyExc_TypeError,
                      "%s: softcap must be None or a real number, got %s",
                      fname, Py_TYPE(o)->tp_name);

@@ -20,12 +20,12 @@ void math_clean_upper(void) {}
 #define SIMD_F64 0
 #include "simd/vec_scalar.h"
 #include "simd/math.h"
-#include "simd/math_rows_tmpl.h"
+#include "testing/math_rows_tmpl.h"
 #include "simd/undef.h"
 #define SIMD_F64 1
 #include "simd/vec_scalar.h"
 #include "simd/math.h"
-#include "simd/math_rows_tmpl.h"
+#include "testing/math_rows_tmpl.h"
 #include "simd/undef.h"
 const math_set math_set_scalar = {"scalar", 1, 0, 1,
                                   {&math_rows_scalar_f32, &math_rows_scalar_f64}};

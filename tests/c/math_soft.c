@@ -17,12 +17,12 @@
 #define SIMD_F64 0
 #include "simd/vec_scalar.h"
 #include "simd/math.h"
-#include "simd/math_rows_tmpl.h"
+#include "testing/math_rows_tmpl.h"
 #include "simd/undef.h"
 #define SIMD_F64 1
 #include "simd/vec_scalar.h"
 #include "simd/math.h"
-#include "simd/math_rows_tmpl.h"
+#include "testing/math_rows_tmpl.h"
 #include "simd/undef.h"
 const math_set math_set_scalar_soft = {
     "scalar, soft fma", 1, 1, 1, {&math_rows_scalar_f32, &math_rows_scalar_f64}};
@@ -30,12 +30,12 @@ const math_set math_set_scalar_soft = {
 #define SIMD_F64 0
 #include "simd/vec_portable.h"
 #include "simd/math.h"
-#include "simd/math_rows_tmpl.h"
+#include "testing/math_rows_tmpl.h"
 #include "simd/undef.h"
 #define SIMD_F64 1
 #include "simd/vec_portable.h"
 #include "simd/math.h"
-#include "simd/math_rows_tmpl.h"
+#include "testing/math_rows_tmpl.h"
 #include "simd/undef.h"
 const math_set math_set_port_soft = {
     "portable, soft fma", 1, 1, 1, {&math_rows_port_f32, &math_rows_port_f64}};

@@ -19,46 +19,13 @@
 
 #define SIMD_F64 0
 #include "simd/vec_avx512.h"
-#include "simd/math.h"
-#include "simd/math_rows_tmpl.h"
-#include "attention/tile.h"
-#include "attention/bwd_tile.h"
-#include "rows/cvt_tmpl.h"
-#include "runtime/read_tmpl.h"
-#include "layer/act_tmpl.h"
-#include "elementwise/softmax_tmpl.h"
-#include "simd/undef.h"
+#include "isa/set_tmpl.h"
 
 #define SIMD_F64 1
 #include "simd/vec_avx512.h"
-#include "simd/math.h"
-#include "simd/math_rows_tmpl.h"
-#include "attention/tile.h"
-#include "attention/bwd_tile.h"
-#include "layer/act_tmpl.h"
-#include "elementwise/softmax_tmpl.h"
-#include "simd/undef.h"
+#include "isa/set_tmpl.h"
 
-const attn_kernels attn__kernels_avx512 = {
-    "avx512",
-    NULL,
-    {
-        {16, 8},
-        {64, 64},
-        {item_avx512_f32, item_avx512_f64},
-        {merge_item_avx512_f32, merge_item_avx512_f64},
-        {bwd_item_a_avx512_f32, bwd_item_a_avx512_f64},
-        {bwd_item_b_avx512_f32, bwd_item_b_avx512_f64},
-        NULL,
-    },
-    {attn__qrows_q4_1_avx512, attn__qrows_q8_0_avx512},
-    widen_avx512_f32,
-    narrow_avx512_f32,
-    {{act_fwd_avx512_f32, act_bwd_avx512_f32, glu_fwd_avx512_f32, glu_bwd_avx512_f32},
-     {act_fwd_avx512_f64, act_bwd_avx512_f64, glu_fwd_avx512_f64, glu_bwd_avx512_f64}},
-    {row_softmax_avx512_f32, row_softmax_avx512_f64},
-    read_sum_avx512_f32,
-    ATTN_MATH_ROWS_OF(&math_rows_avx512_f32, &math_rows_avx512_f64),
-};
+const attn_kernels attn__kernels_avx512 =
+    ATTN_SET_KERNELS(avx512, "avx512", 16, 8, 64, 64, avx512);
 
 #endif /* ATTN_ARCH_X86 */

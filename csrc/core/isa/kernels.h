@@ -11,8 +11,9 @@
  * runtime/isa.h's list (with its feature's bit, where it needs a new
  * one) and the feature's test in runtime/cpuid.c. The C tests find it
  * through the list and its table (widen, narrow, math: the file includes
- * simd/math_rows_tmpl.h after simd/math.h and lists ATTN_MATH_ROWS_OF(...)
- * last, as isa/avx2.c does); they need no code of their own per set.
+ * isa/set_tmpl.h per element type and fills its table with
+ * ATTN_SET_KERNELS, as isa/avx2.c does); they need no code of their own
+ * per set.
  */
 #ifndef ATTNPY_ISA_KERNELS_H
 #define ATTNPY_ISA_KERNELS_H
@@ -38,7 +39,7 @@ typedef struct {
  * 64-bit words at p                                                     */
 typedef uint64_t (*attn_read_fn)(const unsigned char *p, size_t nwords);
 
-/* simd/math.h's functions over rows (simd/math_rows_tmpl.h), for the C
+/* simd/math.h's functions over rows (testing/math_rows_tmpl.h), for the C
  * tests' lane-by-lane checks of every set: y[i] = f(x[i]), n elements of
  * the table's element type; pow and sincos in the double table only    */
 enum {
@@ -78,6 +79,33 @@ struct attn_kernels_ {
 #else
 #define ATTN_MATH_ROWS_OF(f32, f64) {NULL, NULL}
 #endif
+
+/* the table of a set whose isa/<set>.c includes isa/set_tmpl.h for float
+ * and double: S the suffix its names carry (avx2 in item_avx2_f32), name
+ * the set's, the lanes W and query rows BQ per type, Q the suffix of its
+ * quant rows (qmatvec)                                                  */
+#define ATTN_SET_KERNELS(S, name, w32, w64, bq32, bq64, Q)                     \
+    {                                                                          \
+        name,                                                                  \
+        NULL,                                                                  \
+        {{w32, w64},                                                           \
+         {bq32, bq64},                                                         \
+         {item_##S##_f32, item_##S##_f64},                                     \
+         {merge_item_##S##_f32, merge_item_##S##_f64},                         \
+         {bwd_item_a_##S##_f32, bwd_item_a_##S##_f64},                         \
+         {bwd_item_b_##S##_f32, bwd_item_b_##S##_f64},                         \
+         NULL},                                                                \
+        {attn__qrows_q4_1_##Q, attn__qrows_q8_0_##Q},                          \
+        widen_##S##_f32,                                                       \
+        narrow_##S##_f32,                                                      \
+        {{act_fwd_##S##_f32, act_bwd_##S##_f32, glu_fwd_##S##_f32,             \
+          glu_bwd_##S##_f32},                                                  \
+         {act_fwd_##S##_f64, act_bwd_##S##_f64, glu_fwd_##S##_f64,             \
+          glu_bwd_##S##_f64}},                                                 \
+        {row_softmax_##S##_f32, row_softmax_##S##_f64},                        \
+        read_sum_##S##_f32,                                                    \
+        ATTN_MATH_ROWS_OF(&math_rows_##S##_f32, &math_rows_##S##_f64),         \
+    }
 
 /* the kernels of the set in use, its base's where it has none          */
 static inline const attn_kernels *attn__kernels_for(int have)

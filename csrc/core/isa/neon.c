@@ -22,46 +22,13 @@
 
 #define SIMD_F64 0
 #include "simd/vec_neon.h"
-#include "simd/math.h"
-#include "simd/math_rows_tmpl.h"
-#include "attention/tile.h"
-#include "attention/bwd_tile.h"
-#include "rows/cvt_tmpl.h"
-#include "runtime/read_tmpl.h"
-#include "layer/act_tmpl.h"
-#include "elementwise/softmax_tmpl.h"
-#include "simd/undef.h"
+#include "isa/set_tmpl.h"
 
 #define SIMD_F64 1
 #include "simd/vec_neon.h"
-#include "simd/math.h"
-#include "simd/math_rows_tmpl.h"
-#include "attention/tile.h"
-#include "attention/bwd_tile.h"
-#include "layer/act_tmpl.h"
-#include "elementwise/softmax_tmpl.h"
-#include "simd/undef.h"
+#include "isa/set_tmpl.h"
 
-const attn_kernels attn__kernels_neon = {
-    "neon",
-    NULL,
-    {
-        {4, 2},
-        {64, 32},
-        {item_neon_f32, item_neon_f64},
-        {merge_item_neon_f32, merge_item_neon_f64},
-        {bwd_item_a_neon_f32, bwd_item_a_neon_f64},
-        {bwd_item_b_neon_f32, bwd_item_b_neon_f64},
-        NULL,
-    },
-    {attn__qrows_q4_1_port, attn__qrows_q8_0_port},
-    widen_neon_f32,
-    narrow_neon_f32,
-    {{act_fwd_neon_f32, act_bwd_neon_f32, glu_fwd_neon_f32, glu_bwd_neon_f32},
-     {act_fwd_neon_f64, act_bwd_neon_f64, glu_fwd_neon_f64, glu_bwd_neon_f64}},
-    {row_softmax_neon_f32, row_softmax_neon_f64},
-    read_sum_neon_f32,
-    ATTN_MATH_ROWS_OF(&math_rows_neon_f32, &math_rows_neon_f64),
-};
+const attn_kernels attn__kernels_neon =
+    ATTN_SET_KERNELS(neon, "neon", 4, 2, 64, 32, port);
 
 #endif /* ATTN_ARCH_NEON */

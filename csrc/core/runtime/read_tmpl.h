@@ -1,7 +1,7 @@
 /*
  * runtime/read_tmpl.h -- the streaming read of attn_read_bytes (attn.h):
  * the sum of nwords native 64-bit words at p, as one instruction set
- * runs it. A template: isa/<set>.c includes it in its float section;
+ * runs it. A template: isa/set_tmpl.h includes it for float only;
  * defines read_sum<SFX> (e.g. read_sum_avx2_f32).
  *
  * Plain C on purpose: integer adds are associative, so the compiler

@@ -23,90 +23,56 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 
-static inline float sclf_max(float a, float b) { return a > b ? a : b; }
-static inline float sclf_min(float a, float b) { return a < b ? a : b; }
-static inline float sclf_abs(float a)
-{
-    uint32_t u;
-    memcpy(&u, &a, sizeof u);
-    u &= 0x7fffffffu;
-    memcpy(&a, &u, sizeof u);
-    return a;
-}
-static inline float sclf_orsign(float a, float s)
-{
-    uint32_t u, v;
-    memcpy(&u, &a, sizeof u);
-    memcpy(&v, &s, sizeof v);
-    u |= v & 0x80000000u;
-    memcpy(&a, &u, sizeof u);
-    return a;
-}
-static inline float sclf_pow2t(float t)
-{
-    uint32_t u;
-    memcpy(&u, &t, sizeof u);
-    u = (u + 127u) << 23;
-    memcpy(&t, &u, sizeof u);
-    return t;
-}
-/* the exponent field less the bias; |a| with the field set to the bias */
-static inline float sclf_getexp(float a)
-{
-    uint32_t u;
-    memcpy(&u, &a, sizeof u);
-    return (float)(int)((u >> 23) & 0xffu) - 127.0f;
-}
-static inline float sclf_getmant(float a)
-{
-    uint32_t u;
-    memcpy(&u, &a, sizeof u);
-    u = (u & 0x7fffffu) | (127u << 23);
-    memcpy(&a, &u, sizeof u);
-    return a;
-}
+/* The bit-level primitives of one type T (prefix P), through its
+ * unsigned twin U: SHIFT the mantissa's width, EMASK the exponent field,
+ * BIAS the exponent bias. getexp: the exponent field less the bias;
+ * getmant: |a| with the field set to the bias.                          */
+#define SCL_DEFINE_(P, T, U, SHIFT, EMASK, BIAS)                               \
+    static inline T P##_max(T a, T b) { return a > b ? a : b; }                \
+    static inline T P##_min(T a, T b) { return a < b ? a : b; }                \
+    static inline T P##_abs(T a)                                               \
+    {                                                                          \
+        U u;                                                                   \
+        memcpy(&u, &a, sizeof u);                                              \
+        u &= ~((U)1 << (8 * sizeof(U) - 1));                                   \
+        memcpy(&a, &u, sizeof u);                                              \
+        return a;                                                              \
+    }                                                                          \
+    static inline T P##_orsign(T a, T s)                                       \
+    {                                                                          \
+        U u, v;                                                                \
+        memcpy(&u, &a, sizeof u);                                              \
+        memcpy(&v, &s, sizeof v);                                              \
+        u |= v & ((U)1 << (8 * sizeof(U) - 1));                                \
+        memcpy(&a, &u, sizeof u);                                              \
+        return a;                                                              \
+    }                                                                          \
+    static inline T P##_pow2t(T t)                                             \
+    {                                                                          \
+        U u;                                                                   \
+        memcpy(&u, &t, sizeof u);                                              \
+        u = (u + BIAS) << SHIFT;                                               \
+        memcpy(&t, &u, sizeof u);                                              \
+        return t;                                                              \
+    }                                                                          \
+    static inline T P##_getexp(T a)                                            \
+    {                                                                          \
+        U u;                                                                   \
+        memcpy(&u, &a, sizeof u);                                              \
+        return (T)(int)((u >> SHIFT) & EMASK) - (T)BIAS;                       \
+    }                                                                          \
+    static inline T P##_getmant(T a)                                           \
+    {                                                                          \
+        U u;                                                                   \
+        memcpy(&u, &a, sizeof u);                                              \
+        u = (u & (((U)1 << SHIFT) - 1)) | ((U)BIAS << SHIFT);                  \
+        memcpy(&a, &u, sizeof u);                                              \
+        return a;                                                              \
+    }
 
-static inline double scld_max(double a, double b) { return a > b ? a : b; }
-static inline double scld_min(double a, double b) { return a < b ? a : b; }
-static inline double scld_abs(double a)
-{
-    uint64_t u;
-    memcpy(&u, &a, sizeof u);
-    u &= 0x7fffffffffffffffull;
-    memcpy(&a, &u, sizeof u);
-    return a;
-}
-static inline double scld_orsign(double a, double s)
-{
-    uint64_t u, v;
-    memcpy(&u, &a, sizeof u);
-    memcpy(&v, &s, sizeof v);
-    u |= v & 0x8000000000000000ull;
-    memcpy(&a, &u, sizeof u);
-    return a;
-}
-static inline double scld_pow2t(double t)
-{
-    uint64_t u;
-    memcpy(&u, &t, sizeof u);
-    u = (u + 1023u) << 52;
-    memcpy(&t, &u, sizeof u);
-    return t;
-}
-static inline double scld_getexp(double a)
-{
-    uint64_t u;
-    memcpy(&u, &a, sizeof u);
-    return (double)(int)((u >> 52) & 0x7ffu) - 1023.0;
-}
-static inline double scld_getmant(double a)
-{
-    uint64_t u;
-    memcpy(&u, &a, sizeof u);
-    u = (u & 0xfffffffffffffull) | (1023ull << 52);
-    memcpy(&a, &u, sizeof u);
-    return a;
-}
+SCL_DEFINE_(sclf, float, uint32_t, 23, 0xffu, 127u)
+SCL_DEFINE_(scld, double, uint64_t, 52, 0x7ffu, 1023u)
+#undef SCL_DEFINE_
 
 #endif /* ATTNPY_SIMD_VEC_SCALAR_H */
 

@@ -1,5 +1,5 @@
 /*
- * simd/math_rows_tmpl.h -- simd/math.h's functions over rows, once per
+ * testing/math_rows_tmpl.h -- simd/math.h's functions over rows, once per
  * set and element type: what the C tests (tests/c/test_math.c,
  * test_core.c) compare lane by lane, each set against the scalar rule,
  * reached through the set's table (isa/kernels.h: attn_kernels.math), so
