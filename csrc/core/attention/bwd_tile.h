@@ -78,9 +78,11 @@ TI void SFX(mm_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
     }
     /* guarded (some B entry may be inf/NaN): zero A entries are skipped,
      * never multiplied, as attn.h wants (tile_kern.h)                    */
-    if (guarded)
-        SFX(resum_if_not_finite)(MR, NR, acc, a, ars, axs, bm,
-                                 (ptrdiff_t)ldb, n);
+    if (guarded && SFX(acc_not_finite)(MR, NR, acc)) {
+        SFX(resum_store)(MR, NR, o, ldo, a, ars, axs, bm, (ptrdiff_t)ldb, n,
+                         NULL);
+        return;
+    }
     for (int r = 0; r < MR; r++)
         for (int c = 0; c < NR; c++) {
             T *o_rc = o + (size_t)r * ldo + (size_t)c * W;
