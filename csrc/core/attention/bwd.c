@@ -95,7 +95,31 @@ static void bwd_rows_##SFX(const attn_bwd_plan *bpl, size_t b, size_t *bad)     
     T gx[BWD_CHUNK], ox[BWD_CHUNK];                                             \
     size_t nfm = 0;                                                             \
     *bad = SIZE_MAX;                                                            \
-    for (size_t i = 0; i < L; i++) {                                            \
+    size_t i = 0;                                                               \
+    /* rows of T side by side: 4 rows' sums, each the same chain in the  */    \
+    /* same order, run as independent chains (latency, not throughput)   */    \
+    const int rows4 = !g.store && !p->out.store && g.s1 == 1                    \
+                      && p->out.s1 == 1;                                        \
+    for (; rows4 && i + 4 <= L; i += 4) {                                       \
+        const T *gr[4], *orow[4];                                               \
+        double D4[4] = {0, 0, 0, 0};                                            \
+        for (int r = 0; r < 4; r++) {                                           \
+            gr[r] = (const T *)g.data + OFF(g, b)                               \
+                    + (ptrdiff_t)(i + (size_t)r) * g.s0;                        \
+            orow[r] = (const T *)p->out.data + OFF(p->out, b)                   \
+                      + (ptrdiff_t)(i + (size_t)r) * p->out.s0;                 \
+        }                                                                       \
+        for (size_t c = 0; c < Ev; c++)                                         \
+            for (int r = 0; r < 4; r++)                                         \
+                D4[r] += (double)gr[r][c] * (double)orow[r][c];                 \
+        for (size_t r = 0; r < 4; r++) {                                        \
+            d_b[i + r] = (T)D4[r];                                              \
+            if (lse_b[(ptrdiff_t)(i + r) * p->lse.s0] == (T)-INFINITY           \
+                && !nfm++)                                                      \
+                *bad = i + r;                                                   \
+        }                                                                       \
+    }                                                                           \
+    for (; i < L; i++) {                                                        \
         double D = 0;                                                           \
         for (size_t c0 = 0; c0 < Ev; c0 += BWD_CHUNK) {                         \
             const size_t n = Ev - c0 < BWD_CHUNK ? Ev - c0 : BWD_CHUNK;         \

@@ -78,9 +78,11 @@ TI void SFX(mm_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
     }
     /* guarded (some B entry may be inf/NaN): zero A entries are skipped,
      * never multiplied, as attn.h wants (tile_kern.h)                    */
-    if (guarded)
-        SFX(resum_if_not_finite)(MR, NR, acc, a, ars, axs, bm,
-                                 (ptrdiff_t)ldb, n);
+    if (guarded && SFX(acc_not_finite)(MR, NR, acc)) {
+        SFX(resum_store)(MR, NR, o, ldo, a, ars, axs, bm, (ptrdiff_t)ldb, n,
+                         NULL);
+        return;
+    }
     for (int r = 0; r < MR; r++)
         for (int c = 0; c < NR; c++) {
             T *o_rc = o + (size_t)r * ldo + (size_t)c * W;
@@ -346,12 +348,16 @@ TF void SFX(bwd_block)(const attn_bwd_plan *bpl, char *sb, size_t b,
     /* dP^T = V dO^T, then dS^T = P^T (dP^T - D), 0 where P == 0 */
     SFX(qk_block)(dp, BQ, (const T *)(qs + bpl->off_dot), BQ, nqv, vblk, vs,
                   p->Ev, nk, (T)1, 0);
+    /* lane-wise: the scalar pv * (d - D), then +0 where pv == 0 (NaN pv
+     * compares unequal: keeps its NaN)                                  */
+    const VT zero = VZERO();
     for (size_t j = 0; j < nk; j++) {
         const T *p_j = st + j * BQ;
         T *d_j = dp + j * BQ;
-        for (size_t i = 0; i < nw; i++) {
-            const T pv = p_j[i], ds = pv * (d_j[i] - rd[i]);
-            d_j[i] = pv != 0 ? ds : (T)0;
+        for (size_t i = 0; i < nw; i += W) {
+            const VT pv = VLOADU(p_j + i);
+            const VT ds = VMUL(pv, VSUB(VLOADU(d_j + i), VLOADU(rd + i)));
+            VSTOREU(d_j + i, VSEL(VEQ(pv, zero), zero, ds));
         }
     }
     if (dbias) /* d(bias) = dS */
@@ -360,11 +366,15 @@ TF void SFX(bwd_block)(const attn_bwd_plan *bpl, char *sb, size_t b,
         return;
     /* dQ, dK see the softcap's derivative: dS (1 - tanh^2), 0 where dS
      * is (a masked score's tanh may be NaN: never 0 * NaN)              */
+    const VT one = VSET1((T)1);
     for (size_t j = 0; j < nk; j++) {
         const T *t_j = capt + j * BQ;
         T *d_j = dp + j * BQ;
-        for (size_t i = 0; i < nw; i++)
-            d_j[i] = d_j[i] != 0 ? d_j[i] * ((T)1 - t_j[i] * t_j[i]) : d_j[i];
+        for (size_t i = 0; i < nw; i += W) {
+            const VT d = VLOADU(d_j + i), t = VLOADU(t_j + i);
+            VSTOREU(d_j + i, VSEL(VEQ(d, zero), d,
+                                  VMUL(d, VSUB(one, VMUL(t, t)))));
+        }
     }
 }
 

@@ -191,29 +191,44 @@ TF void SFX(qk_few)(T *st, size_t ldst, const T *qt, size_t ldq, size_t nq,
  * one is summed again skipping zero a (a(r, x) = a[r * ars + x * axs],
  * b(x, c) = vector c of row x of bm, row stride bs). Both loops give the
  * same bits whenever the sum is finite (a b + acc with a = 0 is acc: acc
- * starts at +0 and never becomes -0), so no block is tested beforehand.  */
-TI void SFX(resum_if_not_finite)(const int MR, const int NR,
-                                 VT acc[][PV_NRMAX], const T *a,
-                                 ptrdiff_t ars, ptrdiff_t axs, const T *bm,
-                                 ptrdiff_t bs, size_t n)
+ * starts at +0 and never becomes -0), so no block is tested beforehand.
+ * The test: x * 0 is NaN just for inf and NaN, and a sum of such terms in
+ * any order is NaN or 0 (two chains: half the latency).                */
+TI int SFX(acc_not_finite)(const int MR, const int NR, VT acc[][PV_NRMAX])
 {
-    VT bad = VZERO();
-    for (int r = 0; r < MR; r++)
-        for (int c = 0; c < NR; c++)
-            bad = VADD(bad, VMUL(acc[r][c], VZERO()));
-    if (VRSUM(bad) == 0)
-        return;
+    VT bad0 = VZERO(), bad1 = VZERO();
     for (int r = 0; r < MR; r++)
         for (int c = 0; c < NR; c++) {
-            acc[r][c] = VZERO();
+            if ((r * NR + c) & 1)
+                bad1 = VADD(bad1, VMUL(acc[r][c], VZERO()));
+            else
+                bad0 = VADD(bad0, VMUL(acc[r][c], VZERO()));
+        }
+    return VRSUM(VADD(bad0, bad1)) != 0;
+}
+
+/* the rare path: every sum again, skipping zero a, then stored as the
+ * kernels store theirs: o = alpha o + sum (P V: alpha given), o = o + sum
+ * (alpha NULL). Out of line, so the kernels' accumulators stay in
+ * registers.                                                           */
+static ATTN_NOINLINE ATTR void SFX(resum_store)(
+    int MR, int NR, T *o, size_t ldo, const T *a, ptrdiff_t ars,
+    ptrdiff_t axs, const T *bm, ptrdiff_t bs, size_t n, const T *alpha)
+{
+    for (int r = 0; r < MR; r++)
+        for (int c = 0; c < NR; c++) {
+            VT acc = VZERO();
             for (size_t x = 0; x < n; x++) {
                 const T a_rx = a[(ptrdiff_t)r * ars + (ptrdiff_t)x * axs];
                 if (a_rx != 0)
-                    acc[r][c] = VFMA(VSET1(a_rx),
-                                     VLOADU(bm + (ptrdiff_t)x * bs
-                                            + (ptrdiff_t)c * W),
-                                     acc[r][c]);
+                    acc = VFMA(VSET1(a_rx),
+                               VLOADU(bm + (ptrdiff_t)x * bs
+                                      + (ptrdiff_t)c * W),
+                               acc);
             }
+            T *o_rc = o + (size_t)r * ldo + (size_t)c * W;
+            VSTOREU(o_rc, alpha ? VFMA(VLOADU(o_rc), VSET1(alpha[r]), acc)
+                                : VADD(VLOADU(o_rc), acc));
         }
 }
 
@@ -236,7 +251,11 @@ TI void SFX(pv_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
                 acc[r][c] = VFMA(pb, x[c], acc[r][c]);
         }
     }
-    SFX(resum_if_not_finite)(MR, NR, acc, pt, 1, (ptrdiff_t)ldp, v, vs, nk);
+    if (SFX(acc_not_finite)(MR, NR, acc)) {
+        SFX(resum_store)(MR, NR, o, ldo, pt, 1, (ptrdiff_t)ldp, v, vs, nk,
+                         alpha);
+        return;
+    }
     for (int r = 0; r < MR; r++) {
         VT a = VSET1(alpha[r]);
         for (int c = 0; c < NR; c++) {
@@ -261,7 +280,7 @@ TI void SFX(pv_rows)(const int MR, T *o, size_t ldo, size_t nev, const T *pt,
 /* pv_kern(1, NR, ...) on a V block stored in 16 bits (vst, a constant
  * after inlining; contiguous rows of nev*W elements), converted as it is
  * loaded: the same operations in the same order as on the upcast block,
- * resum_if_not_finite's included, so the same bits                     */
+ * the resummation of a sum that is not finite included: the same bits  */
 #ifndef PV16_AHEAD
 #define PV16_AHEAD 8
 #endif

@@ -3,6 +3,8 @@
  * place (gcc / clang on Linux and macOS, mingw-w64 gcc, MSVC / clang-cl).
  *
  *   ATTN_INLINE      force inlining (always_inline / __forceinline)
+ *   ATTN_NOINLINE    never inline (a rare path kept out of a hot loop's
+ *                    function, so its locals can stay in registers)
  *   ATTN_TARGET(s)   compile one function for an instruction set: gcc's
  *                    and clang's target("..."); nothing for MSVC, which
  *                    emits any intrinsic without a flag
@@ -20,14 +22,17 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define ATTN_INLINE inline __attribute__((always_inline))
+#define ATTN_NOINLINE __attribute__((noinline, cold))
 #define ATTN_TARGET(s) __attribute__((target(s)))
 #define ATTN_PREFETCH(p) __builtin_prefetch((p), 0, 3)
 #elif defined(_MSC_VER)
 #define ATTN_INLINE __forceinline
+#define ATTN_NOINLINE __declspec(noinline)
 #define ATTN_TARGET(s)
 #define ATTN_PREFETCH(p) ((void)(p))
 #else
 #define ATTN_INLINE inline
+#define ATTN_NOINLINE
 #define ATTN_TARGET(s)
 #define ATTN_PREFETCH(p) ((void)(p))
 #endif
