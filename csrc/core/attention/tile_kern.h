@@ -154,6 +154,46 @@ TF void SFX(k_transpose)(T *kt, const void *k, ptrdiff_t ks, size_t E,
  * block is read once, from memory, with no copy written and read back;
  * the G x NQ chains are independent, so their FMA latencies overlap.  */
 #define QK_REG_GMAX 4
+/* one step of qk_reg_k: columns e .. e+W-1 of group g (keys j0 + g*W ..)
+ * into acc[r][g]; a function of its own, so that g is a constant where
+ * it is called and acc stays in registers                              */
+TI void SFX(qk_reg_g)(const int NQ, const int G, const int full, const int g,
+                      VT acc[][QK_REG_GMAX], const T *qt, size_t ldq,
+                      const void *k, ptrdiff_t ks, attn_store kst, size_t e,
+                      size_t j0, size_t nk, int pf)
+{
+    const size_t jg = j0 + (size_t)g * W;
+    VT x[W];
+    /* 16-bit rows: the lines of the next G groups, once a line        */
+    for (size_t i = 0; pf && kst != ATTN_ST_NATIVE && i < (size_t)W; i++)
+        if (jg + (size_t)G * W + i < nk)
+            ATTN_PREFETCH((const uint16_t *)k
+                          + (ptrdiff_t)(jg + (size_t)G * W + i) * ks
+                          + (ptrdiff_t)e);
+#ifdef VLOADT_F32 /* the set's transposing loads */
+    if (full) {
+        const ptrdiff_t at = (ptrdiff_t)jg * ks + (ptrdiff_t)e;
+        if (kst == ATTN_ST_NATIVE)
+            VLOADT_F32(x, (const T *)k + at, ks);
+        else if (kst == ATTN_ST_BF16)
+            VLOADT_BF16(x, (const uint16_t *)k + at, ks);
+        else
+            VLOADT_F16(x, (const uint16_t *)k + at, ks);
+    } else
+#endif
+    {
+        for (size_t i = 0; i < (size_t)W; i++) {
+            const ptrdiff_t at = (ptrdiff_t)(jg + i) * ks + (ptrdiff_t)e;
+            x[i] = full || jg + i < nk ? KVEC_(k, at, kst) : VZERO();
+        }
+        VTRANS(x);
+    }
+    for (int r = 0; r < NQ; r++)
+        for (size_t i = 0; i < (size_t)W; i++)
+            acc[r][g] = VFMA(x[i], VSET1(qt[(e + i) * ldq + (size_t)r]),
+                             acc[r][g]);
+}
+
 /* groups j0 / W .. + G - 1; full: all G*W keys are below nk (no checks) */
 TI void SFX(qk_reg_k)(const int NQ, const int G, const int full, T *st,
                       size_t ldst, const T *qt, size_t ldq, const void *k,
@@ -165,45 +205,18 @@ TI void SFX(qk_reg_k)(const int NQ, const int G, const int full, T *st,
         for (int g = 0; g < G; g++)
             acc[r][g] = VZERO();
     const size_t esz = kst == ATTN_ST_NATIVE ? sizeof(T) : 2;
-    /* 16-bit rows: the lines of the next G groups, once a line        */
-    const size_t pf_end = kst == ATTN_ST_NATIVE ? 0 : nk;
     size_t e = 0;
     for (; e + W <= E; e += W) {
         const int pf = (e * esz) % 64 == 0;
-        for (int g = 0; g < G; g++) {
-            const size_t jg = j0 + (size_t)g * W;
-            VT x[W];
-            for (size_t i = 0; i < (size_t)W; i++) {
-                const ptrdiff_t at = (ptrdiff_t)(jg + i) * ks + (ptrdiff_t)e;
-                if (pf && jg + (size_t)G * W + i < pf_end)
-                    ATTN_PREFETCH((const uint16_t *)k + at
-                                  + (ptrdiff_t)((size_t)G * W) * ks);
-            }
-#ifdef VLOADT_F32 /* the set's transposing loads */
-            if (full) {
-                const ptrdiff_t at = (ptrdiff_t)jg * ks + (ptrdiff_t)e;
-                if (kst == ATTN_ST_NATIVE)
-                    VLOADT_F32(x, (const T *)k + at, ks);
-                else if (kst == ATTN_ST_BF16)
-                    VLOADT_BF16(x, (const uint16_t *)k + at, ks);
-                else
-                    VLOADT_F16(x, (const uint16_t *)k + at, ks);
-            } else
-#endif
-            {
-                for (size_t i = 0; i < (size_t)W; i++) {
-                    const ptrdiff_t at = (ptrdiff_t)(jg + i) * ks
-                                         + (ptrdiff_t)e;
-                    x[i] = full || jg + i < nk ? KVEC_(k, at, kst) : VZERO();
-                }
-                VTRANS(x);
-            }
-            for (int r = 0; r < NQ; r++)
-                for (size_t i = 0; i < (size_t)W; i++)
-                    acc[r][g] = VFMA(x[i], VSET1(qt[(e + i) * ldq
-                                                    + (size_t)r]),
-                                     acc[r][g]);
-        }
+#define QK_REG_G_(g)                                                               SFX(qk_reg_g)(NQ, G, full, g, acc, qt, ldq, k, ks, kst, e, j0, nk, pf)
+        QK_REG_G_(0);
+        if (G > 1)
+            QK_REG_G_(1);
+        if (G > 2)
+            QK_REG_G_(2);
+        if (G > 3)
+            QK_REG_G_(3);
+#undef QK_REG_G_
     }
     for (; e < E; e++) /* E past the last whole vector: lane by lane */
         for (int g = 0; g < G; g++) {
@@ -267,8 +280,15 @@ TI void SFX(qk_reg_rows)(size_t nq, T *st, size_t ldst, const T *qt,
                          attn_store kst, size_t E, size_t nk, VT vs)
 {
     switch (nq) {
-    case 1:
-        SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, ks, kst, E, nk, vs);
+    case 1: /* rows of the common head sizes one after the other: the
+               row stride a constant, so every row's address is one base
+               plus a displacement (no pointer per row in registers)   */
+        if (ks == 128 && E == 128)
+            SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, 128, kst, 128, nk, vs);
+        else if (ks == 64 && E == 64)
+            SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, 64, kst, 64, nk, vs);
+        else
+            SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, ks, kst, E, nk, vs);
         break;
     case 2:
         SFX(qk_reg_st)(2, st, ldst, qt, ldq, k, ks, kst, E, nk, vs);
