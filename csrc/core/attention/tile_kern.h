@@ -316,68 +316,11 @@ TI void SFX(pv_one16_k)(const int NR, T *restrict o, const T *restrict p,
         VSTOREU(o + (size_t)c * W, VFMA(VLOADU(o + (size_t)c * W), a, acc[c]));
 }
 
-#ifdef VLOAD2_BF16
-/* pv_one16_k for bfloat16 V, 2NP vectors: each load of 2W elements is
- * widened by interleaving with zeros (VLOAD2_BF16), which leaves the
- * columns in the lanes' order; the accumulators keep that order and are
- * put back in column order (VUNSPLIT) before the epilogue. Each column's
- * chain, and the resum, are those of pv_one16_k: the same bits.       */
-TI void SFX(pv_bf2_k)(const int NP, T *restrict o, const T *restrict p,
-                      const T *alpha, const uint16_t *v, ptrdiff_t vs,
-                      size_t nk)
-{
-    VT acc[PV_FEW_NR];
-    for (int c = 0; c < 2 * NP; c++)
-        acc[c] = VZERO();
-    const uint16_t *v_j = v;
-    for (size_t j = 0; j < nk; j++, v_j += vs) {
-        if (j + PV16_AHEAD < nk) /* rows come from memory: ask early */
-            ATTN_PREFETCH(v_j + PV16_AHEAD * vs);
-        const VT pb = VSET1(p[j]);
-        for (int q = 0; q < NP; q++) {
-            VT lo, hi;
-            VLOAD2_BF16(&lo, &hi, v_j + (size_t)q * 2 * W);
-            acc[2 * q] = VFMA(pb, lo, acc[2 * q]);
-            acc[2 * q + 1] = VFMA(pb, hi, acc[2 * q + 1]);
-        }
-    }
-    VT bad = VZERO();
-    for (int c = 0; c < 2 * NP; c++)
-        bad = VADD(bad, VMUL(acc[c], VZERO()));
-    if (VRSUM(bad) != 0)
-        for (int q = 0; q < NP; q++) {
-            acc[2 * q] = acc[2 * q + 1] = VZERO();
-            for (size_t x = 0; x < nk; x++)
-                if (p[x] != 0) {
-                    VT lo, hi;
-                    VLOAD2_BF16(&lo, &hi, v + (ptrdiff_t)x * vs
-                                              + (ptrdiff_t)q * 2 * W);
-                    acc[2 * q] = VFMA(VSET1(p[x]), lo, acc[2 * q]);
-                    acc[2 * q + 1] = VFMA(VSET1(p[x]), hi, acc[2 * q + 1]);
-                }
-        }
-    const VT a = VSET1(alpha[0]);
-    for (int q = 0; q < NP; q++)
-        VUNSPLIT(&acc[2 * q], &acc[2 * q + 1]);
-    for (int c = 0; c < 2 * NP; c++)
-        VSTOREU(o + (size_t)c * W, VFMA(VLOADU(o + (size_t)c * W), a, acc[c]));
-}
-#endif
-
 TI void SFX(pv_one16_st)(T *o, size_t nev, const T *p, const T *alpha,
                          const uint16_t *v, ptrdiff_t vs, size_t nk,
                          attn_store vst)
 {
     size_t c = 0;
-#ifdef VLOAD2_BF16
-    if (vst == ATTN_ST_BF16) {
-        for (; c + PV_FEW_NR <= nev; c += PV_FEW_NR)
-            SFX(pv_bf2_k)(PV_FEW_NR / 2, o + c * W, p, alpha, v + c * W, vs,
-                          nk);
-        for (; c + 2 <= nev; c += 2)
-            SFX(pv_bf2_k)(1, o + c * W, p, alpha, v + c * W, vs, nk);
-    }
-#endif
     for (; c + PV_FEW_NR <= nev; c += PV_FEW_NR)
         SFX(pv_one16_k)(PV_FEW_NR, o + c * W, p, alpha, v + c * W, vs, nk,
                         vst);

@@ -46,8 +46,6 @@
 #undef VLOADT_F32
 #undef VLOADT_F16
 #undef VLOADT_BF16
-#undef VLOAD2_BF16
-#undef VUNSPLIT
 #undef VEXP
 #undef VTANH
 #undef VSAFE

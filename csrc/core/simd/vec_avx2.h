@@ -235,23 +235,6 @@ A_ void avx2f_ldt_bf16(__m256 *c, const uint16_t *p, ptrdiff_t ks)
     avx2f_t4x2(c, lo);
     avx2f_t4x2(c + 4, hi);
 }
-/* 2W bfloat16 elements widened by interleaving with zeros (VLOAD2_BF16):
- * lo = elements 0..3 and 8..11, hi = 4..7 and 12..15, the 128-bit
- * lanes' order; VUNSPLIT puts two such vectors back in element order  */
-A_ void avx2f_ld2_bf16(__m256 *lo, __m256 *hi, const uint16_t *p)
-{
-    const __m256i y = _mm256_loadu_si256((const __m256i *)p);
-    const __m256i z = _mm256_setzero_si256();
-    *lo = _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, y));
-    *hi = _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, y));
-}
-A_ void avx2f_unsplit(__m256 *lo, __m256 *hi)
-{
-    const __m256 a = _mm256_permute2f128_ps(*lo, *hi, 0x20);
-    const __m256 b = _mm256_permute2f128_ps(*lo, *hi, 0x31);
-    *lo = a;
-    *hi = b;
-}
 #undef A_
 
 #endif /* ATTNPY_SIMD_VEC_AVX2_H */
@@ -326,7 +309,5 @@ A_ void avx2f_unsplit(__m256 *lo, __m256 *hi)
 #define VLOADT_F32(c, p, ks) avx2f_ldt_f32(c, p, ks)
 #define VLOADT_F16(c, p, ks) avx2f_ldt_f16(c, p, ks)
 #define VLOADT_BF16(c, p, ks) avx2f_ldt_bf16(c, p, ks)
-#define VLOAD2_BF16(lo, hi, p) avx2f_ld2_bf16(lo, hi, p)
-#define VUNSPLIT(lo, hi) avx2f_unsplit(lo, hi)
 #endif
 #undef SIMD_F64
