@@ -369,6 +369,39 @@ TI void SFX(prefetch_k)(const attn_plan *pl, const char *k_b, size_t j,
     }
 }
 
+/* a set defining TILE_PREFETCH_NEXT: ask for the next key block's K and
+ * V rows (keys j .. below jend) into L2 as a one-row block starts, so
+ * memory keeps streaming while the block is computed (the hardware
+ * prefetcher, left alone, lets it idle between blocks on AVX2); rows of
+ * contiguous elements only                                            */
+TI void SFX(prefetch_next)(const attn_plan *pl, const char *k_b,
+                           const char *v_b, size_t j, size_t jend)
+{
+#ifdef TILE_PREFETCH_NEXT
+    const attn_problem *p = pl->p;
+    if (j >= jend || p->k.s1 != 1 || p->v.s1 != 1)
+        return;
+    const size_t n = MINZ_(pl->BK, jend - j);
+    const struct { const char *b; const attn_mat *m; size_t e; } ops[2] = {
+        {k_b, &p->k, p->E}, {v_b, &p->v, p->Ev}};
+    for (int x = 0; x < 2; x++) {
+        const size_t esz = ESZ_(*ops[x].m), row = ops[x].e * esz;
+        const ptrdiff_t rs = ops[x].m->s0 * (ptrdiff_t)esz;
+        const char *r0 = ops[x].b + (ptrdiff_t)j * rs;
+        if (rs == (ptrdiff_t)row) { /* the rows one block of bytes */
+            for (size_t o = 0; o < n * row; o += 64)
+                ATTN_PREFETCH_L2(r0 + o);
+            continue;
+        }
+        for (size_t r = 0; r < n; r++)
+            for (size_t o = 0; o < row; o += 64)
+                ATTN_PREFETCH_L2(r0 + (ptrdiff_t)r * rs + (ptrdiff_t)o);
+    }
+#else
+    (void)pl, (void)k_b, (void)v_b, (void)j, (void)jend;
+#endif
+}
+
 /* chunk state (m, l, oc) of rows i0 .. i0+nq-1 over the keys of chunk c
  * in [jlo, jend); the Q^T tile qt is packed                               */
 TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
@@ -416,6 +449,7 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
             /* one row, nothing to mask: its scores as one contiguous row,
              * its softmax with keys in the lanes (softmax_row) */
             T *srow = (T *)(sb + pl->off_srow);
+            SFX(prefetch_next)(pl, k_b, v_b, j0 + BK, cend);
             SFX(scores)(pl, sb, srow, 1, 1, 1, 1, k_b, j0, nk, 1);
             SFX(prefetch_k)(pl, k_b, j0 + BK, cend);
             SFX(softmax_row)(srow, nk, rm, rl, ralpha, rm_used);

@@ -146,12 +146,30 @@ TF void SFX(k_transpose)(T *kt, const void *k, ptrdiff_t ks, size_t E,
         SFX(k_transpose_st)(kt, k, ks, E, nk, ATTN_ST_NATIVE);
 }
 
+#include "attention/tile_dec.h"
+
 /* st[j * ldst + r] for rows r < nq of qt (E x .., ld ldq), keys j < nk of
  * k (stored as kst: see k_transpose_st)                                */
 TF void SFX(qk_few)(T *st, size_t ldst, const T *qt, size_t ldq, size_t nq,
                     const void *k, ptrdiff_t ks, attn_store kst, size_t E,
                     size_t nk, T scale, T *kt)
 {
+#if defined(VTRANS) && defined(QK_FEW_REG)
+    (void)kt;
+    if (nq <= ATTN_QK_FEW) {
+        const VT vs = VSET1(scale);
+        if (kst == ATTN_ST_F16)
+            SFX(qk_reg_rows)(nq, st, ldst, qt, ldq, k, ks, ATTN_ST_F16, E, nk,
+                             vs);
+        else if (kst == ATTN_ST_BF16)
+            SFX(qk_reg_rows)(nq, st, ldst, qt, ldq, k, ks, ATTN_ST_BF16, E,
+                             nk, vs);
+        else
+            SFX(qk_reg_rows)(nq, st, ldst, qt, ldq, k, ks, ATTN_ST_NATIVE, E,
+                             nk, vs);
+        return;
+    }
+#endif
     const size_t ldkt = (nk + W - 1) / W * W;
     const VT vs = VSET1(scale);
     SFX(k_transpose)(kt, k, ks, E, nk, kst);

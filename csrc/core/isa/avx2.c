@@ -20,6 +20,10 @@
 #define PV_MR 6
 #define PV_NR 2
 #define SM_G 2
+/* decoding's scores: K blocks transposed in registers (tile_kern.h) */
+#define QK_FEW_REG 1
+/* one-row decoding asks for the next K / V block ahead (tile.h)      */
+#define TILE_PREFETCH_NEXT 1
 
 #define SIMD_F64 0
 #include "simd/vec_avx2.h"

@@ -25,16 +25,19 @@
 #define ATTN_NOINLINE __attribute__((noinline, cold))
 #define ATTN_TARGET(s) __attribute__((target(s)))
 #define ATTN_PREFETCH(p) __builtin_prefetch((p), 0, 3)
+#define ATTN_PREFETCH_L2(p) __builtin_prefetch((p), 0, 2) /* L2, not L1 */
 #elif defined(_MSC_VER)
 #define ATTN_INLINE __forceinline
 #define ATTN_NOINLINE __declspec(noinline)
 #define ATTN_TARGET(s)
 #define ATTN_PREFETCH(p) ((void)(p))
+#define ATTN_PREFETCH_L2(p) ((void)(p))
 #else
 #define ATTN_INLINE inline
 #define ATTN_NOINLINE
 #define ATTN_TARGET(s)
 #define ATTN_PREFETCH(p) ((void)(p))
+#define ATTN_PREFETCH_L2(p) ((void)(p))
 #endif
 
 #if (defined(__x86_64__) || defined(__i386__) || defined(_M_X64)             \

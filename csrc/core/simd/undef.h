@@ -43,6 +43,9 @@
 #undef VLOAD_BF16
 #undef VSTORE_F16
 #undef VSTORE_BF16
+#undef VLOADT_F32
+#undef VLOADT_F16
+#undef VLOADT_BF16
 #undef VEXP
 #undef VTANH
 #undef VSAFE

@@ -176,6 +176,65 @@ A_ void avx2f_st_bf16(uint16_t *p, __m256 v)
                      _mm_packus_epi32(_mm256_castsi256_si128(b),
                                       _mm256_extracti128_si256(b, 1)));
 }
+
+/* The W x W block at rows p, p + ks, .. (ks in elements) transposed as it
+ * is loaded (VLOADT_*): c[m] = column m of rows 0..7. Rows i and i + 4
+ * share a register (row i in the low 128 bits), so the lane crossing is
+ * done by the loads and the rest is two in-lane 4 x 4 transposes.
+ * 16-bit rows are widened on the way (exactly: half.h).               */
+A_ void avx2f_t4x2(__m256 *c, const __m256 *r)
+{
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]);
+    const __m256 t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]);
+    const __m256 t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    c[0] = _mm256_shuffle_ps(t0, t2, 0x44);
+    c[1] = _mm256_shuffle_ps(t0, t2, 0xee);
+    c[2] = _mm256_shuffle_ps(t1, t3, 0x44);
+    c[3] = _mm256_shuffle_ps(t1, t3, 0xee);
+}
+A_ void avx2f_ldt_f32(__m256 *c, const float *p, ptrdiff_t ks)
+{
+    __m256 lo[4], hi[4];
+    for (int i = 0; i < 4; i++) {
+        const float *a = p + i * ks, *b = p + (i + 4) * ks;
+        lo[i] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(a)),
+                                     _mm_loadu_ps(b), 1);
+        hi[i] = _mm256_insertf128_ps(
+            _mm256_castps128_ps256(_mm_loadu_ps(a + 4)), _mm_loadu_ps(b + 4),
+            1);
+    }
+    avx2f_t4x2(c, lo);
+    avx2f_t4x2(c + 4, hi);
+}
+A_ void avx2f_ldt_f16(__m256 *c, const uint16_t *p, ptrdiff_t ks)
+{
+    __m256 lo[4], hi[4];
+    for (int i = 0; i < 4; i++) {
+        const __m128i a = _mm_loadu_si128((const __m128i *)(p + i * ks));
+        const __m128i b = _mm_loadu_si128((const __m128i *)(p + (i + 4) * ks));
+        lo[i] = _mm256_cvtph_ps(_mm_unpacklo_epi64(a, b));
+        hi[i] = _mm256_cvtph_ps(_mm_unpackhi_epi64(a, b));
+    }
+    avx2f_t4x2(c, lo);
+    avx2f_t4x2(c + 4, hi);
+}
+/* bfloat16: a float's high 16 bits, so interleaving with zeros widens   */
+A_ void avx2f_ldt_bf16(__m256 *c, const uint16_t *p, ptrdiff_t ks)
+{
+    __m256 lo[4], hi[4];
+    const __m256i z = _mm256_setzero_si256();
+    for (int i = 0; i < 4; i++) {
+        const __m256i y = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(
+                _mm_loadu_si128((const __m128i *)(p + i * ks))),
+            _mm_loadu_si128((const __m128i *)(p + (i + 4) * ks)), 1);
+        lo[i] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, y));
+        hi[i] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, y));
+    }
+    avx2f_t4x2(c, lo);
+    avx2f_t4x2(c + 4, hi);
+}
 #undef A_
 
 #endif /* ATTNPY_SIMD_VEC_AVX2_H */
@@ -247,5 +306,8 @@ A_ void avx2f_st_bf16(uint16_t *p, __m256 v)
 #define VLOAD_BF16(p) avx2f_ld_bf16(p)
 #define VSTORE_F16(p, v) avx2f_st_f16(p, v)
 #define VSTORE_BF16(p, v) avx2f_st_bf16(p, v)
+#define VLOADT_F32(c, p, ks) avx2f_ldt_f32(c, p, ks)
+#define VLOADT_F16(c, p, ks) avx2f_ldt_f16(c, p, ks)
+#define VLOADT_BF16(c, p, ks) avx2f_ldt_bf16(c, p, ks)
 #endif
 #undef SIMD_F64

@@ -1,0 +1,165 @@
+/*
+ * attention/tile_dec.h -- qk_few's scores for a set defining QK_FEW_REG
+ * (isa/avx2.c): the K block transposed in registers as it is loaded and
+ * used at once, with no K^T written to scratch.
+ *
+ * Part of the template tile.h (included by tile_kern.h, after KVEC_ and
+ * KONE_, before qk_few that calls qk_reg_rows).
+ */
+
+#if defined(VTRANS) && defined(QK_FEW_REG)
+/* qk_few without K^T in scratch (a set defining QK_FEW_REG): G groups of
+ * W keys at a time, each W x W block of K transposed in registers and
+ * used at once by NQ rows; a score's chain is still k[e] * q[e] + acc
+ * over e = 0..E-1 from 0, times scale, so the bits of qk_few. The key
+ * block is read once, from memory, with no copy written and read back;
+ * the G x NQ chains are independent, so their FMA latencies overlap.  */
+#define QK_REG_GMAX 4
+/* one step of qk_reg_k: columns e .. e+W-1 of group g (keys j0 + g*W ..)
+ * into acc[r][g]; a function of its own, so that g is a constant where
+ * it is called and acc stays in registers                              */
+TI void SFX(qk_reg_g)(const int NQ, const int G, const int full, const int g,
+                      VT acc[][QK_REG_GMAX], const T *qt, size_t ldq,
+                      const void *k, ptrdiff_t ks, attn_store kst, size_t e,
+                      size_t j0, size_t nk, int pf)
+{
+    const size_t jg = j0 + (size_t)g * W;
+    VT x[W];
+    /* 16-bit rows: the lines of the next G groups, once a line        */
+    for (size_t i = 0; pf && kst != ATTN_ST_NATIVE && i < (size_t)W; i++)
+        if (jg + (size_t)G * W + i < nk)
+            ATTN_PREFETCH((const uint16_t *)k
+                          + (ptrdiff_t)(jg + (size_t)G * W + i) * ks
+                          + (ptrdiff_t)e);
+#ifdef VLOADT_F32 /* the set's transposing loads */
+    if (full) {
+        const ptrdiff_t at = (ptrdiff_t)jg * ks + (ptrdiff_t)e;
+        if (kst == ATTN_ST_NATIVE)
+            VLOADT_F32(x, (const T *)k + at, ks);
+        else if (kst == ATTN_ST_BF16)
+            VLOADT_BF16(x, (const uint16_t *)k + at, ks);
+        else
+            VLOADT_F16(x, (const uint16_t *)k + at, ks);
+    } else
+#endif
+    {
+        for (size_t i = 0; i < (size_t)W; i++) {
+            const ptrdiff_t at = (ptrdiff_t)(jg + i) * ks + (ptrdiff_t)e;
+            x[i] = full || jg + i < nk ? KVEC_(k, at, kst) : VZERO();
+        }
+        VTRANS(x);
+    }
+    for (int r = 0; r < NQ; r++)
+        for (size_t i = 0; i < (size_t)W; i++)
+            acc[r][g] = VFMA(x[i], VSET1(qt[(e + i) * ldq + (size_t)r]),
+                             acc[r][g]);
+}
+
+/* groups j0 / W .. + G - 1; full: all G*W keys are below nk (no checks) */
+TI void SFX(qk_reg_k)(const int NQ, const int G, const int full, T *st,
+                      size_t ldst, const T *qt, size_t ldq, const void *k,
+                      ptrdiff_t ks, attn_store kst, size_t E, size_t j0,
+                      size_t nk, VT vs)
+{
+    VT acc[ATTN_QK_FEW][QK_REG_GMAX];
+    for (int r = 0; r < NQ; r++)
+        for (int g = 0; g < G; g++)
+            acc[r][g] = VZERO();
+    const size_t esz = kst == ATTN_ST_NATIVE ? sizeof(T) : 2;
+    size_t e = 0;
+    for (; e + W <= E; e += W) {
+        const int pf = (e * esz) % 64 == 0;
+#define QK_REG_G_(g)                                                               SFX(qk_reg_g)(NQ, G, full, g, acc, qt, ldq, k, ks, kst, e, j0, nk, pf)
+        QK_REG_G_(0);
+        if (G > 1)
+            QK_REG_G_(1);
+        if (G > 2)
+            QK_REG_G_(2);
+        if (G > 3)
+            QK_REG_G_(3);
+#undef QK_REG_G_
+    }
+    for (; e < E; e++) /* E past the last whole vector: lane by lane */
+        for (int g = 0; g < G; g++) {
+            T lane[W];
+            const size_t jg = j0 + (size_t)g * W;
+            for (size_t i = 0; i < (size_t)W; i++)
+                lane[i] = jg + i < nk
+                    ? KONE_(k, (ptrdiff_t)(jg + i) * ks + (ptrdiff_t)e, kst)
+                    : (T)0;
+            for (int r = 0; r < NQ; r++)
+                acc[r][g] = VFMA(VLOADU(lane), VSET1(qt[e * ldq + (size_t)r]),
+                                 acc[r][g]);
+        }
+    for (int r = 0; r < NQ; r++)
+        for (int g = 0; g < G; g++) {
+            const size_t jg = j0 + (size_t)g * W;
+            if (ldst == 1 && NQ == 1) { /* one row (srow, BK rounded up
+                                           to W): lanes past nk are 0 */
+                VSTOREU(st + jg, VMUL(acc[r][g], vs));
+                continue;
+            }
+            T lane[W];
+            VSTOREU(lane, VMUL(acc[r][g], vs));
+            for (size_t i = 0; i < (size_t)W && jg + i < nk; i++)
+                st[(jg + i) * ldst + (size_t)r] = lane[i];
+        }
+}
+
+/* every key of the block, G groups of W keys a pass: 4, 3 or 2 chains
+ * per row as the groups left allow (one chain alone would wait on its
+ * FMA latency), the last group checked against nk                    */
+TI void SFX(qk_reg_st)(const int NQ, T *st, size_t ldst, const T *qt,
+                       size_t ldq, const void *k, ptrdiff_t ks,
+                       attn_store kst, size_t E, size_t nk, VT vs)
+{
+    const size_t ng = (nk + W - 1) / W, nfull = nk / W;
+    size_t g = 0;
+    while (g < ng) {
+        const size_t left = ng - g;
+        const int G = NQ > 2 ? (left >= 2 ? 2 : 1)
+                      : (left == 4 || (NQ == 1 && left >= 8))
+                              && g + 4 <= nfull ? 4
+                      : left >= 3 ? 3 : left == 2 ? 2 : 1;
+        const int full = g + (size_t)G <= nfull;
+#define QK_REG_(G_, F_)                                                            SFX(qk_reg_k)(NQ, G_, F_, st, ldst, qt, ldq, k, ks, kst, E, g * W, nk, vs)
+        if (G == 4)
+            QK_REG_(4, 1);
+        else if (G == 3)
+            full ? QK_REG_(3, 1) : QK_REG_(3, 0);
+        else if (G == 2)
+            full ? QK_REG_(2, 1) : QK_REG_(2, 0);
+        else
+            full ? QK_REG_(1, 1) : QK_REG_(1, 0);
+#undef QK_REG_
+        g += (size_t)G;
+    }
+}
+
+TI void SFX(qk_reg_rows)(size_t nq, T *st, size_t ldst, const T *qt,
+                         size_t ldq, const void *k, ptrdiff_t ks,
+                         attn_store kst, size_t E, size_t nk, VT vs)
+{
+    switch (nq) {
+    case 1: /* rows of the common head sizes one after the other: the
+               row stride a constant, so every row's address is one base
+               plus a displacement (no pointer per row in registers)   */
+        if (ks == 128 && E == 128)
+            SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, 128, kst, 128, nk, vs);
+        else if (ks == 64 && E == 64)
+            SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, 64, kst, 64, nk, vs);
+        else
+            SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, ks, kst, E, nk, vs);
+        break;
+    case 2:
+        SFX(qk_reg_st)(2, st, ldst, qt, ldq, k, ks, kst, E, nk, vs);
+        break;
+    case 3:
+        SFX(qk_reg_st)(3, st, ldst, qt, ldq, k, ks, kst, E, nk, vs);
+        break;
+    default:
+        SFX(qk_reg_st)(4, st, ldst, qt, ldq, k, ks, kst, E, nk, vs);
+        break;
+    }
+}
+#endif
