@@ -72,7 +72,7 @@ static void prob_random_bwd(prob *t, int big)
     p->S = pick(Ss, sizeof Ss / sizeof *Ss);
     p->E = pick(Es, sizeof Es / sizeof *Es);
     p->Ev = irand(3) ? p->E : pick(Es, sizeof Es / sizeof *Es);
-    if (big) {
+    if (big && !check_small()) {
         p->B = irand(2) ? 2 : 5;
         p->L = 130 + irand(200);
         p->S = 300 + irand(300);
