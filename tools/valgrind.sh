@@ -2,8 +2,8 @@
 # tools/valgrind.sh -- the attnpy C core's test programs under valgrind.
 #
 # Builds tools/c_smoke.c and the kernel's tests/c programs (see
-# tools/c_tests.sh) with -O1 -g into a temporary directory and runs each
-# under valgrind memcheck:
+# tools/c_tests.sh) with -O1 -g1 (line tables: the reports' lines) into
+# a temporary directory and runs each under valgrind memcheck:
 #
 #   valgrind --error-exitcode=99 --leak-check=full
 #            --errors-for-leak-kinds=definite,indirect ...
@@ -44,7 +44,7 @@ start=$(date +%s)
 VG_ERR=99
 MEM_ERRORS='^==[0-9]+== (Invalid (read|write|free)|Conditional jump or move depends|Use of uninitialised|Syscall param|Mismatched free|Source and destination overlap|Argument .* of function .* has a fishy)'
 
-mapfile -t programs < <(build_c_programs "$ROOT" "$OUT" -O1 -g)
+mapfile -t programs < <(build_c_programs "$ROOT" "$OUT" -O1 -g1)
 # one valgrind per CPU at a time (each program is one process under
 # valgrind, which serialises its threads); the results are read in order
 vg_one() {
