@@ -22,6 +22,10 @@ _PROBE = """
 import json, signal, sys, threading, time
 
 _PING = getattr(signal, "SIGUSR1", None) or signal.SIGBREAK
+# Python's KeyboardInterrupt handler, as a notebook kernel has it: a child
+# of a shell's background job starts with SIGINT ignored, and Python then
+# installs no handler (the signal would be dropped, the call finish)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 _polls = []
 signal.signal(_PING, lambda s, f: _polls.append(time.perf_counter()))
 _stop = threading.Event()
