@@ -2,12 +2,14 @@
 # tools/cross_windows.sh -- the C core built for Windows x86-64 and its C
 # tests run under wine, on this Linux machine.
 #
-#   1. every csrc/core file compiled with mingw-w64 gcc at -O3 and -O1
-#      (-Wall -Wextra -Werror: no warning allowed), and its objects
-#      checked to need no pthreads (the core's Windows build uses Win32
-#      threads: runtime/thread.h, as MSVC builds do)
+#   1. every csrc/core file compiled with mingw-w64 gcc at -O3 (-Wall
+#      -Wextra -Werror: no warning allowed; -O1's warnings are gcc's own,
+#      checked natively by tools/c_tests.sh and tools/valgrind.sh), and its
+#      objects checked to need no pthreads (the core's Windows build uses
+#      Win32 threads: runtime/thread.h, as MSVC builds do)
 #   2. tools/c_smoke.c and the tests/c programs (these use winpthreads
-#      themselves), statically linked, run under wine64 with their short
+#      themselves), linked with those objects (compiled with the tests'
+#      ATTN_MATH_ROWS=1) and statically, run under wine64 with their short
 #      default arguments: every instruction set the CPU has (portable,
 #      AVX2, AVX-512) against the C oracle. fork() is not on Windows.
 # Installs mingw-w64 and wine64 (--no-install-recommends) with apt-get
@@ -36,9 +38,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-compile_core_clean "$OUT/o1" "$CC" -std=c11 -Wall -Wextra -O1
 compile_core_clean "$OUT/o3" "$CC" -std=c11 -Wall -Wextra -O3 \
-    -fno-strict-aliasing
+    -fno-strict-aliasing -DATTN_MATH_ROWS=1
 if x86_64-w64-mingw32-nm -u "$OUT"/o3/obj/*.o | grep -q pthread_; then
     echo "cross_windows.sh: the core's objects need pthreads:" >&2
     x86_64-w64-mingw32-nm -uA "$OUT"/o3/obj/*.o | grep pthread_ >&2
@@ -47,6 +48,12 @@ fi
 echo "core objects: no pthread symbols (Win32 threads)"
 
 export CC CROSS_FLAGS="-O2 -Werror -static"
+# (without csrc/core/testing/'s oracles: build_c_programs compiles those)
+CORE_OBJS=
+for c in "$ROOT"/csrc/core/*/*.c; do
+    case $c in */testing/*) ;; *) CORE_OBJS+="$OUT/o3/obj/$(basename "${c%.c}").o " ;; esac
+done
+export CORE_OBJS
 export WINEDEBUG=-all WINEPREFIX=${WINEPREFIX:-$OUT/wineprefix}
 # the prefix, and a server that stays up until cleanup(), before the
 # programs run side by side (two first calls at once race to create them)
