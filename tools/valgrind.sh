@@ -28,6 +28,11 @@
 #   VALGRIND_C_ARGS=50 tools/valgrind.sh   # arguments for tests/c programs
 #                                          # (default: none, their own counts)
 #
+#   C_BIN=DIR tools/valgrind.sh   # builds the programs into DIR and keeps
+#                                 # them (CI's full-counts step runs the
+#                                 # same programs natively: ATTNPY_C_BIN)
+#
+# The programs are built with -Werror: a compiler warning fails the run.
 # Needs: a C compiler (CC, default cc) and valgrind (apt-get install
 # valgrind). Python is not involved.
 set -euo pipefail
@@ -40,11 +45,19 @@ if ! command -v valgrind >/dev/null; then
 fi
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/attnpy-valgrind.XXXXXX")
 trap 'rm -rf "$OUT"' EXIT
+BIN=${C_BIN:-$OUT/bin}
+mkdir -p "$BIN" && BIN=$(cd "$BIN" && pwd)
 start=$(date +%s)
 VG_ERR=99
 MEM_ERRORS='^==[0-9]+== (Invalid (read|write|free)|Conditional jump or move depends|Use of uninitialised|Syscall param|Mismatched free|Source and destination overlap|Argument .* of function .* has a fishy)'
 
-mapfile -t programs < <(build_c_programs "$ROOT" "$OUT" -O1 -g1)
+mapfile -t programs < <(build_c_programs "$ROOT" "$BIN" -O1 -g1 -Werror)
+# the build runs in a process substitution, whose status is lost: every
+# program must be there
+if [ ${#programs[@]} -ne "$(c_program_sources "$ROOT" | wc -l)" ]; then
+    echo "valgrind.sh: ${#programs[@]} programs built" >&2
+    exit 1
+fi
 # one valgrind per CPU at a time (each program is one process under
 # valgrind, which serialises its threads); the results are read in order
 vg_one() {

@@ -63,7 +63,16 @@ def program_names():
 
 @pytest.fixture(scope="module")
 def c_bin(tmp_path_factory):
-    """Every program built once, -O1 -g -Werror: no compiler warning."""
+    """Every program built once, -O1 -g -Werror: no compiler warning. With
+    ATTNPY_C_BIN set, the programs already built there (CI's valgrind step
+    builds them with -O1 -g1 -Werror, and its full-counts step runs them
+    natively here rather than compiling the same sources again)."""
+    prebuilt = os.environ.get("ATTNPY_C_BIN")
+    if prebuilt:
+        missing = [n for n in program_names()
+                   if not os.access(os.path.join(prebuilt, n), os.X_OK)]
+        assert not missing, f"ATTNPY_C_BIN={prebuilt} lacks {missing}"
+        return prebuilt
     if shutil.which(CC) is None:
         pytest.fail(f"C compiler {CC!r} not found (needed to build the C tests)")
     out = tmp_path_factory.mktemp("cbin")
