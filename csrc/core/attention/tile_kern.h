@@ -65,7 +65,7 @@ TI void SFX(qk_cols)(const int NR, T *st, size_t ldst, const T *qt, size_t ldq,
 }
 
 /* st (nk x nqv*W, ld ldst) = K_blk (nk x E, row stride ks) . qt (E x .., ldq) */
-TF void SFX(qk_block)(T *st, size_t ldst, const T *qt, size_t ldq, size_t nqv,
+TF ATTN_NOCLONE void SFX(qk_block)(T *st, size_t ldst, const T *qt, size_t ldq, size_t nqv,
                       const T *k, ptrdiff_t ks, size_t E, size_t nk, T scale,
                       int scaled)
 {
