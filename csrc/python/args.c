@@ -3,6 +3,7 @@
  * (declared and documented in args.h).
  */
 #include "args.h" /* first: Python.h before any system header */
+#include <stdarg.h>
 #include <string.h>
 
 static int intern_names(ap_argspec *spec)
@@ -84,26 +85,15 @@ const char *ap_parse_named(ap_argspec *spec, PyObject *const *args,
     return fname;
 }
 
-PyObject *tuple_of(int nd, const npy_intp *dims)
+const char *dims_str(int nd, const npy_intp *dims, char *buf)
 {
-    PyObject *t = PyTuple_New(nd);
-    if (!t)
-        return NULL;
-    for (int d = 0; d < nd; d++) {
-        PyObject *v = PyLong_FromSsize_t(dims[d]);
-        if (!v) {
-            Py_DECREF(t);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(t, d, v);
-    }
-    return t;
-}
-
-/* shape of an array as a Python tuple (new reference), for messages */
-PyObject *shape_of(PyArrayObject *a)
-{
-    return tuple_of(PyArray_NDIM(a), PyArray_DIMS(a));
+    size_t n = 1;
+    buf[0] = '(';
+    for (int d = 0; d < nd; d++)
+        n += (size_t)PyOS_snprintf(buf + n, AP_SHAPE_LEN - n, d ? ", %zd" : "%zd",
+                                   (Py_ssize_t)dims[d]);
+    PyOS_snprintf(buf + n, AP_SHAPE_LEN - n, nd == 1 ? ",)" : ")");
+    return buf;
 }
 
 int need_ndim(PyArrayObject *a, int min, const char *fname, const char *arg,
@@ -111,12 +101,8 @@ int need_ndim(PyArrayObject *a, int min, const char *fname, const char *arg,
 {
     if (PyArray_NDIM(a) >= min)
         return 0;
-    PyObject *s = shape_of(a);
-    if (s)
-        PyErr_Format(PyExc_ValueError, "%s: %s must have at least %d "
-                     "dimensions (%s), got shape %R", fname, arg, min, axes,
-                     s);
-    Py_XDECREF(s);
+    PyErr_Format(PyExc_ValueError, "%s: %s must have at least %d dimensions "
+                 "(%s), got shape %s", fname, arg, min, axes, AP_SHAPE(a));
     return -1;
 }
 
@@ -128,20 +114,18 @@ size_t lead_size(PyArrayObject *a, int nlead)
     return B;
 }
 
-/* Raise exc with "fmt % (a.shape, b.shape)" appended style messages. */
-void err_shapes2(PyObject *exc, const char *msg, const char *na,
-                        PyArrayObject *a, const char *nb, PyArrayObject *b)
+int err_shapes(PyObject *exc, const char *na, PyArrayObject *a,
+               const char *nb, PyArrayObject *b, const char *fmt, ...)
 {
-    PyObject *sa = shape_of(a), *sb = b ? shape_of(b) : NULL;
-    if (sa && (sb || !b)) {
-        if (b)
-            PyErr_Format(exc, "%s (%s.shape=%R, %s.shape=%R)", msg, na, sa, nb,
-                         sb);
-        else
-            PyErr_Format(exc, "%s (%s.shape=%R)", msg, na, sa);
-    }
-    Py_XDECREF(sa);
-    Py_XDECREF(sb);
+    va_list va;
+    va_start(va, fmt);
+    PyObject *msg = PyUnicode_FromFormatV(fmt, va);
+    va_end(va);
+    if (msg)
+        PyErr_Format(exc, "%U (%s.shape=%s, %s.shape=%s)", msg, na,
+                     AP_SHAPE(a), nb, AP_SHAPE(b));
+    Py_XDECREF(msg);
+    return -1;
 }
 
 /* The compute type for a dtype: NPY_FLOAT, NPY_DOUBLE, or -1 (unsupported).
@@ -276,15 +260,10 @@ PyArrayObject *as_type(PyArrayObject *a, int typenum,
     int is_mem = PyErr_ExceptionMatches(PyExc_MemoryError);
     if (is_mem || PyErr_ExceptionMatches(PyExc_ValueError)) {
         PyErr_Clear();
-        PyObject *shape = shape_of(a);
-        if (shape) {
-            PyErr_Format(is_mem ? PyExc_MemoryError : PyExc_ValueError,
-                         "%s: %s of shape %R is too large to convert to %s",
-                         fname, arg, shape,
-                         typenum == NPY_FLOAT ? "float32"
-                         : typenum == NPY_DOUBLE ? "float64" : "bool");
-            Py_DECREF(shape);
-        }
+        PyErr_Format(is_mem ? PyExc_MemoryError : PyExc_ValueError,
+                     "%s: %s of shape %s is too large to convert to %s", fname,
+                     arg, AP_SHAPE(a), typenum == NPY_FLOAT ? "float32"
+                     : typenum == NPY_DOUBLE ? "float64" : "bool");
     }
     return NULL;
 }
@@ -367,17 +346,10 @@ PyArrayObject *check_out(PyObject *obj, const char *fname,
         return NULL;
     }
     PyArrayObject *o = (PyArrayObject *)obj;
-    int same = PyArray_NDIM(o) == nd;
-    for (int d = 0; same && d < nd; d++)
-        same = PyArray_DIM(o, d) == dims[d];
-    if (!same) {
-        PyObject *want = tuple_of(nd, dims), *got = shape_of(o);
-        if (want && got)
-            PyErr_Format(PyExc_ValueError,
-                         "%s: %s has shape %R but the result has shape %R",
-                         fname, arg, got, want);
-        Py_XDECREF(want);
-        Py_XDECREF(got);
+    if (!same_dims(o, nd, dims)) {
+        PyErr_Format(PyExc_ValueError, "%s: %s has shape %s but the result "
+                     "has shape %s", fname, arg, AP_SHAPE(o),
+                     AP_DIMS(nd, dims));
         return NULL;
     }
     PyArray_Descr *want_d = PyArray_DescrFromType(typenum);
@@ -398,18 +370,6 @@ PyArrayObject *check_out(PyObject *obj, const char *fname,
     }
     Py_INCREF(o);
     return o;
-}
-
-/*
- * Where the core writes a result: the user's array itself when it is
- * aligned, native, element-strided and shares no memory with the inputs;
- * otherwise a fresh C-ordered temporary that is copied into it afterwards.
- * Returns a new reference; *is_tmp tells which.
- */
-PyArrayObject *dest_for(PyArrayObject *user, PyArrayObject *const *ins,
-                               int nins, int *is_tmp)
-{
-    return dest_for_call(user, ins, nins, PyArray_TYPE(user), is_tmp);
 }
 
 /* The result a function returns (new reference): the user's out= array,
@@ -476,13 +436,9 @@ PyArrayObject *new_result_descr(int nd, const npy_intp *dims,
     if (!is_mem && !PyErr_ExceptionMatches(PyExc_ValueError))
         return NULL;
     PyErr_Clear();
-    PyObject *shape = tuple_of(nd, dims);
-    if (shape) {
-        PyErr_Format(is_mem ? PyExc_MemoryError : PyExc_ValueError,
-                     "%s: %s of shape %R is too large to allocate", fname,
-                     what, shape);
-        Py_DECREF(shape);
-    }
+    PyErr_Format(is_mem ? PyExc_MemoryError : PyExc_ValueError,
+                 "%s: %s of shape %s is too large to allocate", fname, what,
+                 AP_DIMS(nd, dims));
     return NULL;
 }
 
@@ -635,14 +591,10 @@ int broadcast_batch(PyArrayObject **arr, const int *nb, int nops,
             }
             else if (bshape[d] != n) {
                 int o1 = first_op[d];
-                char msg[200];
-                PyOS_snprintf(msg, sizeof msg,
-                              "%s: the leading (batch) dimensions of %s and %s "
-                              "do not broadcast",
-                              fname, names[o1], names[op]);
-                err_shapes2(PyExc_ValueError, msg, names[o1], arr[o1],
-                            names[op], arr[op]);
-                return -1;
+                return err_shapes(PyExc_ValueError, names[o1], arr[o1],
+                                  names[op], arr[op], "%s: the leading (batch) "
+                                  "dimensions of %s and %s do not broadcast",
+                                  fname, names[o1], names[op]);
             }
         }
     }
@@ -659,7 +611,8 @@ int ap_unary_dest(ap_unary *u, PyObject *out, const char *fname, int nd,
     if (!(u->user = check_out(out, fname, "out", nd, dims, u->typenum)))
         return -1;
     /* any overlap with x goes through a temporary */
-    return (u->dst = dest_for(u->user, &u->x, 1, &u->is_tmp)) ? 0 : -1;
+    return (u->dst = dest_for_call(u->user, &u->x, 1, u->typenum,
+                                   &u->is_tmp)) ? 0 : -1;
 }
 
 PyObject *ap_unary_finish(ap_unary *u, int ok)

@@ -25,10 +25,10 @@
  *      rules of docs/user/tour.md: float32 stays float32, the rest float64),
  *      or, for 16-bit data, the calls of the "16-bit storage" section,
  *      ensure_elem_strides() (strides in elements for attn_mat).
- *   3. Shapes: check them and raise with err_shapes2() or PyErr_Format,
+ *   3. Shapes: check them and raise with err_shapes() or PyErr_Format (AP_SHAPE() for a shape),
  *      naming fname, the argument and the shapes. Batch dims:
  *      broadcast_batch() then fill_offsets() into alloc_offsets() memory.
- *   4. Results: new_result(), or for out=: check_out() then dest_for()
+ *   4. Results: new_result(), or for out=: check_out() then dest_for_call()
  *      (the user's array itself, or a temporary when it overlaps an input
  *      or has odd strides) and deliver() at the end.
  *   5. Compute: AP_RUN(st, attn_foo, &args) (the GIL released, an
@@ -94,17 +94,28 @@ static inline PyObject *ap_or_none(PyObject *o) { return o ? o : Py_None; }
 int ap_flag(PyObject *o);
 
 /* ---- arrays and dtypes --------------------------------------------------- */
-PyObject *shape_of(PyArrayObject *a);                  /* tuple, new ref */
-PyObject *tuple_of(int nd, const npy_intp *dims);      /* tuple, new ref */
+/* a shape as NumPy prints it, "(2, 3)", "(3,)" or "()", for messages:
+ * written into buf (AP_SHAPE_LEN chars); AP_DIMS and AP_SHAPE give it a
+ * buffer that lives to the end of the enclosing block                  */
+#define AP_SHAPE_LEN (24 * NPY_MAXDIMS + 4)
+const char *dims_str(int nd, const npy_intp *dims, char *buf);
+#define AP_DIMS(nd, dims) dims_str((nd), (dims), (char[AP_SHAPE_LEN]){0})
+#define AP_SHAPE(a) AP_DIMS(PyArray_NDIM(a), PyArray_DIMS(a))
+static inline int same_dims(PyArrayObject *a, int nd, const npy_intp *dims)
+{
+    return PyArray_NDIM(a) == nd &&
+           PyArray_CompareLists(PyArray_DIMS(a), (npy_intp *)dims, nd);
+}
 /* -1 with "<fname>: <arg> must have at least <min> dimensions (<axes>),
  * got shape ..." (ValueError) when a has fewer than min dims, else 0    */
 int need_ndim(PyArrayObject *a, int min, const char *fname, const char *arg,
               const char *axes);
 /* the product of a's first nlead dims (its batch size)                  */
 size_t lead_size(PyArrayObject *a, int nlead);
-/* raise exc: "msg (na.shape=..., nb.shape=...)"; b may be NULL */
-void err_shapes2(PyObject *exc, const char *msg, const char *na,
-                 PyArrayObject *a, const char *nb, PyArrayObject *b);
+/* raise exc: "<fmt % ...> (na.shape=..., nb.shape=...)" (the formats of
+ * PyUnicode_FromFormat); returns -1                                    */
+int err_shapes(PyObject *exc, const char *na, PyArrayObject *a,
+               const char *nb, PyArrayObject *b, const char *fmt, ...);
 /* NPY_FLOAT, NPY_DOUBLE, or -1 (not a real dtype) */
 int compute_type_of(PyArray_Descr *d);
 PyArrayObject *as_real_array(PyObject *obj, const char *fname,
@@ -162,10 +173,12 @@ const char *describe_dtype_problem(PyArray_Descr *d);
  *     16-bit-with-double path) -- is as_type(a, typenum).
  *   check_out_wide: out= may have the result's dtype or a wider float
  *     (float32 or float64 with more bytes than the result).
- *   dest_for_call: like dest_for; the user's array is written directly
- *     only where the kernel can write its dtype (the compute type, or a
- *     16-bit type under NPY_FLOAT); otherwise through a temporary of the
- *     compute type that deliver() widens into it (exactly).            */
+ *   dest_for_call: where the core writes a result: the user's array
+ *     itself when it is aligned, native, element-strided, shares no
+ *     memory with the inputs and the kernel can write its dtype (the
+ *     compute type, or a 16-bit type under NPY_FLOAT); otherwise a fresh
+ *     temporary (the user's dtype where the kernel writes it, else the
+ *     compute type) that deliver() copies (widens exactly) into it.    */
 typedef enum {
     AP_BAD = -1, AP_F32 = 0, AP_F64 = 1, AP_F16 = 2, AP_BF16 = 3, AP_CONV = 4
 } ap_kind;
@@ -190,8 +203,6 @@ PyArrayObject *dest_for_call(PyArrayObject *user, PyArrayObject *const *ins,
 /* ---- results and out= ---------------------------------------------------- */
 PyArrayObject *check_out(PyObject *obj, const char *fname, const char *arg,
                          int nd, const npy_intp *dims, int typenum);
-PyArrayObject *dest_for(PyArrayObject *user, PyArrayObject *const *ins,
-                        int nins, int *is_tmp);
 PyObject *deliver(PyArrayObject *user, PyArrayObject *dst, int is_tmp);
 PyArrayObject *new_result(int nd, const npy_intp *dims, int typenum,
                           const char *fname, const char *what);

@@ -153,21 +153,16 @@ static int sdpa_core_dims(sdpa_call *c)
     c->E = PyArray_DIM(Q, ndq - 1);
     c->S = PyArray_DIM(K, ndk - 2);
     c->Ev = PyArray_DIM(V, ndv - 1);
-    char msg[200];
-    if (PyArray_DIM(K, ndk - 1) != c->E) {
-        PyOS_snprintf(msg, sizeof msg, "%s: K has %zd features but Q has %zd",
-                      c->fname, (Py_ssize_t)PyArray_DIM(K, ndk - 1),
-                      (Py_ssize_t)c->E);
-        err_shapes2(PyExc_ValueError, msg, "Q", Q, "K", K);
-        return -1;
-    }
-    if (PyArray_DIM(V, ndv - 2) != c->S) {
-        PyOS_snprintf(msg, sizeof msg,
-                      "%s: V has %zd positions but K has %zd", c->fname,
-                      (Py_ssize_t)PyArray_DIM(V, ndv - 2), (Py_ssize_t)c->S);
-        err_shapes2(PyExc_ValueError, msg, "K", K, "V", V);
-        return -1;
-    }
+    if (PyArray_DIM(K, ndk - 1) != c->E)
+        return err_shapes(PyExc_ValueError, "Q", Q, "K", K, "%s: K has %zd "
+                          "features but Q has %zd", c->fname,
+                          (Py_ssize_t)PyArray_DIM(K, ndk - 1),
+                          (Py_ssize_t)c->E);
+    if (PyArray_DIM(V, ndv - 2) != c->S)
+        return err_shapes(PyExc_ValueError, "K", K, "V", V, "%s: V has %zd "
+                          "positions but K has %zd", c->fname,
+                          (Py_ssize_t)PyArray_DIM(V, ndv - 2),
+                          (Py_ssize_t)c->S);
     return 0;
 }
 
@@ -224,17 +219,13 @@ static int sdpa_mask_bias(sdpa_call *c, PyObject *const *args)
         c->arr[op] = a;
         int nd = PyArray_NDIM(a);
         npy_intp ml = PyArray_DIM(a, nd - 2), ms = PyArray_DIM(a, nd - 1);
-        if ((ml != 1 && ml != c->L) || (ms != 1 && ms != c->S)) {
-            char msg[240];
-            PyOS_snprintf(msg, sizeof msg,
-                          "%s: %s of shape (..., %zd, %zd) does not broadcast "
-                          "to the scores' (..., L, S) = (..., %zd, %zd)",
-                          c->fname, op_names[op], (Py_ssize_t)ml,
-                          (Py_ssize_t)ms, (Py_ssize_t)c->L, (Py_ssize_t)c->S);
-            err_shapes2(PyExc_ValueError, msg, op_names[op], c->raw[op], "Q",
-                        c->arr[OP_Q]);
-            return -1;
-        }
+        if ((ml != 1 && ml != c->L) || (ms != 1 && ms != c->S))
+            return err_shapes(PyExc_ValueError, op_names[op], c->raw[op], "Q",
+                              c->arr[OP_Q], "%s: %s of shape (..., %zd, %zd) "
+                              "does not broadcast to the scores' (..., L, S) "
+                              "= (..., %zd, %zd)", c->fname, op_names[op],
+                              (Py_ssize_t)ml, (Py_ssize_t)ms, (Py_ssize_t)c->L,
+                              (Py_ssize_t)c->S);
     }
     return sdpa_alibi(c);
 }
@@ -424,18 +415,10 @@ static void raise_fully_masked(sdpa_call *c)
         idx[d] = (npy_intp)(rem % (size_t)c->bshape[d]);
         rem /= (size_t)c->bshape[d];
     }
-    PyObject *t = tuple_of(c->bnd, idx);
-    if (!t)
-        return;
-    if (c->bnd)
-        PyErr_Format(PyExc_ValueError,
-                     "%s: query row %zu of batch index %R may attend to no "
-                     "key (fully_masked='raise')", c->fname, c->p.bad_row, t);
-    else
-        PyErr_Format(PyExc_ValueError,
-                     "%s: query row %zu may attend to no key "
-                     "(fully_masked='raise')", c->fname, c->p.bad_row);
-    Py_DECREF(t);
+    PyErr_Format(PyExc_ValueError, "%s: query row %zu%s%s may attend to no "
+                 "key (fully_masked='raise')", c->fname, c->p.bad_row,
+                 c->bnd ? " of batch index " : "",
+                 c->bnd ? AP_DIMS(c->bnd, idx) : "");
 }
 
 /* attn_sdpa, or for sdpa_bwd attn_sdpa_backward, with the GIL released */
@@ -542,23 +525,13 @@ static int bwd_inputs(sdpa_call *c, PyObject *const *args)
         c->raw_bwd[i] = a;
         if (!a)
             return -1;
-        int same = PyArray_NDIM(a) == nd;
-        for (int d = 0; same && d < nd; d++)
-            same = PyArray_DIM(a, d) == dims[d];
-        if (!same) {
-            PyObject *want = tuple_of(nd, dims), *got = shape_of(a);
-            PyObject *qs = shape_of(c->arr[OP_Q]), *vs = shape_of(c->arr[OP_V]);
-            if (want && got && qs && vs)
-                PyErr_Format(PyExc_ValueError,
-                             "%s: %s must have shape %R (the forward pass's "
-                             "%s for Q.shape=%R, V.shape=%R), got %s.shape=%R",
-                             c->fname, op_names[op], want,
-                             op == OP_LSE ? "lse" : "output", qs, vs,
-                             op_names[op], got);
-            Py_XDECREF(want);
-            Py_XDECREF(got);
-            Py_XDECREF(qs);
-            Py_XDECREF(vs);
+        if (!same_dims(a, nd, dims)) {
+            PyErr_Format(PyExc_ValueError, "%s: %s must have shape %s (the "
+                         "forward pass's %s for Q.shape=%s, V.shape=%s), got "
+                         "%s.shape=%s", c->fname, op_names[op],
+                         AP_DIMS(nd, dims), op == OP_LSE ? "lse" : "output",
+                         AP_SHAPE(c->arr[OP_Q]), AP_SHAPE(c->arr[OP_V]),
+                         op_names[op], AP_SHAPE(a));
             return -1;
         }
         /* out and dout may stay 16-bit; lse is read in the compute type */
@@ -578,10 +551,7 @@ static PyArray_Descr *grad_descr(sdpa_call *c, PyArrayObject *x, int nd,
                                  const npy_intp *dims)
 {
     PyArray_Descr *d = PyArray_DESCR(x);
-    int whole = is_16bit(d) && PyArray_NDIM(x) == nd;
-    for (int k = 0; whole && k < nd; k++)
-        whole = PyArray_DIM(x, k) == dims[k];
-    if (!whole)
+    if (!is_16bit(d) || !same_dims(x, nd, dims))
         return PyArray_DescrFromType(c->typenum);
     Py_INCREF(d);
     return d;

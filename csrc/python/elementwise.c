@@ -95,10 +95,8 @@ static PyObject *softmax_call(ap_argspec *spec, int n, PyObject *const *argv,
         if (!(raw[i] = as_array16(args[i], fname, name[i])))
             goto fail;
     if (n == 2 && !PyArray_SAMESHAPE(raw[0], raw[1])) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "%s: dy and y must have the same shape",
-                 fname);
-        err_shapes2(PyExc_ValueError, msg, "dy", raw[0], "y", raw[1]);
+        err_shapes(PyExc_ValueError, "dy", raw[0], "y", raw[1],
+                   "%s: dy and y must have the same shape", fname);
         goto fail;
     }
     const int nd = PyArray_NDIM(raw[0]);

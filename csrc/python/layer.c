@@ -97,28 +97,19 @@ static int lc_inputs_done(lcall *c)
     c->nrows = 1;
     for (int d = 0; d < c->nd - 1; d++)
         c->nrows *= (size_t)c->dims[d];
-    char msg[240];
     for (int op = 0; op < c->nin; op++) {
         PyArrayObject *a = c->raw[op];
         if (!a)
             continue;
-        int ok = c->vec[op] ? PyArray_NDIM(a) == 1
-                                  && (size_t)PyArray_DIM(a, 0) == c->n
-                            /* ndim first: CompareLists reads nd dims */
-                            : PyArray_NDIM(a) == c->nd
-                                  && PyArray_CompareLists(PyArray_DIMS(a),
-                                                          c->dims, c->nd);
-        if (!ok) {
-            if (c->vec[op])
-                PyOS_snprintf(msg, sizeof msg, "%s: %s must have shape "
-                              "(%zd,), the features of %s", c->fname,
-                              c->name[op], (Py_ssize_t)c->n, c->name[0]);
-            else
-                PyOS_snprintf(msg, sizeof msg, "%s: %s must have the shape "
-                              "of %s", c->fname, c->name[op], c->name[0]);
-            err_shapes2(PyExc_ValueError, msg, c->name[op], a, c->name[0], x);
-            return -1;
-        }
+        if (c->vec[op] && !same_dims(a, 1, c->dims + c->nd - 1))
+            return err_shapes(PyExc_ValueError, c->name[op], a, c->name[0],
+                              x, "%s: %s must have shape (%zd,), the features "
+                              "of %s", c->fname, c->name[op], (Py_ssize_t)c->n,
+                              c->name[0]);
+        if (!c->vec[op] && !same_dims(a, c->nd, c->dims))
+            return err_shapes(PyExc_ValueError, c->name[op], a, c->name[0],
+                              x, "%s: %s must have the shape of %s", c->fname,
+                              c->name[op], c->name[0]);
         if (!(c->arr[op] = as_storage(a, c->typenum, c->fname,
                                       c->name[op])))
             return -1;

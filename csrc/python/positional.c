@@ -129,12 +129,9 @@ static PyObject *core_rope(PyObject *Py_UNUSED(mod), PyObject *const *argv,
     if (need_ndim(u.raw, 2, fname, "x", "..., T, E") < 0)
         goto fail;
     if (PyArray_DIM(u.raw, nd - 1) % 2) {
-        PyObject *s = shape_of(u.raw);
-        if (s)
-            PyErr_Format(PyExc_ValueError, "%s: x has %zd features (an odd "
-                         "number); RoPE turns pairs (x.shape=%R)", fname,
-                         (Py_ssize_t)PyArray_DIM(u.raw, nd - 1), s);
-        Py_XDECREF(s);
+        PyErr_Format(PyExc_ValueError, "%s: x has %zd features (an odd "
+                     "number); RoPE turns pairs (x.shape=%s)", fname,
+                     (Py_ssize_t)PyArray_DIM(u.raw, nd - 1), AP_SHAPE(u.raw));
         goto fail;
     }
     /* float16 / bfloat16 x: read in 16 bits, a result of x's dtype (or

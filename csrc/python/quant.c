@@ -113,15 +113,10 @@ static PyObject *core_qmatmul(PyObject *Py_UNUSED(mod), PyObject *const *argv,
     const size_t bs = attn_qblock_bytes(qt);
     if (K % 32 || (size_t)PyArray_DIM(w, 1) != K / 32 * bs
         || (size_t)PyArray_DIM(o, 0) != M || (size_t)PyArray_DIM(o, 1) != N) {
-        PyObject *sx = shape_of(x), *sw = shape_of(w), *so = shape_of(o);
-        if (sx && sw && so)
-            PyErr_Format(PyExc_ValueError, "%s: shapes do not fit: x %R "
-                         "(K a multiple of 32), weight %R (K / 32 blocks of "
-                         "%zu bytes a row), out %R (M, N)", fname, sx, sw, bs,
-                         so);
-        Py_XDECREF(sx);
-        Py_XDECREF(sw);
-        Py_XDECREF(so);
+        PyErr_Format(PyExc_ValueError, "%s: shapes do not fit: x %s (K a "
+                     "multiple of 32), weight %s (K / 32 blocks of %zu bytes "
+                     "a row), out %s (M, N)", fname, AP_SHAPE(x), AP_SHAPE(w),
+                     bs, AP_SHAPE(o));
         return NULL;
     }
     if (M > 0 && N > 0

@@ -178,12 +178,9 @@ static PyObject *core_read_bytes(PyObject *Py_UNUSED(mod), PyObject *arg)
         }
         PyArrayObject *a = (PyArrayObject *)o;
         if (!PyArray_IS_C_CONTIGUOUS(a) && !PyArray_IS_F_CONTIGUOUS(a)) {
-            PyObject *shape = shape_of(a);
-            if (shape)
-                PyErr_Format(PyExc_ValueError, "read_bytes: arrays[%zd] "
-                             "(shape %S) is not contiguous: it must be one "
-                             "block of memory", i, shape);
-            Py_XDECREF(shape);
+            PyErr_Format(PyExc_ValueError, "read_bytes: arrays[%zd] (shape "
+                         "%s) is not contiguous: it must be one block of "
+                         "memory", i, AP_SHAPE(a));
             goto fail;
         }
         data[i] = PyArray_DATA(a);

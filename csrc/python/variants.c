@@ -230,24 +230,20 @@ int check_keep_mask(PyArrayObject *m, const char *fname)
 {
     const char kind = PyArray_DESCR(m)->kind;
     const int flt = kind == 'f' || is_bf16_descr(PyArray_DESCR(m));
-    if (kind == 'b' || kind == 'u' || PyArray_SIZE(m) == 0
-        || (kind != 'i' && !flt))
+    if (PyArray_SIZE(m) == 0 || (kind != 'i' && !flt))
         return 0;
     PyObject *zero = PyLong_FromLong(0), *one = PyLong_FromLong(1);
     PyObject *bad = NULL;
     int neg = -1, other = 0;
     if (zero && one)
         neg = any_of(PyObject_RichCompare((PyObject *)m, zero, Py_LT), &bad);
-    if (neg == 0 && flt) { /* not (m == 0 or m == 1): NaN too */
-        PyObject *is0 = PyObject_RichCompare((PyObject *)m, zero, Py_EQ);
-        PyObject *is1 = is0 ? PyObject_RichCompare((PyObject *)m, one, Py_EQ)
+    if (neg == 0 && flt) { /* m != 0 and m != 1: NaN too */
+        PyObject *ne0 = PyObject_RichCompare((PyObject *)m, zero, Py_NE);
+        PyObject *ne1 = ne0 ? PyObject_RichCompare((PyObject *)m, one, Py_NE)
                             : NULL;
-        PyObject *ok = is1 ? PyNumber_Or(is0, is1) : NULL;
-        PyObject *no = ok ? PyNumber_Invert(ok) : NULL;
-        Py_XDECREF(is0);
-        Py_XDECREF(is1);
-        Py_XDECREF(ok);
-        other = no ? any_of(no, &bad) : -1;
+        other = any_of(ne1 ? PyNumber_And(ne0, ne1) : NULL, &bad);
+        Py_XDECREF(ne0);
+        Py_XDECREF(ne1);
     }
     Py_XDECREF(zero);
     Py_XDECREF(one);
@@ -256,23 +252,21 @@ int check_keep_mask(PyArrayObject *m, const char *fname)
     if (!bad)
         return 0;
     PyObject *f = first_bad(m, bad);
-    PyObject *shape = f ? shape_of(m) : NULL;
-    if (shape && neg)
+    if (f && neg)
         PyErr_Format(PyExc_ValueError,
                      "%s: mask holds negative values (e.g. %R), but mask is a "
                      "keep-mask: nonzero/True = may attend. An additive mask "
                      "(0 = attend, -inf = blocked, like PyTorch's float "
-                     "attn_mask) goes in bias= instead (mask.shape=%R)",
-                     fname, f, shape);
-    else if (shape)
+                     "attn_mask) goes in bias= instead (mask.shape=%s)",
+                     fname, f, AP_SHAPE(m));
+    else if (f)
         PyErr_Format(PyExc_ValueError,
                      "%s: mask holds values other than 0 and 1 (e.g. %R), but "
                      "mask is a keep-mask: a float mask must be 0 (blocked) "
                      "or 1 (may attend), like the tutorials' np.tril mask. "
                      "Weights or an additive mask (0 = attend, -inf = "
-                     "blocked) go in bias= instead (mask.shape=%R)",
-                     fname, f, shape);
-    Py_XDECREF(shape);
+                     "blocked) go in bias= instead (mask.shape=%s)",
+                     fname, f, AP_SHAPE(m));
     Py_XDECREF(f);
     Py_DECREF(bad);
     return -1;
