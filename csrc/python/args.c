@@ -516,48 +516,24 @@ int parse_choice(PyObject *o, const char *fname, const char *arg,
                  const char *expect, const char *const *names, int n,
                  int *idx)
 {
-    if (!PyUnicode_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "%s: %s must be %s, got %s", fname, arg,
-                     expect, Py_TYPE(o)->tp_name);
-        return -1;
-    }
-    for (int i = 0; i < n; i++)
+    char text[400];
+    for (int i = 0; PyUnicode_Check(o) && i < n; i++)
         if (PyUnicode_CompareWithASCIIString(o, names[i]) == 0) {
             *idx = i;
             return 0;
         }
-    PyErr_Format(PyExc_ValueError, "%s: %s must be %s, got %R", fname, arg,
-                 expect, o);
+    size_t len = 0; /* expect NULL: "'a', 'b' or 'c'" */
+    for (int i = 0; !expect && i < n && len < sizeof text; i++)
+        len += (size_t)PyOS_snprintf(text + len, sizeof text - len, "%s'%s'",
+                                     !i ? "" : i + 1 == n ? " or " : ", ",
+                                     names[i]);
+    if (PyUnicode_Check(o))
+        PyErr_Format(PyExc_ValueError, "%s: %s must be %s, got %R", fname,
+                     arg, expect ? expect : text, o);
+    else
+        PyErr_Format(PyExc_TypeError, "%s: %s must be %s, got %s", fname, arg,
+                     expect ? expect : text, Py_TYPE(o)->tp_name);
     return -1;
-}
-
-int parse_causal(PyObject *o, const char *fname, attn_causal *c)
-{
-    static const char *const names[] = {"top_left", "bottom_right"};
-    if (o == Py_False || o == Py_None || o == Py_True ||
-        PyArray_IsScalar(o, Bool)) {
-        *c = PyObject_IsTrue(o) ? ATTN_CAUSAL_TOP_LEFT : ATTN_CAUSAL_NONE;
-        return 0;
-    }
-    int i;
-    if (parse_choice(o, fname, "causal",
-                     "False, True, 'top_left' or 'bottom_right'", names, 2,
-                     &i) < 0)
-        return -1;
-    *c = i == 0 ? ATTN_CAUSAL_TOP_LEFT : ATTN_CAUSAL_BOTTOM_RIGHT;
-    return 0;
-}
-
-int parse_fully_masked(PyObject *o, const char *fname, attn_fm *fm)
-{
-    /* in the order of attn_fm */
-    static const char *const names[] = {"zero", "uniform", "nan", "raise"};
-    int i;
-    if (parse_choice(o, fname, "fully_masked",
-                     "'zero', 'uniform', 'nan' or 'raise'", names, 4, &i) < 0)
-        return -1;
-    *fm = (attn_fm)i;
-    return 0;
 }
 
 int broadcast_batch(PyArrayObject **arr, const int *nb, int nops,

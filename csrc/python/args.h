@@ -132,6 +132,9 @@ PyArrayObject *as_type(PyArrayObject *a, int typenum, const char *fname,
 int elem_strides(PyArrayObject *a, ptrdiff_t *st);
 int ensure_elem_strides(PyArrayObject **pa, ptrdiff_t *st);
 int may_overlap(PyArrayObject *a, PyArrayObject *b);
+/* a and b are the same view: same memory, shape and strides (those of
+ * dims of extent <= 1 aside): an output may be written in place       */
+int same_view(PyArrayObject *a, PyArrayObject *b);
 /* store = store_of(a): a float16/bfloat16 array is read in 16 bits    */
 attn_mat mat_of(PyArrayObject *a, const ptrdiff_t *boff, const ptrdiff_t *st,
                 int nd);
@@ -247,12 +250,10 @@ ptrdiff_t *alloc_offsets(size_t nops, size_t B);
 /* ---- option strings ------------------------------------------------------ */
 /* o must be the str names[i] for some i < n: *idx = i. Otherwise
  * "<fname>: <arg> must be <expect>, got ..." (ValueError for another str,
- * TypeError for another type).                                          */
+ * TypeError for another type); expect NULL: "'a', 'b' or 'c'" of names */
 int parse_choice(PyObject *o, const char *fname, const char *arg,
                  const char *expect, const char *const *names, int n,
                  int *idx);
-int parse_causal(PyObject *o, const char *fname, attn_causal *c);
-int parse_fully_masked(PyObject *o, const char *fname, attn_fm *fm);
 
 /* ---- the attention variants (variants.c) --------------------------------- */
 /* variants: None, or the tuple of the public functions' variant keywords

@@ -230,13 +230,11 @@ PyArrayObject *dest_for_call(PyArrayObject *user, PyArrayObject *const *ins,
                                           PyArray_DIMS(user), d, 0);
 }
 
-/* a and b are the same view: same memory, shape and strides */
-static int same_view(PyArrayObject *a, PyArrayObject *b)
+int same_view(PyArrayObject *a, PyArrayObject *b)
 {
-    int same = PyArray_DATA(a) == PyArray_DATA(b) &&
-               PyArray_NDIM(a) == PyArray_NDIM(b);
+    int same = PyArray_DATA(a) == PyArray_DATA(b) && PyArray_SAMESHAPE(a, b);
     for (int d = 0; same && d < PyArray_NDIM(a); d++)
-        same = PyArray_DIM(a, d) == PyArray_DIM(b, d) &&
+        same = PyArray_DIM(a, d) <= 1 ||
                PyArray_STRIDE(a, d) == PyArray_STRIDE(b, d);
     return same;
 }

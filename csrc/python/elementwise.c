@@ -59,13 +59,12 @@ static int check_axis(PyObject *o, int nd, const char *fname, int *axis)
     return 0;
 }
 
-/* u->raw, u->typenum, u->x from the input x, and its axis: 0, or -1 with
- * an exception                                                          */
-static int unary_input(ap_unary *u, PyObject *x, PyObject *axis_obj,
-                       const char *fname, const char *arg, int *axis)
+/* u->raw, u->typenum and u->x from the input x (real numbers): 0, or -1
+ * with an exception                                                     */
+static int unary_real(ap_unary *u, PyObject *x, const char *fname,
+                      const char *arg)
 {
-    if (!(u->raw = as_real_array(x, fname, arg)) ||
-        check_axis(axis_obj, PyArray_NDIM(u->raw), fname, axis) < 0)
+    if (!(u->raw = as_real_array(x, fname, arg)))
         return -1;
     u->typenum = compute_type_of(PyArray_DESCR(u->raw));
     return (u->x = as_type(u->raw, u->typenum, fname, arg)) ? 0 : -1;
@@ -179,7 +178,8 @@ static PyObject *core_softmax_jacobian(PyObject *Py_UNUSED(mod),
     if (!fname)
         return NULL;
     int axis;
-    if (unary_input(&u, args[0], args[1], fname, "y", &axis) < 0)
+    if (unary_real(&u, args[0], fname, "y") < 0 ||
+        check_axis(args[1], PyArray_NDIM(u.raw), fname, &axis) < 0)
         goto fail;
     int nd = PyArray_NDIM(u.raw);
     if (nd + 1 > NPY_MAXDIMS) {
@@ -236,14 +236,10 @@ static PyObject *core_combine_heads(PyObject *Py_UNUSED(mod),
                                        args, 2);
     if (!fname)
         return NULL;
-    if (!(u.raw = as_real_array(args[0], fname, "x")))
-        return NULL;
-    int nd = PyArray_NDIM(u.raw);
-    if (need_ndim(u.raw, 3, fname, "x", "..., H, T, dk") < 0)
+    if (unary_real(&u, args[0], fname, "x") < 0 ||
+        need_ndim(u.raw, 3, fname, "x", "..., H, T, dk") < 0)
         goto fail;
-    u.typenum = compute_type_of(PyArray_DESCR(u.raw));
-    if (!(u.x = as_type(u.raw, u.typenum, fname, "x")))
-        goto fail;
+    const int nd = PyArray_NDIM(u.raw);
     npy_intp H = PyArray_DIM(u.x, nd - 3), T = PyArray_DIM(u.x, nd - 2),
              dk = PyArray_DIM(u.x, nd - 1);
     npy_intp odims[NPY_MAXDIMS];
