@@ -536,61 +536,6 @@ int parse_choice(PyObject *o, const char *fname, const char *arg,
     return -1;
 }
 
-int broadcast_batch(PyArrayObject **arr, const int *nb, int nops,
-                    const char *const *names, const char *fname, int *bnd,
-                    npy_intp *bshape)
-{
-    int nd = 0;
-    for (int op = 0; op < nops; op++)
-        if (arr[op] && nb[op] > nd)
-            nd = nb[op];
-    if (nd > NPY_MAXDIMS - 2) {
-        PyErr_Format(PyExc_ValueError, "%s: too many dimensions", fname);
-        return -1;
-    }
-    int first_op[NPY_MAXDIMS];
-    for (int d = 0; d < nd; d++) {
-        bshape[d] = 1;
-        first_op[d] = -1;
-    }
-    for (int op = 0; op < nops; op++) {
-        if (!arr[op])
-            continue;
-        for (int k = 0; k < nb[op]; k++) {
-            int d = nd - nb[op] + k;
-            npy_intp n = PyArray_DIM(arr[op], k);
-            if (n == 1)
-                continue;
-            if (bshape[d] == 1 && first_op[d] < 0) {
-                bshape[d] = n;
-                first_op[d] = op;
-            }
-            else if (bshape[d] != n) {
-                int o1 = first_op[d];
-                return err_shapes(PyExc_ValueError, names[o1], arr[o1],
-                                  names[op], arr[op], "%s: the leading (batch) "
-                                  "dimensions of %s and %s do not broadcast",
-                                  fname, names[o1], names[op]);
-            }
-        }
-    }
-    *bnd = nd;
-    return 0;
-}
-
-int ap_unary_dest(ap_unary *u, PyObject *out, const char *fname, int nd,
-                  const npy_intp *dims)
-{
-    if (out == Py_None)
-        return (u->dst = new_result(nd, dims, u->typenum, fname,
-                                    "the result")) ? 0 : -1;
-    if (!(u->user = check_out(out, fname, "out", nd, dims, u->typenum)))
-        return -1;
-    /* any overlap with x goes through a temporary */
-    return (u->dst = dest_for_call(u->user, &u->x, 1, u->typenum,
-                                   &u->is_tmp)) ? 0 : -1;
-}
-
 PyObject *ap_unary_finish(ap_unary *u, int ok)
 {
     PyObject *result = ok ? deliver(u->user, u->dst, u->is_tmp) : NULL;

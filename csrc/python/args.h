@@ -59,6 +59,15 @@
 
 #define AP_FASTCALL(f) ((PyCFunction)(void (*)(void))(f))
 #define AP_KW (METH_FASTCALL | METH_KEYWORDS)
+/* core_<name>: an AP_KW entry point that is impl(<the arguments after
+ * impl>, argv, nargs, kwnames), for functions that share one impl       */
+#define AP_ENTRY(name, impl, ...)                                              \
+    static PyObject *core_##name(PyObject *Py_UNUSED(mod),                     \
+                                 PyObject *const *argv, Py_ssize_t nargs,      \
+                                 PyObject *kwnames)                            \
+    {                                                                          \
+        return impl(__VA_ARGS__, argv, nargs, kwnames);                        \
+    }
 #define AP_MAX_OPS 16  /* operands one fill_offsets() call may walk */
 
 /* ---- keyword arguments of the _core functions ----------------------------- */
@@ -224,10 +233,6 @@ typedef struct {
     ptrdiff_t *offs;               /* alloc_offsets() memory, or NULL      */
     int is_tmp, typenum;
 } ap_unary;
-/* u->dst: the out= array `out` (checked against nd/dims; through a
- * temporary when it may overlap x) or a new result                      */
-int ap_unary_dest(ap_unary *u, PyObject *out, const char *fname, int nd,
-                  const npy_intp *dims);
 /* the same (dtypes.c) for a call with result dtype rd (16-bit allowed):
  * a new array, or out= (rd or a wider float) of ins[0]'s shape, used
  * directly when the kernel can write it and it is exactly one of
@@ -239,9 +244,6 @@ int ap_unary_dest16(ap_unary *u, PyObject *out, PyArray_Descr *rd,
 PyObject *ap_unary_finish(ap_unary *u, int ok);
 
 /* ---- batch dims ---------------------------------------------------------- */
-int broadcast_batch(PyArrayObject **arr, const int *nb, int nops,
-                    const char *const *names, const char *fname, int *bnd,
-                    npy_intp *bshape);
 void fill_offsets(int nd, const npy_intp *shape, int nops,
                   ptrdiff_t (*strides)[NPY_MAXDIMS], ptrdiff_t *offs,
                   size_t B);

@@ -243,16 +243,43 @@ static int sdpa_mask_bias(sdpa_call *c, PyObject *const *args)
     return sdpa_alibi(c);
 }
 
+/* operand op's trailing dims that are not batch dims */
+static int core_nd(int op) { return op == OP_ALIBI ? 0 : op == OP_LSE ? 1 : 2; }
+
+/* the inputs' leading (batch) dims broadcast by NumPy's rules: bnd,
+ * bshape and their product B                                            */
 static int sdpa_batch(sdpa_call *c)
 {
-    int nb[N_OPS] = {0};
+    int first[NPY_MAXDIMS]; /* per dim: the first input not 1 there */
+    c->bnd = 0;
     for (int op = OP_Q; op < N_IN; op++)
-        nb[op] = !c->arr[op]         ? 0
-                 : op == OP_ALIBI ? PyArray_NDIM(c->arr[op])
-                                  : PyArray_NDIM(c->arr[op]) - 2;
-    if (broadcast_batch(c->arr, nb, N_IN, op_names, c->fname, &c->bnd,
-                        c->bshape) < 0)
+        if (c->arr[op] && PyArray_NDIM(c->arr[op]) - core_nd(op) > c->bnd)
+            c->bnd = PyArray_NDIM(c->arr[op]) - core_nd(op);
+    if (c->bnd > NPY_MAXDIMS - 2) {
+        PyErr_Format(PyExc_ValueError, "%s: too many dimensions", c->fname);
         return -1;
+    }
+    for (int d = 0; d < c->bnd; d++) {
+        c->bshape[d] = 1;
+        first[d] = -1;
+    }
+    for (int op = OP_Q; op < N_IN; op++) {
+        PyArrayObject *a = c->arr[op];
+        const int nb = a ? PyArray_NDIM(a) - core_nd(op) : 0;
+        for (int k = 0; k < nb; k++) {
+            const int d = c->bnd - nb + k, f = first[d];
+            const npy_intp n = PyArray_DIM(a, k);
+            if (n != 1 && f < 0) {
+                c->bshape[d] = n;
+                first[d] = op;
+            }
+            else if (n != 1 && c->bshape[d] != n)
+                return err_shapes(PyExc_ValueError, op_names[f], c->arr[f],
+                                  op_names[op], a, "%s: the leading (batch) "
+                                  "dimensions of %s and %s do not broadcast",
+                                  c->fname, op_names[f], op_names[op]);
+        }
+    }
     c->B = 1;
     for (int d = 0; d < c->bnd; d++) {
         size_t n = (size_t)c->bshape[d];
@@ -368,8 +395,7 @@ static int sdpa_problem(sdpa_call *c, PyObject *const *args)
             continue;
         if (ensure_elem_strides(&c->arr[op], st[op]) < 0)
             return -1;
-        int lead = PyArray_NDIM(c->arr[op]) -
-                   (op == OP_ALIBI ? 0 : op == OP_LSE ? 1 : 2);
+        int lead = PyArray_NDIM(c->arr[op]) - core_nd(op);
         for (int d = 0; d < c->bnd; d++) {
             int k = d - (c->bnd - lead);
             bst[op][d] = (k >= 0 && PyArray_DIM(c->arr[op], k) != 1)

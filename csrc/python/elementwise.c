@@ -150,18 +150,8 @@ fail:
     return ap_unary_finish(&u, ok);
 }
 
-static PyObject *core_softmax(PyObject *Py_UNUSED(mod), PyObject *const *argv,
-                              Py_ssize_t nargs, PyObject *kwnames)
-{
-    return softmax_call(&softmax_spec, 1, argv, nargs, kwnames);
-}
-
-static PyObject *core_softmax_backward(PyObject *Py_UNUSED(mod),
-                                       PyObject *const *argv, Py_ssize_t nargs,
-                                       PyObject *kwnames)
-{
-    return softmax_call(&softmax_bwd_spec, 2, argv, nargs, kwnames);
-}
+AP_ENTRY(softmax, softmax_call, &softmax_spec, 1)
+AP_ENTRY(softmax_backward, softmax_call, &softmax_bwd_spec, 2)
 
 /* ------------------------------------------------------------------------ */
 /* softmax_jacobian(y, axis, fname) -> (y.shape without axis) + (n, n)       */
@@ -251,7 +241,14 @@ static PyObject *core_combine_heads(PyObject *Py_UNUSED(mod),
         goto fail;
     }
     odims[nd - 2] = H * dk;
-    if (ap_unary_dest(&u, args[1], fname, nd - 1, odims) < 0)
+    /* out= of exactly the result's dtype; an overlap with x: a temporary */
+    if (args[1] == Py_None
+            ? !(u.dst = new_result(nd - 1, odims, u.typenum, fname,
+                                   "the result"))
+            : !(u.user = check_out(args[1], fname, "out", nd - 1, odims,
+                                   u.typenum)) ||
+                  !(u.dst = dest_for_call(u.user, &u.x, 1, u.typenum,
+                                          &u.is_tmp)))
         goto fail;
     ptrdiff_t sx[NPY_MAXDIMS], so[NPY_MAXDIMS];
     if (ensure_elem_strides(&u.x, sx) < 0 || elem_strides(u.dst, so) < 0)

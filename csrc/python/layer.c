@@ -333,15 +333,6 @@ fail:
     }
 #define M(op) c->mat[op]
 
-/* core_<name>(...): lc_call of the table <name>_f                        */
-#define LC_FUNC(name)                                                          \
-    static PyObject *core_##name(PyObject *Py_UNUSED(mod),                     \
-                                 PyObject *const *argv, Py_ssize_t nargs,      \
-                                 PyObject *kwnames)                            \
-    {                                                                          \
-        return lc_call(&name##_f, argv, nargs, kwnames);                       \
-    }
-
 /* ------------------------------------------------------------------------ */
 /* layer_norm(x, /, *, residual, shift, weight, bias, eps, eps_in_sqrt,     */
 /*            out, return_sum, fname) -> y, or (y, s) with return_sum       */
@@ -364,7 +355,7 @@ static const lfunc layer_norm_f = {
     {{LN_OUT, {"out", LC_ROWS, LN_X, LC_NONE}, LC_NONE},
      {LC_NONE, {"the sum", LC_ROWS, LC_NONE, LC_NONE}, LN_RSUM}},
     run_layer_norm};
-LC_FUNC(layer_norm)
+AP_ENTRY(layer_norm, lc_call, &layer_norm_f)
 
 /* ------------------------------------------------------------------------ */
 /* layer_norm_backward(dy, x, /, *, weight, eps, eps_in_sqrt,               */
@@ -391,7 +382,7 @@ static const lfunc layer_norm_backward_f = {
      {LC_NONE, {"dweight", LC_VECTOR, LC_NONE, LBO_W}, LNB_RDW},
      {LC_NONE, {"dbias", LC_VECTOR, LC_NONE, LC_NONE}, LNB_RDB}},
     run_layer_norm_backward};
-LC_FUNC(layer_norm_backward)
+AP_ENTRY(layer_norm_backward, lc_call, &layer_norm_backward_f)
 
 /* ------------------------------------------------------------------------ */
 /* bias_act(x, /, *, bias, activation, out, fname) -> act(x + bias)         */
@@ -408,7 +399,7 @@ static const lfunc bias_act_f = {
     {{BA_X, "x", LC_REQUIRED}, {BA_B, "bias", LC_VECTOR}},
     {{BA_OUT, {"out", LC_ROWS, BA_X, LC_NONE}, LC_NONE}},
     run_bias_act};
-LC_FUNC(bias_act)
+AP_ENTRY(bias_act, lc_call, &bias_act_f)
 
 /* ------------------------------------------------------------------------ */
 /* bias_act_backward(dy, x, /, *, bias, activation, return_dbias, out,      */
@@ -429,7 +420,7 @@ static const lfunc bias_act_backward_f = {
     {{BAB_OUT, {"out", LC_ROWS, BBO_DY, BBO_X}, LC_NONE},
      {LC_NONE, {"dbias", LC_VECTOR, LC_NONE, BBO_B}, BAB_RDB}},
     run_bias_act_backward};
-LC_FUNC(bias_act_backward)
+AP_ENTRY(bias_act_backward, lc_call, &bias_act_backward_f)
 
 /* ------------------------------------------------------------------------ */
 /* rms_norm(x, /, *, weight, eps, out, fname) -> y                          */
@@ -445,7 +436,7 @@ static const lfunc rms_norm_f = {
     {{RMS_X, "x", LC_REQUIRED}, {RMS_W, "weight", LC_VECTOR}},
     {{RMS_OUT, {"out", LC_ROWS, RMS_X, LC_NONE}, LC_NONE}},
     run_rms_norm};
-LC_FUNC(rms_norm)
+AP_ENTRY(rms_norm, lc_call, &rms_norm_f)
 
 /* ------------------------------------------------------------------------ */
 /* rms_norm_backward(dy, x, /, *, weight, eps, return_dweight, out, fname)  */
@@ -466,7 +457,7 @@ static const lfunc rms_norm_backward_f = {
     {{RMB_OUT, {"out", LC_ROWS, RBO_DY, RBO_X}, LC_NONE},
      {LC_NONE, {"dweight", LC_VECTOR, LC_NONE, RBO_W}, RMB_RDW}},
     run_rms_norm_backward};
-LC_FUNC(rms_norm_backward)
+AP_ENTRY(rms_norm_backward, lc_call, &rms_norm_backward_f)
 
 /* ------------------------------------------------------------------------ */
 /* swiglu(gate, up=None, /, *, out, fname) -> silu(gate) * up (up None:     */
@@ -482,7 +473,7 @@ static const lfunc swiglu_f = {
     {{GLU_G, "gate", LC_REQUIRED}, {GLU_U, "up", LC_ROWS}},
     {{GLU_OUT, {"out", LC_ROWS, GLU_G, LC_NONE}, LC_NONE}},
     run_swiglu};
-LC_FUNC(swiglu)
+AP_ENTRY(swiglu, lc_call, &swiglu_f)
 
 /* ------------------------------------------------------------------------ */
 /* swiglu_backward(dy, gate, up=None, /, *, fname) -> (dgate, dup or None) */
@@ -500,7 +491,7 @@ static const lfunc swiglu_backward_f = {
     {{LC_NONE, {"dgate", LC_ROWS, LC_NONE, GBO_G}, LC_NONE},
      {LC_NONE, {"dup", LC_ROWS, LC_NONE, GBO_U}, GLB_U}},
     run_swiglu_backward};
-LC_FUNC(swiglu_backward)
+AP_ENTRY(swiglu_backward, lc_call, &swiglu_backward_f)
 
 PyMethodDef ap_layer_methods[] = {
     {"layer_norm", AP_FASTCALL(core_layer_norm), AP_KW,

@@ -201,10 +201,11 @@ AP_ARGSPEC(as_real_spec, "as_real", 3, 3, "obj", "fname", "arg");
 AP_ARGSPEC(as_array16_spec, "as_array16", 3, 3, "obj", "fname", "arg");
 
 /* (obj, fname, arg) -> conv(obj, fname, arg)                            */
-static PyObject *array_of(ap_argspec *spec, PyObject *const *argv,
-                          Py_ssize_t nargs, PyObject *kwnames,
+static PyObject *array_of(ap_argspec *spec,
                           PyArrayObject *(*conv)(PyObject *, const char *,
-                                                 const char *))
+                                                 const char *),
+                          PyObject *const *argv, Py_ssize_t nargs,
+                          PyObject *kwnames)
 {
     PyObject *args[3];
     if (ap_parse_args(spec, argv, nargs, kwnames, args) < 0)
@@ -216,20 +217,10 @@ static PyObject *array_of(ap_argspec *spec, PyObject *const *argv,
     return (PyObject *)conv(args[0], fname, arg);
 }
 
-/* as_real(obj, fname, arg): ndarray of real numbers in its own dtype */
-static PyObject *core_as_real(PyObject *Py_UNUSED(mod), PyObject *const *argv,
-                              Py_ssize_t nargs, PyObject *kwnames)
-{
-    return array_of(&as_real_spec, argv, nargs, kwnames, as_real_array);
-}
-
-/* as_array16(obj, fname, arg): the same, float16 and bfloat16 accepted */
-static PyObject *core_as_array16(PyObject *Py_UNUSED(mod),
-                                 PyObject *const *argv, Py_ssize_t nargs,
-                                 PyObject *kwnames)
-{
-    return array_of(&as_array16_spec, argv, nargs, kwnames, as_array16);
-}
+/* as_real(obj, fname, arg): ndarray of real numbers in its own dtype;
+ * as_array16: the same, float16 and bfloat16 accepted                  */
+AP_ENTRY(as_real, array_of, &as_real_spec, as_real_array)
+AP_ENTRY(as_array16, array_of, &as_array16_spec, as_array16)
 
 PyMethodDef ap_runtime_methods[] = {
     {"as_array16", AP_FASTCALL(core_as_array16), AP_KW,

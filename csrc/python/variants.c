@@ -135,19 +135,15 @@ int parse_variants(PyObject *o, const char *fname, attn_problem *p,
 {
     PyObject *v[N_VARIANTS];
     Py_ssize_t n = 0;
-    if (o != Py_None) {
-        if (!PyTuple_Check(o) || (n = PyTuple_GET_SIZE(o)) > N_VARIANTS) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s: variants must be None or a tuple of at most "
-                         "%d: " AP_VARIANT_NAMES ", got %R", fname,
-                         (int)N_VARIANTS, o);
-            return -1;
-        }
-        for (Py_ssize_t i = 0; i < n; i++)
-            v[i] = PyTuple_GET_ITEM(o, i);
+    if (o != Py_None &&
+        (!PyTuple_Check(o) || (n = PyTuple_GET_SIZE(o)) > N_VARIANTS)) {
+        PyErr_Format(PyExc_TypeError, "%s: variants must be None or a tuple "
+                     "of at most %d: " AP_VARIANT_NAMES ", got %R", fname,
+                     (int)N_VARIANTS, o);
+        return -1;
     }
-    for (Py_ssize_t i = n; i < N_VARIANTS; i++)
-        v[i] = Py_None;
+    for (Py_ssize_t i = 0; i < N_VARIANTS; i++)
+        v[i] = i < n ? PyTuple_GET_ITEM(o, i) : Py_None;
     *alibi = v[V_ALIBI] == Py_None ? NULL : v[V_ALIBI];
     return parse_window(v[V_WINDOW], fname, p) < 0 ||
                    parse_softcap(v[V_SOFTCAP], fname, &p->softcap) < 0
