@@ -90,8 +90,8 @@ const char *dims_str(int nd, const npy_intp *dims, char *buf)
     size_t n = 1;
     buf[0] = '(';
     for (int d = 0; d < nd; d++)
-        n += (size_t)PyOS_snprintf(buf + n, AP_SHAPE_LEN - n, d ? ", %zd" : "%zd",
-                                   (Py_ssize_t)dims[d]);
+        n += (size_t)PyOS_snprintf(buf + n, AP_SHAPE_LEN - n,
+                                   d ? ", %zd" : "%zd", (Py_ssize_t)dims[d]);
     PyOS_snprintf(buf + n, AP_SHAPE_LEN - n, nd == 1 ? ",)" : ")");
     return buf;
 }
@@ -272,13 +272,9 @@ PyArrayObject *as_type(PyArrayObject *a, int typenum,
  * is not a multiple of the item size (possible only for odd views). */
 int elem_strides(PyArrayObject *a, ptrdiff_t *st)
 {
-    npy_intp isz = PyArray_ITEMSIZE(a);
+    const npy_intp isz = PyArray_ITEMSIZE(a);
     for (int d = 0; d < PyArray_NDIM(a); d++) {
-        npy_intp s = PyArray_STRIDE(a, d);
-        if (PyArray_DIM(a, d) <= 1) {
-            st[d] = 0;
-            continue;
-        }
+        const npy_intp s = PyArray_DIM(a, d) <= 1 ? 0 : PyArray_STRIDE(a, d);
         if (s % isz != 0)
             return -1;
         st[d] = (ptrdiff_t)(s / isz);
@@ -300,36 +296,26 @@ int ensure_elem_strides(PyArrayObject **pa, ptrdiff_t *st)
     return elem_strides(c, st) == 0 ? 0 : -1;
 }
 
-/* Conservative test: may the memory of a and b overlap? */
-static void mem_bounds(PyArrayObject *a, char **lo, char **hi)
-{
-    char *l = PyArray_BYTES(a), *h = PyArray_BYTES(a);
-    for (int d = 0; d < PyArray_NDIM(a); d++) {
-        npy_intp n = PyArray_DIM(a, d);
-        if (n == 0) {
-            *lo = *hi = NULL;
-            return;
-        }
-        npy_intp ext = (n - 1) * PyArray_STRIDE(a, d);
-        if (ext < 0)
-            l += ext;
-        else
-            h += ext;
-    }
-    *lo = l;
-    *hi = h + PyArray_ITEMSIZE(a);
-}
-
+/* Conservative test: may the memory of a and b overlap? (the bytes
+ * between each one's lowest and highest element meet)                   */
 int may_overlap(PyArrayObject *a, PyArrayObject *b)
 {
-    if (!a || !b)
+    char *lo[2], *hi[2];
+    if (!a || !b || PyArray_SIZE(a) == 0 || PyArray_SIZE(b) == 0)
         return 0;
-    char *la, *ha, *lb, *hb;
-    mem_bounds(a, &la, &ha);
-    mem_bounds(b, &lb, &hb);
-    if (!la || !lb)
-        return 0;
-    return la < hb && lb < ha;
+    for (int i = 0; i < 2; i++) {
+        PyArrayObject *x = i ? b : a;
+        lo[i] = hi[i] = PyArray_BYTES(x);
+        for (int d = 0; d < PyArray_NDIM(x); d++) {
+            const npy_intp ext = (PyArray_DIM(x, d) - 1) * PyArray_STRIDE(x, d);
+            if (ext < 0)
+                lo[i] += ext;
+            else
+                hi[i] += ext;
+        }
+        hi[i] += PyArray_ITEMSIZE(x);
+    }
+    return lo[0] < hi[1] && lo[1] < hi[0];
 }
 
 /*
@@ -373,7 +359,8 @@ PyArrayObject *check_out(PyObject *obj, const char *fname,
 }
 
 /* The result a function returns (new reference): the user's out= array,
- * filled from the temporary when dest_for chose one, or the fresh result. */
+ * filled from the temporary when dest_for_call chose one, or the fresh
+ * result. */
 PyObject *deliver(PyArrayObject *user, PyArrayObject *dst, int is_tmp)
 {
     if (is_tmp && PyArray_CopyInto(user, dst) < 0)
@@ -466,15 +453,20 @@ static int poll_signals(void *ctx)
     return r < 0;
 }
 
-void ap_nogil_begin(ap_nogil *g)
+const attn_exec *ap_nogil_begin(ap_nogil *g)
 {
     g->ex.nthreads = ap_num_threads();
     g->ex.poll = poll_signals;
     g->ex.poll_ctx = g;
     g->ts = PyEval_SaveThread();
+    return &g->ex;
 }
 
-void ap_nogil_end(ap_nogil *g) { PyEval_RestoreThread(g->ts); }
+attn_status ap_nogil_end(ap_nogil *g, attn_status st)
+{
+    PyEval_RestoreThread(g->ts);
+    return st;
+}
 
 /* Map a core status to an exception. Returns 0 for ATTN_OK. */
 int raise_status(attn_status st, const char *fname)

@@ -25,15 +25,16 @@
  *      rules of docs/user/tour.md: float32 stays float32, the rest float64),
  *      or, for 16-bit data, the calls of the "16-bit storage" section,
  *      ensure_elem_strides() (strides in elements for attn_mat).
- *   3. Shapes: check them and raise with err_shapes() or PyErr_Format (AP_SHAPE() for a shape),
- *      naming fname, the argument and the shapes. Batch dims:
- *      broadcast_batch() then fill_offsets() into alloc_offsets() memory.
+ *   3. Shapes: check them and raise with err_shapes() or PyErr_Format
+ *      (AP_SHAPE() writes a shape), naming fname, the argument and the
+ *      shapes. Batch dims: fill_offsets() into alloc_offsets() memory
+ *      (attention.c's sdpa_batch broadcasts them by NumPy's rules).
  *   4. Results: new_result(), or for out=: check_out() then dest_for_call()
  *      (the user's array itself, or a temporary when it overlaps an input
  *      or has odd strides) and deliver() at the end.
- *   5. Compute: AP_RUN(st, attn_foo, &args) (the GIL released, an
- *      attn_exec with the thread count and the Ctrl-C poll), then
- *      raise_status().
+ *   5. Compute: raise_status(AP_RUN(g, attn_foo, &args), fname), g an
+ *      ap_nogil (the GIL released, an attn_exec with the thread count and
+ *      the Ctrl-C poll).
  *   6. Add {"foo", AP_FASTCALL(core_foo), AP_KW, "foo(x, /, *, out=None,
  *      fname='foo')\n--\n\ndoc"} to the family's method table
  *      (ap_<family>_methods): the first line is the text signature that
@@ -233,14 +234,13 @@ typedef struct {
     ptrdiff_t *offs;               /* alloc_offsets() memory, or NULL      */
     int is_tmp, typenum;
 } ap_unary;
-/* the same (dtypes.c) for a call with result dtype rd (16-bit allowed):
+/* u->dst (dtypes.c) for a call with result dtype rd (16-bit allowed):
  * a new array, or out= (rd or a wider float) of ins[0]'s shape, used
  * directly when the kernel can write it and it is exactly one of
- * ins[0..n) (n <= 2) where inplace_ok says so (in place), else through
- * a temporary                                                           */
+ * ins[0..n) (n <= 2: in place) or overlaps none, else through a
+ * temporary                                                             */
 int ap_unary_dest16(ap_unary *u, PyObject *out, PyArray_Descr *rd,
-                    const char *fname, PyArrayObject *const *ins,
-                    const int *inplace_ok, int n);
+                    const char *fname, PyArrayObject *const *ins, int n);
 PyObject *ap_unary_finish(ap_unary *u, int ok);
 
 /* ---- batch dims ---------------------------------------------------------- */
@@ -279,19 +279,16 @@ typedef struct {
     PyThreadState *ts;
     attn_exec ex;
 } ap_nogil;
-/* release the GIL; g->ex is then the exec to pass to the core (the
+/* release the GIL; returns &g->ex, the exec to pass to the core (the
  * module's thread count, Ctrl-C polled about every 100 ms)               */
-void ap_nogil_begin(ap_nogil *g);
-void ap_nogil_end(ap_nogil *g);
-/* a core entry point fn(args, exec) with the GIL released, on the module's
- * threads with the Ctrl-C poll: st = fn(args, &exec)                    */
-#define AP_RUN(st, fn, args)                                                   \
-    do {                                                                       \
-        ap_nogil ap_g_;                                                        \
-        ap_nogil_begin(&ap_g_);                                                \
-        (st) = fn(args, &ap_g_.ex);                                            \
-        ap_nogil_end(&ap_g_);                                                  \
-    } while (0)
+const attn_exec *ap_nogil_begin(ap_nogil *g);
+attn_status ap_nogil_end(ap_nogil *g, attn_status st); /* returns st */
+/* the status of a core entry point fn(args..., exec) run with the GIL
+ * released, on the module's threads with the Ctrl-C poll (g: an ap_nogil
+ * of the caller's; ap_nogil_end's arguments, fn's call among them, are
+ * evaluated before it is called)                                        */
+#define AP_RUN(g, fn, ...)                                                     \
+    ap_nogil_end(&(g), fn(__VA_ARGS__, ap_nogil_begin(&(g))))
 int raise_status(attn_status st, const char *fname);
 
 /* ---- threads (runtime.c) ------------------------------------------------- */

@@ -302,19 +302,13 @@ static int check_out_w_disjoint(sdpa_call *c)
     PyObject *np = PyImport_ImportModule("numpy");
     PyObject *r = np ? PyObject_CallMethod(np, "shares_memory", "OO", o, w)
                      : NULL;
+    const int shared = r ? PyObject_IsTrue(r) : -1;
     Py_XDECREF(np);
-    if (!r)
-        return -1;
-    int shared = PyObject_IsTrue(r);
-    Py_DECREF(r);
-    if (shared < 0)
-        return -1;
-    if (shared) {
+    Py_XDECREF(r);
+    if (shared > 0)
         PyErr_Format(PyExc_ValueError, "%s: out and weights_out share memory",
                      c->fname);
-        return -1;
-    }
-    return 0;
+    return shared ? -1 : 0;
 }
 
 /* dims = the broadcast batch shape + (rows, cols) */
@@ -460,16 +454,17 @@ static int sdpa_compute(sdpa_call *c)
 {
     if (!c->busy)
         return 0;
+    ap_nogil g;
     attn_status status;
     if (c->bwd) {
         attn_bwd_problem bp = {c->p, c->dmat[0], c->dmat[1], c->dmat[2],
                                c->dmat[3], c->dmat[4]};
-        AP_RUN(status, attn_sdpa_backward, &bp);
+        status = AP_RUN(g, attn_sdpa_backward, &bp);
         c->p.bad_b = bp.f.bad_b;
         c->p.bad_row = bp.f.bad_row;
     }
     else
-        AP_RUN(status, attn_sdpa, &c->p);
+        status = AP_RUN(g, attn_sdpa, &c->p);
     if (status == ATTN_EFULLYMASKED) {
         raise_fully_masked(c);
         return -1;

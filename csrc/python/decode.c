@@ -128,9 +128,8 @@ static PyObject *core_merge(PyObject *Py_UNUSED(mod), PyObject *const *argv,
         const attn_merge_args a = {dtype_of(typenum), (size_t)c.K, B, L, Ev,
                                    c.mats[c.n - 2], c.mats[c.n - 1], c.mats,
                                    c.mats + c.K};
-        attn_status s;
-        AP_RUN(s, attn_merge, &a);
-        if (raise_status(s, fname) < 0)
+        ap_nogil g;
+        if (raise_status(AP_RUN(g, attn_merge, &a), fname) < 0)
             goto fail;
     }
     result = PyTuple_Pack(2, (PyObject *)c.arr[c.n - 2],

@@ -240,8 +240,7 @@ int same_view(PyArrayObject *a, PyArrayObject *b)
 }
 
 int ap_unary_dest16(ap_unary *u, PyObject *out, PyArray_Descr *rd,
-                    const char *fname, PyArrayObject *const *ins,
-                    const int *inplace_ok, int n)
+                    const char *fname, PyArrayObject *const *ins, int n)
 {
     int nd = PyArray_NDIM(ins[0]);
     const npy_intp *dims = PyArray_DIMS(ins[0]);
@@ -252,7 +251,7 @@ int ap_unary_dest16(ap_unary *u, PyObject *out, PyArray_Descr *rd,
         return -1;
     PyArrayObject *chk[2];
     for (int i = 0; i < n; i++)
-        chk[i] = inplace_ok[i] && same_view(u->user, ins[i]) ? NULL : ins[i];
+        chk[i] = same_view(u->user, ins[i]) ? NULL : ins[i];
     return (u->dst = dest_for_call(u->user, chk, n, u->typenum,
                                    &u->is_tmp)) ? 0 : -1;
 }

@@ -106,8 +106,7 @@ static PyObject *softmax_call(ap_argspec *spec, int n, PyObject *const *argv,
     for (int i = n - 1; i >= 0; i--) /* y before dy */
         if (!(in[i] = as_storage(raw[i], u.typenum, fname, name[i])))
             goto fail;
-    const int inplace_ok[2] = {1, 1};
-    if (ap_unary_dest16(&u, args[n + 1], rd, fname, in, inplace_ok, n) < 0)
+    if (ap_unary_dest16(&u, args[n + 1], rd, fname, in, n) < 0)
         goto fail;
     ptrdiff_t st[3][NPY_MAXDIMS];
     size_t nrows;
@@ -127,17 +126,12 @@ static PyObject *softmax_call(ap_argspec *spec, int n, PyObject *const *argv,
         }
         const attn_dtype dt = dtype_of(u.typenum);
         const size_t len = (size_t)PyArray_DIM(in[0], axis);
-        attn_status s;
-        if (n == 1) {
-            const attn_softmax_args a = {dt, nrows, len, m[1], m[0]};
-            AP_RUN(s, attn_softmax, &a);
-        }
-        else {
-            const attn_softmax_grad_args a = {dt, nrows, len, m[2], m[0],
-                                              m[1]};
-            AP_RUN(s, attn_softmax_backward, &a);
-        }
-        if (raise_status(s, fname) < 0)
+        const attn_softmax_args a = {dt, nrows, len, m[1], m[0]};
+        const attn_softmax_grad_args ga = {dt, nrows, len, m[2], m[0], m[1]};
+        ap_nogil g;
+        if (raise_status(n == 1 ? AP_RUN(g, attn_softmax, &a)
+                                : AP_RUN(g, attn_softmax_backward, &ga),
+                         fname) < 0)
             goto fail;
     }
     ok = 1;
@@ -196,13 +190,11 @@ static PyObject *core_softmax_jacobian(PyObject *Py_UNUSED(mod),
         goto fail;
     if (u.offs) {
         attn_mat my = {PyArray_DATA(u.x), u.offs, 0, st[0][axis], ATTN_ST_NATIVE};
-        attn_mat mj = {PyArray_DATA(u.dst), u.offs + nrows, sj[nd - 1],
-                       sj[nd], ATTN_ST_NATIVE};
+        attn_mat mj = mat_of(u.dst, u.offs + nrows, sj, nd + 1);
         const attn_softmax_jac_args a = {dtype_of(u.typenum), nrows,
                                          (size_t)n, mj, my};
-        attn_status s;
-        AP_RUN(s, attn_softmax_jacobian, &a);
-        if (raise_status(s, fname) < 0)
+        ap_nogil g;
+        if (raise_status(AP_RUN(g, attn_softmax_jacobian, &a), fname) < 0)
             goto fail;
     }
     ok = 1;
@@ -267,14 +259,12 @@ static PyObject *core_combine_heads(PyObject *Py_UNUSED(mod),
         if (!(u.offs = alloc_offsets(2, B)))
             goto fail;
         fill_offsets(bnd, PyArray_DIMS(u.x), 2, bst, u.offs, B);
-        attn_mat mi = {PyArray_DATA(u.x), u.offs, sx[nd - 2], sx[nd - 1], ATTN_ST_NATIVE};
-        attn_mat mo = {PyArray_DATA(u.dst), u.offs + B, so[nd - 3],
-                       so[nd - 2], ATTN_ST_NATIVE};
+        attn_mat mi = mat_of(u.x, u.offs, sx, nd);
+        attn_mat mo = mat_of(u.dst, u.offs + B, so, nd - 1);
         const attn_copy_args a = {dtype_of(u.typenum), B, (size_t)T,
                                   (size_t)dk, mo, mi};
-        attn_status st;
-        AP_RUN(st, attn_copy2d, &a);
-        if (raise_status(st, fname) < 0)
+        ap_nogil g;
+        if (raise_status(AP_RUN(g, attn_copy2d, &a), fname) < 0)
             goto fail;
     }
     ok = 1;

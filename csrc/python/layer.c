@@ -309,10 +309,7 @@ static PyObject *lc_call(const lfunc *f, PyObject *const *argv,
     if (lc_mats(&c) < 0)
         goto fail;
     ap_nogil g;
-    ap_nogil_begin(&g);
-    attn_status st = f->run(&c, &v, &g.ex);
-    ap_nogil_end(&g);
-    if (raise_status(st, c.fname) == 0)
+    if (raise_status(AP_RUN(g, f->run, &c, &v), c.fname) == 0)
         result = f->grads || nwant > 1 ? lc_results(&c, c.nin, nout)
                                        : lc_result(&c, c.nin);
 fail:

@@ -117,9 +117,8 @@ static PyObject *core_qmatmul(PyObject *Py_UNUSED(mod), PyObject *const *argv,
     const attn_qmm_args a = {qt, M, N, K, PyArray_DATA(o), row_step(o),
                              PyArray_DATA(x), row_step(x), PyArray_DATA(w),
                              row_step(w)};
-    attn_status st;
-    AP_RUN(st, attn_qmatmul, &a);
-    if (raise_status(st, fname) < 0)
+    ap_nogil g;
+    if (raise_status(AP_RUN(g, attn_qmatmul, &a), fname) < 0)
         return NULL;
     Py_INCREF(o);
     return (PyObject *)o;

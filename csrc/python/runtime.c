@@ -152,7 +152,6 @@ static PyObject *core_read_bytes(PyObject *Py_UNUSED(mod), PyObject *arg)
     const void **data = NULL;
     size_t *nbytes = NULL;
     uint64_t sum = 0;
-    attn_status st;
     if (!PyList_Check(arg) && !PyTuple_Check(arg)) {
         PyErr_Format(PyExc_TypeError, "read_bytes: arrays must be a list or "
                      "tuple of NumPy arrays, got %s", Py_TYPE(arg)->tp_name);
@@ -187,8 +186,8 @@ static PyObject *core_read_bytes(PyObject *Py_UNUSED(mod), PyObject *arg)
         nbytes[i] = (size_t)PyArray_NBYTES(a);
     }
     attn_read_args ra = {(size_t)n, data, nbytes, &sum};
-    AP_RUN(st, attn_read_bytes, &ra);
-    if (raise_status(st, "read_bytes") == 0)
+    ap_nogil g;
+    if (raise_status(AP_RUN(g, attn_read_bytes, &ra), "read_bytes") == 0)
         res = PyLong_FromUnsignedLongLong((unsigned long long)sum);
 fail:
     PyMem_Free(data);
