@@ -6,8 +6,8 @@
  * (attention.c, decode.c, elementwise.c, layer.c, positional.c,
  * runtime.c); module.c only builds
  * the module from their method tables. This header is what they share:
- * converting arguments to arrays, validating them, broadcasting batch
- * dims into the core's offset tables, checking out= arrays, releasing the
+ * converting arguments to arrays, validating them, batch dims as the
+ * core's offset tables, checking out= arrays, releasing the
  * GIL around the core and turning its status into an exception.
  *
  * How to bind a new core function (say attn_foo in csrc/core/attn.h):
