@@ -48,8 +48,9 @@ typedef struct {
     PyArrayObject *arr[N_OPS];     /* converted operands (owned)          */
     PyArrayObject *raw[N_OPS];     /* inputs in their own dtype (owned)   */
     PyObject *alibi;               /* alibi_slopes as given (borrowed)    */
-    PyArrayObject *user[N_OPS];    /* out=, weights_out= (owned)          */
-    int tmp[N_OPS];                /* arr[op] is a temporary for user[op] */
+    PyArrayObject *user[2];        /* out=, weights_out= (owned): the     */
+    int tmp[2];                    /* arrays of OP_OUT, OP_W; arr[op] a   */
+                                   /* temporary for user[op - OP_OUT]     */
     npy_intp L, S, E, Ev;
     int bnd;                       /* number of broadcast batch dims      */
     npy_intp bshape[NPY_MAXDIMS];
@@ -193,25 +194,6 @@ static PyArrayObject *at_least_2d(PyArrayObject *c)
     return r;
 }
 
-/* alibi_slopes (..., H): one slope per batch item, every dim a batch dim */
-static int sdpa_alibi(sdpa_call *c)
-{
-    if (!c->alibi)
-        return 0;
-    if (!(c->raw[OP_ALIBI] = as_array16(c->alibi, c->fname,
-                                           "alibi_slopes")) ||
-        !(c->arr[OP_ALIBI] = as_type(c->raw[OP_ALIBI], c->typenum, c->fname,
-                                     "alibi_slopes")))
-        return -1;
-    if (PyArray_NDIM(c->arr[OP_ALIBI]) < 1) {
-        PyErr_Format(PyExc_ValueError,
-                     "%s: alibi_slopes must have a head axis, shape (H,) or "
-                     "(B, H) for Q (B, H, L, E), got a scalar", c->fname);
-        return -1;
-    }
-    return 0;
-}
-
 static int sdpa_mask_bias(sdpa_call *c, PyObject *const *args)
 {
     for (int op = OP_MASK; op <= OP_BIAS; op++) {
@@ -240,7 +222,21 @@ static int sdpa_mask_bias(sdpa_call *c, PyObject *const *args)
                               (Py_ssize_t)ml, (Py_ssize_t)ms, (Py_ssize_t)c->L,
                               (Py_ssize_t)c->S);
     }
-    return sdpa_alibi(c);
+    /* alibi_slopes (..., H): one slope per batch item, every dim a batch
+     * dim                                                               */
+    if (c->alibi &&
+        (!(c->raw[OP_ALIBI] = as_array16(c->alibi, c->fname,
+                                         "alibi_slopes")) ||
+         !(c->arr[OP_ALIBI] = as_type(c->raw[OP_ALIBI], c->typenum,
+                                      c->fname, "alibi_slopes"))))
+        return -1;
+    if (c->alibi && PyArray_NDIM(c->arr[OP_ALIBI]) < 1) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: alibi_slopes must have a head axis, shape (H,) or "
+                     "(B, H) for Q (B, H, L, E), got a scalar", c->fname);
+        return -1;
+    }
+    return 0;
 }
 
 /* operand op's trailing dims that are not batch dims */
@@ -296,7 +292,7 @@ static int sdpa_batch(sdpa_call *c)
 /* out= and weights_out= must not be the same memory */
 static int check_out_w_disjoint(sdpa_call *c)
 {
-    PyArrayObject *o = c->user[OP_OUT], *w = c->user[OP_W];
+    PyArrayObject *o = c->user[0], *w = c->user[1];
     if (!may_overlap(o, w)) /* bounds apart: fine */
         return 0;
     PyObject *np = PyImport_ImportModule("numpy");
@@ -330,10 +326,11 @@ static int sdpa_dest(sdpa_call *c, int op, PyObject *obj, const npy_intp *dims,
     if (obj == Py_None)
         return (c->arr[op] = new_result_descr(nd, dims, c->rdescr, c->fname,
                                               what)) ? 0 : -1;
-    return (c->user[op] = check_out_wide(obj, c->fname, op_names[op], nd,
-                                         dims, c->rdescr)) &&
-                   (c->arr[op] = dest_for_call(c->user[op], c->arr, nins,
-                                               c->typenum, &c->tmp[op]))
+    PyArrayObject **u = &c->user[op - OP_OUT];
+    return (*u = check_out_wide(obj, c->fname, op_names[op], nd, dims,
+                                c->rdescr)) &&
+                   (c->arr[op] = dest_for_call(*u, c->arr, nins, c->typenum,
+                                               &c->tmp[op - OP_OUT]))
                ? 0
                : -1;
 }
@@ -492,12 +489,13 @@ static PyObject *sdpa_deliver(sdpa_call *c)
 {
     static const int res[4][3] = {
         {OP_OUT}, {OP_OUT, OP_W}, {OP_OUT, OP_W, OP_SC}, {OP_OUT, OP_LSE}};
-    for (int op = OP_OUT; op <= OP_W; op++)
-        if (c->user[op]) {
-            if (c->tmp[op] && PyArray_CopyInto(c->user[op], c->arr[op]) < 0)
-                return NULL;
-            Py_SETREF(c->arr[op], (PyArrayObject *)Py_NewRef(c->user[op]));
-        }
+    for (int k = 0; k < 2; k++) {
+        PyArrayObject *u = c->user[k], **a = &c->arr[OP_OUT + k];
+        if (u && c->tmp[k] && PyArray_CopyInto(u, *a) < 0)
+            return NULL;
+        if (u)
+            Py_SETREF(*a, (PyArrayObject *)Py_NewRef(u));
+    }
     return sdpa_pack(c, res[c->want], c->want < 3 ? (int)c->want + 1 : 2);
 }
 
@@ -507,8 +505,9 @@ static void sdpa_release(sdpa_call *c)
     for (int op = 0; op < N_OPS; op++) {
         Py_XDECREF(c->arr[op]);
         Py_XDECREF(c->raw[op]);
-        Py_XDECREF(c->user[op]);
     }
+    Py_XDECREF(c->user[0]);
+    Py_XDECREF(c->user[1]);
     Py_XDECREF(c->rdescr);
 }
 

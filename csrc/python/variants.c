@@ -13,12 +13,11 @@
 
 #define AP_MAX_SHIFT (PTRDIFF_MAX / 4)
 
-/* an int argument (bool rejected) as Py_ssize_t; *big = +1 when it is a
- * Python int above PY_SSIZE_T_MAX, -1 below PY_SSIZE_T_MIN              */
+/* an int argument (bool rejected) as Py_ssize_t, a Python int beyond
+ * its range clamped to PY_SSIZE_T_MAX / PY_SSIZE_T_MIN                  */
 static int as_index(PyObject *o, const char *fname, const char *arg,
-                    Py_ssize_t *v, int *big)
+                    Py_ssize_t *v)
 {
-    *big = 0;
     if (PyBool_Check(o) || PyArray_IsScalar(o, Bool) || !PyIndex_Check(o)) {
         PyErr_Format(PyExc_TypeError, "%s: %s must be an integer, got %s",
                      fname, arg, Py_TYPE(o)->tp_name);
@@ -32,17 +31,15 @@ static int as_index(PyObject *o, const char *fname, const char *arg,
     Py_DECREF(n);
     if (x == -1 && PyErr_Occurred())
         return -1;
-    if (overflow || x > PY_SSIZE_T_MAX || x < PY_SSIZE_T_MIN) {
-        *big = overflow ? overflow : (x > 0 ? 1 : -1);
-        *v = *big > 0 ? PY_SSIZE_T_MAX : PY_SSIZE_T_MIN;
-        return 0;
-    }
-    *v = (Py_ssize_t)x;
+    *v = overflow > 0 || x > PY_SSIZE_T_MAX   ? PY_SSIZE_T_MAX
+         : overflow < 0 || x < PY_SSIZE_T_MIN ? PY_SSIZE_T_MIN
+                                              : (Py_ssize_t)x;
     return 0;
 }
 
 /* one side of a window: None -> -1 (unbounded), else an int >= 0 (ints
- * beyond Py_ssize_t are unbounded too: no sequence is that long)        */
+ * beyond Py_ssize_t are clamped: clamp_window makes any side wider than
+ * L + S + |pos_shift| that, as it does -1: no sequence is that long)    */
 static int window_side(PyObject *o, PyObject *window, const char *fname,
                        ptrdiff_t *w)
 {
@@ -51,8 +48,7 @@ static int window_side(PyObject *o, PyObject *window, const char *fname,
         return 0;
     }
     Py_ssize_t v;
-    int big;
-    if (as_index(o, fname, "window", &v, &big) < 0) {
+    if (as_index(o, fname, "window", &v) < 0) {
         if (PyErr_ExceptionMatches(PyExc_TypeError)) {
             PyErr_Clear();
             PyErr_Format(PyExc_TypeError,
@@ -68,7 +64,7 @@ static int window_side(PyObject *o, PyObject *window, const char *fname,
                      "got %R", fname, window);
         return -1;
     }
-    *w = big > 0 ? -1 : (ptrdiff_t)v;
+    *w = (ptrdiff_t)v;
     return 0;
 }
 
@@ -154,10 +150,9 @@ int parse_variants(PyObject *o, const char *fname, attn_problem *p,
 int parse_pos_shift(PyObject *o, const char *fname, ptrdiff_t *shift)
 {
     Py_ssize_t v;
-    int big;
-    if (as_index(o, fname, "pos_shift", &v, &big) < 0)
+    if (as_index(o, fname, "pos_shift", &v) < 0)
         return -1;
-    if (big || v > AP_MAX_SHIFT || v < -AP_MAX_SHIFT) {
+    if (v > AP_MAX_SHIFT || v < -AP_MAX_SHIFT) {
         PyErr_Format(PyExc_ValueError,
                      "%s: pos_shift must be between %zd and %zd, got %R",
                      fname, (Py_ssize_t)-AP_MAX_SHIFT,
