@@ -3,6 +3,7 @@
  * (declared and documented in args.h).
  */
 #include "args.h" /* first: Python.h before any system header */
+#include <stdarg.h>
 #include <string.h>
 
 static int intern_names(ap_argspec *spec)
@@ -84,26 +85,15 @@ const char *ap_parse_named(ap_argspec *spec, PyObject *const *args,
     return fname;
 }
 
-PyObject *tuple_of(int nd, const npy_intp *dims)
+const char *dims_str(int nd, const npy_intp *dims, char *buf)
 {
-    PyObject *t = PyTuple_New(nd);
-    if (!t)
-        return NULL;
-    for (int d = 0; d < nd; d++) {
-        PyObject *v = PyLong_FromSsize_t(dims[d]);
-        if (!v) {
-            Py_DECREF(t);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(t, d, v);
-    }
-    return t;
-}
-
-/* shape of an array as a Python tuple (new reference), for messages */
-PyObject *shape_of(PyArrayObject *a)
-{
-    return tuple_of(PyArray_NDIM(a), PyArray_DIMS(a));
+    size_t n = 1;
+    buf[0] = '(';
+    for (int d = 0; d < nd; d++)
+        n += (size_t)PyOS_snprintf(buf + n, AP_SHAPE_LEN - n,
+                                   d ? ", %zd" : "%zd", (Py_ssize_t)dims[d]);
+    PyOS_snprintf(buf + n, AP_SHAPE_LEN - n, nd == 1 ? ",)" : ")");
+    return buf;
 }
 
 int need_ndim(PyArrayObject *a, int min, const char *fname, const char *arg,
@@ -111,12 +101,8 @@ int need_ndim(PyArrayObject *a, int min, const char *fname, const char *arg,
 {
     if (PyArray_NDIM(a) >= min)
         return 0;
-    PyObject *s = shape_of(a);
-    if (s)
-        PyErr_Format(PyExc_ValueError, "%s: %s must have at least %d "
-                     "dimensions (%s), got shape %R", fname, arg, min, axes,
-                     s);
-    Py_XDECREF(s);
+    PyErr_Format(PyExc_ValueError, "%s: %s must have at least %d dimensions "
+                 "(%s), got shape %s", fname, arg, min, axes, AP_SHAPE(a));
     return -1;
 }
 
@@ -128,20 +114,18 @@ size_t lead_size(PyArrayObject *a, int nlead)
     return B;
 }
 
-/* Raise exc with "fmt % (a.shape, b.shape)" appended style messages. */
-void err_shapes2(PyObject *exc, const char *msg, const char *na,
-                        PyArrayObject *a, const char *nb, PyArrayObject *b)
+int err_shapes(PyObject *exc, const char *na, PyArrayObject *a,
+               const char *nb, PyArrayObject *b, const char *fmt, ...)
 {
-    PyObject *sa = shape_of(a), *sb = b ? shape_of(b) : NULL;
-    if (sa && (sb || !b)) {
-        if (b)
-            PyErr_Format(exc, "%s (%s.shape=%R, %s.shape=%R)", msg, na, sa, nb,
-                         sb);
-        else
-            PyErr_Format(exc, "%s (%s.shape=%R)", msg, na, sa);
-    }
-    Py_XDECREF(sa);
-    Py_XDECREF(sb);
+    va_list va;
+    va_start(va, fmt);
+    PyObject *msg = PyUnicode_FromFormatV(fmt, va);
+    va_end(va);
+    if (msg)
+        PyErr_Format(exc, "%U (%s.shape=%s, %s.shape=%s)", msg, na,
+                     AP_SHAPE(a), nb, AP_SHAPE(b));
+    Py_XDECREF(msg);
+    return -1;
 }
 
 /* The compute type for a dtype: NPY_FLOAT, NPY_DOUBLE, or -1 (unsupported).
@@ -276,15 +260,10 @@ PyArrayObject *as_type(PyArrayObject *a, int typenum,
     int is_mem = PyErr_ExceptionMatches(PyExc_MemoryError);
     if (is_mem || PyErr_ExceptionMatches(PyExc_ValueError)) {
         PyErr_Clear();
-        PyObject *shape = shape_of(a);
-        if (shape) {
-            PyErr_Format(is_mem ? PyExc_MemoryError : PyExc_ValueError,
-                         "%s: %s of shape %R is too large to convert to %s",
-                         fname, arg, shape,
-                         typenum == NPY_FLOAT ? "float32"
-                         : typenum == NPY_DOUBLE ? "float64" : "bool");
-            Py_DECREF(shape);
-        }
+        PyErr_Format(is_mem ? PyExc_MemoryError : PyExc_ValueError,
+                     "%s: %s of shape %s is too large to convert to %s", fname,
+                     arg, AP_SHAPE(a), typenum == NPY_FLOAT ? "float32"
+                     : typenum == NPY_DOUBLE ? "float64" : "bool");
     }
     return NULL;
 }
@@ -293,13 +272,9 @@ PyArrayObject *as_type(PyArrayObject *a, int typenum,
  * is not a multiple of the item size (possible only for odd views). */
 int elem_strides(PyArrayObject *a, ptrdiff_t *st)
 {
-    npy_intp isz = PyArray_ITEMSIZE(a);
+    const npy_intp isz = PyArray_ITEMSIZE(a);
     for (int d = 0; d < PyArray_NDIM(a); d++) {
-        npy_intp s = PyArray_STRIDE(a, d);
-        if (PyArray_DIM(a, d) <= 1) {
-            st[d] = 0;
-            continue;
-        }
+        const npy_intp s = PyArray_DIM(a, d) <= 1 ? 0 : PyArray_STRIDE(a, d);
         if (s % isz != 0)
             return -1;
         st[d] = (ptrdiff_t)(s / isz);
@@ -321,36 +296,26 @@ int ensure_elem_strides(PyArrayObject **pa, ptrdiff_t *st)
     return elem_strides(c, st) == 0 ? 0 : -1;
 }
 
-/* Conservative test: may the memory of a and b overlap? */
-static void mem_bounds(PyArrayObject *a, char **lo, char **hi)
-{
-    char *l = PyArray_BYTES(a), *h = PyArray_BYTES(a);
-    for (int d = 0; d < PyArray_NDIM(a); d++) {
-        npy_intp n = PyArray_DIM(a, d);
-        if (n == 0) {
-            *lo = *hi = NULL;
-            return;
-        }
-        npy_intp ext = (n - 1) * PyArray_STRIDE(a, d);
-        if (ext < 0)
-            l += ext;
-        else
-            h += ext;
-    }
-    *lo = l;
-    *hi = h + PyArray_ITEMSIZE(a);
-}
-
+/* Conservative test: may the memory of a and b overlap? (the bytes
+ * between each one's lowest and highest element meet)                   */
 int may_overlap(PyArrayObject *a, PyArrayObject *b)
 {
-    if (!a || !b)
+    char *lo[2], *hi[2];
+    if (!a || !b || PyArray_SIZE(a) == 0 || PyArray_SIZE(b) == 0)
         return 0;
-    char *la, *ha, *lb, *hb;
-    mem_bounds(a, &la, &ha);
-    mem_bounds(b, &lb, &hb);
-    if (!la || !lb)
-        return 0;
-    return la < hb && lb < ha;
+    for (int i = 0; i < 2; i++) {
+        PyArrayObject *x = i ? b : a;
+        lo[i] = hi[i] = PyArray_BYTES(x);
+        for (int d = 0; d < PyArray_NDIM(x); d++) {
+            const npy_intp ext = (PyArray_DIM(x, d) - 1) * PyArray_STRIDE(x, d);
+            if (ext < 0)
+                lo[i] += ext;
+            else
+                hi[i] += ext;
+        }
+        hi[i] += PyArray_ITEMSIZE(x);
+    }
+    return lo[0] < hi[1] && lo[1] < hi[0];
 }
 
 /*
@@ -367,17 +332,10 @@ PyArrayObject *check_out(PyObject *obj, const char *fname,
         return NULL;
     }
     PyArrayObject *o = (PyArrayObject *)obj;
-    int same = PyArray_NDIM(o) == nd;
-    for (int d = 0; same && d < nd; d++)
-        same = PyArray_DIM(o, d) == dims[d];
-    if (!same) {
-        PyObject *want = tuple_of(nd, dims), *got = shape_of(o);
-        if (want && got)
-            PyErr_Format(PyExc_ValueError,
-                         "%s: %s has shape %R but the result has shape %R",
-                         fname, arg, got, want);
-        Py_XDECREF(want);
-        Py_XDECREF(got);
+    if (!same_dims(o, nd, dims)) {
+        PyErr_Format(PyExc_ValueError, "%s: %s has shape %s but the result "
+                     "has shape %s", fname, arg, AP_SHAPE(o),
+                     AP_DIMS(nd, dims));
         return NULL;
     }
     PyArray_Descr *want_d = PyArray_DescrFromType(typenum);
@@ -400,20 +358,9 @@ PyArrayObject *check_out(PyObject *obj, const char *fname,
     return o;
 }
 
-/*
- * Where the core writes a result: the user's array itself when it is
- * aligned, native, element-strided and shares no memory with the inputs;
- * otherwise a fresh C-ordered temporary that is copied into it afterwards.
- * Returns a new reference; *is_tmp tells which.
- */
-PyArrayObject *dest_for(PyArrayObject *user, PyArrayObject *const *ins,
-                               int nins, int *is_tmp)
-{
-    return dest_for_call(user, ins, nins, PyArray_TYPE(user), is_tmp);
-}
-
 /* The result a function returns (new reference): the user's out= array,
- * filled from the temporary when dest_for chose one, or the fresh result. */
+ * filled from the temporary when dest_for_call chose one, or the fresh
+ * result. */
 PyObject *deliver(PyArrayObject *user, PyArrayObject *dst, int is_tmp)
 {
     if (is_tmp && PyArray_CopyInto(user, dst) < 0)
@@ -476,13 +423,9 @@ PyArrayObject *new_result_descr(int nd, const npy_intp *dims,
     if (!is_mem && !PyErr_ExceptionMatches(PyExc_ValueError))
         return NULL;
     PyErr_Clear();
-    PyObject *shape = tuple_of(nd, dims);
-    if (shape) {
-        PyErr_Format(is_mem ? PyExc_MemoryError : PyExc_ValueError,
-                     "%s: %s of shape %R is too large to allocate", fname,
-                     what, shape);
-        Py_DECREF(shape);
-    }
+    PyErr_Format(is_mem ? PyExc_MemoryError : PyExc_ValueError,
+                 "%s: %s of shape %s is too large to allocate", fname, what,
+                 AP_DIMS(nd, dims));
     return NULL;
 }
 
@@ -510,15 +453,20 @@ static int poll_signals(void *ctx)
     return r < 0;
 }
 
-void ap_nogil_begin(ap_nogil *g)
+const attn_exec *ap_nogil_begin(ap_nogil *g)
 {
     g->ex.nthreads = ap_num_threads();
     g->ex.poll = poll_signals;
     g->ex.poll_ctx = g;
     g->ts = PyEval_SaveThread();
+    return &g->ex;
 }
 
-void ap_nogil_end(ap_nogil *g) { PyEval_RestoreThread(g->ts); }
+attn_status ap_nogil_end(ap_nogil *g, attn_status st)
+{
+    PyEval_RestoreThread(g->ts);
+    return st;
+}
 
 /* Map a core status to an exception. Returns 0 for ATTN_OK. */
 int raise_status(attn_status st, const char *fname)
@@ -560,106 +508,24 @@ int parse_choice(PyObject *o, const char *fname, const char *arg,
                  const char *expect, const char *const *names, int n,
                  int *idx)
 {
-    if (!PyUnicode_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "%s: %s must be %s, got %s", fname, arg,
-                     expect, Py_TYPE(o)->tp_name);
-        return -1;
-    }
-    for (int i = 0; i < n; i++)
+    char text[400];
+    for (int i = 0; PyUnicode_Check(o) && i < n; i++)
         if (PyUnicode_CompareWithASCIIString(o, names[i]) == 0) {
             *idx = i;
             return 0;
         }
-    PyErr_Format(PyExc_ValueError, "%s: %s must be %s, got %R", fname, arg,
-                 expect, o);
+    size_t len = 0; /* expect NULL: "'a', 'b' or 'c'" */
+    for (int i = 0; !expect && i < n && len < sizeof text; i++)
+        len += (size_t)PyOS_snprintf(text + len, sizeof text - len, "%s'%s'",
+                                     !i ? "" : i + 1 == n ? " or " : ", ",
+                                     names[i]);
+    if (PyUnicode_Check(o))
+        PyErr_Format(PyExc_ValueError, "%s: %s must be %s, got %R", fname,
+                     arg, expect ? expect : text, o);
+    else
+        PyErr_Format(PyExc_TypeError, "%s: %s must be %s, got %s", fname, arg,
+                     expect ? expect : text, Py_TYPE(o)->tp_name);
     return -1;
-}
-
-int parse_causal(PyObject *o, const char *fname, attn_causal *c)
-{
-    static const char *const names[] = {"top_left", "bottom_right"};
-    if (o == Py_False || o == Py_None || o == Py_True ||
-        PyArray_IsScalar(o, Bool)) {
-        *c = PyObject_IsTrue(o) ? ATTN_CAUSAL_TOP_LEFT : ATTN_CAUSAL_NONE;
-        return 0;
-    }
-    int i;
-    if (parse_choice(o, fname, "causal",
-                     "False, True, 'top_left' or 'bottom_right'", names, 2,
-                     &i) < 0)
-        return -1;
-    *c = i == 0 ? ATTN_CAUSAL_TOP_LEFT : ATTN_CAUSAL_BOTTOM_RIGHT;
-    return 0;
-}
-
-int parse_fully_masked(PyObject *o, const char *fname, attn_fm *fm)
-{
-    /* in the order of attn_fm */
-    static const char *const names[] = {"zero", "uniform", "nan", "raise"};
-    int i;
-    if (parse_choice(o, fname, "fully_masked",
-                     "'zero', 'uniform', 'nan' or 'raise'", names, 4, &i) < 0)
-        return -1;
-    *fm = (attn_fm)i;
-    return 0;
-}
-
-int broadcast_batch(PyArrayObject **arr, const int *nb, int nops,
-                    const char *const *names, const char *fname, int *bnd,
-                    npy_intp *bshape)
-{
-    int nd = 0;
-    for (int op = 0; op < nops; op++)
-        if (arr[op] && nb[op] > nd)
-            nd = nb[op];
-    if (nd > NPY_MAXDIMS - 2) {
-        PyErr_Format(PyExc_ValueError, "%s: too many dimensions", fname);
-        return -1;
-    }
-    int first_op[NPY_MAXDIMS];
-    for (int d = 0; d < nd; d++) {
-        bshape[d] = 1;
-        first_op[d] = -1;
-    }
-    for (int op = 0; op < nops; op++) {
-        if (!arr[op])
-            continue;
-        for (int k = 0; k < nb[op]; k++) {
-            int d = nd - nb[op] + k;
-            npy_intp n = PyArray_DIM(arr[op], k);
-            if (n == 1)
-                continue;
-            if (bshape[d] == 1 && first_op[d] < 0) {
-                bshape[d] = n;
-                first_op[d] = op;
-            }
-            else if (bshape[d] != n) {
-                int o1 = first_op[d];
-                char msg[200];
-                PyOS_snprintf(msg, sizeof msg,
-                              "%s: the leading (batch) dimensions of %s and %s "
-                              "do not broadcast",
-                              fname, names[o1], names[op]);
-                err_shapes2(PyExc_ValueError, msg, names[o1], arr[o1],
-                            names[op], arr[op]);
-                return -1;
-            }
-        }
-    }
-    *bnd = nd;
-    return 0;
-}
-
-int ap_unary_dest(ap_unary *u, PyObject *out, const char *fname, int nd,
-                  const npy_intp *dims)
-{
-    if (out == Py_None)
-        return (u->dst = new_result(nd, dims, u->typenum, fname,
-                                    "the result")) ? 0 : -1;
-    if (!(u->user = check_out(out, fname, "out", nd, dims, u->typenum)))
-        return -1;
-    /* any overlap with x goes through a temporary */
-    return (u->dst = dest_for(u->user, &u->x, 1, &u->is_tmp)) ? 0 : -1;
 }
 
 PyObject *ap_unary_finish(ap_unary *u, int ok)

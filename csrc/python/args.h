@@ -6,8 +6,8 @@
  * (attention.c, decode.c, elementwise.c, layer.c, positional.c,
  * runtime.c); module.c only builds
  * the module from their method tables. This header is what they share:
- * converting arguments to arrays, validating them, broadcasting batch
- * dims into the core's offset tables, checking out= arrays, releasing the
+ * converting arguments to arrays, validating them, batch dims as the
+ * core's offset tables, checking out= arrays, releasing the
  * GIL around the core and turning its status into an exception.
  *
  * How to bind a new core function (say attn_foo in csrc/core/attn.h):
@@ -25,15 +25,16 @@
  *      rules of docs/user/tour.md: float32 stays float32, the rest float64),
  *      or, for 16-bit data, the calls of the "16-bit storage" section,
  *      ensure_elem_strides() (strides in elements for attn_mat).
- *   3. Shapes: check them and raise with err_shapes2() or PyErr_Format,
- *      naming fname, the argument and the shapes. Batch dims:
- *      broadcast_batch() then fill_offsets() into alloc_offsets() memory.
- *   4. Results: new_result(), or for out=: check_out() then dest_for()
+ *   3. Shapes: check them and raise with err_shapes() or PyErr_Format
+ *      (AP_SHAPE() writes a shape), naming fname, the argument and the
+ *      shapes. Batch dims: fill_offsets() into alloc_offsets() memory
+ *      (attention.c's sdpa_batch broadcasts them by NumPy's rules).
+ *   4. Results: new_result(), or for out=: check_out() then dest_for_call()
  *      (the user's array itself, or a temporary when it overlaps an input
  *      or has odd strides) and deliver() at the end.
- *   5. Compute: AP_RUN(st, attn_foo, &args) (the GIL released, an
- *      attn_exec with the thread count and the Ctrl-C poll), then
- *      raise_status().
+ *   5. Compute: raise_status(AP_RUN(g, attn_foo, &args), fname), g an
+ *      ap_nogil (the GIL released, an attn_exec with the thread count and
+ *      the Ctrl-C poll).
  *   6. Add {"foo", AP_FASTCALL(core_foo), AP_KW, "foo(x, /, *, out=None,
  *      fname='foo')\n--\n\ndoc"} to the family's method table
  *      (ap_<family>_methods): the first line is the text signature that
@@ -59,6 +60,15 @@
 
 #define AP_FASTCALL(f) ((PyCFunction)(void (*)(void))(f))
 #define AP_KW (METH_FASTCALL | METH_KEYWORDS)
+/* core_<name>: an AP_KW entry point that is impl(<the arguments after
+ * impl>, argv, nargs, kwnames), for functions that share one impl       */
+#define AP_ENTRY(name, impl, ...)                                              \
+    static PyObject *core_##name(PyObject *Py_UNUSED(mod),                     \
+                                 PyObject *const *argv, Py_ssize_t nargs,      \
+                                 PyObject *kwnames)                            \
+    {                                                                          \
+        return impl(__VA_ARGS__, argv, nargs, kwnames);                        \
+    }
 #define AP_MAX_OPS 16  /* operands one fill_offsets() call may walk */
 
 /* ---- keyword arguments of the _core functions ----------------------------- */
@@ -94,17 +104,28 @@ static inline PyObject *ap_or_none(PyObject *o) { return o ? o : Py_None; }
 int ap_flag(PyObject *o);
 
 /* ---- arrays and dtypes --------------------------------------------------- */
-PyObject *shape_of(PyArrayObject *a);                  /* tuple, new ref */
-PyObject *tuple_of(int nd, const npy_intp *dims);      /* tuple, new ref */
+/* a shape as NumPy prints it, "(2, 3)", "(3,)" or "()", for messages:
+ * written into buf (AP_SHAPE_LEN chars); AP_DIMS and AP_SHAPE give it a
+ * buffer that lives to the end of the enclosing block                  */
+#define AP_SHAPE_LEN (24 * NPY_MAXDIMS + 4)
+const char *dims_str(int nd, const npy_intp *dims, char *buf);
+#define AP_DIMS(nd, dims) dims_str((nd), (dims), (char[AP_SHAPE_LEN]){0})
+#define AP_SHAPE(a) AP_DIMS(PyArray_NDIM(a), PyArray_DIMS(a))
+static inline int same_dims(PyArrayObject *a, int nd, const npy_intp *dims)
+{
+    return PyArray_NDIM(a) == nd &&
+           PyArray_CompareLists(PyArray_DIMS(a), (npy_intp *)dims, nd);
+}
 /* -1 with "<fname>: <arg> must have at least <min> dimensions (<axes>),
  * got shape ..." (ValueError) when a has fewer than min dims, else 0    */
 int need_ndim(PyArrayObject *a, int min, const char *fname, const char *arg,
               const char *axes);
 /* the product of a's first nlead dims (its batch size)                  */
 size_t lead_size(PyArrayObject *a, int nlead);
-/* raise exc: "msg (na.shape=..., nb.shape=...)"; b may be NULL */
-void err_shapes2(PyObject *exc, const char *msg, const char *na,
-                 PyArrayObject *a, const char *nb, PyArrayObject *b);
+/* raise exc: "<fmt % ...> (na.shape=..., nb.shape=...)" (the formats of
+ * PyUnicode_FromFormat); returns -1                                    */
+int err_shapes(PyObject *exc, const char *na, PyArrayObject *a,
+               const char *nb, PyArrayObject *b, const char *fmt, ...);
 /* NPY_FLOAT, NPY_DOUBLE, or -1 (not a real dtype) */
 int compute_type_of(PyArray_Descr *d);
 PyArrayObject *as_real_array(PyObject *obj, const char *fname,
@@ -121,6 +142,9 @@ PyArrayObject *as_type(PyArrayObject *a, int typenum, const char *fname,
 int elem_strides(PyArrayObject *a, ptrdiff_t *st);
 int ensure_elem_strides(PyArrayObject **pa, ptrdiff_t *st);
 int may_overlap(PyArrayObject *a, PyArrayObject *b);
+/* a and b are the same view: same memory, shape and strides (those of
+ * dims of extent <= 1 aside): an output may be written in place       */
+int same_view(PyArrayObject *a, PyArrayObject *b);
 /* store = store_of(a): a float16/bfloat16 array is read in 16 bits    */
 attn_mat mat_of(PyArrayObject *a, const ptrdiff_t *boff, const ptrdiff_t *st,
                 int nd);
@@ -162,10 +186,12 @@ const char *describe_dtype_problem(PyArray_Descr *d);
  *     16-bit-with-double path) -- is as_type(a, typenum).
  *   check_out_wide: out= may have the result's dtype or a wider float
  *     (float32 or float64 with more bytes than the result).
- *   dest_for_call: like dest_for; the user's array is written directly
- *     only where the kernel can write its dtype (the compute type, or a
- *     16-bit type under NPY_FLOAT); otherwise through a temporary of the
- *     compute type that deliver() widens into it (exactly).            */
+ *   dest_for_call: where the core writes a result: the user's array
+ *     itself when it is aligned, native, element-strided, shares no
+ *     memory with the inputs and the kernel can write its dtype (the
+ *     compute type, or a 16-bit type under NPY_FLOAT); otherwise a fresh
+ *     temporary (the user's dtype where the kernel writes it, else the
+ *     compute type) that deliver() copies (widens exactly) into it.    */
 typedef enum {
     AP_BAD = -1, AP_F32 = 0, AP_F64 = 1, AP_F16 = 2, AP_BF16 = 3, AP_CONV = 4
 } ap_kind;
@@ -190,8 +216,6 @@ PyArrayObject *dest_for_call(PyArrayObject *user, PyArrayObject *const *ins,
 /* ---- results and out= ---------------------------------------------------- */
 PyArrayObject *check_out(PyObject *obj, const char *fname, const char *arg,
                          int nd, const npy_intp *dims, int typenum);
-PyArrayObject *dest_for(PyArrayObject *user, PyArrayObject *const *ins,
-                        int nins, int *is_tmp);
 PyObject *deliver(PyArrayObject *user, PyArrayObject *dst, int is_tmp);
 PyArrayObject *new_result(int nd, const npy_intp *dims, int typenum,
                           const char *fname, const char *what);
@@ -210,24 +234,16 @@ typedef struct {
     ptrdiff_t *offs;               /* alloc_offsets() memory, or NULL      */
     int is_tmp, typenum;
 } ap_unary;
-/* u->dst: the out= array `out` (checked against nd/dims; through a
- * temporary when it may overlap x) or a new result                      */
-int ap_unary_dest(ap_unary *u, PyObject *out, const char *fname, int nd,
-                  const npy_intp *dims);
-/* the same (dtypes.c) for a call with result dtype rd (16-bit allowed):
+/* u->dst (dtypes.c) for a call with result dtype rd (16-bit allowed):
  * a new array, or out= (rd or a wider float) of ins[0]'s shape, used
  * directly when the kernel can write it and it is exactly one of
- * ins[0..n) (n <= 2) where inplace_ok says so (in place), else through
- * a temporary                                                           */
+ * ins[0..n) (n <= 2: in place) or overlaps none, else through a
+ * temporary                                                             */
 int ap_unary_dest16(ap_unary *u, PyObject *out, PyArray_Descr *rd,
-                    const char *fname, PyArrayObject *const *ins,
-                    const int *inplace_ok, int n);
+                    const char *fname, PyArrayObject *const *ins, int n);
 PyObject *ap_unary_finish(ap_unary *u, int ok);
 
 /* ---- batch dims ---------------------------------------------------------- */
-int broadcast_batch(PyArrayObject **arr, const int *nb, int nops,
-                    const char *const *names, const char *fname, int *bnd,
-                    npy_intp *bshape);
 void fill_offsets(int nd, const npy_intp *shape, int nops,
                   ptrdiff_t (*strides)[NPY_MAXDIMS], ptrdiff_t *offs,
                   size_t B);
@@ -236,12 +252,10 @@ ptrdiff_t *alloc_offsets(size_t nops, size_t B);
 /* ---- option strings ------------------------------------------------------ */
 /* o must be the str names[i] for some i < n: *idx = i. Otherwise
  * "<fname>: <arg> must be <expect>, got ..." (ValueError for another str,
- * TypeError for another type).                                          */
+ * TypeError for another type); expect NULL: "'a', 'b' or 'c'" of names */
 int parse_choice(PyObject *o, const char *fname, const char *arg,
                  const char *expect, const char *const *names, int n,
                  int *idx);
-int parse_causal(PyObject *o, const char *fname, attn_causal *c);
-int parse_fully_masked(PyObject *o, const char *fname, attn_fm *fm);
 
 /* ---- the attention variants (variants.c) --------------------------------- */
 /* variants: None, or the tuple of the public functions' variant keywords
@@ -265,19 +279,16 @@ typedef struct {
     PyThreadState *ts;
     attn_exec ex;
 } ap_nogil;
-/* release the GIL; g->ex is then the exec to pass to the core (the
+/* release the GIL; returns &g->ex, the exec to pass to the core (the
  * module's thread count, Ctrl-C polled about every 100 ms)               */
-void ap_nogil_begin(ap_nogil *g);
-void ap_nogil_end(ap_nogil *g);
-/* a core entry point fn(args, exec) with the GIL released, on the module's
- * threads with the Ctrl-C poll: st = fn(args, &exec)                    */
-#define AP_RUN(st, fn, args)                                                   \
-    do {                                                                       \
-        ap_nogil ap_g_;                                                        \
-        ap_nogil_begin(&ap_g_);                                                \
-        (st) = fn(args, &ap_g_.ex);                                            \
-        ap_nogil_end(&ap_g_);                                                  \
-    } while (0)
+const attn_exec *ap_nogil_begin(ap_nogil *g);
+attn_status ap_nogil_end(ap_nogil *g, attn_status st); /* returns st */
+/* the status of a core entry point fn(args..., exec) run with the GIL
+ * released, on the module's threads with the Ctrl-C poll (g: an ap_nogil
+ * of the caller's; ap_nogil_end's arguments, fn's call among them, are
+ * evaluated before it is called)                                        */
+#define AP_RUN(g, fn, ...)                                                     \
+    ap_nogil_end(&(g), fn(__VA_ARGS__, ap_nogil_begin(&(g))))
 int raise_status(attn_status st, const char *fname);
 
 /* ---- threads (runtime.c) ------------------------------------------------- */

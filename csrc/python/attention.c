@@ -46,11 +46,11 @@ typedef struct {
     int typenum;                   /* compute type: NPY_FLOAT, NPY_DOUBLE */
     PyArray_Descr *rdescr;         /* the result dtype (owned)            */
     PyArrayObject *arr[N_OPS];     /* converted operands (owned)          */
-    PyArrayObject *raw[N_IN];      /* inputs in their own dtype (owned)   */
+    PyArrayObject *raw[N_OPS];     /* inputs in their own dtype (owned)   */
     PyObject *alibi;               /* alibi_slopes as given (borrowed)    */
-    PyArrayObject *raw_bwd[3];     /* sdpa_bwd: out, lse, dout as given   */
-    PyArrayObject *user_out, *user_w;
-    int tmp_out, tmp_w;
+    PyArrayObject *user[2];        /* out=, weights_out= (owned): the     */
+    int tmp[2];                    /* arrays of OP_OUT, OP_W; arr[op] a   */
+                                   /* temporary for user[op - OP_OUT]     */
     npy_intp L, S, E, Ev;
     int bnd;                       /* number of broadcast batch dims      */
     npy_intp bshape[NPY_MAXDIMS];
@@ -75,33 +75,49 @@ enum { A_MASK = 3, A_BIAS, A_CAUSAL, A_SCALE, A_FM, A_OUT, A_W, A_FNAME,
 enum { B_DOUT = 8, B_OUT, B_LSE, B_BIAS_GRAD, B_FNAME, B_VARIANTS,
        N_BWD_ARGS = B_VARIANTS + 2 };
 
-/* va: variants, pos_shift (None: 0) */
-static int sdpa_variant_args(sdpa_call *c, PyObject *const *va)
+static int parse_causal(PyObject *o, const char *fname, attn_causal *c)
 {
-    return parse_variants(va[0], c->fname, &c->p, &c->alibi) < 0 ||
-                   (va[1] != Py_None &&
-                    parse_pos_shift(va[1], c->fname, &c->p.pos_shift) < 0)
-               ? -1
-               : 0;
+    static const char *const names[] = {"top_left", "bottom_right"};
+    if (o == Py_False || o == Py_None || o == Py_True ||
+        PyArray_IsScalar(o, Bool)) {
+        *c = PyObject_IsTrue(o) ? ATTN_CAUSAL_TOP_LEFT : ATTN_CAUSAL_NONE;
+        return 0;
+    }
+    int i;
+    if (parse_choice(o, fname, "causal",
+                     "False, True, 'top_left' or 'bottom_right'", names, 2,
+                     &i) < 0)
+        return -1;
+    *c = i == 0 ? ATTN_CAUSAL_TOP_LEFT : ATTN_CAUSAL_BOTTOM_RIGHT;
+    return 0;
 }
 
 /* the slots after parsing: fully_masked as given (NULL: "zero"), every
- * other absent slot None; the public name (default `dflt`), causal and
- * fully_masked parsed                                                   */
+ * other absent slot None; the public name (default `dflt`), causal,
+ * fully_masked, and the slots after fname: variants and pos_shift
+ * (None: 0)                                                             */
 static int sdpa_common(sdpa_call *c, PyObject **a, int n, int fname_slot,
                        const char *dflt)
 {
+    static const char *const fms[] = {"zero", "uniform", "nan", "raise"};
     PyObject *fm = a[A_FM];
+    int fm_i = 0; /* fms in the order of attn_fm */
     for (int i = 0; i < n; i++)
         a[i] = ap_or_none(a[i]);
     c->fname = dflt;
-    if (a[fname_slot] != Py_None &&
-        !(c->fname = PyUnicode_AsUTF8(a[fname_slot])))
+    if ((a[fname_slot] != Py_None &&
+         !(c->fname = PyUnicode_AsUTF8(a[fname_slot]))) ||
+        parse_causal(a[A_CAUSAL], c->fname, &c->p.causal) < 0 ||
+        (fm && parse_choice(fm, c->fname, "fully_masked", NULL, fms, 4,
+                            &fm_i) < 0))
         return -1;
-    if (parse_causal(a[A_CAUSAL], c->fname, &c->p.causal) < 0)
-        return -1;
-    c->p.fully_masked = ATTN_FM_ZERO;
-    return fm ? parse_fully_masked(fm, c->fname, &c->p.fully_masked) : 0;
+    c->p.fully_masked = (attn_fm)fm_i;
+    PyObject *shift = a[fname_slot + 2];
+    return parse_variants(a[fname_slot + 1], c->fname, &c->p, &c->alibi) < 0 ||
+                   (shift != Py_None &&
+                    parse_pos_shift(shift, c->fname, &c->p.pos_shift) < 0)
+               ? -1
+               : 0;
 }
 
 static int sdpa_header(sdpa_call *c, PyObject **a)
@@ -118,9 +134,7 @@ static int sdpa_header(sdpa_call *c, PyObject **a)
     }
     /* 0 out, 1 + weights, 2 + weights + scores, 3 + lse */
     c->want = rl ? 3 : rs ? 2 : rw ? 1 : 0;
-    if (sdpa_common(c, a, N_SDPA_ARGS, A_FNAME, default_names[c->want]) < 0)
-        return -1;
-    return sdpa_variant_args(c, a + A_VARIANTS);
+    return sdpa_common(c, a, N_SDPA_ARGS, A_FNAME, default_names[c->want]);
 }
 
 static int sdpa_inputs(sdpa_call *c, PyObject *const *args)
@@ -153,21 +167,16 @@ static int sdpa_core_dims(sdpa_call *c)
     c->E = PyArray_DIM(Q, ndq - 1);
     c->S = PyArray_DIM(K, ndk - 2);
     c->Ev = PyArray_DIM(V, ndv - 1);
-    char msg[200];
-    if (PyArray_DIM(K, ndk - 1) != c->E) {
-        PyOS_snprintf(msg, sizeof msg, "%s: K has %zd features but Q has %zd",
-                      c->fname, (Py_ssize_t)PyArray_DIM(K, ndk - 1),
-                      (Py_ssize_t)c->E);
-        err_shapes2(PyExc_ValueError, msg, "Q", Q, "K", K);
-        return -1;
-    }
-    if (PyArray_DIM(V, ndv - 2) != c->S) {
-        PyOS_snprintf(msg, sizeof msg,
-                      "%s: V has %zd positions but K has %zd", c->fname,
-                      (Py_ssize_t)PyArray_DIM(V, ndv - 2), (Py_ssize_t)c->S);
-        err_shapes2(PyExc_ValueError, msg, "K", K, "V", V);
-        return -1;
-    }
+    if (PyArray_DIM(K, ndk - 1) != c->E)
+        return err_shapes(PyExc_ValueError, "Q", Q, "K", K, "%s: K has %zd "
+                          "features but Q has %zd", c->fname,
+                          (Py_ssize_t)PyArray_DIM(K, ndk - 1),
+                          (Py_ssize_t)c->E);
+    if (PyArray_DIM(V, ndv - 2) != c->S)
+        return err_shapes(PyExc_ValueError, "K", K, "V", V, "%s: V has %zd "
+                          "positions but K has %zd", c->fname,
+                          (Py_ssize_t)PyArray_DIM(V, ndv - 2),
+                          (Py_ssize_t)c->S);
     return 0;
 }
 
@@ -183,25 +192,6 @@ static PyArrayObject *at_least_2d(PyArrayObject *c)
     PyArrayObject *r = (PyArrayObject *)PyArray_Newshape(c, &nd2, NPY_CORDER);
     Py_DECREF(c);
     return r;
-}
-
-/* alibi_slopes (..., H): one slope per batch item, every dim a batch dim */
-static int sdpa_alibi(sdpa_call *c)
-{
-    if (!c->alibi)
-        return 0;
-    if (!(c->raw[OP_ALIBI] = as_array16(c->alibi, c->fname,
-                                           "alibi_slopes")) ||
-        !(c->arr[OP_ALIBI] = as_type(c->raw[OP_ALIBI], c->typenum, c->fname,
-                                     "alibi_slopes")))
-        return -1;
-    if (PyArray_NDIM(c->arr[OP_ALIBI]) < 1) {
-        PyErr_Format(PyExc_ValueError,
-                     "%s: alibi_slopes must have a head axis, shape (H,) or "
-                     "(B, H) for Q (B, H, L, E), got a scalar", c->fname);
-        return -1;
-    }
-    return 0;
 }
 
 static int sdpa_mask_bias(sdpa_call *c, PyObject *const *args)
@@ -224,31 +214,68 @@ static int sdpa_mask_bias(sdpa_call *c, PyObject *const *args)
         c->arr[op] = a;
         int nd = PyArray_NDIM(a);
         npy_intp ml = PyArray_DIM(a, nd - 2), ms = PyArray_DIM(a, nd - 1);
-        if ((ml != 1 && ml != c->L) || (ms != 1 && ms != c->S)) {
-            char msg[240];
-            PyOS_snprintf(msg, sizeof msg,
-                          "%s: %s of shape (..., %zd, %zd) does not broadcast "
-                          "to the scores' (..., L, S) = (..., %zd, %zd)",
-                          c->fname, op_names[op], (Py_ssize_t)ml,
-                          (Py_ssize_t)ms, (Py_ssize_t)c->L, (Py_ssize_t)c->S);
-            err_shapes2(PyExc_ValueError, msg, op_names[op], c->raw[op], "Q",
-                        c->arr[OP_Q]);
-            return -1;
-        }
+        if ((ml != 1 && ml != c->L) || (ms != 1 && ms != c->S))
+            return err_shapes(PyExc_ValueError, op_names[op], c->raw[op], "Q",
+                              c->arr[OP_Q], "%s: %s of shape (..., %zd, %zd) "
+                              "does not broadcast to the scores' (..., L, S) "
+                              "= (..., %zd, %zd)", c->fname, op_names[op],
+                              (Py_ssize_t)ml, (Py_ssize_t)ms, (Py_ssize_t)c->L,
+                              (Py_ssize_t)c->S);
     }
-    return sdpa_alibi(c);
+    /* alibi_slopes (..., H): one slope per batch item, every dim a batch
+     * dim                                                               */
+    if (c->alibi &&
+        (!(c->raw[OP_ALIBI] = as_array16(c->alibi, c->fname,
+                                         "alibi_slopes")) ||
+         !(c->arr[OP_ALIBI] = as_type(c->raw[OP_ALIBI], c->typenum,
+                                      c->fname, "alibi_slopes"))))
+        return -1;
+    if (c->alibi && PyArray_NDIM(c->arr[OP_ALIBI]) < 1) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: alibi_slopes must have a head axis, shape (H,) or "
+                     "(B, H) for Q (B, H, L, E), got a scalar", c->fname);
+        return -1;
+    }
+    return 0;
 }
 
+/* operand op's trailing dims that are not batch dims */
+static int core_nd(int op) { return op == OP_ALIBI ? 0 : op == OP_LSE ? 1 : 2; }
+
+/* the inputs' leading (batch) dims broadcast by NumPy's rules: bnd,
+ * bshape and their product B                                            */
 static int sdpa_batch(sdpa_call *c)
 {
-    int nb[N_OPS] = {0};
+    int first[NPY_MAXDIMS]; /* per dim: the first input not 1 there */
+    c->bnd = 0;
     for (int op = OP_Q; op < N_IN; op++)
-        nb[op] = !c->arr[op]         ? 0
-                 : op == OP_ALIBI ? PyArray_NDIM(c->arr[op])
-                                  : PyArray_NDIM(c->arr[op]) - 2;
-    if (broadcast_batch(c->arr, nb, N_IN, op_names, c->fname, &c->bnd,
-                        c->bshape) < 0)
+        if (c->arr[op] && PyArray_NDIM(c->arr[op]) - core_nd(op) > c->bnd)
+            c->bnd = PyArray_NDIM(c->arr[op]) - core_nd(op);
+    if (c->bnd > NPY_MAXDIMS - 2) {
+        PyErr_Format(PyExc_ValueError, "%s: too many dimensions", c->fname);
         return -1;
+    }
+    for (int d = 0; d < c->bnd; d++) {
+        c->bshape[d] = 1;
+        first[d] = -1;
+    }
+    for (int op = OP_Q; op < N_IN; op++) {
+        PyArrayObject *a = c->arr[op];
+        const int nb = a ? PyArray_NDIM(a) - core_nd(op) : 0;
+        for (int k = 0; k < nb; k++) {
+            const int d = c->bnd - nb + k, f = first[d];
+            const npy_intp n = PyArray_DIM(a, k);
+            if (n != 1 && f < 0) {
+                c->bshape[d] = n;
+                first[d] = op;
+            }
+            else if (n != 1 && c->bshape[d] != n)
+                return err_shapes(PyExc_ValueError, op_names[f], c->arr[f],
+                                  op_names[op], a, "%s: the leading (batch) "
+                                  "dimensions of %s and %s do not broadcast",
+                                  c->fname, op_names[f], op_names[op]);
+        }
+    }
     c->B = 1;
     for (int d = 0; d < c->bnd; d++) {
         size_t n = (size_t)c->bshape[d];
@@ -265,25 +292,19 @@ static int sdpa_batch(sdpa_call *c)
 /* out= and weights_out= must not be the same memory */
 static int check_out_w_disjoint(sdpa_call *c)
 {
-    if (!may_overlap(c->user_out, c->user_w)) /* bounds apart: fine */
+    PyArrayObject *o = c->user[0], *w = c->user[1];
+    if (!may_overlap(o, w)) /* bounds apart: fine */
         return 0;
     PyObject *np = PyImport_ImportModule("numpy");
-    PyObject *r = np ? PyObject_CallMethod(np, "shares_memory", "OO",
-                                           c->user_out, c->user_w)
+    PyObject *r = np ? PyObject_CallMethod(np, "shares_memory", "OO", o, w)
                      : NULL;
+    const int shared = r ? PyObject_IsTrue(r) : -1;
     Py_XDECREF(np);
-    if (!r)
-        return -1;
-    int shared = PyObject_IsTrue(r);
-    Py_DECREF(r);
-    if (shared < 0)
-        return -1;
-    if (shared) {
+    Py_XDECREF(r);
+    if (shared > 0)
         PyErr_Format(PyExc_ValueError, "%s: out and weights_out share memory",
                      c->fname);
-        return -1;
-    }
-    return 0;
+    return shared ? -1 : 0;
 }
 
 /* dims = the broadcast batch shape + (rows, cols) */
@@ -296,40 +317,36 @@ static void call_dims(const sdpa_call *c, npy_intp *dims, npy_intp rows,
     dims[c->bnd + 1] = cols;
 }
 
-/* results: out (..., L, Ev), weights/scores (..., L, S) */
+/* arr[op]: a new result of dtype rdescr, or the out= array obj (checked;
+ * through a temporary when it may overlap arr[0 .. nins))               */
+static int sdpa_dest(sdpa_call *c, int op, PyObject *obj, const npy_intp *dims,
+                     const char *what, int nins)
+{
+    const int nd = c->bnd + 2;
+    if (obj == Py_None)
+        return (c->arr[op] = new_result_descr(nd, dims, c->rdescr, c->fname,
+                                              what)) ? 0 : -1;
+    PyArrayObject **u = &c->user[op - OP_OUT];
+    return (*u = check_out_wide(obj, c->fname, op_names[op], nd, dims,
+                                c->rdescr)) &&
+                   (c->arr[op] = dest_for_call(*u, c->arr, nins, c->typenum,
+                                               &c->tmp[op - OP_OUT]))
+               ? 0
+               : -1;
+}
+
+/* results: out (..., L, Ev), weights/scores (..., L, S); out may not
+ * overlap the inputs, weights_out neither them nor out                  */
 static int sdpa_results(sdpa_call *c, PyObject *const *args)
 {
     const int nd = c->bnd + 2;
     npy_intp odims[NPY_MAXDIMS], wdims[NPY_MAXDIMS];
     call_dims(c, odims, c->L, c->Ev);
     call_dims(c, wdims, c->L, c->S);
-    PyArrayObject *ins[N_IN + 1] = {c->arr[OP_Q],    c->arr[OP_K],
-                                    c->arr[OP_V],    c->arr[OP_MASK],
-                                    c->arr[OP_BIAS], c->arr[OP_ALIBI], NULL};
-    if (args[A_OUT] != Py_None) {
-        if (!(c->user_out = check_out_wide(args[A_OUT], c->fname, "out", nd,
-                                           odims, c->rdescr)) ||
-            !(c->arr[OP_OUT] = dest_for_call(c->user_out, ins, N_IN,
-                                             c->typenum, &c->tmp_out)))
-            return -1;
-    }
-    else if (!(c->arr[OP_OUT] = new_result_descr(nd, odims, c->rdescr,
-                                                 c->fname, "the output")))
+    if (sdpa_dest(c, OP_OUT, args[A_OUT], odims, "the output", N_IN) < 0 ||
+        ((c->want == 1 || c->want == 2) &&
+         sdpa_dest(c, OP_W, args[A_W], wdims, "the weights", OP_W) < 0))
         return -1;
-    if (c->want == 1 || c->want == 2) {
-        ins[N_IN] = c->arr[OP_OUT];
-        if (args[A_W] != Py_None) {
-            if (!(c->user_w = check_out_wide(args[A_W], c->fname,
-                                             "weights_out", nd, wdims,
-                                             c->rdescr)) ||
-                !(c->arr[OP_W] = dest_for_call(c->user_w, ins, N_IN + 1,
-                                               c->typenum, &c->tmp_w)))
-                return -1;
-        }
-        else if (!(c->arr[OP_W] = new_result_descr(nd, wdims, c->rdescr,
-                                                   c->fname, "the weights")))
-            return -1;
-    }
     /* explain's raw scores: a teaching intermediate, in the compute type */
     if (c->want == 2 && !(c->arr[OP_SC] = new_result(nd, wdims, c->typenum,
                                                      c->fname, "the scores")))
@@ -369,8 +386,7 @@ static int sdpa_problem(sdpa_call *c, PyObject *const *args)
             continue;
         if (ensure_elem_strides(&c->arr[op], st[op]) < 0)
             return -1;
-        int lead = PyArray_NDIM(c->arr[op]) -
-                   (op == OP_ALIBI ? 0 : op == OP_LSE ? 1 : 2);
+        int lead = PyArray_NDIM(c->arr[op]) - core_nd(op);
         for (int d = 0; d < c->bnd; d++) {
             int k = d - (c->bnd - lead);
             bst[op][d] = (k >= 0 && PyArray_DIM(c->arr[op], k) != 1)
@@ -424,18 +440,10 @@ static void raise_fully_masked(sdpa_call *c)
         idx[d] = (npy_intp)(rem % (size_t)c->bshape[d]);
         rem /= (size_t)c->bshape[d];
     }
-    PyObject *t = tuple_of(c->bnd, idx);
-    if (!t)
-        return;
-    if (c->bnd)
-        PyErr_Format(PyExc_ValueError,
-                     "%s: query row %zu of batch index %R may attend to no "
-                     "key (fully_masked='raise')", c->fname, c->p.bad_row, t);
-    else
-        PyErr_Format(PyExc_ValueError,
-                     "%s: query row %zu may attend to no key "
-                     "(fully_masked='raise')", c->fname, c->p.bad_row);
-    Py_DECREF(t);
+    PyErr_Format(PyExc_ValueError, "%s: query row %zu%s%s may attend to no "
+                 "key (fully_masked='raise')", c->fname, c->p.bad_row,
+                 c->bnd ? " of batch index " : "",
+                 c->bnd ? AP_DIMS(c->bnd, idx) : "");
 }
 
 /* attn_sdpa, or for sdpa_bwd attn_sdpa_backward, with the GIL released */
@@ -443,16 +451,17 @@ static int sdpa_compute(sdpa_call *c)
 {
     if (!c->busy)
         return 0;
+    ap_nogil g;
     attn_status status;
     if (c->bwd) {
         attn_bwd_problem bp = {c->p, c->dmat[0], c->dmat[1], c->dmat[2],
                                c->dmat[3], c->dmat[4]};
-        AP_RUN(status, attn_sdpa_backward, &bp);
+        status = AP_RUN(g, attn_sdpa_backward, &bp);
         c->p.bad_b = bp.f.bad_b;
         c->p.bad_row = bp.f.bad_row;
     }
     else
-        AP_RUN(status, attn_sdpa, &c->p);
+        status = AP_RUN(g, attn_sdpa, &c->p);
     if (status == ATTN_EFULLYMASKED) {
         raise_fully_masked(c);
         return -1;
@@ -460,38 +469,45 @@ static int sdpa_compute(sdpa_call *c)
     return raise_status(status, c->fname);
 }
 
+/* arr[ops[0 .. n)] as a tuple, None for an absent one; n == 1: arr[ops[0]]
+ * itself (new reference)                                                */
+static PyObject *sdpa_pack(sdpa_call *c, const int *ops, int n)
+{
+    if (n == 1)
+        return Py_NewRef(c->arr[ops[0]]);
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t && i < n; i++)
+        PyTuple_SET_ITEM(t, i, Py_NewRef(c->arr[ops[i]]
+                                         ? (PyObject *)c->arr[ops[i]]
+                                         : Py_None));
+    return t;
+}
+
+/* out; (out, weights); (out, weights, scores); (out, lse): the user's
+ * out= arrays, filled from the temporaries                              */
 static PyObject *sdpa_deliver(sdpa_call *c)
 {
-    if (c->tmp_out && PyArray_CopyInto(c->user_out, c->arr[OP_OUT]) < 0)
-        return NULL;
-    if (c->tmp_w && PyArray_CopyInto(c->user_w, c->arr[OP_W]) < 0)
-        return NULL;
-    PyObject *o = c->user_out ? (PyObject *)c->user_out
-                              : (PyObject *)c->arr[OP_OUT];
-    PyObject *w = c->user_w ? (PyObject *)c->user_w : (PyObject *)c->arr[OP_W];
-    if (c->want == 0) {
-        Py_INCREF(o);
-        return o;
+    static const int res[4][3] = {
+        {OP_OUT}, {OP_OUT, OP_W}, {OP_OUT, OP_W, OP_SC}, {OP_OUT, OP_LSE}};
+    for (int k = 0; k < 2; k++) {
+        PyArrayObject *u = c->user[k], **a = &c->arr[OP_OUT + k];
+        if (u && c->tmp[k] && PyArray_CopyInto(u, *a) < 0)
+            return NULL;
+        if (u)
+            Py_SETREF(*a, (PyArrayObject *)Py_NewRef(u));
     }
-    if (c->want == 1)
-        return PyTuple_Pack(2, o, w);
-    if (c->want == 3)
-        return PyTuple_Pack(2, o, (PyObject *)c->arr[OP_LSE]);
-    return PyTuple_Pack(3, o, w, (PyObject *)c->arr[OP_SC]);
+    return sdpa_pack(c, res[c->want], c->want < 3 ? (int)c->want + 1 : 2);
 }
 
 static void sdpa_release(sdpa_call *c)
 {
     PyMem_RawFree(c->offs);
-    for (int op = 0; op < N_OPS; op++)
+    for (int op = 0; op < N_OPS; op++) {
         Py_XDECREF(c->arr[op]);
-    for (int i = 0; i < N_IN; i++)
-        Py_XDECREF(c->raw[i]);
-    Py_XDECREF(c->raw_bwd[0]);
-    Py_XDECREF(c->raw_bwd[1]);
-    Py_XDECREF(c->raw_bwd[2]);
-    Py_XDECREF(c->user_out);
-    Py_XDECREF(c->user_w);
+        Py_XDECREF(c->raw[op]);
+    }
+    Py_XDECREF(c->user[0]);
+    Py_XDECREF(c->user[1]);
     Py_XDECREF(c->rdescr);
 }
 
@@ -520,14 +536,6 @@ static PyObject *core_sdpa(PyObject *Py_UNUSED(mod), PyObject *const *argv,
 /* Steps 2-5, 7 and 8 are sdpa's; the gradients have the broadcast batch   */
 /* shape (the wrapper sums them to the inputs' shapes).                     */
 /* ------------------------------------------------------------------------ */
-static int bwd_header(sdpa_call *c, PyObject **a)
-{
-    c->bwd = 1;
-    if (sdpa_common(c, a, N_BWD_ARGS, B_FNAME, "attention_backward") < 0)
-        return -1;
-    return sdpa_variant_args(c, a + B_VARIANTS);
-}
-
 /* out, lse and dout: the compute type, exactly the forward's shapes */
 static int bwd_inputs(sdpa_call *c, PyObject *const *args)
 {
@@ -537,28 +545,17 @@ static int bwd_inputs(sdpa_call *c, PyObject *const *args)
     call_dims(c, dims, c->L, c->Ev);
     for (int i = 0; i < 3; i++) {
         const int op = ops[i], nd = c->bnd + (op == OP_LSE ? 1 : 2);
-        PyArrayObject *a = as_array16(args[argi[i]], c->fname,
-                                      op_names[op]);
-        c->raw_bwd[i] = a;
+        PyArrayObject *a = c->raw[op] = as_array16(args[argi[i]], c->fname,
+                                                   op_names[op]);
         if (!a)
             return -1;
-        int same = PyArray_NDIM(a) == nd;
-        for (int d = 0; same && d < nd; d++)
-            same = PyArray_DIM(a, d) == dims[d];
-        if (!same) {
-            PyObject *want = tuple_of(nd, dims), *got = shape_of(a);
-            PyObject *qs = shape_of(c->arr[OP_Q]), *vs = shape_of(c->arr[OP_V]);
-            if (want && got && qs && vs)
-                PyErr_Format(PyExc_ValueError,
-                             "%s: %s must have shape %R (the forward pass's "
-                             "%s for Q.shape=%R, V.shape=%R), got %s.shape=%R",
-                             c->fname, op_names[op], want,
-                             op == OP_LSE ? "lse" : "output", qs, vs,
-                             op_names[op], got);
-            Py_XDECREF(want);
-            Py_XDECREF(got);
-            Py_XDECREF(qs);
-            Py_XDECREF(vs);
+        if (!same_dims(a, nd, dims)) {
+            PyErr_Format(PyExc_ValueError, "%s: %s must have shape %s (the "
+                         "forward pass's %s for Q.shape=%s, V.shape=%s), got "
+                         "%s.shape=%s", c->fname, op_names[op],
+                         AP_DIMS(nd, dims), op == OP_LSE ? "lse" : "output",
+                         AP_SHAPE(c->arr[OP_Q]), AP_SHAPE(c->arr[OP_V]),
+                         op_names[op], AP_SHAPE(a));
             return -1;
         }
         /* out and dout may stay 16-bit; lse is read in the compute type */
@@ -578,10 +575,7 @@ static PyArray_Descr *grad_descr(sdpa_call *c, PyArrayObject *x, int nd,
                                  const npy_intp *dims)
 {
     PyArray_Descr *d = PyArray_DESCR(x);
-    int whole = is_16bit(d) && PyArray_NDIM(x) == nd;
-    for (int k = 0; whole && k < nd; k++)
-        whole = PyArray_DIM(x, k) == dims[k];
-    if (!whole)
+    if (!is_16bit(d) || !same_dims(x, nd, dims))
         return PyArray_DescrFromType(c->typenum);
     Py_INCREF(d);
     return d;
@@ -623,16 +617,14 @@ static PyObject *core_sdpa_bwd(PyObject *Py_UNUSED(mod),
     sdpa_call c;
     memset(&c, 0, sizeof c);
     PyObject *result = NULL;
-    if (bwd_header(&c, args) == 0 && sdpa_inputs(&c, args) == 0 &&
+    c.bwd = 1;
+    if (sdpa_common(&c, args, N_BWD_ARGS, B_FNAME, "attention_backward") == 0
+        && sdpa_inputs(&c, args) == 0 &&
         sdpa_core_dims(&c) == 0 && sdpa_mask_bias(&c, args) == 0 &&
         sdpa_batch(&c) == 0 && bwd_inputs(&c, args) == 0 &&
         bwd_results(&c, args[B_BIAS_GRAD]) == 0 &&
         sdpa_problem(&c, args) == 0 && sdpa_compute(&c) == 0)
-        result = PyTuple_Pack(4, (PyObject *)c.arr[OP_DQ],
-                              (PyObject *)c.arr[OP_DK],
-                              (PyObject *)c.arr[OP_DV],
-                              c.arr[OP_DB] ? (PyObject *)c.arr[OP_DB]
-                                           : Py_None);
+        result = sdpa_pack(&c, (const int[]){OP_DQ, OP_DK, OP_DV, OP_DB}, 4);
     sdpa_release(&c);
     return result;
 }

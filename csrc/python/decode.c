@@ -92,16 +92,10 @@ static PyObject *core_merge(PyObject *Py_UNUSED(mod), PyObject *const *argv,
     const int nd = PyArray_NDIM(o0);
     const npy_intp *dims = PyArray_DIMS(o0);
     for (Py_ssize_t i = 0; i < 2 * c.K; i++) {
-        const int ndi = i < c.K ? nd : nd - 1;
-        int same = nd >= 2 && PyArray_NDIM(c.arr[i]) == ndi;
-        for (int d = 0; same && d < ndi; d++)
-            same = PyArray_DIM(c.arr[i], d) == dims[d];
-        if (!same) {
-            char msg[200];
-            PyOS_snprintf(msg, sizeof msg, "%s: the parts' shapes do not "
-                          "match", fname);
-            err_shapes2(PyExc_ValueError, msg, "outs[0]", o0,
-                        i < c.K ? "outs[k]" : "lses[k]", c.arr[i]);
+        if (nd < 2 || !same_dims(c.arr[i], i < c.K ? nd : nd - 1, dims)) {
+            err_shapes(PyExc_ValueError, "outs[0]", o0, i < c.K ? "outs[k]"
+                       : "lses[k]", c.arr[i], "%s: the parts' shapes do not "
+                       "match", fname);
             goto fail;
         }
     }
@@ -134,9 +128,8 @@ static PyObject *core_merge(PyObject *Py_UNUSED(mod), PyObject *const *argv,
         const attn_merge_args a = {dtype_of(typenum), (size_t)c.K, B, L, Ev,
                                    c.mats[c.n - 2], c.mats[c.n - 1], c.mats,
                                    c.mats + c.K};
-        attn_status s;
-        AP_RUN(s, attn_merge, &a);
-        if (raise_status(s, fname) < 0)
+        ap_nogil g;
+        if (raise_status(AP_RUN(g, attn_merge, &a), fname) < 0)
             goto fail;
     }
     result = PyTuple_Pack(2, (PyObject *)c.arr[c.n - 2],

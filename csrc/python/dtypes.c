@@ -230,20 +230,17 @@ PyArrayObject *dest_for_call(PyArrayObject *user, PyArrayObject *const *ins,
                                           PyArray_DIMS(user), d, 0);
 }
 
-/* a and b are the same view: same memory, shape and strides */
-static int same_view(PyArrayObject *a, PyArrayObject *b)
+int same_view(PyArrayObject *a, PyArrayObject *b)
 {
-    int same = PyArray_DATA(a) == PyArray_DATA(b) &&
-               PyArray_NDIM(a) == PyArray_NDIM(b);
+    int same = PyArray_DATA(a) == PyArray_DATA(b) && PyArray_SAMESHAPE(a, b);
     for (int d = 0; same && d < PyArray_NDIM(a); d++)
-        same = PyArray_DIM(a, d) == PyArray_DIM(b, d) &&
+        same = PyArray_DIM(a, d) <= 1 ||
                PyArray_STRIDE(a, d) == PyArray_STRIDE(b, d);
     return same;
 }
 
 int ap_unary_dest16(ap_unary *u, PyObject *out, PyArray_Descr *rd,
-                    const char *fname, PyArrayObject *const *ins,
-                    const int *inplace_ok, int n)
+                    const char *fname, PyArrayObject *const *ins, int n)
 {
     int nd = PyArray_NDIM(ins[0]);
     const npy_intp *dims = PyArray_DIMS(ins[0]);
@@ -254,7 +251,7 @@ int ap_unary_dest16(ap_unary *u, PyObject *out, PyArray_Descr *rd,
         return -1;
     PyArrayObject *chk[2];
     for (int i = 0; i < n; i++)
-        chk[i] = inplace_ok[i] && same_view(u->user, ins[i]) ? NULL : ins[i];
+        chk[i] = same_view(u->user, ins[i]) ? NULL : ins[i];
     return (u->dst = dest_for_call(u->user, chk, n, u->typenum,
                                    &u->is_tmp)) ? 0 : -1;
 }

@@ -59,13 +59,12 @@ static int check_axis(PyObject *o, int nd, const char *fname, int *axis)
     return 0;
 }
 
-/* u->raw, u->typenum, u->x from the input x, and its axis: 0, or -1 with
- * an exception                                                          */
-static int unary_input(ap_unary *u, PyObject *x, PyObject *axis_obj,
-                       const char *fname, const char *arg, int *axis)
+/* u->raw, u->typenum and u->x from the input x (real numbers): 0, or -1
+ * with an exception                                                     */
+static int unary_real(ap_unary *u, PyObject *x, const char *fname,
+                      const char *arg)
 {
-    if (!(u->raw = as_real_array(x, fname, arg)) ||
-        check_axis(axis_obj, PyArray_NDIM(u->raw), fname, axis) < 0)
+    if (!(u->raw = as_real_array(x, fname, arg)))
         return -1;
     u->typenum = compute_type_of(PyArray_DESCR(u->raw));
     return (u->x = as_type(u->raw, u->typenum, fname, arg)) ? 0 : -1;
@@ -95,10 +94,8 @@ static PyObject *softmax_call(ap_argspec *spec, int n, PyObject *const *argv,
         if (!(raw[i] = as_array16(args[i], fname, name[i])))
             goto fail;
     if (n == 2 && !PyArray_SAMESHAPE(raw[0], raw[1])) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "%s: dy and y must have the same shape",
-                 fname);
-        err_shapes2(PyExc_ValueError, msg, "dy", raw[0], "y", raw[1]);
+        err_shapes(PyExc_ValueError, "dy", raw[0], "y", raw[1],
+                   "%s: dy and y must have the same shape", fname);
         goto fail;
     }
     const int nd = PyArray_NDIM(raw[0]);
@@ -109,8 +106,7 @@ static PyObject *softmax_call(ap_argspec *spec, int n, PyObject *const *argv,
     for (int i = n - 1; i >= 0; i--) /* y before dy */
         if (!(in[i] = as_storage(raw[i], u.typenum, fname, name[i])))
             goto fail;
-    const int inplace_ok[2] = {1, 1};
-    if (ap_unary_dest16(&u, args[n + 1], rd, fname, in, inplace_ok, n) < 0)
+    if (ap_unary_dest16(&u, args[n + 1], rd, fname, in, n) < 0)
         goto fail;
     ptrdiff_t st[3][NPY_MAXDIMS];
     size_t nrows;
@@ -130,17 +126,12 @@ static PyObject *softmax_call(ap_argspec *spec, int n, PyObject *const *argv,
         }
         const attn_dtype dt = dtype_of(u.typenum);
         const size_t len = (size_t)PyArray_DIM(in[0], axis);
-        attn_status s;
-        if (n == 1) {
-            const attn_softmax_args a = {dt, nrows, len, m[1], m[0]};
-            AP_RUN(s, attn_softmax, &a);
-        }
-        else {
-            const attn_softmax_grad_args a = {dt, nrows, len, m[2], m[0],
-                                              m[1]};
-            AP_RUN(s, attn_softmax_backward, &a);
-        }
-        if (raise_status(s, fname) < 0)
+        const attn_softmax_args a = {dt, nrows, len, m[1], m[0]};
+        const attn_softmax_grad_args ga = {dt, nrows, len, m[2], m[0], m[1]};
+        ap_nogil g;
+        if (raise_status(n == 1 ? AP_RUN(g, attn_softmax, &a)
+                                : AP_RUN(g, attn_softmax_backward, &ga),
+                         fname) < 0)
             goto fail;
     }
     ok = 1;
@@ -153,18 +144,8 @@ fail:
     return ap_unary_finish(&u, ok);
 }
 
-static PyObject *core_softmax(PyObject *Py_UNUSED(mod), PyObject *const *argv,
-                              Py_ssize_t nargs, PyObject *kwnames)
-{
-    return softmax_call(&softmax_spec, 1, argv, nargs, kwnames);
-}
-
-static PyObject *core_softmax_backward(PyObject *Py_UNUSED(mod),
-                                       PyObject *const *argv, Py_ssize_t nargs,
-                                       PyObject *kwnames)
-{
-    return softmax_call(&softmax_bwd_spec, 2, argv, nargs, kwnames);
-}
+AP_ENTRY(softmax, softmax_call, &softmax_spec, 1)
+AP_ENTRY(softmax_backward, softmax_call, &softmax_bwd_spec, 2)
 
 /* ------------------------------------------------------------------------ */
 /* softmax_jacobian(y, axis, fname) -> (y.shape without axis) + (n, n)       */
@@ -181,7 +162,8 @@ static PyObject *core_softmax_jacobian(PyObject *Py_UNUSED(mod),
     if (!fname)
         return NULL;
     int axis;
-    if (unary_input(&u, args[0], args[1], fname, "y", &axis) < 0)
+    if (unary_real(&u, args[0], fname, "y") < 0 ||
+        check_axis(args[1], PyArray_NDIM(u.raw), fname, &axis) < 0)
         goto fail;
     int nd = PyArray_NDIM(u.raw);
     if (nd + 1 > NPY_MAXDIMS) {
@@ -208,13 +190,11 @@ static PyObject *core_softmax_jacobian(PyObject *Py_UNUSED(mod),
         goto fail;
     if (u.offs) {
         attn_mat my = {PyArray_DATA(u.x), u.offs, 0, st[0][axis], ATTN_ST_NATIVE};
-        attn_mat mj = {PyArray_DATA(u.dst), u.offs + nrows, sj[nd - 1],
-                       sj[nd], ATTN_ST_NATIVE};
+        attn_mat mj = mat_of(u.dst, u.offs + nrows, sj, nd + 1);
         const attn_softmax_jac_args a = {dtype_of(u.typenum), nrows,
                                          (size_t)n, mj, my};
-        attn_status s;
-        AP_RUN(s, attn_softmax_jacobian, &a);
-        if (raise_status(s, fname) < 0)
+        ap_nogil g;
+        if (raise_status(AP_RUN(g, attn_softmax_jacobian, &a), fname) < 0)
             goto fail;
     }
     ok = 1;
@@ -238,14 +218,10 @@ static PyObject *core_combine_heads(PyObject *Py_UNUSED(mod),
                                        args, 2);
     if (!fname)
         return NULL;
-    if (!(u.raw = as_real_array(args[0], fname, "x")))
-        return NULL;
-    int nd = PyArray_NDIM(u.raw);
-    if (need_ndim(u.raw, 3, fname, "x", "..., H, T, dk") < 0)
+    if (unary_real(&u, args[0], fname, "x") < 0 ||
+        need_ndim(u.raw, 3, fname, "x", "..., H, T, dk") < 0)
         goto fail;
-    u.typenum = compute_type_of(PyArray_DESCR(u.raw));
-    if (!(u.x = as_type(u.raw, u.typenum, fname, "x")))
-        goto fail;
+    const int nd = PyArray_NDIM(u.raw);
     npy_intp H = PyArray_DIM(u.x, nd - 3), T = PyArray_DIM(u.x, nd - 2),
              dk = PyArray_DIM(u.x, nd - 1);
     npy_intp odims[NPY_MAXDIMS];
@@ -257,7 +233,14 @@ static PyObject *core_combine_heads(PyObject *Py_UNUSED(mod),
         goto fail;
     }
     odims[nd - 2] = H * dk;
-    if (ap_unary_dest(&u, args[1], fname, nd - 1, odims) < 0)
+    /* out= of exactly the result's dtype; an overlap with x: a temporary */
+    if (args[1] == Py_None
+            ? !(u.dst = new_result(nd - 1, odims, u.typenum, fname,
+                                   "the result"))
+            : !(u.user = check_out(args[1], fname, "out", nd - 1, odims,
+                                   u.typenum)) ||
+                  !(u.dst = dest_for_call(u.user, &u.x, 1, u.typenum,
+                                          &u.is_tmp)))
         goto fail;
     ptrdiff_t sx[NPY_MAXDIMS], so[NPY_MAXDIMS];
     if (ensure_elem_strides(&u.x, sx) < 0 || elem_strides(u.dst, so) < 0)
@@ -276,14 +259,12 @@ static PyObject *core_combine_heads(PyObject *Py_UNUSED(mod),
         if (!(u.offs = alloc_offsets(2, B)))
             goto fail;
         fill_offsets(bnd, PyArray_DIMS(u.x), 2, bst, u.offs, B);
-        attn_mat mi = {PyArray_DATA(u.x), u.offs, sx[nd - 2], sx[nd - 1], ATTN_ST_NATIVE};
-        attn_mat mo = {PyArray_DATA(u.dst), u.offs + B, so[nd - 3],
-                       so[nd - 2], ATTN_ST_NATIVE};
+        attn_mat mi = mat_of(u.x, u.offs, sx, nd);
+        attn_mat mo = mat_of(u.dst, u.offs + B, so, nd - 1);
         const attn_copy_args a = {dtype_of(u.typenum), B, (size_t)T,
                                   (size_t)dk, mo, mi};
-        attn_status st;
-        AP_RUN(st, attn_copy2d, &a);
-        if (raise_status(st, fname) < 0)
+        ap_nogil g;
+        if (raise_status(AP_RUN(g, attn_copy2d, &a), fname) < 0)
             goto fail;
     }
     ok = 1;

@@ -18,7 +18,9 @@
 
 #define LC_MAX 8
 #define LC_NONE (-1)
-enum { LC_ROWS = 0, LC_VECTOR = 1 }; /* an operand: rows of x's shape, or (n,) */
+/* an operand: rows of x's shape, or (n,); an input: LC_REQUIRED, rows
+ * that may not be None                                                  */
+enum { LC_ROWS = 0, LC_VECTOR = 1, LC_REQUIRED = 2 };
 
 typedef struct {
     const char *fname;
@@ -48,28 +50,21 @@ static void lc_free(lcall *c)
     Py_XDECREF(c->rd);
 }
 
-/* an input operand (None or NULL: absent); operand 0 is x, whose shape
- * rules; vec: LC_ROWS or LC_VECTOR                                       */
-static int lc_input(lcall *c, PyObject *obj, const char *name, int vec)
+/* an input operand (None or NULL: absent, unless kind is LC_REQUIRED);
+ * operand 0 is x, whose shape rules                                      */
+static int lc_input(lcall *c, PyObject *obj, const char *name, int kind)
 {
     int op = c->nops++;
     c->nin = c->nops;
     c->name[op] = name;
-    c->vec[op] = vec;
-    if (!obj || obj == Py_None)
+    c->vec[op] = kind == LC_VECTOR;
+    if (obj && obj != Py_None)
+        return (c->raw[op] = as_array16(obj, c->fname, name)) ? 0 : -1;
+    if (kind != LC_REQUIRED)
         return 0;
-    return (c->raw[op] = as_array16(obj, c->fname, name)) ? 0 : -1;
-}
-
-/* an input that may not be None (x, dy, gate) */
-static int lc_required(lcall *c, PyObject *obj, const char *name)
-{
-    if (!obj || obj == Py_None) {
-        PyErr_Format(PyExc_TypeError, "%s: %s must be an array, not None",
-                     c->fname, name);
-        return -1;
-    }
-    return lc_input(c, obj, name, LC_ROWS);
+    PyErr_Format(PyExc_TypeError, "%s: %s must be an array, not None",
+                 c->fname, name);
+    return -1;
 }
 
 /* the compute dtype of the inputs, each converted to it, shapes checked */
@@ -97,28 +92,19 @@ static int lc_inputs_done(lcall *c)
     c->nrows = 1;
     for (int d = 0; d < c->nd - 1; d++)
         c->nrows *= (size_t)c->dims[d];
-    char msg[240];
     for (int op = 0; op < c->nin; op++) {
         PyArrayObject *a = c->raw[op];
         if (!a)
             continue;
-        int ok = c->vec[op] ? PyArray_NDIM(a) == 1
-                                  && (size_t)PyArray_DIM(a, 0) == c->n
-                            /* ndim first: CompareLists reads nd dims */
-                            : PyArray_NDIM(a) == c->nd
-                                  && PyArray_CompareLists(PyArray_DIMS(a),
-                                                          c->dims, c->nd);
-        if (!ok) {
-            if (c->vec[op])
-                PyOS_snprintf(msg, sizeof msg, "%s: %s must have shape "
-                              "(%zd,), the features of %s", c->fname,
-                              c->name[op], (Py_ssize_t)c->n, c->name[0]);
-            else
-                PyOS_snprintf(msg, sizeof msg, "%s: %s must have the shape "
-                              "of %s", c->fname, c->name[op], c->name[0]);
-            err_shapes2(PyExc_ValueError, msg, c->name[op], a, c->name[0], x);
-            return -1;
-        }
+        if (c->vec[op] && !same_dims(a, 1, c->dims + c->nd - 1))
+            return err_shapes(PyExc_ValueError, c->name[op], a, c->name[0],
+                              x, "%s: %s must have shape (%zd,), the features "
+                              "of %s", c->fname, c->name[op], (Py_ssize_t)c->n,
+                              c->name[0]);
+        if (!c->vec[op] && !same_dims(a, c->nd, c->dims))
+            return err_shapes(PyExc_ValueError, c->name[op], a, c->name[0],
+                              x, "%s: %s must have the shape of %s", c->fname,
+                              c->name[op], c->name[0]);
         if (!(c->arr[op] = as_storage(a, c->typenum, c->fname,
                                       c->name[op])))
             return -1;
@@ -160,16 +146,9 @@ static int lc_output(lcall *c, PyObject *out, lc_out o, int wanted)
         return -1;
     PyArrayObject *u = c->user[op], *ins[LC_MAX];
     int nins = 0;
-    for (int k = 0; k < c->nin; k++) {
-        PyArrayObject *a = c->arr[k];
-        int same = a && k == o.alias && PyArray_DATA(a) == PyArray_DATA(u)
-                   && PyArray_NDIM(a) == nd;
-        for (int d = 0; same && d < nd; d++)
-            same = PyArray_DIM(a, d) <= 1
-                   || PyArray_STRIDE(a, d) == PyArray_STRIDE(u, d);
-        if (a && !same)
-            ins[nins++] = a;
-    }
+    for (int k = 0; k < c->nin; k++)
+        if (c->arr[k] && !(k == o.alias && same_view(c->arr[k], u)))
+            ins[nins++] = c->arr[k];
     return (c->arr[op] = dest_for_call(u, ins, nins, c->typenum,
                                        &c->is_tmp[op])) ? 0 : -1;
 }
@@ -230,48 +209,12 @@ static PyObject *lc_results(lcall *c, int first, int n)
     return t;
 }
 
-/* eps (absent: 1e-6, the public functions' default) */
-static int lc_eps(PyObject *o, double *eps)
-{
-    *eps = o && o != Py_None ? PyFloat_AsDouble(o) : 1e-6;
-    return *eps == -1.0 && PyErr_Occurred() ? -1 : 0;
-}
-
 /* the activations' names, in the order of attn_act (layer/acts.h)     */
 static const char *const act_names[] = {
 #define ACT_NAME_(id, name, cost, y, dx) name,
     ATTN_ACT_LIST(ACT_NAME_)
 #undef ACT_NAME_
 };
-
-/* "'none', 'relu', ... or 'last'", for the error message                */
-static const char *act_choices(void)
-{
-    static char text[40 * ATTN_ACT_COUNT];
-    if (!text[0]) {
-        size_t len = 0;
-        for (int i = 0; i < ATTN_ACT_COUNT && len < sizeof text; i++)
-            len += (size_t)PyOS_snprintf(
-                text + len, sizeof text - len, "%s'%s'",
-                i == 0 ? "" : i + 1 == ATTN_ACT_COUNT ? " or " : ", ",
-                act_names[i]);
-    }
-    return text;
-}
-
-static int parse_act(PyObject *o, const char *fname, attn_act *act)
-{
-    int i;
-    if (!o || o == Py_None) {
-        *act = ATTN_ACT_NONE;
-        return 0;
-    }
-    if (parse_choice(o, fname, "activation", act_choices(), act_names,
-                     ATTN_ACT_COUNT, &i) < 0)
-        return -1;
-    *act = (attn_act)i;
-    return 0;
-}
 
 /* activations() -> the names bias_act takes, in attn_act's order       */
 static PyObject *core_activations(PyObject *Py_UNUSED(mod),
@@ -297,10 +240,9 @@ static PyObject *core_activations(PyObject *Py_UNUSED(mod),
  * activation and the flags, in slot order), the inputs and their
  * shapes, the outputs, the strides, the call, the results.             */
 #define LC_MAX_ARGS 10
-#define LC_REQUIRED 2 /* an input kind: rows that may not be None */
 typedef struct {
-    double eps;                  /* absent: 1e-6                          */
-    attn_act act;                /* absent: ATTN_ACT_NONE                 */
+    double eps;                  /* absent: 1e-6, the public default      */
+    int act;                     /* an attn_act; absent: ATTN_ACT_NONE    */
     int on[LC_MAX_ARGS];         /* per slot: a flag's value, else given  */
 } lc_opts;
 typedef struct {
@@ -333,24 +275,25 @@ static PyObject *lc_call(const lfunc *f, PyObject *const *argv,
                          Py_ssize_t nargs, PyObject *kwnames)
 {
     lcall c = {0};
-    lc_opts v = {0};
+    lc_opts v = {.eps = 1e-6, .act = ATTN_ACT_NONE};
     PyObject *result = NULL, *a[LC_MAX_ARGS];
     if (!(c.fname = ap_parse_named(f->spec, argv, nargs, kwnames, a,
                                    f->fname)))
         return NULL;
     for (int s = 0; s < f->spec->n; s++) {
-        v.on[s] = a[s] != Py_None;
-        if ((s == f->eps && lc_eps(a[s], &v.eps) < 0)
-            || (s == f->act && parse_act(a[s], c.fname, &v.act) < 0)
+        const int given = v.on[s] = a[s] != Py_None;
+        if ((given && s == f->eps && (v.eps = PyFloat_AsDouble(a[s])) == -1.0
+             && PyErr_Occurred())
+            || (given && s == f->act
+                && parse_choice(a[s], c.fname, "activation", NULL, act_names,
+                                ATTN_ACT_COUNT, &v.act) < 0)
             || (((f->flags >> s) & 1u) && (v.on[s] = ap_flag(a[s])) < 0))
             return NULL;
     }
     for (const lc_in *in = f->in; in->name; in++) {
         const char *name = in == f->in && f->solo != LC_NONE && !v.on[f->solo]
                                ? "x" : in->name;
-        if ((in->kind == LC_REQUIRED ? lc_required(&c, a[in->slot], name)
-                                     : lc_input(&c, a[in->slot], name,
-                                                in->kind)) < 0)
+        if (lc_input(&c, a[in->slot], name, in->kind) < 0)
             goto fail;
     }
     if (lc_inputs_done(&c) < 0)
@@ -366,10 +309,7 @@ static PyObject *lc_call(const lfunc *f, PyObject *const *argv,
     if (lc_mats(&c) < 0)
         goto fail;
     ap_nogil g;
-    ap_nogil_begin(&g);
-    attn_status st = f->run(&c, &v, &g.ex);
-    ap_nogil_end(&g);
-    if (raise_status(st, c.fname) == 0)
+    if (raise_status(AP_RUN(g, f->run, &c, &v), c.fname) == 0)
         result = f->grads || nwant > 1 ? lc_results(&c, c.nin, nout)
                                        : lc_result(&c, c.nin);
 fail:
@@ -377,14 +317,18 @@ fail:
     return result;
 }
 
-/* core_<name>(...): lc_call of the table <name>_f                        */
-#define LC_FUNC(name)                                                          \
-    static PyObject *core_##name(PyObject *Py_UNUSED(mod),                     \
-                                 PyObject *const *argv, Py_ssize_t nargs,      \
-                                 PyObject *kwnames)                            \
+/* run_<name>: the core's argument struct T ({dtype, nrows, n}, then the
+ * fields listed) and its entry point fn; M(op) is operand op's attn_mat */
+#define LC_RUN(name, T, fn, ...)                                               \
+    static attn_status run_##name(const lcall *c, const lc_opts *v,            \
+                                  const attn_exec *ex)                         \
     {                                                                          \
-        return lc_call(&name##_f, argv, nargs, kwnames);                       \
+        const T p = {.dtype = dtype_of(c->typenum), .nrows = c->nrows,         \
+                     .n = c->n, __VA_ARGS__};                                  \
+        (void)v;                                                               \
+        return fn(&p, ex);                                                     \
     }
+#define M(op) c->mat[op]
 
 /* ------------------------------------------------------------------------ */
 /* layer_norm(x, /, *, residual, shift, weight, bias, eps, eps_in_sqrt,     */
@@ -397,15 +341,8 @@ enum { LN_X, LN_RES, LN_SHIFT, LN_W, LN_B, LN_EPS, LN_SQ, LN_OUT, LN_RSUM,
        LN_FNAME };
 enum { LNO_Y = 5, LNO_SUM }; /* the outputs' operand slots */
 
-static attn_status run_layer_norm(const lcall *c, const lc_opts *v,
-                                  const attn_exec *ex)
-{
-    const attn_norm p = {dtype_of(c->typenum), c->nrows, c->n, c->mat[LNO_Y],
-                         c->mat[LNO_SUM], c->mat[LN_X], c->mat[LN_RES],
-                         c->mat[LN_SHIFT], c->mat[LN_W], c->mat[LN_B], v->eps,
-                         v->on[LN_SQ]};
-    return attn_layer_norm(&p, ex);
-}
+LC_RUN(layer_norm, attn_norm, attn_layer_norm, M(LNO_Y), M(LNO_SUM), M(LN_X),
+       M(LN_RES), M(LN_SHIFT), M(LN_W), M(LN_B), v->eps, v->on[LN_SQ])
 static const lfunc layer_norm_f = {
     &ln_spec, LN_FNAME, LN_EPS, LC_NONE, 1u << LN_SQ | 1u << LN_RSUM,
     LC_NONE, 0,
@@ -415,7 +352,7 @@ static const lfunc layer_norm_f = {
     {{LN_OUT, {"out", LC_ROWS, LN_X, LC_NONE}, LC_NONE},
      {LC_NONE, {"the sum", LC_ROWS, LC_NONE, LC_NONE}, LN_RSUM}},
     run_layer_norm};
-LC_FUNC(layer_norm)
+AP_ENTRY(layer_norm, lc_call, &layer_norm_f)
 
 /* ------------------------------------------------------------------------ */
 /* layer_norm_backward(dy, x, /, *, weight, eps, eps_in_sqrt,               */
@@ -429,15 +366,9 @@ enum { LNB_DY, LNB_X, LNB_W, LNB_EPS, LNB_SQ, LNB_RDW, LNB_RDB, LNB_OUT,
 /* operand slots: inputs x, dy, weight, then dx, dweight, dbias */
 enum { LBO_X, LBO_DY, LBO_W, LBO_DX, LBO_DW, LBO_DB };
 
-static attn_status run_layer_norm_backward(const lcall *c, const lc_opts *v,
-                                           const attn_exec *ex)
-{
-    const attn_norm_grad p = {dtype_of(c->typenum), c->nrows, c->n,
-                              c->mat[LBO_DX], c->mat[LBO_DW], c->mat[LBO_DB],
-                              c->mat[LBO_DY], c->mat[LBO_X], c->mat[LBO_W],
-                              v->eps, v->on[LNB_SQ]};
-    return attn_layer_norm_backward(&p, ex);
-}
+LC_RUN(layer_norm_backward, attn_norm_grad, attn_layer_norm_backward,
+       M(LBO_DX), M(LBO_DW), M(LBO_DB), M(LBO_DY), M(LBO_X), M(LBO_W), v->eps,
+       v->on[LNB_SQ])
 /* x first: it sets the shape dy must have */
 static const lfunc layer_norm_backward_f = {
     &lnb_spec, LNB_FNAME, LNB_EPS, LC_NONE,
@@ -448,7 +379,7 @@ static const lfunc layer_norm_backward_f = {
      {LC_NONE, {"dweight", LC_VECTOR, LC_NONE, LBO_W}, LNB_RDW},
      {LC_NONE, {"dbias", LC_VECTOR, LC_NONE, LC_NONE}, LNB_RDB}},
     run_layer_norm_backward};
-LC_FUNC(layer_norm_backward)
+AP_ENTRY(layer_norm_backward, lc_call, &layer_norm_backward_f)
 
 /* ------------------------------------------------------------------------ */
 /* bias_act(x, /, *, bias, activation, out, fname) -> act(x + bias)         */
@@ -458,19 +389,14 @@ AP_ARGSPEC(ba_spec, "bias_act", 1, 1, "x", "bias", "activation", "out",
 enum { BA_X, BA_B, BA_ACT, BA_OUT, BA_FNAME };
 enum { BAO_Y = 2 };
 
-static attn_status run_bias_act(const lcall *c, const lc_opts *v,
-                                const attn_exec *ex)
-{
-    const attn_act_args p = {dtype_of(c->typenum), v->act, c->nrows, c->n,
-                             c->mat[BAO_Y], c->mat[BA_X], c->mat[BA_B]};
-    return attn_bias_act(&p, ex);
-}
+LC_RUN(bias_act, attn_act_args, attn_bias_act, M(BAO_Y), M(BA_X), M(BA_B),
+       .act = (attn_act)v->act)
 static const lfunc bias_act_f = {
     &ba_spec, BA_FNAME, LC_NONE, BA_ACT, 0, LC_NONE, 0,
     {{BA_X, "x", LC_REQUIRED}, {BA_B, "bias", LC_VECTOR}},
     {{BA_OUT, {"out", LC_ROWS, BA_X, LC_NONE}, LC_NONE}},
     run_bias_act};
-LC_FUNC(bias_act)
+AP_ENTRY(bias_act, lc_call, &bias_act_f)
 
 /* ------------------------------------------------------------------------ */
 /* bias_act_backward(dy, x, /, *, bias, activation, return_dbias, out,      */
@@ -481,15 +407,9 @@ AP_ARGSPEC(bab_spec, "bias_act_backward", 2, 2, "dy", "x", "bias",
 enum { BAB_DY, BAB_X, BAB_B, BAB_ACT, BAB_RDB, BAB_OUT, BAB_FNAME };
 enum { BBO_X, BBO_DY, BBO_B, BBO_DX, BBO_DB }; /* operand slots */
 
-static attn_status run_bias_act_backward(const lcall *c, const lc_opts *v,
-                                         const attn_exec *ex)
-{
-    const attn_act_grad_args p = {dtype_of(c->typenum), v->act, c->nrows,
-                                  c->n, c->mat[BBO_DX], c->mat[BBO_DB],
-                                  c->mat[BBO_DY], c->mat[BBO_X],
-                                  c->mat[BBO_B]};
-    return attn_bias_act_backward(&p, ex);
-}
+LC_RUN(bias_act_backward, attn_act_grad_args, attn_bias_act_backward,
+       M(BBO_DX), M(BBO_DB), M(BBO_DY), M(BBO_X), M(BBO_B),
+       .act = (attn_act)v->act)
 static const lfunc bias_act_backward_f = {
     &bab_spec, BAB_FNAME, LC_NONE, BAB_ACT, 1u << BAB_RDB, LC_NONE, 1,
     {{BAB_X, "x", LC_REQUIRED}, {BAB_DY, "dy", LC_REQUIRED},
@@ -497,7 +417,7 @@ static const lfunc bias_act_backward_f = {
     {{BAB_OUT, {"out", LC_ROWS, BBO_DY, BBO_X}, LC_NONE},
      {LC_NONE, {"dbias", LC_VECTOR, LC_NONE, BBO_B}, BAB_RDB}},
     run_bias_act_backward};
-LC_FUNC(bias_act_backward)
+AP_ENTRY(bias_act_backward, lc_call, &bias_act_backward_f)
 
 /* ------------------------------------------------------------------------ */
 /* rms_norm(x, /, *, weight, eps, out, fname) -> y                          */
@@ -506,19 +426,14 @@ AP_ARGSPEC(rms_spec, "rms_norm", 1, 1, "x", "weight", "eps", "out", "fname");
 enum { RMS_X, RMS_W, RMS_EPS, RMS_OUT, RMS_FNAME };
 enum { RMSO_Y = 2 };
 
-static attn_status run_rms_norm(const lcall *c, const lc_opts *v,
-                                const attn_exec *ex)
-{
-    const attn_rms p = {dtype_of(c->typenum), c->nrows, c->n, c->mat[RMSO_Y],
-                        c->mat[RMS_X], c->mat[RMS_W], v->eps};
-    return attn_rms_norm(&p, ex);
-}
+LC_RUN(rms_norm, attn_rms, attn_rms_norm, M(RMSO_Y), M(RMS_X), M(RMS_W),
+       v->eps)
 static const lfunc rms_norm_f = {
     &rms_spec, RMS_FNAME, RMS_EPS, LC_NONE, 0, LC_NONE, 0,
     {{RMS_X, "x", LC_REQUIRED}, {RMS_W, "weight", LC_VECTOR}},
     {{RMS_OUT, {"out", LC_ROWS, RMS_X, LC_NONE}, LC_NONE}},
     run_rms_norm};
-LC_FUNC(rms_norm)
+AP_ENTRY(rms_norm, lc_call, &rms_norm_f)
 
 /* ------------------------------------------------------------------------ */
 /* rms_norm_backward(dy, x, /, *, weight, eps, return_dweight, out, fname)  */
@@ -529,14 +444,8 @@ AP_ARGSPEC(rmsb_spec, "rms_norm_backward", 2, 2, "dy", "x", "weight", "eps",
 enum { RMB_DY, RMB_X, RMB_W, RMB_EPS, RMB_RDW, RMB_OUT, RMB_FNAME };
 enum { RBO_X, RBO_DY, RBO_W, RBO_DX, RBO_DW }; /* operand slots */
 
-static attn_status run_rms_norm_backward(const lcall *c, const lc_opts *v,
-                                         const attn_exec *ex)
-{
-    const attn_rms_grad p = {dtype_of(c->typenum), c->nrows, c->n,
-                             c->mat[RBO_DX], c->mat[RBO_DW], c->mat[RBO_DY],
-                             c->mat[RBO_X], c->mat[RBO_W], v->eps};
-    return attn_rms_norm_backward(&p, ex);
-}
+LC_RUN(rms_norm_backward, attn_rms_grad, attn_rms_norm_backward, M(RBO_DX),
+       M(RBO_DW), M(RBO_DY), M(RBO_X), M(RBO_W), v->eps)
 /* x first: it sets the shape dy must have */
 static const lfunc rms_norm_backward_f = {
     &rmsb_spec, RMB_FNAME, RMB_EPS, LC_NONE, 1u << RMB_RDW, LC_NONE, 1,
@@ -545,7 +454,7 @@ static const lfunc rms_norm_backward_f = {
     {{RMB_OUT, {"out", LC_ROWS, RBO_DY, RBO_X}, LC_NONE},
      {LC_NONE, {"dweight", LC_VECTOR, LC_NONE, RBO_W}, RMB_RDW}},
     run_rms_norm_backward};
-LC_FUNC(rms_norm_backward)
+AP_ENTRY(rms_norm_backward, lc_call, &rms_norm_backward_f)
 
 /* ------------------------------------------------------------------------ */
 /* swiglu(gate, up=None, /, *, out, fname) -> silu(gate) * up (up None:     */
@@ -555,20 +464,13 @@ AP_ARGSPEC(glu_spec, "swiglu", 2, 1, "gate", "up", "out", "fname");
 enum { GLU_G, GLU_U, GLU_OUT, GLU_FNAME };
 enum { GLUO_Y = 2 };
 
-static attn_status run_swiglu(const lcall *c, const lc_opts *v,
-                              const attn_exec *ex)
-{
-    (void)v;
-    const attn_glu_args p = {dtype_of(c->typenum), c->nrows, c->n,
-                             c->mat[GLUO_Y], c->mat[GLU_G], c->mat[GLU_U]};
-    return attn_swiglu(&p, ex);
-}
+LC_RUN(swiglu, attn_glu_args, attn_swiglu, M(GLUO_Y), M(GLU_G), M(GLU_U))
 static const lfunc swiglu_f = {
     &glu_spec, GLU_FNAME, LC_NONE, LC_NONE, 0, GLU_U, 0,
     {{GLU_G, "gate", LC_REQUIRED}, {GLU_U, "up", LC_ROWS}},
     {{GLU_OUT, {"out", LC_ROWS, GLU_G, LC_NONE}, LC_NONE}},
     run_swiglu};
-LC_FUNC(swiglu)
+AP_ENTRY(swiglu, lc_call, &swiglu_f)
 
 /* ------------------------------------------------------------------------ */
 /* swiglu_backward(dy, gate, up=None, /, *, fname) -> (dgate, dup or None) */
@@ -577,16 +479,8 @@ AP_ARGSPEC(glub_spec, "swiglu_backward", 3, 2, "dy", "gate", "up", "fname");
 enum { GLB_DY, GLB_G, GLB_U, GLB_FNAME };
 enum { GBO_G, GBO_DY, GBO_U, GBO_DG, GBO_DU }; /* operand slots */
 
-static attn_status run_swiglu_backward(const lcall *c, const lc_opts *v,
-                                       const attn_exec *ex)
-{
-    (void)v;
-    const attn_glu_grad_args p = {dtype_of(c->typenum), c->nrows, c->n,
-                                  c->mat[GBO_DG], c->mat[GBO_DU],
-                                  c->mat[GBO_DY], c->mat[GBO_G],
-                                  c->mat[GBO_U]};
-    return attn_swiglu_backward(&p, ex);
-}
+LC_RUN(swiglu_backward, attn_glu_grad_args, attn_swiglu_backward, M(GBO_DG),
+       M(GBO_DU), M(GBO_DY), M(GBO_G), M(GBO_U))
 static const lfunc swiglu_backward_f = {
     &glub_spec, GLB_FNAME, LC_NONE, LC_NONE, 0, GLB_U, 1,
     {{GLB_G, "gate", LC_REQUIRED}, {GLB_DY, "dy", LC_REQUIRED},
@@ -594,7 +488,7 @@ static const lfunc swiglu_backward_f = {
     {{LC_NONE, {"dgate", LC_ROWS, LC_NONE, GBO_G}, LC_NONE},
      {LC_NONE, {"dup", LC_ROWS, LC_NONE, GBO_U}, GLB_U}},
     run_swiglu_backward};
-LC_FUNC(swiglu_backward)
+AP_ENTRY(swiglu_backward, lc_call, &swiglu_backward_f)
 
 PyMethodDef ap_layer_methods[] = {
     {"layer_norm", AP_FASTCALL(core_layer_norm), AP_KW,

@@ -64,8 +64,8 @@ static PyObject *core_posenc(PyObject *Py_UNUSED(mod), PyObject *const *argv,
         NULL);
     if (!w)
         return NULL;
-    ptrdiff_t sw[NPY_MAXDIMS];
-    if (elem_strides(w, sw) < 0) {
+    ptrdiff_t sw[1][NPY_MAXDIMS];
+    if (elem_strides(w, sw[0]) < 0) {
         PyErr_Format(PyExc_ValueError, "%s: %s has strides that are not a "
                      "multiple of its item size", fname, argname);
         goto fail;
@@ -77,16 +77,12 @@ static PyObject *core_posenc(PyObject *Py_UNUSED(mod), PyObject *const *argv,
     if (B > 0 && T > 0 && D > 0) {
         if (!(offs = alloc_offsets(1, B)))
             goto fail;
-        ptrdiff_t bst[1][NPY_MAXDIMS];
-        for (int k = 0; k < lead; k++)
-            bst[0][k] = sw[k];
-        fill_offsets(lead, PyArray_DIMS(w), 1, bst, offs, B);
-        attn_mat m = {PyArray_DATA(w), offs, sw[nd - 2], sw[nd - 1], ATTN_ST_NATIVE};
-        const attn_posenc_args a = {dtype_of(typenum), B, T, D, m, offset,
-                                    base, accumulate};
-        attn_status st;
-        AP_RUN(st, attn_posenc, &a);
-        if (raise_status(st, fname) < 0)
+        fill_offsets(lead, PyArray_DIMS(w), 1, sw, offs, B);
+        const attn_posenc_args a = {dtype_of(typenum), B, T, D,
+                                    mat_of(w, offs, sw[0], nd), offset, base,
+                                    accumulate};
+        ap_nogil g;
+        if (raise_status(AP_RUN(g, attn_posenc, &a), fname) < 0)
             goto fail;
     }
     if (PyArray_ResolveWritebackIfCopy(w) < 0)
@@ -129,12 +125,9 @@ static PyObject *core_rope(PyObject *Py_UNUSED(mod), PyObject *const *argv,
     if (need_ndim(u.raw, 2, fname, "x", "..., T, E") < 0)
         goto fail;
     if (PyArray_DIM(u.raw, nd - 1) % 2) {
-        PyObject *s = shape_of(u.raw);
-        if (s)
-            PyErr_Format(PyExc_ValueError, "%s: x has %zd features (an odd "
-                         "number); RoPE turns pairs (x.shape=%R)", fname,
-                         (Py_ssize_t)PyArray_DIM(u.raw, nd - 1), s);
-        Py_XDECREF(s);
+        PyErr_Format(PyExc_ValueError, "%s: x has %zd features (an odd "
+                     "number); RoPE turns pairs (x.shape=%s)", fname,
+                     (Py_ssize_t)PyArray_DIM(u.raw, nd - 1), AP_SHAPE(u.raw));
         goto fail;
     }
     /* float16 / bfloat16 x: read in 16 bits, a result of x's dtype (or
@@ -143,9 +136,8 @@ static PyObject *core_rope(PyObject *Py_UNUSED(mod), PyObject *const *argv,
     if (!rd)
         goto fail;
     u.typenum = compute_type16(rd);
-    const int inplace_ok = 1; /* out exactly x: in place */
     if ((u.x = as_storage(u.raw, u.typenum, fname, "x")))
-        ap_unary_dest16(&u, args[4], rd, fname, &u.x, &inplace_ok, 1);
+        ap_unary_dest16(&u, args[4], rd, fname, &u.x, 1); /* x: in place */
     Py_DECREF(rd);
     if (!u.dst)
         goto fail;
@@ -163,9 +155,8 @@ static PyObject *core_rope(PyObject *Py_UNUSED(mod), PyObject *const *argv,
         attn_mat mo = mat_of(u.dst, u.offs + B, st[1], nd);
         const attn_rope_args a = {dtype_of(u.typenum), B, T, E, mo, mi,
                                   offset, base, interleaved};
-        attn_status s;
-        AP_RUN(s, attn_rope, &a);
-        if (raise_status(s, fname) < 0)
+        ap_nogil g;
+        if (raise_status(AP_RUN(g, attn_rope, &a), fname) < 0)
             goto fail;
     }
     ok = 1;

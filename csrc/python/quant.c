@@ -5,9 +5,7 @@
  * function still checks everything it is given, so a direct call of
  * attnpy._core.qmatmul cannot read or write out of bounds.
  */
-#include "args.h" /* first: Python.h before any system header */
-
-#include <string.h>
+#include "args.h"
 
 /* a 2-D array of dtype `type` (NPY_FLOAT / NPY_UINT8) whose rows are unit
  * stride and aligned, its row stride a whole number of items (an empty
@@ -83,24 +81,16 @@ static PyObject *core_qmatmul(PyObject *Py_UNUSED(mod), PyObject *const *argv,
                                        args, 4);
     if (!fname)
         return NULL;
-    const char *qs = PyUnicode_Check(args[3]) ? PyUnicode_AsUTF8(args[3])
-                                              : NULL;
-    if (!qs) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_TypeError, "%s: qtype must be a str",
-                         fname);
+    static const char *const qnames[] = {"q4_1", "q8_0"};
+    static const attn_qtype qtypes[] = {ATTN_Q4_1, ATTN_Q8_0};
+    int qi;
+    if (!PyUnicode_Check(args[3])) {
+        PyErr_Format(PyExc_TypeError, "%s: qtype must be a str", fname);
         return NULL;
     }
-    attn_qtype qt;
-    if (strcmp(qs, "q4_1") == 0)
-        qt = ATTN_Q4_1;
-    else if (strcmp(qs, "q8_0") == 0)
-        qt = ATTN_Q8_0;
-    else {
-        PyErr_Format(PyExc_ValueError, "%s: qtype must be 'q4_1' or "
-                     "'q8_0', got %R", fname, args[3]);
+    if (parse_choice(args[3], fname, "qtype", NULL, qnames, 2, &qi) < 0)
         return NULL;
-    }
+    const attn_qtype qt = qtypes[qi];
     if (check_rows(args[0], NPY_FLOAT, 0, fname, "x") < 0
         || check_rows(args[1], NPY_UINT8, 0, fname, "weight") < 0
         || check_rows(args[2], NPY_FLOAT, 1, fname, "out") < 0)
@@ -113,15 +103,10 @@ static PyObject *core_qmatmul(PyObject *Py_UNUSED(mod), PyObject *const *argv,
     const size_t bs = attn_qblock_bytes(qt);
     if (K % 32 || (size_t)PyArray_DIM(w, 1) != K / 32 * bs
         || (size_t)PyArray_DIM(o, 0) != M || (size_t)PyArray_DIM(o, 1) != N) {
-        PyObject *sx = shape_of(x), *sw = shape_of(w), *so = shape_of(o);
-        if (sx && sw && so)
-            PyErr_Format(PyExc_ValueError, "%s: shapes do not fit: x %R "
-                         "(K a multiple of 32), weight %R (K / 32 blocks of "
-                         "%zu bytes a row), out %R (M, N)", fname, sx, sw, bs,
-                         so);
-        Py_XDECREF(sx);
-        Py_XDECREF(sw);
-        Py_XDECREF(so);
+        PyErr_Format(PyExc_ValueError, "%s: shapes do not fit: x %s (K a "
+                     "multiple of 32), weight %s (K / 32 blocks of %zu bytes "
+                     "a row), out %s (M, N)", fname, AP_SHAPE(x), AP_SHAPE(w),
+                     bs, AP_SHAPE(o));
         return NULL;
     }
     if (M > 0 && N > 0
@@ -132,9 +117,8 @@ static PyObject *core_qmatmul(PyObject *Py_UNUSED(mod), PyObject *const *argv,
     const attn_qmm_args a = {qt, M, N, K, PyArray_DATA(o), row_step(o),
                              PyArray_DATA(x), row_step(x), PyArray_DATA(w),
                              row_step(w)};
-    attn_status st;
-    AP_RUN(st, attn_qmatmul, &a);
-    if (raise_status(st, fname) < 0)
+    ap_nogil g;
+    if (raise_status(AP_RUN(g, attn_qmatmul, &a), fname) < 0)
         return NULL;
     Py_INCREF(o);
     return (PyObject *)o;

@@ -152,7 +152,6 @@ static PyObject *core_read_bytes(PyObject *Py_UNUSED(mod), PyObject *arg)
     const void **data = NULL;
     size_t *nbytes = NULL;
     uint64_t sum = 0;
-    attn_status st;
     if (!PyList_Check(arg) && !PyTuple_Check(arg)) {
         PyErr_Format(PyExc_TypeError, "read_bytes: arrays must be a list or "
                      "tuple of NumPy arrays, got %s", Py_TYPE(arg)->tp_name);
@@ -178,20 +177,17 @@ static PyObject *core_read_bytes(PyObject *Py_UNUSED(mod), PyObject *arg)
         }
         PyArrayObject *a = (PyArrayObject *)o;
         if (!PyArray_IS_C_CONTIGUOUS(a) && !PyArray_IS_F_CONTIGUOUS(a)) {
-            PyObject *shape = shape_of(a);
-            if (shape)
-                PyErr_Format(PyExc_ValueError, "read_bytes: arrays[%zd] "
-                             "(shape %S) is not contiguous: it must be one "
-                             "block of memory", i, shape);
-            Py_XDECREF(shape);
+            PyErr_Format(PyExc_ValueError, "read_bytes: arrays[%zd] (shape "
+                         "%s) is not contiguous: it must be one block of "
+                         "memory", i, AP_SHAPE(a));
             goto fail;
         }
         data[i] = PyArray_DATA(a);
         nbytes[i] = (size_t)PyArray_NBYTES(a);
     }
     attn_read_args ra = {(size_t)n, data, nbytes, &sum};
-    AP_RUN(st, attn_read_bytes, &ra);
-    if (raise_status(st, "read_bytes") == 0)
+    ap_nogil g;
+    if (raise_status(AP_RUN(g, attn_read_bytes, &ra), "read_bytes") == 0)
         res = PyLong_FromUnsignedLongLong((unsigned long long)sum);
 fail:
     PyMem_Free(data);
@@ -204,10 +200,11 @@ AP_ARGSPEC(as_real_spec, "as_real", 3, 3, "obj", "fname", "arg");
 AP_ARGSPEC(as_array16_spec, "as_array16", 3, 3, "obj", "fname", "arg");
 
 /* (obj, fname, arg) -> conv(obj, fname, arg)                            */
-static PyObject *array_of(ap_argspec *spec, PyObject *const *argv,
-                          Py_ssize_t nargs, PyObject *kwnames,
+static PyObject *array_of(ap_argspec *spec,
                           PyArrayObject *(*conv)(PyObject *, const char *,
-                                                 const char *))
+                                                 const char *),
+                          PyObject *const *argv, Py_ssize_t nargs,
+                          PyObject *kwnames)
 {
     PyObject *args[3];
     if (ap_parse_args(spec, argv, nargs, kwnames, args) < 0)
@@ -219,20 +216,10 @@ static PyObject *array_of(ap_argspec *spec, PyObject *const *argv,
     return (PyObject *)conv(args[0], fname, arg);
 }
 
-/* as_real(obj, fname, arg): ndarray of real numbers in its own dtype */
-static PyObject *core_as_real(PyObject *Py_UNUSED(mod), PyObject *const *argv,
-                              Py_ssize_t nargs, PyObject *kwnames)
-{
-    return array_of(&as_real_spec, argv, nargs, kwnames, as_real_array);
-}
-
-/* as_array16(obj, fname, arg): the same, float16 and bfloat16 accepted */
-static PyObject *core_as_array16(PyObject *Py_UNUSED(mod),
-                                 PyObject *const *argv, Py_ssize_t nargs,
-                                 PyObject *kwnames)
-{
-    return array_of(&as_array16_spec, argv, nargs, kwnames, as_array16);
-}
+/* as_real(obj, fname, arg): ndarray of real numbers in its own dtype;
+ * as_array16: the same, float16 and bfloat16 accepted                  */
+AP_ENTRY(as_real, array_of, &as_real_spec, as_real_array)
+AP_ENTRY(as_array16, array_of, &as_array16_spec, as_array16)
 
 PyMethodDef ap_runtime_methods[] = {
     {"as_array16", AP_FASTCALL(core_as_array16), AP_KW,

@@ -13,12 +13,11 @@
 
 #define AP_MAX_SHIFT (PTRDIFF_MAX / 4)
 
-/* an int argument (bool rejected) as Py_ssize_t; *big = +1 when it is a
- * Python int above PY_SSIZE_T_MAX, -1 below PY_SSIZE_T_MIN              */
+/* an int argument (bool rejected) as Py_ssize_t, a Python int beyond
+ * its range clamped to PY_SSIZE_T_MAX / PY_SSIZE_T_MIN                  */
 static int as_index(PyObject *o, const char *fname, const char *arg,
-                    Py_ssize_t *v, int *big)
+                    Py_ssize_t *v)
 {
-    *big = 0;
     if (PyBool_Check(o) || PyArray_IsScalar(o, Bool) || !PyIndex_Check(o)) {
         PyErr_Format(PyExc_TypeError, "%s: %s must be an integer, got %s",
                      fname, arg, Py_TYPE(o)->tp_name);
@@ -32,17 +31,15 @@ static int as_index(PyObject *o, const char *fname, const char *arg,
     Py_DECREF(n);
     if (x == -1 && PyErr_Occurred())
         return -1;
-    if (overflow || x > PY_SSIZE_T_MAX || x < PY_SSIZE_T_MIN) {
-        *big = overflow ? overflow : (x > 0 ? 1 : -1);
-        *v = *big > 0 ? PY_SSIZE_T_MAX : PY_SSIZE_T_MIN;
-        return 0;
-    }
-    *v = (Py_ssize_t)x;
+    *v = overflow > 0 || x > PY_SSIZE_T_MAX   ? PY_SSIZE_T_MAX
+         : overflow < 0 || x < PY_SSIZE_T_MIN ? PY_SSIZE_T_MIN
+                                              : (Py_ssize_t)x;
     return 0;
 }
 
 /* one side of a window: None -> -1 (unbounded), else an int >= 0 (ints
- * beyond Py_ssize_t are unbounded too: no sequence is that long)        */
+ * beyond Py_ssize_t are clamped: clamp_window makes any side wider than
+ * L + S + |pos_shift| that, as it does -1: no sequence is that long)    */
 static int window_side(PyObject *o, PyObject *window, const char *fname,
                        ptrdiff_t *w)
 {
@@ -51,8 +48,7 @@ static int window_side(PyObject *o, PyObject *window, const char *fname,
         return 0;
     }
     Py_ssize_t v;
-    int big;
-    if (as_index(o, fname, "window", &v, &big) < 0) {
+    if (as_index(o, fname, "window", &v) < 0) {
         if (PyErr_ExceptionMatches(PyExc_TypeError)) {
             PyErr_Clear();
             PyErr_Format(PyExc_TypeError,
@@ -68,7 +64,7 @@ static int window_side(PyObject *o, PyObject *window, const char *fname,
                      "got %R", fname, window);
         return -1;
     }
-    *w = big > 0 ? -1 : (ptrdiff_t)v;
+    *w = (ptrdiff_t)v;
     return 0;
 }
 
@@ -135,19 +131,15 @@ int parse_variants(PyObject *o, const char *fname, attn_problem *p,
 {
     PyObject *v[N_VARIANTS];
     Py_ssize_t n = 0;
-    if (o != Py_None) {
-        if (!PyTuple_Check(o) || (n = PyTuple_GET_SIZE(o)) > N_VARIANTS) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s: variants must be None or a tuple of at most "
-                         "%d: " AP_VARIANT_NAMES ", got %R", fname,
-                         (int)N_VARIANTS, o);
-            return -1;
-        }
-        for (Py_ssize_t i = 0; i < n; i++)
-            v[i] = PyTuple_GET_ITEM(o, i);
+    if (o != Py_None &&
+        (!PyTuple_Check(o) || (n = PyTuple_GET_SIZE(o)) > N_VARIANTS)) {
+        PyErr_Format(PyExc_TypeError, "%s: variants must be None or a tuple "
+                     "of at most %d: " AP_VARIANT_NAMES ", got %R", fname,
+                     (int)N_VARIANTS, o);
+        return -1;
     }
-    for (Py_ssize_t i = n; i < N_VARIANTS; i++)
-        v[i] = Py_None;
+    for (Py_ssize_t i = 0; i < N_VARIANTS; i++)
+        v[i] = i < n ? PyTuple_GET_ITEM(o, i) : Py_None;
     *alibi = v[V_ALIBI] == Py_None ? NULL : v[V_ALIBI];
     return parse_window(v[V_WINDOW], fname, p) < 0 ||
                    parse_softcap(v[V_SOFTCAP], fname, &p->softcap) < 0
@@ -158,10 +150,9 @@ int parse_variants(PyObject *o, const char *fname, attn_problem *p,
 int parse_pos_shift(PyObject *o, const char *fname, ptrdiff_t *shift)
 {
     Py_ssize_t v;
-    int big;
-    if (as_index(o, fname, "pos_shift", &v, &big) < 0)
+    if (as_index(o, fname, "pos_shift", &v) < 0)
         return -1;
-    if (big || v > AP_MAX_SHIFT || v < -AP_MAX_SHIFT) {
+    if (v > AP_MAX_SHIFT || v < -AP_MAX_SHIFT) {
         PyErr_Format(PyExc_ValueError,
                      "%s: pos_shift must be between %zd and %zd, got %R",
                      fname, (Py_ssize_t)-AP_MAX_SHIFT,
@@ -230,24 +221,20 @@ int check_keep_mask(PyArrayObject *m, const char *fname)
 {
     const char kind = PyArray_DESCR(m)->kind;
     const int flt = kind == 'f' || is_bf16_descr(PyArray_DESCR(m));
-    if (kind == 'b' || kind == 'u' || PyArray_SIZE(m) == 0
-        || (kind != 'i' && !flt))
+    if (PyArray_SIZE(m) == 0 || (kind != 'i' && !flt))
         return 0;
     PyObject *zero = PyLong_FromLong(0), *one = PyLong_FromLong(1);
     PyObject *bad = NULL;
     int neg = -1, other = 0;
     if (zero && one)
         neg = any_of(PyObject_RichCompare((PyObject *)m, zero, Py_LT), &bad);
-    if (neg == 0 && flt) { /* not (m == 0 or m == 1): NaN too */
-        PyObject *is0 = PyObject_RichCompare((PyObject *)m, zero, Py_EQ);
-        PyObject *is1 = is0 ? PyObject_RichCompare((PyObject *)m, one, Py_EQ)
+    if (neg == 0 && flt) { /* m != 0 and m != 1: NaN too */
+        PyObject *ne0 = PyObject_RichCompare((PyObject *)m, zero, Py_NE);
+        PyObject *ne1 = ne0 ? PyObject_RichCompare((PyObject *)m, one, Py_NE)
                             : NULL;
-        PyObject *ok = is1 ? PyNumber_Or(is0, is1) : NULL;
-        PyObject *no = ok ? PyNumber_Invert(ok) : NULL;
-        Py_XDECREF(is0);
-        Py_XDECREF(is1);
-        Py_XDECREF(ok);
-        other = no ? any_of(no, &bad) : -1;
+        other = any_of(ne1 ? PyNumber_And(ne0, ne1) : NULL, &bad);
+        Py_XDECREF(ne0);
+        Py_XDECREF(ne1);
     }
     Py_XDECREF(zero);
     Py_XDECREF(one);
@@ -256,23 +243,21 @@ int check_keep_mask(PyArrayObject *m, const char *fname)
     if (!bad)
         return 0;
     PyObject *f = first_bad(m, bad);
-    PyObject *shape = f ? shape_of(m) : NULL;
-    if (shape && neg)
+    if (f && neg)
         PyErr_Format(PyExc_ValueError,
                      "%s: mask holds negative values (e.g. %R), but mask is a "
                      "keep-mask: nonzero/True = may attend. An additive mask "
                      "(0 = attend, -inf = blocked, like PyTorch's float "
-                     "attn_mask) goes in bias= instead (mask.shape=%R)",
-                     fname, f, shape);
-    else if (shape)
+                     "attn_mask) goes in bias= instead (mask.shape=%s)",
+                     fname, f, AP_SHAPE(m));
+    else if (f)
         PyErr_Format(PyExc_ValueError,
                      "%s: mask holds values other than 0 and 1 (e.g. %R), but "
                      "mask is a keep-mask: a float mask must be 0 (blocked) "
                      "or 1 (may attend), like the tutorials' np.tril mask. "
                      "Weights or an additive mask (0 = attend, -inf = "
-                     "blocked) go in bias= instead (mask.shape=%R)",
-                     fname, f, shape);
-    Py_XDECREF(shape);
+                     "blocked) go in bias= instead (mask.shape=%s)",
+                     fname, f, AP_SHAPE(m));
     Py_XDECREF(f);
     Py_DECREF(bad);
     return -1;
