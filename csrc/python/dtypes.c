@@ -114,11 +114,13 @@ static PyArray_Descr *as_result(PyArray_Descr *rt, PyArrayObject *bf)
                                  : k == AP_F32 ? NPY_FLOAT : NPY_DOUBLE);
 }
 
-PyArray_Descr *result_descr(int n, PyArrayObject *const *arrs)
+static PyArray_Descr *result_descr_of(int n, PyArrayObject *const *arrs,
+                                      PyArrayObject **all,
+                                      PyArrayObject **rest)
 {
-    PyArrayObject *all[AP_MAX_OPS], *rest[AP_MAX_OPS], *bf = NULL;
+    PyArrayObject *bf = NULL;
     int nall = 0, nrest = 0;
-    for (int i = 0; i < n && nall < AP_MAX_OPS; i++) {
+    for (int i = 0; i < n; i++) {
         if (!arrs[i])
             continue;
         all[nall++] = arrs[i];
@@ -146,6 +148,20 @@ PyArray_Descr *result_descr(int n, PyArrayObject *const *arrs)
     Py_DECREF(rt);
     return PyArray_DescrFromType(k == AP_F16 || k == AP_F32 ? NPY_FLOAT
                                                             : NPY_DOUBLE);
+}
+
+PyArray_Descr *result_descr(int n, PyArrayObject *const *arrs)
+{
+    /* every operand counts (merge_attention passes 2 per part)      */
+    PyArrayObject *buf[2 * AP_MAX_OPS], **all = buf, **rest;
+    if (n > AP_MAX_OPS
+        && !(all = PyMem_Malloc(2 * (size_t)n * sizeof *all)))
+        return (PyArray_Descr *)PyErr_NoMemory();
+    rest = all + (n > AP_MAX_OPS ? n : AP_MAX_OPS);
+    PyArray_Descr *r = result_descr_of(n, arrs, all, rest);
+    if (all != buf)
+        PyMem_Free(all);
+    return r;
 }
 
 int compute_type16(PyArray_Descr *result)

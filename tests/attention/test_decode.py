@@ -86,6 +86,14 @@ def test_merge_layouts_and_dtypes():
     np.testing.assert_allclose(got[0], want16[0], rtol=2e-3, atol=1e-3)
     assert attnpy.merge_attention([np.ones((2, 3), int)],
                                   [np.zeros(2, int)])[0].dtype == np.float64
+    # every part's dtype counts, however many parts: a float64 lse last
+    # of 12 float32 parts makes the result float64, as in the reference
+    outs = [rng.standard_normal((2, 4)).astype(np.float32) for _ in range(12)]
+    lses = [rng.standard_normal(2).astype(np.float32) for _ in range(11)]
+    lses.append(rng.standard_normal(2))
+    got, want = attnpy.merge_attention(outs, lses), ref.merge_attention(outs, lses)
+    assert got[0].dtype == want[0].dtype == np.float64
+    close(got[0], want[0])
 
 
 def test_merge_special_values_and_broadcasting():
