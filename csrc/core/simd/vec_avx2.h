@@ -241,7 +241,6 @@ A_ void avx2f_ldt_bf16(__m256 *c, const uint16_t *p, ptrdiff_t ks)
 
 /* ---- the template parameters of one element type (simd/undef.h) ---- */
 #define ATTR ATTN_AVX2_ATTR
-#define SIMD_ISA_AVX2 1
 #if SIMD_F64
 #define T double
 #define SIMD_T_F64 1
@@ -249,29 +248,8 @@ A_ void avx2f_ldt_bf16(__m256 *c, const uint16_t *p, ptrdiff_t ks)
 #define VM __m256d
 #define W 4
 #define SFX(name) name##_avx2_f64
-#define VZERO() _mm256_setzero_pd()
-#define VSET1(x) _mm256_set1_pd(x)
-#define VLOADU(p) _mm256_loadu_pd(p)
-#define VSTOREU(p, v) _mm256_storeu_pd(p, v)
-#define VADD(a, b) _mm256_add_pd(a, b)
-#define VSUB(a, b) _mm256_sub_pd(a, b)
-#define VMUL(a, b) _mm256_mul_pd(a, b)
-#define VDIV(a, b) _mm256_div_pd(a, b)
-#define VFMA(a, b, c) _mm256_fmadd_pd(a, b, c)
-#define VFNMA(a, b, c) _mm256_fnmadd_pd(a, b, c)
-#define VMAX(a, b) _mm256_max_pd(a, b)
-#define VMIN(a, b) _mm256_min_pd(a, b)
-#define VABS(a) avx2d_abs(a)
-#define VORSIGN(a, s) avx2d_orsign(a, s)
-#define VLT(a, b) _mm256_cmp_pd(a, b, _CMP_LT_OQ)
-#define VLE(a, b) _mm256_cmp_pd(a, b, _CMP_LE_OQ)
-#define VEQ(a, b) _mm256_cmp_pd(a, b, _CMP_EQ_OQ)
-#define VSEL(m, a, b) _mm256_blendv_pd(b, a, m)
-#define VPOW2T(t) avx2d_pow2t(t)
-#define VGETEXP(a) avx2d_getexp(a)
-#define VGETMANT(a) avx2d_getmant(a)
-#define VRSUM(a) avx2d_rsum(a)
-#define VTRANS(r) avx2d_trans(r)
+#define VI_(op) _mm256_##op##_pd /* the intrinsic, and this file's helper */
+#define VFN_(name) avx2d_##name
 #else
 #define T float
 #define SIMD_T_F64 0
@@ -279,29 +257,8 @@ A_ void avx2f_ldt_bf16(__m256 *c, const uint16_t *p, ptrdiff_t ks)
 #define VM __m256
 #define W 8
 #define SFX(name) name##_avx2_f32
-#define VZERO() _mm256_setzero_ps()
-#define VSET1(x) _mm256_set1_ps(x)
-#define VLOADU(p) _mm256_loadu_ps(p)
-#define VSTOREU(p, v) _mm256_storeu_ps(p, v)
-#define VADD(a, b) _mm256_add_ps(a, b)
-#define VSUB(a, b) _mm256_sub_ps(a, b)
-#define VMUL(a, b) _mm256_mul_ps(a, b)
-#define VDIV(a, b) _mm256_div_ps(a, b)
-#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define VFNMA(a, b, c) _mm256_fnmadd_ps(a, b, c)
-#define VMAX(a, b) _mm256_max_ps(a, b)
-#define VMIN(a, b) _mm256_min_ps(a, b)
-#define VABS(a) avx2f_abs(a)
-#define VORSIGN(a, s) avx2f_orsign(a, s)
-#define VLT(a, b) _mm256_cmp_ps(a, b, _CMP_LT_OQ)
-#define VLE(a, b) _mm256_cmp_ps(a, b, _CMP_LE_OQ)
-#define VEQ(a, b) _mm256_cmp_ps(a, b, _CMP_EQ_OQ)
-#define VSEL(m, a, b) _mm256_blendv_ps(b, a, m)
-#define VPOW2T(t) avx2f_pow2t(t)
-#define VGETEXP(a) avx2f_getexp(a)
-#define VGETMANT(a) avx2f_getmant(a)
-#define VRSUM(a) avx2f_rsum(a)
-#define VTRANS(r) avx2f_trans(r)
+#define VI_(op) _mm256_##op##_ps
+#define VFN_(name) avx2f_##name
 #define VLOAD_F16(p) avx2f_ld_f16(p)
 #define VLOAD_BF16(p) avx2f_ld_bf16(p)
 #define VSTORE_F16(p, v) avx2f_st_f16(p, v)
@@ -310,4 +267,27 @@ A_ void avx2f_ldt_bf16(__m256 *c, const uint16_t *p, ptrdiff_t ks)
 #define VLOADT_F16(c, p, ks) avx2f_ldt_f16(c, p, ks)
 #define VLOADT_BF16(c, p, ks) avx2f_ldt_bf16(c, p, ks)
 #endif
+#define VZERO() VI_(setzero)()
+#define VSET1(x) VI_(set1)(x)
+#define VLOADU(p) VI_(loadu)(p)
+#define VSTOREU(p, v) VI_(storeu)(p, v)
+#define VADD(a, b) VI_(add)(a, b)
+#define VSUB(a, b) VI_(sub)(a, b)
+#define VMUL(a, b) VI_(mul)(a, b)
+#define VDIV(a, b) VI_(div)(a, b)
+#define VFMA(a, b, c) VI_(fmadd)(a, b, c)
+#define VFNMA(a, b, c) VI_(fnmadd)(a, b, c)
+#define VMAX(a, b) VI_(max)(a, b)
+#define VMIN(a, b) VI_(min)(a, b)
+#define VABS(a) VFN_(abs)(a)
+#define VORSIGN(a, s) VFN_(orsign)(a, s)
+#define VLT(a, b) VI_(cmp)(a, b, _CMP_LT_OQ)
+#define VLE(a, b) VI_(cmp)(a, b, _CMP_LE_OQ)
+#define VEQ(a, b) VI_(cmp)(a, b, _CMP_EQ_OQ)
+#define VSEL(m, a, b) VI_(blendv)(b, a, m)
+#define VPOW2T(t) VFN_(pow2t)(t)
+#define VGETEXP(a) VFN_(getexp)(a)
+#define VGETMANT(a) VFN_(getmant)(a)
+#define VRSUM(a) VFN_(rsum)(a)
+#define VTRANS(r) VFN_(trans)(r)
 #undef SIMD_F64

@@ -163,7 +163,6 @@ A_ void avx512f_st_bf16(uint16_t *p, __m512 v)
 
 /* ---- the template parameters of one element type (simd/undef.h) ---- */
 #define ATTR ATTN_AVX512_ATTR
-#define SIMD_ISA_AVX512 1
 #if SIMD_F64
 #define T double
 #define SIMD_T_F64 1
@@ -171,29 +170,11 @@ A_ void avx512f_st_bf16(uint16_t *p, __m512 v)
 #define VM __mmask8
 #define W 8
 #define SFX(name) name##_avx512_f64
-#define VZERO() _mm512_setzero_pd()
-#define VSET1(x) _mm512_set1_pd(x)
-#define VLOADU(p) _mm512_loadu_pd(p)
-#define VSTOREU(p, v) _mm512_storeu_pd(p, v)
-#define VADD(a, b) _mm512_add_pd(a, b)
-#define VSUB(a, b) _mm512_sub_pd(a, b)
-#define VMUL(a, b) _mm512_mul_pd(a, b)
-#define VDIV(a, b) _mm512_div_pd(a, b)
-#define VFMA(a, b, c) _mm512_fmadd_pd(a, b, c)
-#define VFNMA(a, b, c) _mm512_fnmadd_pd(a, b, c)
-#define VMAX(a, b) _mm512_max_pd(a, b)
-#define VMIN(a, b) _mm512_min_pd(a, b)
-#define VABS(a) _mm512_abs_pd(a)
-#define VORSIGN(a, s) avx512d_orsign(a, s)
+#define VI_(op) _mm512_##op##_pd /* the intrinsic, and this file's helper */
+#define VFN_(name) avx512d_##name
 #define VLT(a, b) _mm512_cmp_pd_mask(a, b, _CMP_LT_OQ)
 #define VLE(a, b) _mm512_cmp_pd_mask(a, b, _CMP_LE_OQ)
 #define VEQ(a, b) _mm512_cmp_pd_mask(a, b, _CMP_EQ_OQ)
-#define VSEL(m, a, b) _mm512_mask_blend_pd(m, b, a)
-#define VPOW2T(t) avx512d_pow2t(t)
-#define VGETEXP(a) avx512d_getexp(a)
-#define VGETMANT(a) avx512d_getmant(a)
-#define VRSUM(a) _mm512_reduce_add_pd(a)
-#define VTRANS(r) avx512d_trans(r)
 #else
 #define T float
 #define SIMD_T_F64 0
@@ -201,32 +182,34 @@ A_ void avx512f_st_bf16(uint16_t *p, __m512 v)
 #define VM __mmask16
 #define W 16
 #define SFX(name) name##_avx512_f32
-#define VZERO() _mm512_setzero_ps()
-#define VSET1(x) _mm512_set1_ps(x)
-#define VLOADU(p) _mm512_loadu_ps(p)
-#define VSTOREU(p, v) _mm512_storeu_ps(p, v)
-#define VADD(a, b) _mm512_add_ps(a, b)
-#define VSUB(a, b) _mm512_sub_ps(a, b)
-#define VMUL(a, b) _mm512_mul_ps(a, b)
-#define VDIV(a, b) _mm512_div_ps(a, b)
-#define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define VFNMA(a, b, c) _mm512_fnmadd_ps(a, b, c)
-#define VMAX(a, b) _mm512_max_ps(a, b)
-#define VMIN(a, b) _mm512_min_ps(a, b)
-#define VABS(a) _mm512_abs_ps(a)
-#define VORSIGN(a, s) avx512f_orsign(a, s)
+#define VI_(op) _mm512_##op##_ps
+#define VFN_(name) avx512f_##name
 #define VLT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ)
 #define VLE(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ)
 #define VEQ(a, b) _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ)
-#define VSEL(m, a, b) _mm512_mask_blend_ps(m, b, a)
-#define VPOW2T(t) avx512f_pow2t(t)
-#define VGETEXP(a) avx512f_getexp(a)
-#define VGETMANT(a) avx512f_getmant(a)
-#define VRSUM(a) _mm512_reduce_add_ps(a)
-#define VTRANS(r) avx512f_trans(r)
 #define VLOAD_F16(p) avx512f_ld_f16(p)
 #define VLOAD_BF16(p) avx512f_ld_bf16(p)
 #define VSTORE_F16(p, v) avx512f_st_f16(p, v)
 #define VSTORE_BF16(p, v) avx512f_st_bf16(p, v)
 #endif
+#define VZERO() VI_(setzero)()
+#define VSET1(x) VI_(set1)(x)
+#define VLOADU(p) VI_(loadu)(p)
+#define VSTOREU(p, v) VI_(storeu)(p, v)
+#define VADD(a, b) VI_(add)(a, b)
+#define VSUB(a, b) VI_(sub)(a, b)
+#define VMUL(a, b) VI_(mul)(a, b)
+#define VDIV(a, b) VI_(div)(a, b)
+#define VFMA(a, b, c) VI_(fmadd)(a, b, c)
+#define VFNMA(a, b, c) VI_(fnmadd)(a, b, c)
+#define VMAX(a, b) VI_(max)(a, b)
+#define VMIN(a, b) VI_(min)(a, b)
+#define VABS(a) VI_(abs)(a)
+#define VORSIGN(a, s) VFN_(orsign)(a, s)
+#define VSEL(m, a, b) VI_(mask_blend)(m, b, a)
+#define VPOW2T(t) VFN_(pow2t)(t)
+#define VGETEXP(a) VFN_(getexp)(a)
+#define VGETMANT(a) VFN_(getmant)(a)
+#define VRSUM(a) VI_(reduce_add)(a)
+#define VTRANS(r) VFN_(trans)(r)
 #undef SIMD_F64

@@ -128,7 +128,6 @@ A_ void neonf_st_bf16(uint16_t *p, float32x4_t v)
 
 /* ---- the template parameters of one element type (simd/undef.h) ---- */
 #define ATTR
-#define SIMD_ISA_NEON 1
 #if SIMD_F64
 #define T double
 #define SIMD_T_F64 1
@@ -136,28 +135,8 @@ A_ void neonf_st_bf16(uint16_t *p, float32x4_t v)
 #define VM uint64x2_t
 #define W 2
 #define SFX(name) name##_neon_f64
-#define VZERO() vdupq_n_f64(0.0)
-#define VSET1(x) vdupq_n_f64(x)
-#define VLOADU(p) vld1q_f64(p)
-#define VSTOREU(p, v) vst1q_f64(p, v)
-#define VADD(a, b) vaddq_f64(a, b)
-#define VSUB(a, b) vsubq_f64(a, b)
-#define VMUL(a, b) vmulq_f64(a, b)
-#define VDIV(a, b) vdivq_f64(a, b)
-#define VFMA(a, b, c) vfmaq_f64(c, a, b)
-#define VFNMA(a, b, c) vfmsq_f64(c, a, b)
-#define VMAX(a, b) neond_max(a, b)
-#define VMIN(a, b) neond_min(a, b)
-#define VABS(a) vabsq_f64(a)
-#define VORSIGN(a, s) neond_orsign(a, s)
-#define VLT(a, b) vcltq_f64(a, b)
-#define VLE(a, b) vcleq_f64(a, b)
-#define VEQ(a, b) vceqq_f64(a, b)
-#define VSEL(m, a, b) vbslq_f64(m, a, b)
-#define VPOW2T(t) neond_pow2t(t)
-#define VGETEXP(a) neond_getexp(a)
-#define VGETMANT(a) neond_getmant(a)
-#define VRSUM(a) neond_rsum(a)
+#define VI_(op) op##_f64 /* the intrinsic, and this file's helper */
+#define VFN_(name) neond_##name
 #else
 #define T float
 #define SIMD_T_F64 0
@@ -165,31 +144,33 @@ A_ void neonf_st_bf16(uint16_t *p, float32x4_t v)
 #define VM uint32x4_t
 #define W 4
 #define SFX(name) name##_neon_f32
-#define VZERO() vdupq_n_f32(0.0f)
-#define VSET1(x) vdupq_n_f32(x)
-#define VLOADU(p) vld1q_f32(p)
-#define VSTOREU(p, v) vst1q_f32(p, v)
-#define VADD(a, b) vaddq_f32(a, b)
-#define VSUB(a, b) vsubq_f32(a, b)
-#define VMUL(a, b) vmulq_f32(a, b)
-#define VDIV(a, b) vdivq_f32(a, b)
-#define VFMA(a, b, c) vfmaq_f32(c, a, b)
-#define VFNMA(a, b, c) vfmsq_f32(c, a, b)
-#define VMAX(a, b) neonf_max(a, b)
-#define VMIN(a, b) neonf_min(a, b)
-#define VABS(a) vabsq_f32(a)
-#define VORSIGN(a, s) neonf_orsign(a, s)
-#define VLT(a, b) vcltq_f32(a, b)
-#define VLE(a, b) vcleq_f32(a, b)
-#define VEQ(a, b) vceqq_f32(a, b)
-#define VSEL(m, a, b) vbslq_f32(m, a, b)
-#define VPOW2T(t) neonf_pow2t(t)
-#define VGETEXP(a) neonf_getexp(a)
-#define VGETMANT(a) neonf_getmant(a)
-#define VRSUM(a) neonf_rsum(a)
+#define VI_(op) op##_f32
+#define VFN_(name) neonf_##name
 #define VLOAD_F16(p) neonf_ld_f16(p)
 #define VLOAD_BF16(p) neonf_ld_bf16(p)
 #define VSTORE_F16(p, v) neonf_st_f16(p, v)
 #define VSTORE_BF16(p, v) neonf_st_bf16(p, v)
 #endif
+#define VZERO() VI_(vdupq_n)((T)0)
+#define VSET1(x) VI_(vdupq_n)(x)
+#define VLOADU(p) VI_(vld1q)(p)
+#define VSTOREU(p, v) VI_(vst1q)(p, v)
+#define VADD(a, b) VI_(vaddq)(a, b)
+#define VSUB(a, b) VI_(vsubq)(a, b)
+#define VMUL(a, b) VI_(vmulq)(a, b)
+#define VDIV(a, b) VI_(vdivq)(a, b)
+#define VFMA(a, b, c) VI_(vfmaq)(c, a, b)
+#define VFNMA(a, b, c) VI_(vfmsq)(c, a, b)
+#define VMAX(a, b) VFN_(max)(a, b)
+#define VMIN(a, b) VFN_(min)(a, b)
+#define VABS(a) VI_(vabsq)(a)
+#define VORSIGN(a, s) VFN_(orsign)(a, s)
+#define VLT(a, b) VI_(vcltq)(a, b)
+#define VLE(a, b) VI_(vcleq)(a, b)
+#define VEQ(a, b) VI_(vceqq)(a, b)
+#define VSEL(m, a, b) VI_(vbslq)(m, a, b)
+#define VPOW2T(t) VFN_(pow2t)(t)
+#define VGETEXP(a) VFN_(getexp)(a)
+#define VGETMANT(a) VFN_(getmant)(a)
+#define VRSUM(a) VFN_(rsum)(a)
 #undef SIMD_F64

@@ -324,26 +324,25 @@ PV_HALF(pf8, 8, SIMD_PORT_WIDE_ATTR)
 #if SIMD_PORT_WIDE && !defined(SIMD_PORT_HAVE_WIDE)
 #error "vec_portable.h: the wide variant needs x86 and gcc or clang"
 #endif
-#define SIMD_ISA_PORTABLE 1
 #if SIMD_PORT_WIDE
 #define ATTR SIMD_PORT_WIDE_ATTR
 #if SIMD_F64
-#define PV_P_(op) pd4_##op
+#define VFN_(op) pd4_##op
 #define W 4
 #define SFX(name) name##_portw_f64
 #else
-#define PV_P_(op) pf8_##op
+#define VFN_(op) pf8_##op
 #define W 8
 #define SFX(name) name##_portw_f32
 #endif
 #else
 #define ATTR
 #if SIMD_F64
-#define PV_P_(op) pd2_##op
+#define VFN_(op) pd2_##op
 #define W 2
 #define SFX(name) name##_port_f64
 #else
-#define PV_P_(op) pf4_##op
+#define VFN_(op) pf4_##op
 #define W 4
 #define SFX(name) name##_port_f32
 #endif
@@ -355,12 +354,12 @@ PV_HALF(pf8, 8, SIMD_PORT_WIDE_ATTR)
 #define T float
 #define SIMD_T_F64 0
 #endif
-#define VT PV_P_(vt)
-#define VM PV_P_(vm)
-#define VZERO() PV_P_(set1)(0)
-#define VSET1(x) PV_P_(set1)(x)
-#define VLOADU(p) PV_P_(load)(p)
-#define VSTOREU(p, v) PV_P_(store)(p, v)
+#define VT VFN_(vt)
+#define VM VFN_(vm)
+#define VZERO() VFN_(set1)(0)
+#define VSET1(x) VFN_(set1)(x)
+#define VLOADU(p) VFN_(load)(p)
+#define VSTOREU(p, v) VFN_(store)(p, v)
 #if SIMD_PORT_VEXT
 #define VADD(a, b) PV_ADD(a, b)
 #define VSUB(a, b) PV_SUB(a, b)
@@ -370,35 +369,35 @@ PV_HALF(pf8, 8, SIMD_PORT_WIDE_ATTR)
 #define VLE(a, b) PV_LE(a, b)
 #define VEQ(a, b) PV_EQ(a, b)
 #else
-#define VADD(a, b) PV_P_(add)(a, b)
-#define VSUB(a, b) PV_P_(sub)(a, b)
-#define VMUL(a, b) PV_P_(mul)(a, b)
-#define VDIV(a, b) PV_P_(div)(a, b)
-#define VLT(a, b) PV_P_(lt)(a, b)
-#define VLE(a, b) PV_P_(le)(a, b)
-#define VEQ(a, b) PV_P_(eq)(a, b)
+#define VADD(a, b) VFN_(add)(a, b)
+#define VSUB(a, b) VFN_(sub)(a, b)
+#define VMUL(a, b) VFN_(mul)(a, b)
+#define VDIV(a, b) VFN_(div)(a, b)
+#define VLT(a, b) VFN_(lt)(a, b)
+#define VLE(a, b) VFN_(le)(a, b)
+#define VEQ(a, b) VFN_(eq)(a, b)
 #endif
 #if defined(PV_PF4_FMA_SSE2) && !SIMD_PORT_WIDE && !SIMD_F64
 #define VFMA(a, b, c) pf4_fma_sse2(a, b, c)
 #define VFNMA(a, b, c) pf4_fma_sse2(-(a), b, c)
 #else
-#define VFMA(a, b, c) PV_P_(fma)(a, b, c)
-#define VFNMA(a, b, c) PV_P_(fnma)(a, b, c)
+#define VFMA(a, b, c) VFN_(fma)(a, b, c)
+#define VFNMA(a, b, c) VFN_(fnma)(a, b, c)
 #endif
-#define VMAX(a, b) PV_P_(max)(a, b)
-#define VMIN(a, b) PV_P_(min)(a, b)
-#define VABS(a) PV_P_(abs)(a)
-#define VORSIGN(a, s) PV_P_(orsign)(a, s)
-#define VSEL(m, a, b) PV_P_(sel)(m, a, b)
-#define VPOW2T(t) PV_P_(pow2t)(t)
-#define VGETEXP(a) PV_P_(getexp)(a)
-#define VGETMANT(a) PV_P_(getmant)(a)
-#define VRSUM(a) PV_P_(rsum)(a)
+#define VMAX(a, b) VFN_(max)(a, b)
+#define VMIN(a, b) VFN_(min)(a, b)
+#define VABS(a) VFN_(abs)(a)
+#define VORSIGN(a, s) VFN_(orsign)(a, s)
+#define VSEL(m, a, b) VFN_(sel)(m, a, b)
+#define VPOW2T(t) VFN_(pow2t)(t)
+#define VGETEXP(a) VFN_(getexp)(a)
+#define VGETMANT(a) VFN_(getmant)(a)
+#define VRSUM(a) VFN_(rsum)(a)
 #if !SIMD_F64
-#define VLOAD_F16(p) PV_P_(ld_f16)(p)
-#define VLOAD_BF16(p) PV_P_(ld_bf16)(p)
-#define VSTORE_F16(p, v) PV_P_(st_f16)(p, v)
-#define VSTORE_BF16(p, v) PV_P_(st_bf16)(p, v)
+#define VLOAD_F16(p) VFN_(ld_f16)(p)
+#define VLOAD_BF16(p) VFN_(ld_bf16)(p)
+#define VSTORE_F16(p, v) VFN_(st_f16)(p, v)
+#define VSTORE_BF16(p, v) VFN_(st_bf16)(p, v)
 #endif
 #undef SIMD_F64
 #undef SIMD_PORT_WIDE

@@ -78,7 +78,6 @@ SCL_DEFINE_(scld, double, uint64_t, 52, 0x7ffu, 1023u)
 
 /* ---- the template parameters of one element type (simd/undef.h) ---- */
 #define ATTR
-#define SIMD_ISA_SCALAR 1
 #define W 1
 #define VM int
 #define VZERO() ((T)0)
