@@ -400,4 +400,3 @@ PV_HALF(pf8, 8, SIMD_PORT_WIDE_ATTR)
 #define VSTORE_BF16(p, v) VFN_(st_bf16)(p, v)
 #endif
 #undef SIMD_F64
-#undef SIMD_PORT_WIDE

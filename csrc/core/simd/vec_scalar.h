@@ -93,34 +93,29 @@ SCL_DEFINE_(scld, double, uint64_t, 52, 0x7ffu, 1023u)
 #define VEQ(a, b) ((a) == (b))
 #define VSEL(m, a, b) ((m) ? (a) : (b))
 #define VRSUM(a) (a)
+#define VMAX(a, b) VFN_(max)(a, b)
+#define VMIN(a, b) VFN_(min)(a, b)
+#define VABS(a) VFN_(abs)(a)
+#define VORSIGN(a, s) VFN_(orsign)(a, s)
+#define VPOW2T(t) VFN_(pow2t)(t)
+#define VGETEXP(a) VFN_(getexp)(a)
+#define VGETMANT(a) VFN_(getmant)(a)
 #if SIMD_F64
 #define T double
 #define SIMD_T_F64 1
 #define VT double
 #define SFX(name) name##_scalar_f64
+#define VFN_(name) scld_##name /* SCL_DEFINE_'s functions of this type */
 #define VFMA(a, b, c) attn_fma(a, b, c)
 #define VFNMA(a, b, c) attn_fma(-(a), b, c)
-#define VMAX(a, b) scld_max(a, b)
-#define VMIN(a, b) scld_min(a, b)
-#define VABS(a) scld_abs(a)
-#define VORSIGN(a, s) scld_orsign(a, s)
-#define VPOW2T(t) scld_pow2t(t)
-#define VGETEXP(a) scld_getexp(a)
-#define VGETMANT(a) scld_getmant(a)
 #else
 #define T float
 #define SIMD_T_F64 0
 #define VT float
 #define SFX(name) name##_scalar_f32
+#define VFN_(name) sclf_##name
 #define VFMA(a, b, c) attn_fmaf(a, b, c)
 #define VFNMA(a, b, c) attn_fmaf(-(a), b, c)
-#define VMAX(a, b) sclf_max(a, b)
-#define VMIN(a, b) sclf_min(a, b)
-#define VABS(a) sclf_abs(a)
-#define VORSIGN(a, s) sclf_orsign(a, s)
-#define VPOW2T(t) sclf_pow2t(t)
-#define VGETEXP(a) sclf_getexp(a)
-#define VGETMANT(a) sclf_getmant(a)
 #define VLOAD_F16(p) attn_f16_to_f32(*(p))
 #define VLOAD_BF16(p) attn_bf16_to_f32(*(p))
 #define VSTORE_F16(p, v) (*(p) = attn_f32_to_f16(v))
