@@ -23,77 +23,45 @@
 
 #define A_ static ATTN_INLINE
 
-/* float: 4 lanes */
-A_ float32x4_t neonf_max(float32x4_t a, float32x4_t b)
-{
-    return vbslq_f32(vcgtq_f32(a, b), a, b);
-}
-A_ float32x4_t neonf_min(float32x4_t a, float32x4_t b)
-{
-    return vbslq_f32(vcltq_f32(a, b), a, b);
-}
-A_ float32x4_t neonf_pow2t(float32x4_t t)
-{
-    return vreinterpretq_f32_s32(vshlq_n_s32(
-        vaddq_s32(vreinterpretq_s32_f32(t), vdupq_n_s32(127)), 23));
-}
-A_ float32x4_t neonf_orsign(float32x4_t a, float32x4_t s)
-{
-    const uint32x4_t sg = vdupq_n_u32(0x80000000u);
-    return vreinterpretq_f32_u32(vorrq_u32(
-        vreinterpretq_u32_f32(a), vandq_u32(sg, vreinterpretq_u32_f32(s))));
-}
-/* the exponent field less the bias; |a| with the field set to the bias */
-A_ float32x4_t neonf_getexp(float32x4_t a)
-{
-    const int32x4_t e = vandq_s32(
-        vreinterpretq_s32_u32(vshrq_n_u32(vreinterpretq_u32_f32(a), 23)),
-        vdupq_n_s32(0xff));
-    return vsubq_f32(vcvtq_f32_s32(e), vdupq_n_f32(127.0f));
-}
-A_ float32x4_t neonf_getmant(float32x4_t a)
-{
-    return vreinterpretq_f32_u32(vorrq_u32(
-        vandq_u32(vreinterpretq_u32_f32(a), vdupq_n_u32(0x7fffffu)),
-        vdupq_n_u32(127u << 23)));
-}
-/* the lanes' sum, pairwise (tested against 0 only)                     */
-A_ float neonf_rsum(float32x4_t v) { return vaddvq_f32(v); }
+/* The helpers of one element type T_ (prefix P: neonf, neond), vector
+ * VT_, its same-size unsigned integer UT_, the intrinsics' suffixes of
+ * T_ and the signed and unsigned integers (F S U: f32 s32 u32), the
+ * exponent bias and the fraction bits. getexp: the exponent field less
+ * the bias; getmant: |a| with the field set to the bias; rsum: the
+ * lanes' sum, pairwise (tested against 0 only).                         */
+#define NEON_OPS(P, T_, VT_, UT_, F, S, U, BIAS, MBITS)                        \
+    A_ VT_ P##_max(VT_ a, VT_ b) { return vbslq_##F(vcgtq_##F(a, b), a, b); }  \
+    A_ VT_ P##_min(VT_ a, VT_ b) { return vbslq_##F(vcltq_##F(a, b), a, b); }  \
+    A_ VT_ P##_pow2t(VT_ t)                                                    \
+    {                                                                          \
+        return vreinterpretq_##F##_##S(vshlq_n_##S(                            \
+            vaddq_##S(vreinterpretq_##S##_##F(t), vdupq_n_##S(BIAS)), MBITS)); \
+    }                                                                          \
+    A_ VT_ P##_orsign(VT_ a, VT_ s)                                            \
+    {                                                                          \
+        const UT_ sg = (UT_)1 << (8 * sizeof(UT_) - 1);                        \
+        return vreinterpretq_##F##_##U(vorrq_##U(vreinterpretq_##U##_##F(a),   \
+            vandq_##U(vdupq_n_##U(sg), vreinterpretq_##U##_##F(s))));          \
+    }                                                                          \
+    A_ VT_ P##_getexp(VT_ a)                                                   \
+    {                                                                          \
+        return vsubq_##F(vcvtq_##F##_##S(vandq_##S(                            \
+            vreinterpretq_##S##_##U(vshrq_n_##U(vreinterpretq_##U##_##F(a),    \
+                                                MBITS)),                       \
+            vdupq_n_##S(2 * BIAS + 1))), vdupq_n_##F(BIAS));                   \
+    }                                                                          \
+    A_ VT_ P##_getmant(VT_ a)                                                  \
+    {                                                                          \
+        return vreinterpretq_##F##_##U(vorrq_##U(                             \
+            vandq_##U(vreinterpretq_##U##_##F(a),                              \
+                      vdupq_n_##U(((UT_)1 << MBITS) - 1)),                     \
+            vdupq_n_##U((UT_)BIAS << MBITS)));                                 \
+    }                                                                          \
+    A_ T_ P##_rsum(VT_ v) { return vaddvq_##F(v); }
 
-/* double: 2 lanes */
-A_ float64x2_t neond_max(float64x2_t a, float64x2_t b)
-{
-    return vbslq_f64(vcgtq_f64(a, b), a, b);
-}
-A_ float64x2_t neond_min(float64x2_t a, float64x2_t b)
-{
-    return vbslq_f64(vcltq_f64(a, b), a, b);
-}
-A_ float64x2_t neond_pow2t(float64x2_t t)
-{
-    return vreinterpretq_f64_s64(vshlq_n_s64(
-        vaddq_s64(vreinterpretq_s64_f64(t), vdupq_n_s64(1023)), 52));
-}
-A_ float64x2_t neond_orsign(float64x2_t a, float64x2_t s)
-{
-    const uint64x2_t sg = vdupq_n_u64(0x8000000000000000ull);
-    return vreinterpretq_f64_u64(vorrq_u64(
-        vreinterpretq_u64_f64(a), vandq_u64(sg, vreinterpretq_u64_f64(s))));
-}
-A_ float64x2_t neond_getexp(float64x2_t a)
-{
-    const int64x2_t e = vandq_s64(
-        vreinterpretq_s64_u64(vshrq_n_u64(vreinterpretq_u64_f64(a), 52)),
-        vdupq_n_s64(0x7ff));
-    return vsubq_f64(vcvtq_f64_s64(e), vdupq_n_f64(1023.0));
-}
-A_ float64x2_t neond_getmant(float64x2_t a)
-{
-    return vreinterpretq_f64_u64(vorrq_u64(
-        vandq_u64(vreinterpretq_u64_f64(a), vdupq_n_u64(0xfffffffffffffull)),
-        vdupq_n_u64(1023ull << 52)));
-}
-A_ double neond_rsum(float64x2_t v) { return vaddvq_f64(v); }
+NEON_OPS(neonf, float, float32x4_t, uint32_t, f32, s32, u32, 127, 23)
+NEON_OPS(neond, double, float64x2_t, uint64_t, f64, s64, u64, 1023, 52)
+#undef NEON_OPS
 
 /* 16-bit storage (half.h's rules): fcvtl / fcvtn for float16 (nearest
  * even under the default FPCR); bfloat16 by integer shifts and rounding,
