@@ -37,10 +37,14 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 
+/* generic vectors with gcc and clang (-DSIMD_PORT_VEXT=0 builds the loops
+ * over lanes there too, to test them)                                   */
+#ifndef SIMD_PORT_VEXT
 #if defined(__GNUC__) || defined(__clang__)
-#define SIMD_PORT_VEXT 1 /* generic vectors */
+#define SIMD_PORT_VEXT 1
 #else
 #define SIMD_PORT_VEXT 0
+#endif
 #endif
 
 #if SIMD_PORT_VEXT
@@ -136,7 +140,7 @@ PV_TYPES(pd2, 2, double, uint64_t, int64_t)
 PV_OPS(pf4, 4, float, uint32_t, attn_fmaf, 127u, 23, )
 PV_OPS(pd2, 2, double, uint64_t, attn_fma, 1023u, 52, )
 
-#if ATTN_ARCH_X86 && !defined(__FMA__) && defined(__SSE2__)
+#if ATTN_ARCH_X86 && !defined(__FMA__) && defined(__SSE2__) && SIMD_PORT_VEXT
 #include "simd/fma_sse2.h"
 #define PV_PF4_FMA_SSE2 1
 #endif
@@ -160,8 +164,10 @@ PV_OPS(pd4, 4, double, uint64_t, __builtin_fma, 1023u, 52, SIMD_PORT_WIDE_ATTR)
 #define PV_EQ(a, b) ((a) == (b))
 
 #else /* !SIMD_PORT_VEXT: structs of W lanes and loops */
+#include "simd/lane.h"
 
-#define PV_SOPS(P, W_, T_, U_, FMA1, BIAS, MBITS)                              \
+/* PV_SOPS(prefix, lanes, T, lane.h's prefix of T, fma of one lane)       */
+#define PV_SOPS(P, W_, T_, S, FMA1)                                            \
     typedef struct { T_ v[W_]; } P##_vt;                                       \
     typedef struct { int v[W_]; } P##_vm;                                      \
     static inline P##_vt P##_set1(T_ x)                                        \
@@ -206,64 +212,13 @@ PV_OPS(pd4, 4, double, uint64_t, __builtin_fma, 1023u, 52, SIMD_PORT_WIDE_ATTR)
             a.v[i] = m.v[i] ? a.v[i] : b.v[i];                                 \
         return a;                                                              \
     }                                                                          \
-    static inline P##_vt P##_max(P##_vt a, P##_vt b)                           \
-    {                                                                          \
-        return P##_sel(P##_lt(b, a), a, b);                                    \
-    }                                                                          \
-    static inline P##_vt P##_min(P##_vt a, P##_vt b)                           \
-    {                                                                          \
-        return P##_sel(P##_lt(a, b), a, b);                                    \
-    }                                                                          \
-    static inline P##_vt P##_abs(P##_vt a)                                     \
-    {                                                                          \
-        for (int i = 0; i < W_; i++) {                                         \
-            U_ u;                                                              \
-            memcpy(&u, &a.v[i], sizeof u);                                     \
-            u &= ~((U_)1 << (8 * sizeof(U_) - 1));                             \
-            memcpy(&a.v[i], &u, sizeof u);                                     \
-        }                                                                      \
-        return a;                                                              \
-    }                                                                          \
-    static inline P##_vt P##_orsign(P##_vt a, P##_vt s)                        \
-    {                                                                          \
-        for (int i = 0; i < W_; i++) {                                         \
-            U_ u, v;                                                           \
-            memcpy(&u, &a.v[i], sizeof u);                                     \
-            memcpy(&v, &s.v[i], sizeof v);                                     \
-            u |= v & ((U_)1 << (8 * sizeof(U_) - 1));                          \
-            memcpy(&a.v[i], &u, sizeof u);                                     \
-        }                                                                      \
-        return a;                                                              \
-    }                                                                          \
-    static inline P##_vt P##_pow2t(P##_vt t)                                   \
-    {                                                                          \
-        for (int i = 0; i < W_; i++) {                                         \
-            U_ u;                                                              \
-            memcpy(&u, &t.v[i], sizeof u);                                     \
-            u = (u + (BIAS)) << (MBITS);                                       \
-            memcpy(&t.v[i], &u, sizeof u);                                     \
-        }                                                                      \
-        return t;                                                              \
-    }                                                                          \
-    static inline P##_vt P##_getexp(P##_vt a)                                  \
-    {                                                                          \
-        for (int i = 0; i < W_; i++) {                                         \
-            U_ u;                                                              \
-            memcpy(&u, &a.v[i], sizeof u);                                     \
-            a.v[i] = (T_)(int)((u >> (MBITS)) & (2 * (BIAS) + 1)) - (T_)(BIAS); \
-        }                                                                      \
-        return a;                                                              \
-    }                                                                          \
-    static inline P##_vt P##_getmant(P##_vt a)                                 \
-    {                                                                          \
-        for (int i = 0; i < W_; i++) {                                         \
-            U_ u;                                                              \
-            memcpy(&u, &a.v[i], sizeof u);                                     \
-            u = (u & (((U_)1 << (MBITS)) - 1)) | ((U_)(BIAS) << (MBITS));      \
-            memcpy(&a.v[i], &u, sizeof u);                                     \
-        }                                                                      \
-        return a;                                                              \
-    }                                                                          \
+    PV_SLANE2(P, W_, S, max)                                                   \
+    PV_SLANE2(P, W_, S, min)                                                   \
+    PV_SLANE2(P, W_, S, orsign)                                                \
+    PV_SLANE1(P, W_, S, abs)                                                   \
+    PV_SLANE1(P, W_, S, pow2t)                                                 \
+    PV_SLANE1(P, W_, S, getexp)                                                \
+    PV_SLANE1(P, W_, S, getmant)                                               \
     static inline T_ P##_rsum(P##_vt a)                                        \
     {                                                                          \
         T_ s = a.v[0];                                                         \
@@ -286,9 +241,24 @@ PV_OPS(pd4, 4, double, uint64_t, __builtin_fma, 1023u, 52, SIMD_PORT_WIDE_ATTR)
             m.v[i] = a.v[i] op b.v[i];                                         \
         return m;                                                              \
     }
+/* lane.h's S_name on every lane, of one operand or two               */
+#define PV_SLANE1(P, W_, S, name)                                              \
+    static inline P##_vt P##_##name(P##_vt a)                                  \
+    {                                                                          \
+        for (int i = 0; i < W_; i++)                                           \
+            a.v[i] = S##_##name(a.v[i]);                                       \
+        return a;                                                              \
+    }
+#define PV_SLANE2(P, W_, S, name)                                              \
+    static inline P##_vt P##_##name(P##_vt a, P##_vt b)                        \
+    {                                                                          \
+        for (int i = 0; i < W_; i++)                                           \
+            a.v[i] = S##_##name(a.v[i], b.v[i]);                               \
+        return a;                                                              \
+    }
 
-PV_SOPS(pf4, 4, float, uint32_t, attn_fmaf, 127u, 23)
-PV_SOPS(pd2, 2, double, uint64_t, attn_fma, 1023u, 52)
+PV_SOPS(pf4, 4, float, sclf, attn_fmaf)
+PV_SOPS(pd2, 2, double, scld, attn_fma)
 #endif /* SIMD_PORT_VEXT */
 
 /* 16-bit storage: W float16 / bfloat16 <-> W floats, lane by lane with
