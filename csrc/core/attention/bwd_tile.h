@@ -11,7 +11,7 @@
  *
  * It reuses tile.h's S^T = K Q^T micro-kernel (qk_block: also dP^T =
  * V dO^T, the same shape), masks (classify, apply_masks), K/V block access
- * and the transposing store, and adds one generic micro-kernel for
+ * and the transposing store, and its P V micro-kernel (pv_rows) for
  * O += A B with A read through (row, reduction) strides (mm_block):
  * dV += P^T dO, dK += dS^T Q (pass A), dQ += dS K (pass B).
  *
@@ -55,68 +55,26 @@ static inline void *bwd_addr(const attn_mat *m, size_t esz, ptrdiff_t x)
 
 /* ---------------------------------------------------------------------- */
 /* O (nr x ncv*W, ld ldo) += A (nr x n: a[r*ars + x*axs]) B (n x .., ldb)  */
-/* Each call's block sum starts from 0 and is added to O at the end.       */
+/* by tile_kern.h's P V micro-kernel (scaled 0). Each call's block sum     */
+/* starts from 0 and is added to O at the end; guarded (some B entry may   */
+/* be inf/NaN): zero A entries are skipped, never multiplied, as attn.h    */
+/* wants.                                                                  */
 /* ---------------------------------------------------------------------- */
-TI void SFX(mm_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
-                     const T *a, ptrdiff_t ars, ptrdiff_t axs,
-                     const T *restrict bm, size_t ldb, size_t n, int guarded)
-{
-    VT acc[PV_MR][PV_NRMAX];
-    for (int r = 0; r < MR; r++)
-        for (int c = 0; c < NR; c++)
-            acc[r][c] = VZERO();
-    for (size_t x = 0; x < n; x++) {
-        VT y[PV_NR];
-        for (int c = 0; c < NR; c++)
-            y[c] = VLOADU(bm + x * ldb + (size_t)c * W);
-        const T *a_x = a + (ptrdiff_t)x * axs;
-        for (int r = 0; r < MR; r++) {
-            VT ab = VSET1(a_x[(ptrdiff_t)r * ars]);
-            for (int c = 0; c < NR; c++)
-                acc[r][c] = VFMA(ab, y[c], acc[r][c]);
-        }
-    }
-    /* guarded (some B entry may be inf/NaN): zero A entries are skipped,
-     * never multiplied, as attn.h wants (tile_kern.h)                    */
-    if (guarded && SFX(acc_not_finite)(MR, NR, acc)) {
-        SFX(resum_store)(MR, NR, o, ldo, a, ars, axs, bm, (ptrdiff_t)ldb, n,
-                         NULL);
-        return;
-    }
-    for (int r = 0; r < MR; r++)
-        for (int c = 0; c < NR; c++) {
-            T *o_rc = o + (size_t)r * ldo + (size_t)c * W;
-            VSTOREU(o_rc, VADD(VLOADU(o_rc), acc[r][c]));
-        }
-}
-
-TI void SFX(mm_rows)(const int MR, T *o, size_t ldo, size_t ncv, const T *a,
-                     ptrdiff_t ars, ptrdiff_t axs, const T *bm, size_t ldb,
-                     size_t n, int guarded)
-{
-    size_t c = 0;
-    for (; c + PV_NR <= ncv; c += PV_NR)
-        SFX(mm_kern)(MR, PV_NR, o + c * W, ldo, a, ars, axs, bm + c * W, ldb,
-                     n, guarded);
-    for (; c < ncv; c++)
-        SFX(mm_kern)(MR, 1, o + c * W, ldo, a, ars, axs, bm + c * W, ldb, n,
-                     guarded);
-}
-
 TF void SFX(mm_block)(T *o, size_t ldo, size_t nr, size_t ncv, const T *a,
                       ptrdiff_t ars, ptrdiff_t axs, const T *bm, size_t ldb,
                       size_t n, int guarded)
 {
     size_t r = 0;
     for (; r + PV_MR <= nr; r += PV_MR)
-        SFX(mm_rows)(PV_MR, o + r * ldo, ldo, ncv, a + (ptrdiff_t)r * ars, ars,
-                     axs, bm, ldb, n, guarded);
+        SFX(pv_rows)(PV_MR, o + r * ldo, ldo, ncv, a + (ptrdiff_t)r * ars,
+                     (size_t)ars, (size_t)axs, NULL, bm, (ptrdiff_t)ldb, n, 0,
+                     guarded);
     T *o_r = o + r * ldo;
     const T *a_r = a + (ptrdiff_t)r * ars;
 #define MM_TAIL_(k)                                                            \
     case k:                                                                    \
-        SFX(mm_rows)(MINZ_(k, PV_MR), o_r, ldo, ncv, a_r, ars, axs, bm, ldb,   \
-                     n, guarded);                                              \
+        SFX(pv_rows)(MINZ_(k, PV_MR), o_r, ldo, ncv, a_r, (size_t)ars,         \
+                     (size_t)axs, NULL, bm, (ptrdiff_t)ldb, n, 0, guarded);    \
         break;
     switch (nr - r) {
         MM_TAIL_(1) MM_TAIL_(2) MM_TAIL_(3) MM_TAIL_(4) MM_TAIL_(5)
