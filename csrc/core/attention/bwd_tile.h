@@ -27,13 +27,7 @@
  *   row            lse (VSAFE'd; +inf in the padding lanes), D: BQ each
  */
 
-#define TI static inline __attribute__((always_inline)) ATTR
-#define TF static ATTR
-#define BOFF_(m, b) ((m).boff ? (m).boff[(b)] : (ptrdiff_t)0)
-#define MINZ_(a, b) ((a) < (b) ? (a) : (b))
-#define BLK_ALL_ 0  /* tile.h's block classes (it #undefs its names) */
-#define BLK_NONE_ 1
-#define BLK_MIXED_ 2
+/* TI, TF, BOFF_, MINZ_ and the block classes BLK_*: tile.h's         */
 #ifndef BWD_HOOKS
 #define BWD_PACK_Q(bpl, qt, nrv) 0
 #define BWD_SCORES(bpl, sb, qt, st, nqv, nk) 0
@@ -287,7 +281,7 @@ TF void SFX(bwd_block)(const attn_bwd_plan *bpl, char *sb, size_t b,
     T *capt = p->softcap > 0 ? (T *)(sb + bpl->off_cap) : NULL;
     if (p->bias.data || mask_b || cdiag || pl->edits_scores)
         SFX(apply_masks)(pl, st, BQ, b, i0, nq, nqv, j0, nk, mask_b,
-                         mask_b ? BLK_MIXED_ : BLK_NONE_, cdiag, capt);
+                         mask_b ? BLK_MIXED : BLK_NONE, cdiag, capt);
     /* rows whose lse is NaN: P is NaN where allowed, 0 where masked */
     const unsigned char *lnan = (const unsigned char *)(qs + bpl->off_lnan);
     int lsenan = 0;
@@ -433,7 +427,7 @@ TF void SFX(bwd_keys)(const attn_bwd_plan *bpl, char *sb, size_t b, size_t j0,
         const size_t i0 = qb * BQ, nq = MINZ_(BQ, L - i0);
         const char *qs = sb + (bpl->fused ? qb : 0) * bpl->qstride;
         int cdiag;
-        if (SFX(classify)(pl, NULL, i0, nq, j0, nk, &cdiag) == BLK_ALL_)
+        if (SFX(classify)(pl, NULL, i0, nq, j0, nk, &cdiag) == BLK_ALL)
             continue;
         if (!bpl->fused)
             SFX(bwd_pack_q)(bpl, sb, b, i0, nq, 1);
@@ -558,7 +552,7 @@ TF void SFX(bwd_item_b)(const attn_bwd_plan *bpl, void *scratch, size_t b,
     for (size_t j0 = jlo; j0 < jhi; j0 += BK) {
         const size_t nk = MINZ_(BK, jhi - j0);
         int cdiag;
-        if (SFX(classify)(pl, NULL, i0, nq, j0, nk, &cdiag) == BLK_ALL_) {
+        if (SFX(classify)(pl, NULL, i0, nq, j0, nk, &cdiag) == BLK_ALL) {
             if (bp->dbias.data)
                 SFX(bwd_dbias_zero)(bp, b, i0, nq, j0, nk);
             continue;
@@ -580,9 +574,9 @@ TF void SFX(bwd_item_b)(const attn_bwd_plan *bpl, void *scratch, size_t b,
 #undef BWD_BASE_
 #undef BOFF_
 #undef MINZ_
-#undef BLK_ALL_
-#undef BLK_NONE_
-#undef BLK_MIXED_
+#undef BLK_ALL
+#undef BLK_NONE
+#undef BLK_MIXED
 #undef BWD_PACK_Q
 #undef BWD_SCORES
 #undef BWD_PACK_K

@@ -676,13 +676,8 @@ TF attn_status SFX(merge_item)(const attn_plan *pl, void *scratch, size_t b,
     return SFX(item_outputs)(pl, sb, b, i0, nq, 1, bad_row);
 }
 
-#undef TI
-#undef TF
-#undef BOFF_
-#undef MINZ_
-#undef BLK_ALL
-#undef BLK_NONE
-#undef BLK_MIXED
+/* TI, TF, BOFF_, MINZ_ and the block classes serve bwd_tile.h too, which
+ * is included next and #undefs them                                    */
 #undef HALF_VEC_
 #undef ESZ_
 #undef MAT_B_
