@@ -71,13 +71,9 @@ static void bwd_fetch_##SFX(const attn_mat *m, size_t b, size_t r, size_t c0,   
 {                                                                               \
     const ptrdiff_t s1 = m->s1,                                                 \
                     at = OFF(*m, b) + (ptrdiff_t)r * m->s0 + (ptrdiff_t)c0 * s1;\
-    const uint16_t *h = m->data;                                                \
-    if (m->store == ATTN_ST_F16)                                                \
+    if (m->store)                                                               \
         for (size_t c = 0; c < n; c++)                                          \
-            x[c] = (T)attn_f16_to_f32(h[at + (ptrdiff_t)c * s1]);               \
-    else if (m->store == ATTN_ST_BF16)                                          \
-        for (size_t c = 0; c < n; c++)                                          \
-            x[c] = (T)attn_bf16_to_f32(h[at + (ptrdiff_t)c * s1]);              \
+            x[c] = (T)attn_load_f32(m->store, m->data, at + (ptrdiff_t)c * s1); \
     else                                                                        \
         for (size_t c = 0; c < n; c++)                                          \
             x[c] = ((const T *)m->data)[at + (ptrdiff_t)c * s1];                \
