@@ -136,28 +136,6 @@ TI void SFX(bwd_pack_t)(T *dst, size_t ldd, const void *src, attn_store st,
             dst[c * ldd + r] = 0;
 }
 
-/* dst[r][c] = src(r0 + r, c), c < ncols (columns up to ldd: 0); src as
- * bwd_pack_t's                                                          */
-TI void SFX(bwd_pack_r)(T *dst, size_t ldd, const void *src, attn_store st,
-                        ptrdiff_t s0, ptrdiff_t s1, size_t r0, size_t nr,
-                        size_t ncols)
-{
-    for (size_t r = 0; r < nr; r++) {
-        const ptrdiff_t x = (ptrdiff_t)(r0 + r) * s0;
-        T *d = dst + r * ldd;
-        if (st)
-            SFX(bwd_cvt16)(d, 1, (const uint16_t *)src + x, s1, ncols, st);
-        else if (s1 == 1)
-            for (size_t c = 0; c < ncols; c++)
-                d[c] = ((const T *)src + x)[c];
-        else
-            for (size_t c = 0; c < ncols; c++)
-                d[c] = ((const T *)src + x)[(ptrdiff_t)c * s1];
-        for (size_t c = ncols; c < ldd; c++)
-            d[c] = 0;
-    }
-}
-
 /* Q^T, dO^T, lse and D of query rows i0 .. i0+nq-1 (pass A: also rows)
  * into the block's slot; rows whose lse is NaN: lnan[r] = 1, lse 0      */
 TF void SFX(bwd_pack_q)(const attn_bwd_plan *bpl, char *sb, size_t b,
@@ -172,8 +150,8 @@ TF void SFX(bwd_pack_q)(const attn_bwd_plan *bpl, char *sb, size_t b,
     size_t qi0 = i0, gi0 = i0;
     if (rows) {
         T *qr = (T *)(sb + bpl->off_qr), *dor = (T *)(sb + bpl->off_dor);
-        SFX(bwd_pack_r)(qr, bpl->EP, q_b, q.store, q.s0, q.s1, i0, nq, p->E);
-        SFX(bwd_pack_r)(dor, bpl->fp.EvP, g_b, g.store, g.s0, g.s1, i0, nq,
+        SFX(pack_rows)(qr, bpl->EP, q_b, q.store, q.s0, q.s1, i0, nq, p->E);
+        SFX(pack_rows)(dor, bpl->fp.EvP, g_b, g.store, g.s0, g.s1, i0, nq,
                         p->Ev);
         /* 16 bits: the transposes below from these rows, converted once */
         if (q.store) {
@@ -336,18 +314,11 @@ TI const T *SFX(bwd_kv)(const attn_bwd_plan *bpl, char *sb, size_t b,
 {
     const attn_problem *p = &bpl->bp->f;
     const attn_mat k = p->k, v = p->v;
-    SFX(bwd_pack_r)((T *)(sb + bpl->off_kr), bpl->EP, BWD_BASE_(k, b),
+    SFX(pack_rows)((T *)(sb + bpl->off_kr), bpl->EP, BWD_BASE_(k, b),
                     k.store, k.s0, k.s1, j0, nk, p->E);
     (void)BWD_PACK_K(bpl, sb, b, j0, nk);
-    T *vp = (T *)(sb + bpl->off_vp);
-    if (!v.store)
-        return SFX(v_block)(&bpl->fp, (const T *)v.data + BOFF_(v, b), j0, nk,
-                            vp, vs);
-    /* 16 bits: always converted into the block's copy (the plan has it) */
-    SFX(bwd_pack_r)(vp, bpl->fp.EvP, BWD_BASE_(v, b), v.store, v.s0, v.s1, j0,
-                    nk, p->Ev);
-    *vs = (ptrdiff_t)bpl->fp.EvP;
-    return vp;
+    return SFX(kv_rows)(&bpl->fp, 1, (const char *)BWD_BASE_(v, b), j0, nk,
+                        (T *)(sb + bpl->off_vp), vs);
 }
 
 /* element (b, i, j) of a gradient = x (16-bit storage: rounded once)    */
