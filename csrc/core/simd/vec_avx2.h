@@ -26,32 +26,42 @@
 #define ATTN_AVX2_ATTR ATTN_TARGET("avx2,fma,f16c")
 #define A_ static ATTN_INLINE ATTN_AVX2_ATTR
 
+/* pow2t, abs, orsign and getmant (|a| with the exponent field set to
+ * the bias) of one element type: x the helpers' letter (f, d), V its
+ * vector, S the intrinsics' suffix (ps, pd), I the integer lanes' (epi32,
+ * epi64), SET1I their broadcast, the exponent bias and fraction bits    */
+#define AVX2_BITS(x, V, S, I, SET1I, BIAS, MBITS)                              \
+    A_ V avx2##x##_pow2t(V t)                                                  \
+    {                                                                          \
+        return _mm256_castsi256_##S(_mm256_slli_##I(                           \
+            _mm256_add_##I(_mm256_cast##S##_si256(t), SET1I(BIAS)), MBITS));   \
+    }                                                                          \
+    A_ V avx2##x##_abs(V a)                                                    \
+    {                                                                          \
+        return _mm256_andnot_##S(_mm256_set1_##S(-0.0), a);                    \
+    }                                                                          \
+    A_ V avx2##x##_orsign(V a, V s)                                            \
+    {                                                                          \
+        return _mm256_or_##S(a, _mm256_and_##S(_mm256_set1_##S(-0.0), s));     \
+    }                                                                          \
+    A_ V avx2##x##_getmant(V a)                                                \
+    {                                                                          \
+        return _mm256_castsi256_##S(_mm256_or_si256(                           \
+            _mm256_and_si256(_mm256_cast##S##_si256(a),                        \
+                             SET1I((1ll << MBITS) - 1)),                       \
+            SET1I((long long)BIAS << MBITS)));                                 \
+    }
+AVX2_BITS(f, __m256, ps, epi32, _mm256_set1_epi32, 127, 23)
+AVX2_BITS(d, __m256d, pd, epi64, _mm256_set1_epi64x, 1023, 52)
+#undef AVX2_BITS
+
 /* float: 8 lanes */
-A_ __m256 avx2f_pow2t(__m256 t)
-{
-    return _mm256_castsi256_ps(_mm256_slli_epi32(
-        _mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127)), 23));
-}
-A_ __m256 avx2f_abs(__m256 a)
-{
-    return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a);
-}
-A_ __m256 avx2f_orsign(__m256 a, __m256 s)
-{
-    return _mm256_or_ps(a, _mm256_and_ps(_mm256_set1_ps(-0.0f), s));
-}
-/* the exponent field less the bias; |a| with the field set to the bias */
+/* the exponent field less the bias                                     */
 A_ __m256 avx2f_getexp(__m256 a)
 {
     const __m256i e = _mm256_and_si256(
         _mm256_srli_epi32(_mm256_castps_si256(a), 23), _mm256_set1_epi32(0xff));
     return _mm256_sub_ps(_mm256_cvtepi32_ps(e), _mm256_set1_ps(127.0f));
-}
-A_ __m256 avx2f_getmant(__m256 a)
-{
-    return _mm256_castsi256_ps(_mm256_or_si256(
-        _mm256_and_si256(_mm256_castps_si256(a), _mm256_set1_epi32(0x7fffff)),
-        _mm256_set1_epi32(127 << 23)));
 }
 /* the lanes' sum, in a fixed order (tested against 0 only)              */
 A_ float avx2f_rsum(__m256 v)
@@ -64,20 +74,6 @@ A_ float avx2f_rsum(__m256 v)
 }
 
 /* double: 4 lanes */
-A_ __m256d avx2d_pow2t(__m256d t)
-{
-    return _mm256_castsi256_pd(_mm256_slli_epi64(
-        _mm256_add_epi64(_mm256_castpd_si256(t), _mm256_set1_epi64x(1023)),
-        52));
-}
-A_ __m256d avx2d_abs(__m256d a)
-{
-    return _mm256_andnot_pd(_mm256_set1_pd(-0.0), a);
-}
-A_ __m256d avx2d_orsign(__m256d a, __m256d s)
-{
-    return _mm256_or_pd(a, _mm256_and_pd(_mm256_set1_pd(-0.0), s));
-}
 /* the field put under 2^52's bits is 2^52 + e, exactly (no AVX2
  * conversion from 64-bit integers)                                      */
 A_ __m256d avx2d_getexp(__m256d a)
@@ -88,13 +84,6 @@ A_ __m256d avx2d_getexp(__m256d a)
     return _mm256_sub_pd(
         _mm256_castsi256_pd(_mm256_or_si256(e, _mm256_castpd_si256(two52))),
         _mm256_set1_pd(4503599627370496.0 + 1023.0));
-}
-A_ __m256d avx2d_getmant(__m256d a)
-{
-    return _mm256_castsi256_pd(_mm256_or_si256(
-        _mm256_and_si256(_mm256_castpd_si256(a),
-                         _mm256_set1_epi64x(0xfffffffffffffll)),
-        _mm256_set1_epi64x(1023ll << 52)));
 }
 A_ double avx2d_rsum(__m256d v)
 {

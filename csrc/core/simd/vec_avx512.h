@@ -16,49 +16,47 @@
 #define ATTN_AVX512_ATTR ATTN_TARGET("avx512f,avx2,fma,f16c")
 #define A_ static ATTN_INLINE ATTN_AVX512_ATTR
 
+/* pow2t, orsign and getmant (|a| with the exponent field set to the
+ * bias; integer operations, not vgetmant: the same bits as every other
+ * set for every input) of one element type: x the helpers' letter (f,
+ * d), V its vector, S the intrinsics' suffix (ps, pd), I the integer
+ * lanes' (epi32, epi64), SIGN their sign bit, the exponent bias and
+ * fraction bits                                                         */
+#define AVX512_BITS(x, V, S, I, SIGN, BIAS, MBITS)                             \
+    A_ V avx512##x##_pow2t(V t)                                                \
+    {                                                                          \
+        return _mm512_castsi512_##S(_mm512_slli_##I(_mm512_add_##I(            \
+            _mm512_cast##S##_si512(t), _mm512_set1_##I(BIAS)), MBITS));        \
+    }                                                                          \
+    A_ V avx512##x##_orsign(V a, V s)                                          \
+    {                                                                          \
+        return _mm512_castsi512_##S(_mm512_or_si512(                           \
+            _mm512_cast##S##_si512(a),                                         \
+            _mm512_and_si512(_mm512_set1_##I(SIGN),                            \
+                             _mm512_cast##S##_si512(s))));                     \
+    }                                                                          \
+    A_ V avx512##x##_getmant(V a)                                              \
+    {                                                                          \
+        return _mm512_castsi512_##S(_mm512_or_si512(                           \
+            _mm512_and_si512(_mm512_cast##S##_si512(a),                        \
+                             _mm512_set1_##I((1ll << MBITS) - 1)),             \
+            _mm512_set1_##I((long long)BIAS << MBITS)));                       \
+    }
+AVX512_BITS(f, __m512, ps, epi32, (int)0x80000000u, 127, 23)
+AVX512_BITS(d, __m512d, pd, epi64, (long long)0x8000000000000000ull, 1023, 52)
+#undef AVX512_BITS
+
 /* float: 16 lanes */
-A_ __m512 avx512f_pow2t(__m512 t)
-{
-    return _mm512_castsi512_ps(_mm512_slli_epi32(
-        _mm512_add_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(127)), 23));
-}
-A_ __m512 avx512f_orsign(__m512 a, __m512 s)
-{
-    return _mm512_castsi512_ps(_mm512_or_si512(
-        _mm512_castps_si512(a),
-        _mm512_and_si512(_mm512_set1_epi32((int)0x80000000u),
-                         _mm512_castps_si512(s))));
-}
-/* the exponent field less the bias; |a| with the field set to the bias
- * (integer operations, not vgetexp / vgetmant: the same bits as every
- * other set for every input)                                            */
+/* the exponent field less the bias (integer operations, not vgetexp:
+ * the same bits as every other set for every input)                    */
 A_ __m512 avx512f_getexp(__m512 a)
 {
     const __m512i e = _mm512_and_si512(
         _mm512_srli_epi32(_mm512_castps_si512(a), 23), _mm512_set1_epi32(0xff));
     return _mm512_sub_ps(_mm512_cvtepi32_ps(e), _mm512_set1_ps(127.0f));
 }
-A_ __m512 avx512f_getmant(__m512 a)
-{
-    return _mm512_castsi512_ps(_mm512_or_si512(
-        _mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(0x7fffff)),
-        _mm512_set1_epi32(127 << 23)));
-}
 
 /* double: 8 lanes */
-A_ __m512d avx512d_pow2t(__m512d t)
-{
-    return _mm512_castsi512_pd(_mm512_slli_epi64(
-        _mm512_add_epi64(_mm512_castpd_si512(t), _mm512_set1_epi64(1023)),
-        52));
-}
-A_ __m512d avx512d_orsign(__m512d a, __m512d s)
-{
-    return _mm512_castsi512_pd(_mm512_or_si512(
-        _mm512_castpd_si512(a),
-        _mm512_and_si512(_mm512_set1_epi64((long long)0x8000000000000000ull),
-                         _mm512_castpd_si512(s))));
-}
 /* 2^52 + e from the bits (AVX-512F has no 64-bit integer conversion)  */
 A_ __m512d avx512d_getexp(__m512d a)
 {
@@ -68,13 +66,6 @@ A_ __m512d avx512d_getexp(__m512d a)
     return _mm512_sub_pd(
         _mm512_castsi512_pd(_mm512_or_si512(e, _mm512_castpd_si512(two52))),
         _mm512_set1_pd(4503599627370496.0 + 1023.0));
-}
-A_ __m512d avx512d_getmant(__m512d a)
-{
-    return _mm512_castsi512_pd(_mm512_or_si512(
-        _mm512_and_si512(_mm512_castpd_si512(a),
-                         _mm512_set1_epi64(0xfffffffffffffll)),
-        _mm512_set1_epi64(1023ll << 52)));
 }
 
 /* r[i] = row i of a W x W block -> r[c] = column c (VTRANS)              */
