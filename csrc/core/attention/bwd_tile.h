@@ -27,7 +27,7 @@
  *   row            lse (VSAFE'd; +inf in the padding lanes), D: BQ each
  */
 
-/* TI, TF, BOFF_, MINZ_ and the block classes BLK_*: tile.h's         */
+/* TI, TF, BOFF_, MINZ_, TAIL_SWITCH_, the block classes BLK_*: tile.h's */
 #ifndef BWD_HOOKS
 #define BWD_PACK_Q(bpl, qt, nrv) 0
 #define BWD_SCORES(bpl, sb, qt, st, nqv, nk) 0
@@ -70,12 +70,7 @@ TF void SFX(mm_block)(T *o, size_t ldo, size_t nr, size_t ncv, const T *a,
         SFX(pv_rows)(MINZ_(k, PV_MR), o_r, ldo, ncv, a_r, (size_t)ars,         \
                      (size_t)axs, NULL, bm, (ptrdiff_t)ldb, n, 0, guarded);    \
         break;
-    switch (nr - r) {
-        MM_TAIL_(1) MM_TAIL_(2) MM_TAIL_(3) MM_TAIL_(4) MM_TAIL_(5)
-        MM_TAIL_(6) MM_TAIL_(7)
-    default:
-        break;
-    }
+    TAIL_SWITCH_(nr - r, MM_TAIL_)
 #undef MM_TAIL_
 }
 
@@ -545,6 +540,7 @@ TF void SFX(bwd_item_b)(const attn_bwd_plan *bpl, void *scratch, size_t b,
 #undef BWD_BASE_
 #undef BOFF_
 #undef MINZ_
+#undef TAIL_SWITCH_
 #undef BLK_ALL
 #undef BLK_NONE
 #undef BLK_MIXED

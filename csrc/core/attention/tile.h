@@ -61,6 +61,14 @@
 
 #define BOFF_(m, b) ((m).boff ? (m).boff[(b)] : (ptrdiff_t)0)
 #define MINZ_(a, b) ((a) < (b) ? (a) : (b))
+/* a loop's last left < 8 rows: CASE(n), n = 1 .. 7, is a case n that
+ * calls its micro-kernel for n rows (inlined per row count)            */
+#define TAIL_SWITCH_(left, CASE)                                               \
+    switch (left) {                                                            \
+        CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7)                \
+    default:                                                                   \
+        break;                                                                 \
+    }
 
 /* block classes */
 #define BLK_ALL 0   /* every score of the block is masked: skip it         */
@@ -630,8 +638,8 @@ TF attn_status SFX(merge_item)(const attn_plan *pl, void *scratch, size_t b,
     return SFX(item_outputs)(pl, sb, b, i0, nq, 1, bad_row);
 }
 
-/* TI, TF, BOFF_, MINZ_ and the block classes serve bwd_tile.h too, which
- * is included next and #undefs them                                    */
+/* TI, TF, BOFF_, MINZ_, TAIL_SWITCH_ and the block classes serve
+ * bwd_tile.h too, which is included next and #undefs them              */
 #undef HALF_VEC_
 #undef ESZ_
 #undef MAT_B_

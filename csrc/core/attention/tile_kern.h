@@ -55,12 +55,7 @@ TI void SFX(qk_cols)(const int NR, T *st, size_t ldst, const T *qt, size_t ldq,
         SFX(qk_kern)(MINZ_(n, QK_MR), NR, st_j, ldst, qt, ldq, k_j, ks, E,     \
                      vscale, scaled);                                          \
         break;
-    switch (nk - j) {
-        QK_TAIL_(1) QK_TAIL_(2) QK_TAIL_(3) QK_TAIL_(4) QK_TAIL_(5)
-        QK_TAIL_(6) QK_TAIL_(7)
-    default:
-        break;
-    }
+    TAIL_SWITCH_(nk - j, QK_TAIL_)
 #undef QK_TAIL_
 }
 
@@ -415,12 +410,7 @@ TF void SFX(pv_block)(T *o, size_t ldo, size_t nq, size_t nev, const T *pt,
         SFX(pv_rows)(MINZ_(n, PV_MR), o_i, ldo, nev, p_i, 1, ldp,   \
                      a_i, v, vs, nk, 1, 1);                                    \
         break;
-    switch (nq - i) {
-        PV_TAIL_(1) PV_TAIL_(2) PV_TAIL_(3) PV_TAIL_(4) PV_TAIL_(5)
-        PV_TAIL_(6) PV_TAIL_(7)
-    default:
-        break;
-    }
+    TAIL_SWITCH_(nq - i, PV_TAIL_)
 #undef PV_TAIL_
 }
 
