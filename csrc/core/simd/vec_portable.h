@@ -155,13 +155,8 @@ PV_OPS(pd4, 4, double, uint64_t, __builtin_fma, 1023u, 52, SIMD_PORT_WIDE_ATTR)
 #define SIMD_PORT_HAVE_WIDE 1
 #endif
 
-#define PV_ADD(a, b) ((a) + (b))
-#define PV_SUB(a, b) ((a) - (b))
-#define PV_MUL(a, b) ((a) * (b))
-#define PV_DIV(a, b) ((a) / (b))
-#define PV_LT(a, b) ((a) < (b))
-#define PV_LE(a, b) ((a) <= (b))
-#define PV_EQ(a, b) ((a) == (b))
+/* the arithmetic and compares: the vectors' operators                  */
+#define PV_OP_(name, a, b, op) ((a) op (b))
 
 #else /* !SIMD_PORT_VEXT: structs of W lanes and loops */
 #include "simd/lane.h"
@@ -259,6 +254,8 @@ PV_OPS(pd4, 4, double, uint64_t, __builtin_fma, 1023u, 52, SIMD_PORT_WIDE_ATTR)
 
 PV_SOPS(pf4, 4, float, sclf, attn_fmaf)
 PV_SOPS(pd2, 2, double, scld, attn_fma)
+/* the arithmetic and compares: the functions above                      */
+#define PV_OP_(name, a, b, op) VFN_(name)(a, b)
 #endif /* SIMD_PORT_VEXT */
 
 /* 16-bit storage: W float16 / bfloat16 <-> W floats, lane by lane with
@@ -330,23 +327,13 @@ PV_HALF(pf8, 8, SIMD_PORT_WIDE_ATTR)
 #define VSET1(x) VFN_(set1)(x)
 #define VLOADU(p) VFN_(load)(p)
 #define VSTOREU(p, v) VFN_(store)(p, v)
-#if SIMD_PORT_VEXT
-#define VADD(a, b) PV_ADD(a, b)
-#define VSUB(a, b) PV_SUB(a, b)
-#define VMUL(a, b) PV_MUL(a, b)
-#define VDIV(a, b) PV_DIV(a, b)
-#define VLT(a, b) PV_LT(a, b)
-#define VLE(a, b) PV_LE(a, b)
-#define VEQ(a, b) PV_EQ(a, b)
-#else
-#define VADD(a, b) VFN_(add)(a, b)
-#define VSUB(a, b) VFN_(sub)(a, b)
-#define VMUL(a, b) VFN_(mul)(a, b)
-#define VDIV(a, b) VFN_(div)(a, b)
-#define VLT(a, b) VFN_(lt)(a, b)
-#define VLE(a, b) VFN_(le)(a, b)
-#define VEQ(a, b) VFN_(eq)(a, b)
-#endif
+#define VADD(a, b) PV_OP_(add, a, b, +)
+#define VSUB(a, b) PV_OP_(sub, a, b, -)
+#define VMUL(a, b) PV_OP_(mul, a, b, *)
+#define VDIV(a, b) PV_OP_(div, a, b, /)
+#define VLT(a, b) PV_OP_(lt, a, b, <)
+#define VLE(a, b) PV_OP_(le, a, b, <=)
+#define VEQ(a, b) PV_OP_(eq, a, b, ==)
 #if defined(PV_PF4_FMA_SSE2) && !SIMD_PORT_WIDE && !SIMD_F64
 #define VFMA(a, b, c) pf4_fma_sse2(a, b, c)
 #define VFNMA(a, b, c) pf4_fma_sse2(-(a), b, c)
