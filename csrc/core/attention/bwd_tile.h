@@ -316,17 +316,6 @@ TI const T *SFX(bwd_kv)(const attn_bwd_plan *bpl, char *sb, size_t b,
                         (T *)(sb + bpl->off_vp), vs);
 }
 
-/* element (b, i, j) of a gradient = x (16-bit storage: rounded once)    */
-TI void SFX(bwd_put)(const attn_mat *m, size_t b, size_t i, size_t j, T x)
-{
-    const ptrdiff_t at = BOFF_(*m, b) + (ptrdiff_t)i * m->s0
-                         + (ptrdiff_t)j * m->s1;
-    if (m->store)
-        attn_store_f32(m->store, m->data, at, (float)x);
-    else
-        ((T *)m->data)[at] = x;
-}
-
 /* rows r0 .. r0+n-1 of a (B, rows, cols) gradient = scale * acc (or NaN) */
 TI void SFX(bwd_store)(const attn_mat *g, size_t b, size_t r0, size_t n,
                        size_t cols, const T *acc, size_t lda, T scale,
@@ -438,7 +427,9 @@ TF void SFX(bwd_dq_store)(const attn_bwd_plan *bpl, char *sb, size_t b,
     const attn_mat db = bp->dbias;
     for (size_t r = 0; anynan && db.data && r < nq; r++)
         for (size_t j = 0; nanrow[r] && j < p->S; j++)
-            SFX(bwd_put)(&db, b, i0 + r, j, (T)NAN);
+            SFX(put)(&db, (char *)db.data, BOFF_(db, b)
+                     + (ptrdiff_t)(i0 + r) * db.s0 + (ptrdiff_t)j * db.s1,
+                     (T)NAN); /* dbias NaN (16 bits: rounded once) */
     SFX(bwd_store)(&bp->dq, b, i0, nq, p->E, dq, bpl->EP, (T)p->scale,
                    anynan ? nanrow : NULL, 0);
 }

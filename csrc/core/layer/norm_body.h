@@ -162,12 +162,6 @@ static void FN(ln_bwd)(void *ctx, size_t r0, size_t r1, double *acc,
 /* ------------------------------------------------------------------------ */
 /* RMS norm (Llama's RMSNorm)                                               */
 /* ------------------------------------------------------------------------ */
-/* 1 / sqrt(sum_j x_j^2 / n + eps)                                        */
-static double FN(rms_rstd)(const T *x, size_t n, double eps)
-{
-    return 1.0 / sqrt(FN(row_var)(x, n, 0.0) + eps);
-}
-
 /* forward, rows [r0, r1): y = x * rstd [* weight], in double, rounded
  * once (scratch: 3 staged rows)                                          */
 static void FN(rms_fwd)(void *ctx, size_t r0, size_t r1, double *acc,
@@ -183,7 +177,8 @@ static void FN(rms_fwd)(void *ctx, size_t r0, size_t r1, double *acc,
     for (size_t r = r0; r < r1; r++) {
         const T *x = attn__row_in(&p->x, dt, ROW(p->x, r), n, buf);
         T *y = attn__row_out(&p->y, dt, ROW(p->y, r), buf + rb);
-        const double rstd = FN(rms_rstd)(x, n, p->eps);
+        /* 1 / sqrt(sum_j x_j^2 / n + eps) */
+        const double rstd = 1.0 / sqrt(FN(row_var)(x, n, 0.0) + p->eps);
         if (w)
             for (size_t j = 0; j < n; j++)
                 y[j] = (T)((double)x[j] * rstd * (double)w[j]);
@@ -211,7 +206,8 @@ static void FN(rms_bwd)(void *ctx, size_t r0, size_t r1, double *acc,
         const T *x = attn__row_in(&p->x, dt, ROW(p->x, r), n, buf);
         const T *dy = attn__row_in(&p->dy, dt, ROW(p->dy, r), n, buf + rb);
         T *dx = attn__row_out(&p->dx, dt, ROW(p->dx, r), buf + 2 * rb);
-        const double rstd = FN(rms_rstd)(x, n, p->eps);
+        /* 1 / sqrt(sum_j x_j^2 / n + eps) */
+        const double rstd = 1.0 / sqrt(FN(row_var)(x, n, 0.0) + p->eps);
         double a[8] = {0};
         LN_LANES(n, j, l, {
             double xh = (double)x[j] * rstd;
