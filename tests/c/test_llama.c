@@ -1,6 +1,6 @@
 /*
  * test_llama.c -- C tests of the Llama-family pieces of the layer family
- * (layer/rms.c, layer/glu.c), without Python:
+ * (layer/norm.c, layer/act.c), without Python:
  *
  *   attn_rms_norm: with and without weight, against a long double oracle
  *     over random layouts (offset tables, row strides, negative and

@@ -27,6 +27,7 @@
 #include "attn.h"
 #include "attention/kern.h"
 #include "half.h"
+#include "rows/rows.h"
 #include "util.h"
 
 /* keys per block of pass A, pass B and the fused items: one size, so a
@@ -71,13 +72,9 @@ static void bwd_fetch_##SFX(const attn_mat *m, size_t b, size_t r, size_t c0,   
 {                                                                               \
     const ptrdiff_t s1 = m->s1,                                                 \
                     at = OFF(*m, b) + (ptrdiff_t)r * m->s0 + (ptrdiff_t)c0 * s1;\
-    const uint16_t *h = m->data;                                                \
-    if (m->store == ATTN_ST_F16)                                                \
+    if (m->store)                                                               \
         for (size_t c = 0; c < n; c++)                                          \
-            x[c] = (T)attn_f16_to_f32(h[at + (ptrdiff_t)c * s1]);               \
-    else if (m->store == ATTN_ST_BF16)                                          \
-        for (size_t c = 0; c < n; c++)                                          \
-            x[c] = (T)attn_bf16_to_f32(h[at + (ptrdiff_t)c * s1]);              \
+            x[c] = (T)attn_load_f32(m->store, m->data, at + (ptrdiff_t)c * s1); \
     else                                                                        \
         for (size_t c = 0; c < n; c++)                                          \
             x[c] = ((const T *)m->data)[at + (ptrdiff_t)c * s1];                \
@@ -313,32 +310,21 @@ static int bwd_guarded(const attn_bwd_problem *bp)
            || !bwd_finite_f32(bp->dout, p->B, p->L, p->Ev);
 }
 
-/* 16-bit storage (attn.h): q, k, v, bias, out, dout, dq, dk, dv, dbias
- * of a float problem (the bias read by tile_masks.h); mask, lse and the
- * slopes in the call's dtype                                             */
-static int bwd_stores_ok(const attn_bwd_problem *bp)
-{
-    const attn_problem *p = &bp->f;
-    const attn_mat *half[] = {&p->q,     &p->k,   &p->v,   &p->bias,
-                              &p->out,   &bp->dout, &bp->dq, &bp->dk,
-                              &bp->dv,   &bp->dbias};
-    for (size_t i = 0; i < sizeof half / sizeof *half; i++)
-        if (half[i]->store != ATTN_ST_NATIVE
-            && (p->dtype != ATTN_F32 || (half[i]->store != ATTN_ST_F16
-                                         && half[i]->store != ATTN_ST_BF16)))
-            return 0;
-    return p->mask.store == ATTN_ST_NATIVE && p->lse.store == ATTN_ST_NATIVE
-           && p->alibi.store == ATTN_ST_NATIVE;
-}
-
 attn_status attn_sdpa_backward(attn_bwd_problem *bp, const attn_exec *ex)
 {
-    if (!bp || (bp->f.dtype != ATTN_F32 && bp->f.dtype != ATTN_F64)
-        || !bp->f.lse.data || !bp->f.out.data || !bp->dout.data
-        || !bp->dq.data || !bp->dk.data || !bp->dv.data
-        || !bwd_stores_ok(bp))
+    if (!bp)
         return ATTN_EINVAL;
     const attn_problem *p = &bp->f;
+    /* 16-bit storage (attn.h): these of a float problem (the bias read by
+     * tile_masks.h); mask, lse and the slopes in the call's dtype        */
+    const attn_mat *half[] = {&p->q,    &p->k,    &p->v,  &p->bias,
+                              &p->out,  &bp->dout, &bp->dq, &bp->dk,
+                              &bp->dv,  &bp->dbias};
+    if (!attn__stores_ok(p->dtype, half, (int)(sizeof half / sizeof *half))
+        || p->mask.store != ATTN_ST_NATIVE || p->lse.store != ATTN_ST_NATIVE
+        || p->alibi.store != ATTN_ST_NATIVE || !p->lse.data || !p->out.data
+        || !bp->dout.data || !bp->dq.data || !bp->dk.data || !bp->dv.data)
+        return ATTN_EINVAL;
     attn_sdpa_kern k;
     attn__sdpa_kern(p->dtype, &k);
     const int t = p->dtype == ATTN_F64;

@@ -11,7 +11,7 @@
  *
  * It reuses tile.h's S^T = K Q^T micro-kernel (qk_block: also dP^T =
  * V dO^T, the same shape), masks (classify, apply_masks), K/V block access
- * and the transposing store, and adds one generic micro-kernel for
+ * and the transposing store, and its P V micro-kernel (pv_rows) for
  * O += A B with A read through (row, reduction) strides (mm_block):
  * dV += P^T dO, dK += dS^T Q (pass A), dQ += dS K (pass B).
  *
@@ -27,13 +27,7 @@
  *   row            lse (VSAFE'd; +inf in the padding lanes), D: BQ each
  */
 
-#define TI static inline __attribute__((always_inline)) ATTR
-#define TF static ATTR
-#define BOFF_(m, b) ((m).boff ? (m).boff[(b)] : (ptrdiff_t)0)
-#define MINZ_(a, b) ((a) < (b) ? (a) : (b))
-#define BLK_ALL_ 0  /* tile.h's block classes (it #undefs its names) */
-#define BLK_NONE_ 1
-#define BLK_MIXED_ 2
+/* TI, TF, BOFF_, MINZ_, TAIL_SWITCH_, the block classes BLK_*: tile.h's */
 #ifndef BWD_HOOKS
 #define BWD_PACK_Q(bpl, qt, nrv) 0
 #define BWD_SCORES(bpl, sb, qt, st, nqv, nk) 0
@@ -55,75 +49,28 @@ static inline void *bwd_addr(const attn_mat *m, size_t esz, ptrdiff_t x)
 
 /* ---------------------------------------------------------------------- */
 /* O (nr x ncv*W, ld ldo) += A (nr x n: a[r*ars + x*axs]) B (n x .., ldb)  */
-/* Each call's block sum starts from 0 and is added to O at the end.       */
+/* by tile_kern.h's P V micro-kernel (scaled 0). Each call's block sum     */
+/* starts from 0 and is added to O at the end; guarded (some B entry may   */
+/* be inf/NaN): zero A entries are skipped, never multiplied, as attn.h    */
+/* wants.                                                                  */
 /* ---------------------------------------------------------------------- */
-TI void SFX(mm_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
-                     const T *a, ptrdiff_t ars, ptrdiff_t axs,
-                     const T *restrict bm, size_t ldb, size_t n, int guarded)
-{
-    VT acc[PV_MR][PV_NRMAX];
-    for (int r = 0; r < MR; r++)
-        for (int c = 0; c < NR; c++)
-            acc[r][c] = VZERO();
-    for (size_t x = 0; x < n; x++) {
-        VT y[PV_NR];
-        for (int c = 0; c < NR; c++)
-            y[c] = VLOADU(bm + x * ldb + (size_t)c * W);
-        const T *a_x = a + (ptrdiff_t)x * axs;
-        for (int r = 0; r < MR; r++) {
-            VT ab = VSET1(a_x[(ptrdiff_t)r * ars]);
-            for (int c = 0; c < NR; c++)
-                acc[r][c] = VFMA(ab, y[c], acc[r][c]);
-        }
-    }
-    /* guarded (some B entry may be inf/NaN): zero A entries are skipped,
-     * never multiplied, as attn.h wants (tile_kern.h)                    */
-    if (guarded && SFX(acc_not_finite)(MR, NR, acc)) {
-        SFX(resum_store)(MR, NR, o, ldo, a, ars, axs, bm, (ptrdiff_t)ldb, n,
-                         NULL);
-        return;
-    }
-    for (int r = 0; r < MR; r++)
-        for (int c = 0; c < NR; c++) {
-            T *o_rc = o + (size_t)r * ldo + (size_t)c * W;
-            VSTOREU(o_rc, VADD(VLOADU(o_rc), acc[r][c]));
-        }
-}
-
-TI void SFX(mm_rows)(const int MR, T *o, size_t ldo, size_t ncv, const T *a,
-                     ptrdiff_t ars, ptrdiff_t axs, const T *bm, size_t ldb,
-                     size_t n, int guarded)
-{
-    size_t c = 0;
-    for (; c + PV_NR <= ncv; c += PV_NR)
-        SFX(mm_kern)(MR, PV_NR, o + c * W, ldo, a, ars, axs, bm + c * W, ldb,
-                     n, guarded);
-    for (; c < ncv; c++)
-        SFX(mm_kern)(MR, 1, o + c * W, ldo, a, ars, axs, bm + c * W, ldb, n,
-                     guarded);
-}
-
 TF void SFX(mm_block)(T *o, size_t ldo, size_t nr, size_t ncv, const T *a,
                       ptrdiff_t ars, ptrdiff_t axs, const T *bm, size_t ldb,
                       size_t n, int guarded)
 {
     size_t r = 0;
     for (; r + PV_MR <= nr; r += PV_MR)
-        SFX(mm_rows)(PV_MR, o + r * ldo, ldo, ncv, a + (ptrdiff_t)r * ars, ars,
-                     axs, bm, ldb, n, guarded);
+        SFX(pv_rows)(PV_MR, o + r * ldo, ldo, ncv, a + (ptrdiff_t)r * ars,
+                     (size_t)ars, (size_t)axs, NULL, bm, (ptrdiff_t)ldb, n, 0,
+                     guarded);
     T *o_r = o + r * ldo;
     const T *a_r = a + (ptrdiff_t)r * ars;
 #define MM_TAIL_(k)                                                            \
     case k:                                                                    \
-        SFX(mm_rows)(MINZ_(k, PV_MR), o_r, ldo, ncv, a_r, ars, axs, bm, ldb,   \
-                     n, guarded);                                              \
+        SFX(pv_rows)(MINZ_(k, PV_MR), o_r, ldo, ncv, a_r, (size_t)ars,         \
+                     (size_t)axs, NULL, bm, (ptrdiff_t)ldb, n, 0, guarded);    \
         break;
-    switch (nr - r) {
-        MM_TAIL_(1) MM_TAIL_(2) MM_TAIL_(3) MM_TAIL_(4) MM_TAIL_(5)
-        MM_TAIL_(6) MM_TAIL_(7)
-    default:
-        break;
-    }
+    TAIL_SWITCH_(nr - r, MM_TAIL_)
 #undef MM_TAIL_
 }
 
@@ -184,28 +131,6 @@ TI void SFX(bwd_pack_t)(T *dst, size_t ldd, const void *src, attn_store st,
             dst[c * ldd + r] = 0;
 }
 
-/* dst[r][c] = src(r0 + r, c), c < ncols (columns up to ldd: 0); src as
- * bwd_pack_t's                                                          */
-TI void SFX(bwd_pack_r)(T *dst, size_t ldd, const void *src, attn_store st,
-                        ptrdiff_t s0, ptrdiff_t s1, size_t r0, size_t nr,
-                        size_t ncols)
-{
-    for (size_t r = 0; r < nr; r++) {
-        const ptrdiff_t x = (ptrdiff_t)(r0 + r) * s0;
-        T *d = dst + r * ldd;
-        if (st)
-            SFX(bwd_cvt16)(d, 1, (const uint16_t *)src + x, s1, ncols, st);
-        else if (s1 == 1)
-            for (size_t c = 0; c < ncols; c++)
-                d[c] = ((const T *)src + x)[c];
-        else
-            for (size_t c = 0; c < ncols; c++)
-                d[c] = ((const T *)src + x)[(ptrdiff_t)c * s1];
-        for (size_t c = ncols; c < ldd; c++)
-            d[c] = 0;
-    }
-}
-
 /* Q^T, dO^T, lse and D of query rows i0 .. i0+nq-1 (pass A: also rows)
  * into the block's slot; rows whose lse is NaN: lnan[r] = 1, lse 0      */
 TF void SFX(bwd_pack_q)(const attn_bwd_plan *bpl, char *sb, size_t b,
@@ -220,8 +145,8 @@ TF void SFX(bwd_pack_q)(const attn_bwd_plan *bpl, char *sb, size_t b,
     size_t qi0 = i0, gi0 = i0;
     if (rows) {
         T *qr = (T *)(sb + bpl->off_qr), *dor = (T *)(sb + bpl->off_dor);
-        SFX(bwd_pack_r)(qr, bpl->EP, q_b, q.store, q.s0, q.s1, i0, nq, p->E);
-        SFX(bwd_pack_r)(dor, bpl->fp.EvP, g_b, g.store, g.s0, g.s1, i0, nq,
+        SFX(pack_rows)(qr, bpl->EP, q_b, q.store, q.s0, q.s1, i0, nq, p->E);
+        SFX(pack_rows)(dor, bpl->fp.EvP, g_b, g.store, g.s0, g.s1, i0, nq,
                         p->Ev);
         /* 16 bits: the transposes below from these rows, converted once */
         if (q.store) {
@@ -329,7 +254,7 @@ TF void SFX(bwd_block)(const attn_bwd_plan *bpl, char *sb, size_t b,
     T *capt = p->softcap > 0 ? (T *)(sb + bpl->off_cap) : NULL;
     if (p->bias.data || mask_b || cdiag || pl->edits_scores)
         SFX(apply_masks)(pl, st, BQ, b, i0, nq, nqv, j0, nk, mask_b,
-                         mask_b ? BLK_MIXED_ : BLK_NONE_, cdiag, capt);
+                         mask_b ? BLK_MIXED : BLK_NONE, cdiag, capt);
     /* rows whose lse is NaN: P is NaN where allowed, 0 where masked */
     const unsigned char *lnan = (const unsigned char *)(qs + bpl->off_lnan);
     int lsenan = 0;
@@ -384,29 +309,11 @@ TI const T *SFX(bwd_kv)(const attn_bwd_plan *bpl, char *sb, size_t b,
 {
     const attn_problem *p = &bpl->bp->f;
     const attn_mat k = p->k, v = p->v;
-    SFX(bwd_pack_r)((T *)(sb + bpl->off_kr), bpl->EP, BWD_BASE_(k, b),
+    SFX(pack_rows)((T *)(sb + bpl->off_kr), bpl->EP, BWD_BASE_(k, b),
                     k.store, k.s0, k.s1, j0, nk, p->E);
     (void)BWD_PACK_K(bpl, sb, b, j0, nk);
-    T *vp = (T *)(sb + bpl->off_vp);
-    if (!v.store)
-        return SFX(v_block)(&bpl->fp, (const T *)v.data + BOFF_(v, b), j0, nk,
-                            vp, vs);
-    /* 16 bits: always converted into the block's copy (the plan has it) */
-    SFX(bwd_pack_r)(vp, bpl->fp.EvP, BWD_BASE_(v, b), v.store, v.s0, v.s1, j0,
-                    nk, p->Ev);
-    *vs = (ptrdiff_t)bpl->fp.EvP;
-    return vp;
-}
-
-/* element (b, i, j) of a gradient = x (16-bit storage: rounded once)    */
-TI void SFX(bwd_put)(const attn_mat *m, size_t b, size_t i, size_t j, T x)
-{
-    const ptrdiff_t at = BOFF_(*m, b) + (ptrdiff_t)i * m->s0
-                         + (ptrdiff_t)j * m->s1;
-    if (m->store)
-        attn_store_f32(m->store, m->data, at, (float)x);
-    else
-        ((T *)m->data)[at] = x;
+    return SFX(kv_rows)(&bpl->fp, 1, (const char *)BWD_BASE_(v, b), j0, nk,
+                        (T *)(sb + bpl->off_vp), vs);
 }
 
 /* rows r0 .. r0+n-1 of a (B, rows, cols) gradient = scale * acc (or NaN) */
@@ -475,7 +382,7 @@ TF void SFX(bwd_keys)(const attn_bwd_plan *bpl, char *sb, size_t b, size_t j0,
         const size_t i0 = qb * BQ, nq = MINZ_(BQ, L - i0);
         const char *qs = sb + (bpl->fused ? qb : 0) * bpl->qstride;
         int cdiag;
-        if (SFX(classify)(pl, NULL, i0, nq, j0, nk, &cdiag) == BLK_ALL_)
+        if (SFX(classify)(pl, NULL, i0, nq, j0, nk, &cdiag) == BLK_ALL)
             continue;
         if (!bpl->fused)
             SFX(bwd_pack_q)(bpl, sb, b, i0, nq, 1);
@@ -520,7 +427,9 @@ TF void SFX(bwd_dq_store)(const attn_bwd_plan *bpl, char *sb, size_t b,
     const attn_mat db = bp->dbias;
     for (size_t r = 0; anynan && db.data && r < nq; r++)
         for (size_t j = 0; nanrow[r] && j < p->S; j++)
-            SFX(bwd_put)(&db, b, i0 + r, j, (T)NAN);
+            SFX(put)(&db, (char *)db.data, BOFF_(db, b)
+                     + (ptrdiff_t)(i0 + r) * db.s0 + (ptrdiff_t)j * db.s1,
+                     (T)NAN); /* dbias NaN (16 bits: rounded once) */
     SFX(bwd_store)(&bp->dq, b, i0, nq, p->E, dq, bpl->EP, (T)p->scale,
                    anynan ? nanrow : NULL, 0);
 }
@@ -600,7 +509,7 @@ TF void SFX(bwd_item_b)(const attn_bwd_plan *bpl, void *scratch, size_t b,
     for (size_t j0 = jlo; j0 < jhi; j0 += BK) {
         const size_t nk = MINZ_(BK, jhi - j0);
         int cdiag;
-        if (SFX(classify)(pl, NULL, i0, nq, j0, nk, &cdiag) == BLK_ALL_) {
+        if (SFX(classify)(pl, NULL, i0, nq, j0, nk, &cdiag) == BLK_ALL) {
             if (bp->dbias.data)
                 SFX(bwd_dbias_zero)(bp, b, i0, nq, j0, nk);
             continue;
@@ -622,9 +531,10 @@ TF void SFX(bwd_item_b)(const attn_bwd_plan *bpl, void *scratch, size_t b,
 #undef BWD_BASE_
 #undef BOFF_
 #undef MINZ_
-#undef BLK_ALL_
-#undef BLK_NONE_
-#undef BLK_MIXED_
+#undef TAIL_SWITCH_
+#undef BLK_ALL
+#undef BLK_NONE
+#undef BLK_MIXED
 #undef BWD_PACK_Q
 #undef BWD_SCORES
 #undef BWD_PACK_K

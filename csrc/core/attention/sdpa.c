@@ -329,35 +329,6 @@ static char *split_buffer(attn_plan *pl, const attn_exec *ex, double flops,
     return raw;
 }
 
-/* the operands the fast path reads or writes in 16 bits (attn.h): a bit
- * per field, set once its path is done; any other 16-bit operand, or a
- * 16-bit operand of a double call, is refused (never read as a float)   */
-enum {
-    ST16_Q = 1 << 0, ST16_K = 1 << 1, ST16_V = 1 << 2, ST16_OUT = 1 << 3,
-    ST16_BIAS = 1 << 4, ST16_WEIGHTS = 1 << 5, ST16_SCORES = 1 << 6
-};
-#define ST16_HANDLED                                                           \
-    (ST16_Q | ST16_K | ST16_V | ST16_OUT | ST16_BIAS | ST16_WEIGHTS          \
-     | ST16_SCORES)
-
-static int store_ok(const attn_problem *p)
-{
-    const struct { const attn_mat *m; int bit; } ops[] = {
-        {&p->q, ST16_Q}, {&p->k, ST16_K}, {&p->v, ST16_V},
-        {&p->out, ST16_OUT}, {&p->bias, ST16_BIAS},
-        {&p->weights, ST16_WEIGHTS}, {&p->scores, ST16_SCORES},
-        {&p->mask, 0}, {&p->lse, 0}, {&p->alibi, 0}};
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
-        const attn_store st = ops[i].m->store;
-        if (st == ATTN_ST_NATIVE)
-            continue;
-        if ((st != ATTN_ST_F16 && st != ATTN_ST_BF16) || p->dtype != ATTN_F32
-            || !(ST16_HANDLED & ops[i].bit))
-            return 0;
-    }
-    return 1;
-}
-
 /* the whole call: plan, then the work items (b, query block) over the
  * scheduler's threads -- or, when too few for the threads, every key
  * chunk of every item as an item, then merge items folding them (the
@@ -365,7 +336,15 @@ static int store_ok(const attn_problem *p)
  * (b, row) order                                                         */
 attn_status attn_sdpa(attn_problem *p, const attn_exec *ex)
 {
-    if (!p || (p->dtype != ATTN_F32 && p->dtype != ATTN_F64) || !store_ok(p))
+    if (!p)
+        return ATTN_EINVAL;
+    /* the operands the kernel reads or writes in 16 bits (attn.h), in a
+     * float call only; never a 16-bit mask, lse or slopes               */
+    const attn_mat *half[] = {&p->q,    &p->k,       &p->v,     &p->out,
+                              &p->bias, &p->weights, &p->scores};
+    if (!attn__stores_ok(p->dtype, half, (int)(sizeof half / sizeof *half))
+        || p->mask.store != ATTN_ST_NATIVE || p->lse.store != ATTN_ST_NATIVE
+        || p->alibi.store != ATTN_ST_NATIVE)
         return ATTN_EINVAL;
     attn_sdpa_kern k;
     attn__sdpa_kern(p->dtype, &k);

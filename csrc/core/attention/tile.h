@@ -61,6 +61,14 @@
 
 #define BOFF_(m, b) ((m).boff ? (m).boff[(b)] : (ptrdiff_t)0)
 #define MINZ_(a, b) ((a) < (b) ? (a) : (b))
+/* a loop's last left < 8 rows: CASE(n), n = 1 .. 7, is a case n that
+ * calls its micro-kernel for n rows (inlined per row count)            */
+#define TAIL_SWITCH_(left, CASE)                                               \
+    switch (left) {                                                            \
+        CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7)                \
+    default:                                                                   \
+        break;                                                                 \
+    }
 
 /* block classes */
 #define BLK_ALL 0   /* every score of the block is masked: skip it         */
@@ -90,52 +98,6 @@
 #include "attention/tile_kern.h"
 
 #include "attention/tile_masks.h"
-
-/* ---------------------------------------------------------------------- */
-/* K / V blocks: used in place when rows are contiguous, else packed       */
-/* ---------------------------------------------------------------------- */
-TI const T *SFX(k_block)(const attn_plan *pl, const T *k_b, size_t j0,
-                         size_t nk, T *kp, ptrdiff_t *ks)
-{
-    const attn_problem *p = pl->p;
-    const T *k_j0 = k_b + (ptrdiff_t)j0 * p->k.s0;
-    if (!pl->pack_k) {
-        *ks = p->k.s0;
-        return k_j0;
-    }
-    const size_t E = p->E;
-    if (p->k.s1 == 1) /* rows one after the other, in address order */
-        for (size_t r = 0; r < nk; r++)
-            memcpy(kp + r * E, k_j0 + (ptrdiff_t)r * p->k.s0, E * sizeof(T));
-    else
-        for (size_t r = 0; r < nk; r++)
-            for (size_t e = 0; e < E; e++)
-                kp[r * E + e] = k_j0[(ptrdiff_t)r * p->k.s0
-                                     + (ptrdiff_t)e * p->k.s1];
-    *ks = (ptrdiff_t)E;
-    return kp;
-}
-
-TI const T *SFX(v_block)(const attn_plan *pl, const T *v_b, size_t j0,
-                         size_t nk, T *vp, ptrdiff_t *vs)
-{
-    const attn_problem *p = pl->p;
-    const T *v_j0 = v_b + (ptrdiff_t)j0 * p->v.s0;
-    if (!pl->pack_v) {
-        *vs = p->v.s0;
-        return v_j0;
-    }
-    const size_t Ev = p->Ev, EvP = pl->EvP;
-    for (size_t r = 0; r < nk; r++) {
-        T *dst = vp + r * EvP;
-        for (size_t c = 0; c < Ev; c++)
-            dst[c] = v_j0[(ptrdiff_t)r * p->v.s0 + (ptrdiff_t)c * p->v.s1];
-        for (size_t c = Ev; c < EvP; c++)
-            dst[c] = 0;
-    }
-    *vs = (ptrdiff_t)EvP;
-    return vp;
-}
 
 /* st (key-major tile) -> dst (query rows, strides s0/s1): dst[r][j] = st[j][r]
  * all: the block is masked for every row: weights 0 * (1/l), which is NaN
@@ -201,7 +163,7 @@ TI void SFX(scores)(const attn_plan *pl, char *sb, T *st, size_t ldst,
                     p->k.store, p->E, nk, (T)p->scale, kt);
         return;
     }
-    const T *kblk = few ? SFX(k_any)(pl, k_b, j0, nk, kp, &ks)
+    const T *kblk = few ? SFX(kv_rows)(pl, 0, k_b, j0, nk, kp, &ks)
                         : SFX(kv_cached)(pl, sb, 0, k_b, j0, nk, &ks);
     if (few)
         SFX(qk_few)(st, ldst, qt, BQ, nq, kblk, ks, ATTN_ST_NATIVE, p->E, nk,
@@ -460,12 +422,12 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
                               + (ptrdiff_t)j0 * vs, vs, nk, p->v.store);
                 continue;
             }
-            const T *vblk = SFX(v_any)(pl, v_b, j0, nk, vp, &vs);
+            const T *vblk = SFX(kv_rows)(pl, 1, v_b, j0, nk, vp, &vs);
             SFX(pv_block)(oc, EvP, 1, nev, srow, 1, ralpha, vblk, vs, nk);
             continue;
         }
         const T *vblk = TILE_OWN_PV(pl) ? NULL
-                        : few ? SFX(v_any)(pl, v_b, j0, nk, vp, &vs)
+                        : few ? SFX(kv_rows)(pl, 1, v_b, j0, nk, vp, &vs)
                               : SFX(kv_cached)(pl, sb, 1, v_b, j0, nk, &vs);
         SFX(scores)(pl, sb, st, BQ, nq, nqv, few, k_b, j0, nk, 1);
         if (few)
@@ -676,13 +638,8 @@ TF attn_status SFX(merge_item)(const attn_plan *pl, void *scratch, size_t b,
     return SFX(item_outputs)(pl, sb, b, i0, nq, 1, bad_row);
 }
 
-#undef TI
-#undef TF
-#undef BOFF_
-#undef MINZ_
-#undef BLK_ALL
-#undef BLK_NONE
-#undef BLK_MIXED
+/* TI, TF, BOFF_, MINZ_, TAIL_SWITCH_ and the block classes serve
+ * bwd_tile.h too, which is included next and #undefs them              */
 #undef HALF_VEC_
 #undef ESZ_
 #undef MAT_B_

@@ -102,31 +102,20 @@ typedef struct {
     uint8_t rows[16];
 } attn_amx_cfg;
 
-/* amx_pv's tiles: 0-3 sums, 4-6 P's three parts, m rows (the call's,
- * at most 16); 7 V's pairs, 16 rows; all 64 bytes wide                 */
-static ATTN_INLINE AMXATTR void amx_begin_rows(int m)
-{
-    attn_amx_cfg c __attribute__((aligned(64)));
-    memset(&c, 0, sizeof c);
-    c.palette = 1;
-    for (int t = 0; t < 8; t++) {
-        c.colsb[t] = 64;
-        c.rows[t] = (uint8_t)(t < 7 ? m : 16);
-    }
-    _tile_loadconfig(&c);
-}
-
-/* amx_scores' tiles: sums (0-3: key group a, query vector b = 2a + b)
- * and Q's pairs (6, 7) n columns wide (n < 16: a few rows, decoding; the
- * sums then go straight to st); K (4, 5) 64 bytes; all 16 rows         */
-static ATTN_INLINE AMXATTR void amx_begin_cols(int n)
+/* The tiles' configuration: tiles 0-6 m rows, 7 16 rows; 4 and 5 64
+ * bytes wide, the others n columns of 4 bytes. amx_pv's (n = 16): 0-3
+ * sums, 4-6 P's three parts, m rows (the call's, at most 16); 7 V's
+ * pairs. amx_scores' (m = 16): sums (0-3: key group a, query vector b =
+ * 2a + b) and Q's pairs (6, 7) n columns wide (n < 16: a few rows,
+ * decoding; the sums then go straight to st); K (4, 5)                 */
+static ATTN_INLINE AMXATTR void amx_begin(int m, int n)
 {
     attn_amx_cfg c __attribute__((aligned(64)));
     memset(&c, 0, sizeof c);
     c.palette = 1;
     for (int t = 0; t < 8; t++) {
         c.colsb[t] = (uint16_t)(t == 4 || t == 5 ? 64 : 4 * n);
-        c.rows[t] = 16;
+        c.rows[t] = (uint8_t)(t < 7 ? m : 16);
     }
     _tile_loadconfig(&c);
 }
@@ -179,7 +168,7 @@ static AMXATTR void SFX(amx_scores)(T *st, size_t ldst, size_t ncols,
     const int copy = ncols <= ATTN_QK_FEW; /* decoding: amx_kgroup */
     const long sq = (long)(ldq * sizeof(uint32_t)),
                sst = (long)(ldst * sizeof(T));
-    amx_begin_cols(ncols < 16 ? (int)ncols : 16);
+    amx_begin(16, ncols < 16 ? (int)ncols : 16);
     for (size_t g = 0; g < nk; g += 32) {
         /* the two key groups' rows (a partial group from a zeroed copy) */
         const uint16_t *kg[2];

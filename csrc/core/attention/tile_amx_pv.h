@@ -251,7 +251,7 @@ static AMXATTR void SFX(amx_pv)(T *o, size_t ldo, size_t nq, const T *pt,
     float c[4][16 * 16] __attribute__((aligned(64)));
     const size_t nch = (nk + 31) / 32;
     const long sv = (long)(2 * Ev * sizeof(uint16_t));
-    amx_begin_rows(16);
+    amx_begin(16, 16);
     for (size_t r0 = 0; r0 < nq; r0 += 16) {
         const size_t nr = AMX_MINZ_((size_t)16, nq - r0);
         for (size_t ch = 0; ch < nch; ch++)
@@ -293,7 +293,7 @@ static AMXATTR void SFX(amx_pv_few)(const attn_plan *pl, T *o, size_t ldo,
     uint32_t a[3][256] __attribute__((aligned(64)));
     uint16_t vv[16 * 2 * ATTN_AMX_MAX_E] __attribute__((aligned(64)));
     float c[ATTN_AMX_MAX_E / 16][256] __attribute__((aligned(64)));
-    amx_begin_rows((int)nq);
+    amx_begin((int)nq, 16);
     for (size_t ch = 0; ch < nch; ch++) {
         const size_t jc = j0 + 32 * ch, nkc = AMX_MINZ_((size_t)32, nk - 32 * ch);
         SFX(amx_v_pairs)(pl, v_b, jc, nkc, vv, 2 * pl->BK);

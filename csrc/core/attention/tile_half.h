@@ -38,39 +38,46 @@ TI void SFX(cvt_row)(T *dst, const uint16_t *src, ptrdiff_t s1, size_t n,
         dst[c] = (T)attn_load_f32(st, src, (ptrdiff_t)c * s1);
 }
 
-/* K rows j0 .. j0+nk-1 as floats: in place (native, contiguous rows) or
- * packed / converted into kp (nk x E)                                   */
-TI const T *SFX(k_any)(const attn_plan *pl, const char *k_b, size_t j0,
-                       size_t nk, T *kp, ptrdiff_t *ks)
+/* dst[r][c] = src(r0 + r, c) as T, c < ncols, 0 up to ldd: src's rows s0
+ * apart, its features s1 apart, stored as st (16 bits: converted,
+ * exactly)                                                              */
+TI void SFX(pack_rows)(T *dst, size_t ldd, const void *src, attn_store st,
+                       ptrdiff_t s0, ptrdiff_t s1, size_t r0, size_t nr,
+                       size_t ncols)
 {
-    const attn_problem *p = pl->p;
-    if (p->k.store == ATTN_ST_NATIVE)
-        return SFX(k_block)(pl, (const T *)k_b, j0, nk, kp, ks);
-    const uint16_t *k16 = (const uint16_t *)k_b + (ptrdiff_t)j0 * p->k.s0;
-    for (size_t r = 0; r < nk; r++)
-        SFX(cvt_row)(kp + r * p->E, k16 + (ptrdiff_t)r * p->k.s0, p->k.s1,
-                     p->E, p->k.store);
-    *ks = (ptrdiff_t)p->E;
-    return kp;
+    for (size_t r = 0; r < nr; r++) {
+        const ptrdiff_t x = (ptrdiff_t)(r0 + r) * s0;
+        T *d = dst + r * ldd;
+        if (st)
+            SFX(cvt_row)(d, (const uint16_t *)src + x, s1, ncols, st);
+        else if (s1 == 1)
+            for (size_t c = 0; c < ncols; c++)
+                d[c] = ((const T *)src + x)[c];
+        else
+            for (size_t c = 0; c < ncols; c++)
+                d[c] = ((const T *)src + x)[(ptrdiff_t)c * s1];
+        for (size_t c = ncols; c < ldd; c++)
+            d[c] = 0;
+    }
 }
 
-/* V rows j0 .. j0+nk-1 as floats, zero padded to EvP when converted     */
-TI const T *SFX(v_any)(const attn_plan *pl, const char *v_b, size_t j0,
-                       size_t nk, T *vp, ptrdiff_t *vs)
+/* rows j0 .. j0+nk-1 of K (v = 0: E features) or V (v = 1: Ev, zero
+ * padded to EvP) at base, as T: in place where the plan allows (native
+ * storage, contiguous rows: !pack_k / !pack_v), else packed or
+ * converted into d                                                     */
+TI const T *SFX(kv_rows)(const attn_plan *pl, int v, const char *base,
+                         size_t j0, size_t nk, T *d, ptrdiff_t *ds)
 {
     const attn_problem *p = pl->p;
-    if (p->v.store == ATTN_ST_NATIVE)
-        return SFX(v_block)(pl, (const T *)v_b, j0, nk, vp, vs);
-    const size_t Ev = p->Ev, EvP = pl->EvP;
-    const uint16_t *v16 = (const uint16_t *)v_b + (ptrdiff_t)j0 * p->v.s0;
-    for (size_t r = 0; r < nk; r++) {
-        SFX(cvt_row)(vp + r * EvP, v16 + (ptrdiff_t)r * p->v.s0, p->v.s1, Ev,
-                     p->v.store);
-        for (size_t c = Ev; c < EvP; c++)
-            vp[r * EvP + c] = 0;
+    const attn_mat *m = v ? &p->v : &p->k;
+    const size_t n = v ? p->Ev : p->E, ld = v ? pl->EvP : p->E;
+    if (m->store == ATTN_ST_NATIVE && !(v ? pl->pack_v : pl->pack_k)) {
+        *ds = m->s0;
+        return (const T *)base + (ptrdiff_t)j0 * m->s0;
     }
-    *vs = (ptrdiff_t)EvP;
-    return vp;
+    SFX(pack_rows)(d, ld, base, m->store, m->s0, m->s1, j0, nk, n);
+    *ds = (ptrdiff_t)ld;
+    return d;
 }
 
 /* The thread's cached copy of key block j0 of K (v = 0) or V (v = 1) at
@@ -94,7 +101,7 @@ TI T *SFX(kv_slot)(const attn_plan *pl, char *sb, int v, const char *base,
     return (T *)(sb + off) + kb * pl->BK * (v ? pl->EvP : pl->p->E);
 }
 
-/* k_any (v = 0) / v_any (v = 1) through the thread's cache             */
+/* kv_rows through the thread's cache                                     */
 TI const T *SFX(kv_cached)(const attn_plan *pl, char *sb, int v,
                            const char *base, size_t j0, size_t nk,
                            ptrdiff_t *stride)
@@ -106,8 +113,7 @@ TI const T *SFX(kv_cached)(const attn_plan *pl, char *sb, int v,
         *stride = (ptrdiff_t)(v ? pl->EvP : pl->p->E);
         return slot;
     }
-    return v ? SFX(v_any)(pl, base, j0, nk, dst, stride)
-             : SFX(k_any)(pl, base, j0, nk, dst, stride);
+    return SFX(kv_rows)(pl, v, base, j0, nk, dst, stride);
 }
 
 /* element x of a row of operand m (base: the row's first element) := y  */

@@ -55,12 +55,7 @@ TI void SFX(qk_cols)(const int NR, T *st, size_t ldst, const T *qt, size_t ldq,
         SFX(qk_kern)(MINZ_(n, QK_MR), NR, st_j, ldst, qt, ldq, k_j, ks, E,     \
                      vscale, scaled);                                          \
         break;
-    switch (nk - j) {
-        QK_TAIL_(1) QK_TAIL_(2) QK_TAIL_(3) QK_TAIL_(4) QK_TAIL_(5)
-        QK_TAIL_(6) QK_TAIL_(7)
-    default:
-        break;
-    }
+    TAIL_SWITCH_(nk - j, QK_TAIL_)
 #undef QK_TAIL_
 }
 
@@ -250,9 +245,13 @@ static ATTN_NOINLINE ATTR void SFX(resum_store)(
         }
 }
 
+/* ars: pt's row stride (1 here; bwd_tile.h's products read A through
+ * (row, reduction) strides ars, ldp); scaled 0: o = o + sum (alpha
+ * unused); guarded 0: no test of the sums (bwd.c: no inf/NaN in B)     */
 TI void SFX(pv_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
-                     const T *restrict pt, size_t ldp, const T *alpha,
-                     const T *v, ptrdiff_t vs, size_t nk)
+                     const T *restrict pt, size_t ars, size_t ldp,
+                     const T *alpha, const T *v, ptrdiff_t vs, size_t nk,
+                     const int scaled, int guarded)
 {
     VT acc[PV_MR][PV_NRMAX];
     for (int r = 0; r < MR; r++)
@@ -264,35 +263,37 @@ TI void SFX(pv_kern)(const int MR, const int NR, T *restrict o, size_t ldo,
         for (int c = 0; c < NR; c++)
             x[c] = VLOADU(v_j + (size_t)c * W);
         for (int r = 0; r < MR; r++) {
-            VT pb = VSET1(p_j[r]);
+            VT pb = VSET1(p_j[(size_t)r * ars]);
             for (int c = 0; c < NR; c++)
                 acc[r][c] = VFMA(pb, x[c], acc[r][c]);
         }
     }
-    if (SFX(acc_not_finite)(MR, NR, acc)) {
-        SFX(resum_store)(MR, NR, o, ldo, pt, 1, (ptrdiff_t)ldp, v, vs, nk,
-                         alpha);
+    if (guarded && SFX(acc_not_finite)(MR, NR, acc)) {
+        SFX(resum_store)(MR, NR, o, ldo, pt, (ptrdiff_t)ars, (ptrdiff_t)ldp,
+                         v, vs, nk, scaled ? alpha : NULL);
         return;
     }
     for (int r = 0; r < MR; r++) {
-        VT a = VSET1(alpha[r]);
+        VT a = scaled ? VSET1(alpha[r]) : VZERO();
         for (int c = 0; c < NR; c++) {
             T *o_rc = o + (size_t)r * ldo + (size_t)c * W;
-            VSTOREU(o_rc, VFMA(VLOADU(o_rc), a, acc[r][c]));
+            VSTOREU(o_rc, scaled ? VFMA(VLOADU(o_rc), a, acc[r][c])
+                                 : VADD(VLOADU(o_rc), acc[r][c]));
         }
     }
 }
 
 TI void SFX(pv_rows)(const int MR, T *o, size_t ldo, size_t nev, const T *pt,
-                     size_t ldp, const T *alpha, const T *v, ptrdiff_t vs,
-                     size_t nk)
+                     size_t ars, size_t ldp, const T *alpha, const T *v,
+                     ptrdiff_t vs, size_t nk, const int scaled, int guarded)
 {
     size_t c = 0;
     for (; c + PV_NR <= nev; c += PV_NR)
-        SFX(pv_kern)(MR, PV_NR, o + c * W, ldo, pt, ldp, alpha, v + c * W, vs,
-                     nk);
+        SFX(pv_kern)(MR, PV_NR, o + c * W, ldo, pt, ars, ldp, alpha, v + c * W,
+                     vs, nk, scaled, guarded);
     for (; c < nev; c++)
-        SFX(pv_kern)(MR, 1, o + c * W, ldo, pt, ldp, alpha, v + c * W, vs, nk);
+        SFX(pv_kern)(MR, 1, o + c * W, ldo, pt, ars, ldp, alpha, v + c * W, vs,
+                     nk, scaled, guarded);
 }
 
 /* pv_kern(1, NR, ...) on a V block stored in 16 bits (vst, a constant
@@ -365,10 +366,11 @@ TI void SFX(pv_few)(const int MR, T *o, size_t ldo, size_t nev, const T *pt,
 {
     size_t c = 0;
     for (; c + PV_FEW_NR <= nev; c += PV_FEW_NR)
-        SFX(pv_kern)(MR, PV_FEW_NR, o + c * W, ldo, pt, ldp, alpha, v + c * W,
-                     vs, nk);
+        SFX(pv_kern)(MR, PV_FEW_NR, o + c * W, ldo, pt, 1, ldp,
+                     alpha, v + c * W, vs, nk, 1, 1);
     for (; c < nev; c++)
-        SFX(pv_kern)(MR, 1, o + c * W, ldo, pt, ldp, alpha, v + c * W, vs, nk);
+        SFX(pv_kern)(MR, 1, o + c * W, ldo, pt, 1, ldp, alpha,
+                     v + c * W, vs, nk, 1, 1);
 }
 /* two rows of PV_FEW_NR accumulators and one row of V in registers: where
  * the ISA's register file holds its PV_MR x PV_NR kernel's as many     */
@@ -399,21 +401,16 @@ TF void SFX(pv_block)(T *o, size_t ldo, size_t nq, size_t nev, const T *pt,
         return;
     }
     for (; i + PV_MR <= nq; i += PV_MR)
-        SFX(pv_rows)(PV_MR, o + i * ldo, ldo, nev, pt + i, ldp, alpha + i, v,
-                     vs, nk);
+        SFX(pv_rows)(PV_MR, o + i * ldo, ldo, nev, pt + i, 1, ldp,
+                     alpha + i, v, vs, nk, 1, 1);
     T *o_i = o + i * ldo;
     const T *p_i = pt + i, *a_i = alpha + i;
 #define PV_TAIL_(n)                                                            \
     case n:                                                                    \
-        SFX(pv_rows)(MINZ_(n, PV_MR), o_i, ldo, nev, p_i, ldp, a_i, v, vs,     \
-                     nk);                                                      \
+        SFX(pv_rows)(MINZ_(n, PV_MR), o_i, ldo, nev, p_i, 1, ldp,   \
+                     a_i, v, vs, nk, 1, 1);                                    \
         break;
-    switch (nq - i) {
-        PV_TAIL_(1) PV_TAIL_(2) PV_TAIL_(3) PV_TAIL_(4) PV_TAIL_(5)
-        PV_TAIL_(6) PV_TAIL_(7)
-    default:
-        break;
-    }
+    TAIL_SWITCH_(nq - i, PV_TAIL_)
 #undef PV_TAIL_
 }
 

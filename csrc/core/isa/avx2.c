@@ -25,12 +25,7 @@
 /* one-row decoding asks for the next K / V block ahead (tile.h)      */
 #define TILE_PREFETCH_NEXT 1
 
-#define SIMD_F64 0
-#include "simd/vec_avx2.h"
-#include "isa/set_tmpl.h"
-
-#define SIMD_F64 1
-#include "simd/vec_avx2.h"
+#define SET_VEC_H "simd/vec_avx2.h"
 #include "isa/set_tmpl.h"
 
 const attn_kernels attn__kernels_avx2 =

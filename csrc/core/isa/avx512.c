@@ -17,12 +17,7 @@
 #define PV_NR 4
 #define SM_G 4
 
-#define SIMD_F64 0
-#include "simd/vec_avx512.h"
-#include "isa/set_tmpl.h"
-
-#define SIMD_F64 1
-#include "simd/vec_avx512.h"
+#define SET_VEC_H "simd/vec_avx512.h"
 #include "isa/set_tmpl.h"
 
 const attn_kernels attn__kernels_avx512 =

@@ -11,7 +11,7 @@
  * runtime/isa.h's list (with its feature's bit, where it needs a new
  * one) and the feature's test in runtime/cpuid.c. The C tests find it
  * through the list and its table (widen, narrow, math: the file includes
- * isa/set_tmpl.h per element type and fills its table with
+ * isa/set_tmpl.h, for float and double, and fills its table with
  * ATTN_SET_KERNELS, as isa/avx2.c does); they need no code of their own
  * per set.
  */

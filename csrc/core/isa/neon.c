@@ -20,12 +20,7 @@
 #define PV_NR 4
 #define SM_G 4
 
-#define SIMD_F64 0
-#include "simd/vec_neon.h"
-#include "isa/set_tmpl.h"
-
-#define SIMD_F64 1
-#include "simd/vec_neon.h"
+#define SET_VEC_H "simd/vec_neon.h"
 #include "isa/set_tmpl.h"
 
 const attn_kernels attn__kernels_neon =

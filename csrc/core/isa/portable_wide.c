@@ -15,14 +15,8 @@
 #define PV_NR 2
 #define SM_G 4
 
-#define SIMD_F64 0
 #define SIMD_PORT_WIDE 1
-#include "simd/vec_portable.h"
-#include "isa/set_tmpl.h"
-
-#define SIMD_F64 1
-#define SIMD_PORT_WIDE 1
-#include "simd/vec_portable.h"
+#define SET_VEC_H "simd/vec_portable.h"
 #include "isa/set_tmpl.h"
 
 const attn_kernels attn__kernels_portw =

@@ -1,21 +1,23 @@
 /*
- * layer/norm_body.h -- layer normalisation's per-row code, written once
- * over the element type. norm.c includes it twice:
+ * layer/norm_body.h -- the norms' per-row code (layer normalisation and
+ * RMS normalisation), written once over the element type. norm.c
+ * includes it twice:
  *
  *   #define T float
  *   #define SFX f32
- *   #include "layer/norm_body.h"      (defines ln_fwd_f32, ln_bwd_f32)
+ *   #include "layer/norm_body.h"      (defines ln_fwd_f32, rms_bwd_f32 ...)
  *
  * Rows come unit-stride in T from the storage layer (rows/rows.h). Every
  * sum over a row is in double, in 8 partial sums (lane = j mod 8) added
  * in a fixed tree at the end (rows/lanes.h), so the same row gives the
- * same bits in the forward and the backward pass.
+ * same bits in the forward and the backward pass (the backward passes
+ * recompute the forward's statistics exactly).
  */
 #define CAT2(a, b) a##_##b
 #define CAT(a, b) CAT2(a, b)
 #define FN(name) CAT(name, SFX)
 
-/* sum_j (s_j - mean)^2 / n                                                */
+/* sum_j (s_j - mean)^2 / n (RMS norm: mean 0, the mean of squares)     */
 static double FN(row_var)(const T *s, size_t n, double mean)
 {
     double a[8] = {0};
@@ -152,6 +154,74 @@ static void FN(ln_bwd)(void *ctx, size_t r0, size_t r1, double *acc,
             double d = (double)dy[j];
             double g = w ? d * (double)w[j] : d;
             dx[j] = (T)(rstd * (g - mg) - k * xh * mgx);
+        }
+        attn__row_done(&p->dx, dt, ROW(p->dx, r), n, dx);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* RMS norm (Llama's RMSNorm)                                               */
+/* ------------------------------------------------------------------------ */
+/* forward, rows [r0, r1): y = x * rstd [* weight], in double, rounded
+ * once (scratch: 3 staged rows)                                          */
+static void FN(rms_fwd)(void *ctx, size_t r0, size_t r1, double *acc,
+                        void *scratch)
+{
+    (void)acc;
+    const attn_rms *p = ctx;
+    const attn_dtype dt = p->dtype;
+    const size_t n = p->n, rb = attn__row_bytes(dt, n);
+    char *buf = scratch;
+    const T *w = p->weight.data
+        ? attn__row_in(&p->weight, dt, 0, n, buf + 2 * rb) : NULL;
+    for (size_t r = r0; r < r1; r++) {
+        const T *x = attn__row_in(&p->x, dt, ROW(p->x, r), n, buf);
+        T *y = attn__row_out(&p->y, dt, ROW(p->y, r), buf + rb);
+        /* 1 / sqrt(sum_j x_j^2 / n + eps) */
+        const double rstd = 1.0 / sqrt(FN(row_var)(x, n, 0.0) + p->eps);
+        if (w)
+            for (size_t j = 0; j < n; j++)
+                y[j] = (T)((double)x[j] * rstd * (double)w[j]);
+        else
+            for (size_t j = 0; j < n; j++)
+                y[j] = (T)((double)x[j] * rstd);
+        attn__row_done(&p->y, dt, ROW(p->y, r), n, y);
+    }
+}
+
+/* backward, rows [r0, r1) (acc: the dweight partial sums or NULL;
+ * scratch: 4 staged rows):
+ *   xhat = x rstd,  g = dy [* weight],  dx = rstd (g - xhat mean(g xhat))
+ *   acc_j += dy_j xhat_j                                                  */
+static void FN(rms_bwd)(void *ctx, size_t r0, size_t r1, double *acc,
+                        void *scratch)
+{
+    const attn_rms_grad *p = ctx;
+    const attn_dtype dt = p->dtype;
+    const size_t n = p->n, rb = attn__row_bytes(dt, n);
+    char *buf = scratch;
+    const T *w = p->weight.data
+        ? attn__row_in(&p->weight, dt, 0, n, buf + 3 * rb) : NULL;
+    for (size_t r = r0; r < r1; r++) {
+        const T *x = attn__row_in(&p->x, dt, ROW(p->x, r), n, buf);
+        const T *dy = attn__row_in(&p->dy, dt, ROW(p->dy, r), n, buf + rb);
+        T *dx = attn__row_out(&p->dx, dt, ROW(p->dx, r), buf + 2 * rb);
+        /* 1 / sqrt(sum_j x_j^2 / n + eps) */
+        const double rstd = 1.0 / sqrt(FN(row_var)(x, n, 0.0) + p->eps);
+        double a[8] = {0};
+        LN_LANES(n, j, l, {
+            double xh = (double)x[j] * rstd;
+            double d = (double)dy[j];
+            a[l] += (w ? d * (double)w[j] : d) * xh;
+            if (acc)
+                acc[j] += d * xh;
+        });
+        const double mgx = attn__lanes_total(a) / (double)n;
+        for (size_t j = 0; j < n; j++) {
+            double xh = (double)x[j] * rstd;
+            double d = (double)dy[j];
+            double g = w ? d * (double)w[j] : d;
+            dx[j] = (T)(rstd * (g - xh * mgx));
         }
         attn__row_done(&p->dx, dt, ROW(p->dx, r), n, dx);
     }

@@ -30,20 +30,13 @@
 
 /* y[r] = x . row r of w, r = 0..nrows-1 (w rows ldw bytes apart, nb blocks
  * each): one ISA's kernel, in the order above                            */
-typedef void (*attn__qrows_fn)(float *y, const float *x, const uint8_t *w,
-                               size_t ldw, size_t nrows, size_t nb);
+typedef void attn__qrows(float *y, const float *x, const uint8_t *w,
+                         size_t ldw, size_t nrows, size_t nb);
+typedef attn__qrows *attn__qrows_fn;
 
-void attn__qrows_q4_1_port(float *y, const float *x, const uint8_t *w,
-                           size_t ldw, size_t nrows, size_t nb);
-void attn__qrows_q8_0_port(float *y, const float *x, const uint8_t *w,
-                           size_t ldw, size_t nrows, size_t nb);
-void attn__qrows_q4_1_avx512(float *y, const float *x, const uint8_t *w,
-                             size_t ldw, size_t nrows, size_t nb);
-void attn__qrows_q8_0_avx512(float *y, const float *x, const uint8_t *w,
-                             size_t ldw, size_t nrows, size_t nb);
-void attn__qrows_q4_1_avx2(float *y, const float *x, const uint8_t *w,
-                           size_t ldw, size_t nrows, size_t nb);
-void attn__qrows_q8_0_avx2(float *y, const float *x, const uint8_t *w,
-                           size_t ldw, size_t nrows, size_t nb);
+/* the kernels (qmatvec.c, qmatvec_x86.c), declared by their type        */
+attn__qrows attn__qrows_q4_1_port, attn__qrows_q8_0_port;
+attn__qrows attn__qrows_q4_1_avx512, attn__qrows_q8_0_avx512;
+attn__qrows attn__qrows_q4_1_avx2, attn__qrows_q8_0_avx2;
 
 #endif /* ATTNPY_QMATVEC_H */

@@ -1,6 +1,6 @@
 /*
  * rows/lanes.h -- the fixed-order row sums of the norm kernels
- * (norm_body.h, rms_body.h): 8 interleaved partial sums in double, added
+ * (layer/norm_body.h): 8 interleaved partial sums in double, added
  * in a fixed tree, so that a row's sum has the same bits in the forward
  * and the backward pass, whatever its strides.
  */

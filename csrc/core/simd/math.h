@@ -134,8 +134,14 @@ int attn__rem_pio2_big(double x, double *rh, double *rl);
 #endif
 
 #define MT_ static ATTN_INLINE ATTR
-/* the constant AX_<n>_D or AX_<n>_F of this element type               */
-#define AXT_(n) (SIMD_T_F64 ? (T)(AX_##n##_D) : (T)(AX_##n##_F))
+/* the name <n>_D<s> or <n>_F<s> of this element type (math_poly.h's
+ * TANH_D, TANH_D_N ...), and the constant AX_<n>_D or AX_<n>_F          */
+#if SIMD_T_F64
+#define AXC_(n, s) n##_D##s
+#else
+#define AXC_(n, s) n##_F##s
+#endif
+#define AXT_(n) ((T)AXC_(AX_##n, ))
 
 /* The steps every exp shares, on xc >= CLAMP (or NaN): xc = n ln2 + r,
  * |r| <= ln2 / 2; returns r, *t_ = n + MAGIC (VPOW2T(t) = 2^n)          */
@@ -205,11 +211,7 @@ MT_ VT SFX(expk)(VT xc, VT *r_, VT *s_)
  * propagates (VMAX's second operand)                                    */
 MT_ VT SFX(exp_neg)(VT x)
 {
-#if SIMD_T_F64
-    const VT c = VSET1(AX_CLAMP_D), minx = VSET1(AX_MINX_D);
-#else
-    const VT c = VSET1(AX_CLAMP_F), minx = VSET1(AX_MINX_F);
-#endif
+    const VT c = VSET1(AXT_(CLAMP)), minx = VSET1(AXT_(MINX));
     VT r, s;
     VT q = SFX(expk)(VMAX(c, x), &r, &s);
     VT y = VMUL(VFMA(q, r, VSET1((T)1)), s);
@@ -247,13 +249,8 @@ MT_ void SFX(two_sum)(VT a, VT b, VT *s, VT *e)
  * every float, against glibc's double tanh, test_math --exhaustive)    */
 MT_ VT SFX(tanh)(VT x)
 {
-#if SIMD_T_F64
-    static const T pt[] = TANH_D;
-    const int nt = TANH_D_N;
-#else
-    static const T pt[] = TANH_F;
-    const int nt = TANH_F_N;
-#endif
+    static const T pt[] = AXC_(TANH, );
+    const int nt = AXC_(TANH, _N);
     const VT c = VSET1(AXT_(CLAMP)), one = VSET1((T)1), ax = VABS(x);
     const VT xc = VMAX(c, VMUL(ax, VSET1((T)-2)));
     VT t, rl, r = SFX(expr2)(xc, VZERO(), &t, &rl);
@@ -386,17 +383,12 @@ MT_ VT SFX(npdf)(VT h)
  * against erfc(-h / sqrt 2) / 2 in glibc's double)                     */
 MT_ VT SFX(phi)(VT h)
 {
-#if SIMD_T_F64
-    static const T pa[] = PHA_D, pb[] = PHB_D, pc[] = PHC_D, pd[] = PHD_D;
-    const int na = PHA_D_N, n = PHB_D_N;
-    const T la = PHA_D_LO, lb = PHB_D_LO, lc = PHC_D_LO, ld = PHD_D_LO;
-    const T xb = PHB_D_X0, xc = PHC_D_X0;
-#else
-    static const T pa[] = PHA_F, pb[] = PHB_F, pc[] = PHC_F, pd[] = PHD_F;
-    const int na = PHA_F_N, n = PHB_F_N;
-    const T la = PHA_F_LO, lb = PHB_F_LO, lc = PHC_F_LO, ld = PHD_F_LO;
-    const T xb = PHB_F_X0, xc = PHC_F_X0;
-#endif
+    static const T pa[] = AXC_(PHA, ), pb[] = AXC_(PHB, ),
+                   pc[] = AXC_(PHC, ), pd[] = AXC_(PHD, );
+    const int na = AXC_(PHA, _N), n = AXC_(PHB, _N);
+    const T la = AXC_(PHA, _LO), lb = AXC_(PHB, _LO), lc = AXC_(PHC, _LO),
+            ld = AXC_(PHD, _LO);
+    const T xb = AXC_(PHB, _X0), xc = AXC_(PHC, _X0);
     const VT one = VSET1((T)1), u0 = VSET1((T)AX_PHI_U0);
     /* the middle; |h| < 2^-64 as 0 (the same bits, 1/2, and no slow
      * subnormal h^2)                                                     */
@@ -439,15 +431,9 @@ MT_ VT SFX(phi)(VT h)
  * -inf, x < 0 NaN, log(+inf) = +inf, NaN stays NaN; *lo = 0 for those  */
 MT_ VT SFX(log_dd)(VT x, VT *lo)
 {
-#if SIMD_T_F64
-    static const T pl[] = LOG_D;
-    const int n = LOG_D_N;
-    const T lo0 = LOG_D_LO;
-#else
-    static const T pl[] = LOG_F;
-    const int n = LOG_F_N;
-    const T lo0 = LOG_F_LO;
-#endif
+    static const T pl[] = AXC_(LOG, );
+    const int n = AXC_(LOG, _N);
+    const T lo0 = AXC_(LOG, _LO);
     const VT tiny = VSET1(AXT_(TMIN)), up = VSET1(AXT_(SUBUP)),
              kup = VSET1(AXT_(SUBUPK));
     const VT ln2h = VSET1(AXT_(LN2HI)), ln2l = VSET1(AXT_(LN2LO));
@@ -645,6 +631,7 @@ MT_ void SFX(sincos)(VT x, VT *sn, VT *cs)
 #endif /* SIMD_T_F64 */
 
 #undef MT_
+#undef AXC_
 #undef AXT_
 #define VEXP(x) SFX(exp_neg)(x)
 #define VTANH(x) SFX(tanh)(x)

@@ -10,12 +10,8 @@
 #undef SFX
 #undef ATTR
 #undef SIMD_T_F64
-#undef SIMD_ISA_PORTABLE
-#undef SIMD_ISA_SCALAR
-#undef SIMD_ISA_AVX2
-#undef SIMD_ISA_AVX512
-#undef SIMD_ISA_NEON
-#undef PV_P_
+#undef VI_
+#undef VFN_
 #undef VZERO
 #undef VSET1
 #undef VLOADU

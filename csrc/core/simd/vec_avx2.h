@@ -26,32 +26,42 @@
 #define ATTN_AVX2_ATTR ATTN_TARGET("avx2,fma,f16c")
 #define A_ static ATTN_INLINE ATTN_AVX2_ATTR
 
+/* pow2t, abs, orsign and getmant (|a| with the exponent field set to
+ * the bias) of one element type: x the helpers' letter (f, d), V its
+ * vector, S the intrinsics' suffix (ps, pd), I the integer lanes' (epi32,
+ * epi64), SET1I their broadcast, the exponent bias and fraction bits    */
+#define AVX2_BITS(x, V, S, I, SET1I, BIAS, MBITS)                              \
+    A_ V avx2##x##_pow2t(V t)                                                  \
+    {                                                                          \
+        return _mm256_castsi256_##S(_mm256_slli_##I(                           \
+            _mm256_add_##I(_mm256_cast##S##_si256(t), SET1I(BIAS)), MBITS));   \
+    }                                                                          \
+    A_ V avx2##x##_abs(V a)                                                    \
+    {                                                                          \
+        return _mm256_andnot_##S(_mm256_set1_##S(-0.0), a);                    \
+    }                                                                          \
+    A_ V avx2##x##_orsign(V a, V s)                                            \
+    {                                                                          \
+        return _mm256_or_##S(a, _mm256_and_##S(_mm256_set1_##S(-0.0), s));     \
+    }                                                                          \
+    A_ V avx2##x##_getmant(V a)                                                \
+    {                                                                          \
+        return _mm256_castsi256_##S(_mm256_or_si256(                           \
+            _mm256_and_si256(_mm256_cast##S##_si256(a),                        \
+                             SET1I((1ll << MBITS) - 1)),                       \
+            SET1I((long long)BIAS << MBITS)));                                 \
+    }
+AVX2_BITS(f, __m256, ps, epi32, _mm256_set1_epi32, 127, 23)
+AVX2_BITS(d, __m256d, pd, epi64, _mm256_set1_epi64x, 1023, 52)
+#undef AVX2_BITS
+
 /* float: 8 lanes */
-A_ __m256 avx2f_pow2t(__m256 t)
-{
-    return _mm256_castsi256_ps(_mm256_slli_epi32(
-        _mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127)), 23));
-}
-A_ __m256 avx2f_abs(__m256 a)
-{
-    return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a);
-}
-A_ __m256 avx2f_orsign(__m256 a, __m256 s)
-{
-    return _mm256_or_ps(a, _mm256_and_ps(_mm256_set1_ps(-0.0f), s));
-}
-/* the exponent field less the bias; |a| with the field set to the bias */
+/* the exponent field less the bias                                     */
 A_ __m256 avx2f_getexp(__m256 a)
 {
     const __m256i e = _mm256_and_si256(
         _mm256_srli_epi32(_mm256_castps_si256(a), 23), _mm256_set1_epi32(0xff));
     return _mm256_sub_ps(_mm256_cvtepi32_ps(e), _mm256_set1_ps(127.0f));
-}
-A_ __m256 avx2f_getmant(__m256 a)
-{
-    return _mm256_castsi256_ps(_mm256_or_si256(
-        _mm256_and_si256(_mm256_castps_si256(a), _mm256_set1_epi32(0x7fffff)),
-        _mm256_set1_epi32(127 << 23)));
 }
 /* the lanes' sum, in a fixed order (tested against 0 only)              */
 A_ float avx2f_rsum(__m256 v)
@@ -64,20 +74,6 @@ A_ float avx2f_rsum(__m256 v)
 }
 
 /* double: 4 lanes */
-A_ __m256d avx2d_pow2t(__m256d t)
-{
-    return _mm256_castsi256_pd(_mm256_slli_epi64(
-        _mm256_add_epi64(_mm256_castpd_si256(t), _mm256_set1_epi64x(1023)),
-        52));
-}
-A_ __m256d avx2d_abs(__m256d a)
-{
-    return _mm256_andnot_pd(_mm256_set1_pd(-0.0), a);
-}
-A_ __m256d avx2d_orsign(__m256d a, __m256d s)
-{
-    return _mm256_or_pd(a, _mm256_and_pd(_mm256_set1_pd(-0.0), s));
-}
 /* the field put under 2^52's bits is 2^52 + e, exactly (no AVX2
  * conversion from 64-bit integers)                                      */
 A_ __m256d avx2d_getexp(__m256d a)
@@ -88,13 +84,6 @@ A_ __m256d avx2d_getexp(__m256d a)
     return _mm256_sub_pd(
         _mm256_castsi256_pd(_mm256_or_si256(e, _mm256_castpd_si256(two52))),
         _mm256_set1_pd(4503599627370496.0 + 1023.0));
-}
-A_ __m256d avx2d_getmant(__m256d a)
-{
-    return _mm256_castsi256_pd(_mm256_or_si256(
-        _mm256_and_si256(_mm256_castpd_si256(a),
-                         _mm256_set1_epi64x(0xfffffffffffffll)),
-        _mm256_set1_epi64x(1023ll << 52)));
 }
 A_ double avx2d_rsum(__m256d v)
 {
@@ -241,7 +230,6 @@ A_ void avx2f_ldt_bf16(__m256 *c, const uint16_t *p, ptrdiff_t ks)
 
 /* ---- the template parameters of one element type (simd/undef.h) ---- */
 #define ATTR ATTN_AVX2_ATTR
-#define SIMD_ISA_AVX2 1
 #if SIMD_F64
 #define T double
 #define SIMD_T_F64 1
@@ -249,29 +237,8 @@ A_ void avx2f_ldt_bf16(__m256 *c, const uint16_t *p, ptrdiff_t ks)
 #define VM __m256d
 #define W 4
 #define SFX(name) name##_avx2_f64
-#define VZERO() _mm256_setzero_pd()
-#define VSET1(x) _mm256_set1_pd(x)
-#define VLOADU(p) _mm256_loadu_pd(p)
-#define VSTOREU(p, v) _mm256_storeu_pd(p, v)
-#define VADD(a, b) _mm256_add_pd(a, b)
-#define VSUB(a, b) _mm256_sub_pd(a, b)
-#define VMUL(a, b) _mm256_mul_pd(a, b)
-#define VDIV(a, b) _mm256_div_pd(a, b)
-#define VFMA(a, b, c) _mm256_fmadd_pd(a, b, c)
-#define VFNMA(a, b, c) _mm256_fnmadd_pd(a, b, c)
-#define VMAX(a, b) _mm256_max_pd(a, b)
-#define VMIN(a, b) _mm256_min_pd(a, b)
-#define VABS(a) avx2d_abs(a)
-#define VORSIGN(a, s) avx2d_orsign(a, s)
-#define VLT(a, b) _mm256_cmp_pd(a, b, _CMP_LT_OQ)
-#define VLE(a, b) _mm256_cmp_pd(a, b, _CMP_LE_OQ)
-#define VEQ(a, b) _mm256_cmp_pd(a, b, _CMP_EQ_OQ)
-#define VSEL(m, a, b) _mm256_blendv_pd(b, a, m)
-#define VPOW2T(t) avx2d_pow2t(t)
-#define VGETEXP(a) avx2d_getexp(a)
-#define VGETMANT(a) avx2d_getmant(a)
-#define VRSUM(a) avx2d_rsum(a)
-#define VTRANS(r) avx2d_trans(r)
+#define VI_(op) _mm256_##op##_pd /* the intrinsic, and this file's helper */
+#define VFN_(name) avx2d_##name
 #else
 #define T float
 #define SIMD_T_F64 0
@@ -279,29 +246,8 @@ A_ void avx2f_ldt_bf16(__m256 *c, const uint16_t *p, ptrdiff_t ks)
 #define VM __m256
 #define W 8
 #define SFX(name) name##_avx2_f32
-#define VZERO() _mm256_setzero_ps()
-#define VSET1(x) _mm256_set1_ps(x)
-#define VLOADU(p) _mm256_loadu_ps(p)
-#define VSTOREU(p, v) _mm256_storeu_ps(p, v)
-#define VADD(a, b) _mm256_add_ps(a, b)
-#define VSUB(a, b) _mm256_sub_ps(a, b)
-#define VMUL(a, b) _mm256_mul_ps(a, b)
-#define VDIV(a, b) _mm256_div_ps(a, b)
-#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define VFNMA(a, b, c) _mm256_fnmadd_ps(a, b, c)
-#define VMAX(a, b) _mm256_max_ps(a, b)
-#define VMIN(a, b) _mm256_min_ps(a, b)
-#define VABS(a) avx2f_abs(a)
-#define VORSIGN(a, s) avx2f_orsign(a, s)
-#define VLT(a, b) _mm256_cmp_ps(a, b, _CMP_LT_OQ)
-#define VLE(a, b) _mm256_cmp_ps(a, b, _CMP_LE_OQ)
-#define VEQ(a, b) _mm256_cmp_ps(a, b, _CMP_EQ_OQ)
-#define VSEL(m, a, b) _mm256_blendv_ps(b, a, m)
-#define VPOW2T(t) avx2f_pow2t(t)
-#define VGETEXP(a) avx2f_getexp(a)
-#define VGETMANT(a) avx2f_getmant(a)
-#define VRSUM(a) avx2f_rsum(a)
-#define VTRANS(r) avx2f_trans(r)
+#define VI_(op) _mm256_##op##_ps
+#define VFN_(name) avx2f_##name
 #define VLOAD_F16(p) avx2f_ld_f16(p)
 #define VLOAD_BF16(p) avx2f_ld_bf16(p)
 #define VSTORE_F16(p, v) avx2f_st_f16(p, v)
@@ -310,4 +256,11 @@ A_ void avx2f_ldt_bf16(__m256 *c, const uint16_t *p, ptrdiff_t ks)
 #define VLOADT_F16(c, p, ks) avx2f_ldt_f16(c, p, ks)
 #define VLOADT_BF16(c, p, ks) avx2f_ldt_bf16(c, p, ks)
 #endif
+#define VABS(a) VFN_(abs)(a)
+#define VLT(a, b) VI_(cmp)(a, b, _CMP_LT_OQ)
+#define VLE(a, b) VI_(cmp)(a, b, _CMP_LE_OQ)
+#define VEQ(a, b) VI_(cmp)(a, b, _CMP_EQ_OQ)
+#define VSEL(m, a, b) VI_(blendv)(b, a, m)
+#define VRSUM(a) VFN_(rsum)(a)
+#include "simd/vec_x86.h"
 #undef SIMD_F64

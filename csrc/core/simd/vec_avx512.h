@@ -16,49 +16,47 @@
 #define ATTN_AVX512_ATTR ATTN_TARGET("avx512f,avx2,fma,f16c")
 #define A_ static ATTN_INLINE ATTN_AVX512_ATTR
 
+/* pow2t, orsign and getmant (|a| with the exponent field set to the
+ * bias; integer operations, not vgetmant: the same bits as every other
+ * set for every input) of one element type: x the helpers' letter (f,
+ * d), V its vector, S the intrinsics' suffix (ps, pd), I the integer
+ * lanes' (epi32, epi64), SIGN their sign bit, the exponent bias and
+ * fraction bits                                                         */
+#define AVX512_BITS(x, V, S, I, SIGN, BIAS, MBITS)                             \
+    A_ V avx512##x##_pow2t(V t)                                                \
+    {                                                                          \
+        return _mm512_castsi512_##S(_mm512_slli_##I(_mm512_add_##I(            \
+            _mm512_cast##S##_si512(t), _mm512_set1_##I(BIAS)), MBITS));        \
+    }                                                                          \
+    A_ V avx512##x##_orsign(V a, V s)                                          \
+    {                                                                          \
+        return _mm512_castsi512_##S(_mm512_or_si512(                           \
+            _mm512_cast##S##_si512(a),                                         \
+            _mm512_and_si512(_mm512_set1_##I(SIGN),                            \
+                             _mm512_cast##S##_si512(s))));                     \
+    }                                                                          \
+    A_ V avx512##x##_getmant(V a)                                              \
+    {                                                                          \
+        return _mm512_castsi512_##S(_mm512_or_si512(                           \
+            _mm512_and_si512(_mm512_cast##S##_si512(a),                        \
+                             _mm512_set1_##I((1ll << MBITS) - 1)),             \
+            _mm512_set1_##I((long long)BIAS << MBITS)));                       \
+    }
+AVX512_BITS(f, __m512, ps, epi32, (int)0x80000000u, 127, 23)
+AVX512_BITS(d, __m512d, pd, epi64, (long long)0x8000000000000000ull, 1023, 52)
+#undef AVX512_BITS
+
 /* float: 16 lanes */
-A_ __m512 avx512f_pow2t(__m512 t)
-{
-    return _mm512_castsi512_ps(_mm512_slli_epi32(
-        _mm512_add_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(127)), 23));
-}
-A_ __m512 avx512f_orsign(__m512 a, __m512 s)
-{
-    return _mm512_castsi512_ps(_mm512_or_si512(
-        _mm512_castps_si512(a),
-        _mm512_and_si512(_mm512_set1_epi32((int)0x80000000u),
-                         _mm512_castps_si512(s))));
-}
-/* the exponent field less the bias; |a| with the field set to the bias
- * (integer operations, not vgetexp / vgetmant: the same bits as every
- * other set for every input)                                            */
+/* the exponent field less the bias (integer operations, not vgetexp:
+ * the same bits as every other set for every input)                    */
 A_ __m512 avx512f_getexp(__m512 a)
 {
     const __m512i e = _mm512_and_si512(
         _mm512_srli_epi32(_mm512_castps_si512(a), 23), _mm512_set1_epi32(0xff));
     return _mm512_sub_ps(_mm512_cvtepi32_ps(e), _mm512_set1_ps(127.0f));
 }
-A_ __m512 avx512f_getmant(__m512 a)
-{
-    return _mm512_castsi512_ps(_mm512_or_si512(
-        _mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(0x7fffff)),
-        _mm512_set1_epi32(127 << 23)));
-}
 
 /* double: 8 lanes */
-A_ __m512d avx512d_pow2t(__m512d t)
-{
-    return _mm512_castsi512_pd(_mm512_slli_epi64(
-        _mm512_add_epi64(_mm512_castpd_si512(t), _mm512_set1_epi64(1023)),
-        52));
-}
-A_ __m512d avx512d_orsign(__m512d a, __m512d s)
-{
-    return _mm512_castsi512_pd(_mm512_or_si512(
-        _mm512_castpd_si512(a),
-        _mm512_and_si512(_mm512_set1_epi64((long long)0x8000000000000000ull),
-                         _mm512_castpd_si512(s))));
-}
 /* 2^52 + e from the bits (AVX-512F has no 64-bit integer conversion)  */
 A_ __m512d avx512d_getexp(__m512d a)
 {
@@ -68,13 +66,6 @@ A_ __m512d avx512d_getexp(__m512d a)
     return _mm512_sub_pd(
         _mm512_castsi512_pd(_mm512_or_si512(e, _mm512_castpd_si512(two52))),
         _mm512_set1_pd(4503599627370496.0 + 1023.0));
-}
-A_ __m512d avx512d_getmant(__m512d a)
-{
-    return _mm512_castsi512_pd(_mm512_or_si512(
-        _mm512_and_si512(_mm512_castpd_si512(a),
-                         _mm512_set1_epi64(0xfffffffffffffll)),
-        _mm512_set1_epi64(1023ll << 52)));
 }
 
 /* r[i] = row i of a W x W block -> r[c] = column c (VTRANS)              */
@@ -163,7 +154,6 @@ A_ void avx512f_st_bf16(uint16_t *p, __m512 v)
 
 /* ---- the template parameters of one element type (simd/undef.h) ---- */
 #define ATTR ATTN_AVX512_ATTR
-#define SIMD_ISA_AVX512 1
 #if SIMD_F64
 #define T double
 #define SIMD_T_F64 1
@@ -171,29 +161,11 @@ A_ void avx512f_st_bf16(uint16_t *p, __m512 v)
 #define VM __mmask8
 #define W 8
 #define SFX(name) name##_avx512_f64
-#define VZERO() _mm512_setzero_pd()
-#define VSET1(x) _mm512_set1_pd(x)
-#define VLOADU(p) _mm512_loadu_pd(p)
-#define VSTOREU(p, v) _mm512_storeu_pd(p, v)
-#define VADD(a, b) _mm512_add_pd(a, b)
-#define VSUB(a, b) _mm512_sub_pd(a, b)
-#define VMUL(a, b) _mm512_mul_pd(a, b)
-#define VDIV(a, b) _mm512_div_pd(a, b)
-#define VFMA(a, b, c) _mm512_fmadd_pd(a, b, c)
-#define VFNMA(a, b, c) _mm512_fnmadd_pd(a, b, c)
-#define VMAX(a, b) _mm512_max_pd(a, b)
-#define VMIN(a, b) _mm512_min_pd(a, b)
-#define VABS(a) _mm512_abs_pd(a)
-#define VORSIGN(a, s) avx512d_orsign(a, s)
+#define VI_(op) _mm512_##op##_pd /* the intrinsic, and this file's helper */
+#define VFN_(name) avx512d_##name
 #define VLT(a, b) _mm512_cmp_pd_mask(a, b, _CMP_LT_OQ)
 #define VLE(a, b) _mm512_cmp_pd_mask(a, b, _CMP_LE_OQ)
 #define VEQ(a, b) _mm512_cmp_pd_mask(a, b, _CMP_EQ_OQ)
-#define VSEL(m, a, b) _mm512_mask_blend_pd(m, b, a)
-#define VPOW2T(t) avx512d_pow2t(t)
-#define VGETEXP(a) avx512d_getexp(a)
-#define VGETMANT(a) avx512d_getmant(a)
-#define VRSUM(a) _mm512_reduce_add_pd(a)
-#define VTRANS(r) avx512d_trans(r)
 #else
 #define T float
 #define SIMD_T_F64 0
@@ -201,32 +173,18 @@ A_ void avx512f_st_bf16(uint16_t *p, __m512 v)
 #define VM __mmask16
 #define W 16
 #define SFX(name) name##_avx512_f32
-#define VZERO() _mm512_setzero_ps()
-#define VSET1(x) _mm512_set1_ps(x)
-#define VLOADU(p) _mm512_loadu_ps(p)
-#define VSTOREU(p, v) _mm512_storeu_ps(p, v)
-#define VADD(a, b) _mm512_add_ps(a, b)
-#define VSUB(a, b) _mm512_sub_ps(a, b)
-#define VMUL(a, b) _mm512_mul_ps(a, b)
-#define VDIV(a, b) _mm512_div_ps(a, b)
-#define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define VFNMA(a, b, c) _mm512_fnmadd_ps(a, b, c)
-#define VMAX(a, b) _mm512_max_ps(a, b)
-#define VMIN(a, b) _mm512_min_ps(a, b)
-#define VABS(a) _mm512_abs_ps(a)
-#define VORSIGN(a, s) avx512f_orsign(a, s)
+#define VI_(op) _mm512_##op##_ps
+#define VFN_(name) avx512f_##name
 #define VLT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ)
 #define VLE(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ)
 #define VEQ(a, b) _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ)
-#define VSEL(m, a, b) _mm512_mask_blend_ps(m, b, a)
-#define VPOW2T(t) avx512f_pow2t(t)
-#define VGETEXP(a) avx512f_getexp(a)
-#define VGETMANT(a) avx512f_getmant(a)
-#define VRSUM(a) _mm512_reduce_add_ps(a)
-#define VTRANS(r) avx512f_trans(r)
 #define VLOAD_F16(p) avx512f_ld_f16(p)
 #define VLOAD_BF16(p) avx512f_ld_bf16(p)
 #define VSTORE_F16(p, v) avx512f_st_f16(p, v)
 #define VSTORE_BF16(p, v) avx512f_st_bf16(p, v)
 #endif
+#define VABS(a) VI_(abs)(a)
+#define VSEL(m, a, b) VI_(mask_blend)(m, b, a)
+#define VRSUM(a) VI_(reduce_add)(a)
+#include "simd/vec_x86.h"
 #undef SIMD_F64

@@ -23,77 +23,45 @@
 
 #define A_ static ATTN_INLINE
 
-/* float: 4 lanes */
-A_ float32x4_t neonf_max(float32x4_t a, float32x4_t b)
-{
-    return vbslq_f32(vcgtq_f32(a, b), a, b);
-}
-A_ float32x4_t neonf_min(float32x4_t a, float32x4_t b)
-{
-    return vbslq_f32(vcltq_f32(a, b), a, b);
-}
-A_ float32x4_t neonf_pow2t(float32x4_t t)
-{
-    return vreinterpretq_f32_s32(vshlq_n_s32(
-        vaddq_s32(vreinterpretq_s32_f32(t), vdupq_n_s32(127)), 23));
-}
-A_ float32x4_t neonf_orsign(float32x4_t a, float32x4_t s)
-{
-    const uint32x4_t sg = vdupq_n_u32(0x80000000u);
-    return vreinterpretq_f32_u32(vorrq_u32(
-        vreinterpretq_u32_f32(a), vandq_u32(sg, vreinterpretq_u32_f32(s))));
-}
-/* the exponent field less the bias; |a| with the field set to the bias */
-A_ float32x4_t neonf_getexp(float32x4_t a)
-{
-    const int32x4_t e = vandq_s32(
-        vreinterpretq_s32_u32(vshrq_n_u32(vreinterpretq_u32_f32(a), 23)),
-        vdupq_n_s32(0xff));
-    return vsubq_f32(vcvtq_f32_s32(e), vdupq_n_f32(127.0f));
-}
-A_ float32x4_t neonf_getmant(float32x4_t a)
-{
-    return vreinterpretq_f32_u32(vorrq_u32(
-        vandq_u32(vreinterpretq_u32_f32(a), vdupq_n_u32(0x7fffffu)),
-        vdupq_n_u32(127u << 23)));
-}
-/* the lanes' sum, pairwise (tested against 0 only)                     */
-A_ float neonf_rsum(float32x4_t v) { return vaddvq_f32(v); }
+/* The helpers of one element type T_ (prefix P: neonf, neond), vector
+ * VT_, its same-size unsigned integer UT_, the intrinsics' suffixes of
+ * T_ and the signed and unsigned integers (F S U: f32 s32 u32), the
+ * exponent bias and the fraction bits. getexp: the exponent field less
+ * the bias; getmant: |a| with the field set to the bias; rsum: the
+ * lanes' sum, pairwise (tested against 0 only).                         */
+#define NEON_OPS(P, T_, VT_, UT_, F, S, U, BIAS, MBITS)                        \
+    A_ VT_ P##_max(VT_ a, VT_ b) { return vbslq_##F(vcgtq_##F(a, b), a, b); }  \
+    A_ VT_ P##_min(VT_ a, VT_ b) { return vbslq_##F(vcltq_##F(a, b), a, b); }  \
+    A_ VT_ P##_pow2t(VT_ t)                                                    \
+    {                                                                          \
+        return vreinterpretq_##F##_##S(vshlq_n_##S(                            \
+            vaddq_##S(vreinterpretq_##S##_##F(t), vdupq_n_##S(BIAS)), MBITS)); \
+    }                                                                          \
+    A_ VT_ P##_orsign(VT_ a, VT_ s)                                            \
+    {                                                                          \
+        const UT_ sg = (UT_)1 << (8 * sizeof(UT_) - 1);                        \
+        return vreinterpretq_##F##_##U(vorrq_##U(vreinterpretq_##U##_##F(a),   \
+            vandq_##U(vdupq_n_##U(sg), vreinterpretq_##U##_##F(s))));          \
+    }                                                                          \
+    A_ VT_ P##_getexp(VT_ a)                                                   \
+    {                                                                          \
+        return vsubq_##F(vcvtq_##F##_##S(vandq_##S(                            \
+            vreinterpretq_##S##_##U(vshrq_n_##U(vreinterpretq_##U##_##F(a),    \
+                                                MBITS)),                       \
+            vdupq_n_##S(2 * BIAS + 1))), vdupq_n_##F(BIAS));                   \
+    }                                                                          \
+    A_ VT_ P##_getmant(VT_ a)                                                  \
+    {                                                                          \
+        return vreinterpretq_##F##_##U(vorrq_##U(                             \
+            vandq_##U(vreinterpretq_##U##_##F(a),                              \
+                      vdupq_n_##U(((UT_)1 << MBITS) - 1)),                     \
+            vdupq_n_##U((UT_)BIAS << MBITS)));                                 \
+    }                                                                          \
+    A_ T_ P##_rsum(VT_ v) { return vaddvq_##F(v); }
 
-/* double: 2 lanes */
-A_ float64x2_t neond_max(float64x2_t a, float64x2_t b)
-{
-    return vbslq_f64(vcgtq_f64(a, b), a, b);
-}
-A_ float64x2_t neond_min(float64x2_t a, float64x2_t b)
-{
-    return vbslq_f64(vcltq_f64(a, b), a, b);
-}
-A_ float64x2_t neond_pow2t(float64x2_t t)
-{
-    return vreinterpretq_f64_s64(vshlq_n_s64(
-        vaddq_s64(vreinterpretq_s64_f64(t), vdupq_n_s64(1023)), 52));
-}
-A_ float64x2_t neond_orsign(float64x2_t a, float64x2_t s)
-{
-    const uint64x2_t sg = vdupq_n_u64(0x8000000000000000ull);
-    return vreinterpretq_f64_u64(vorrq_u64(
-        vreinterpretq_u64_f64(a), vandq_u64(sg, vreinterpretq_u64_f64(s))));
-}
-A_ float64x2_t neond_getexp(float64x2_t a)
-{
-    const int64x2_t e = vandq_s64(
-        vreinterpretq_s64_u64(vshrq_n_u64(vreinterpretq_u64_f64(a), 52)),
-        vdupq_n_s64(0x7ff));
-    return vsubq_f64(vcvtq_f64_s64(e), vdupq_n_f64(1023.0));
-}
-A_ float64x2_t neond_getmant(float64x2_t a)
-{
-    return vreinterpretq_f64_u64(vorrq_u64(
-        vandq_u64(vreinterpretq_u64_f64(a), vdupq_n_u64(0xfffffffffffffull)),
-        vdupq_n_u64(1023ull << 52)));
-}
-A_ double neond_rsum(float64x2_t v) { return vaddvq_f64(v); }
+NEON_OPS(neonf, float, float32x4_t, uint32_t, f32, s32, u32, 127, 23)
+NEON_OPS(neond, double, float64x2_t, uint64_t, f64, s64, u64, 1023, 52)
+#undef NEON_OPS
 
 /* 16-bit storage (half.h's rules): fcvtl / fcvtn for float16 (nearest
  * even under the default FPCR); bfloat16 by integer shifts and rounding,
@@ -128,7 +96,6 @@ A_ void neonf_st_bf16(uint16_t *p, float32x4_t v)
 
 /* ---- the template parameters of one element type (simd/undef.h) ---- */
 #define ATTR
-#define SIMD_ISA_NEON 1
 #if SIMD_F64
 #define T double
 #define SIMD_T_F64 1
@@ -136,28 +103,8 @@ A_ void neonf_st_bf16(uint16_t *p, float32x4_t v)
 #define VM uint64x2_t
 #define W 2
 #define SFX(name) name##_neon_f64
-#define VZERO() vdupq_n_f64(0.0)
-#define VSET1(x) vdupq_n_f64(x)
-#define VLOADU(p) vld1q_f64(p)
-#define VSTOREU(p, v) vst1q_f64(p, v)
-#define VADD(a, b) vaddq_f64(a, b)
-#define VSUB(a, b) vsubq_f64(a, b)
-#define VMUL(a, b) vmulq_f64(a, b)
-#define VDIV(a, b) vdivq_f64(a, b)
-#define VFMA(a, b, c) vfmaq_f64(c, a, b)
-#define VFNMA(a, b, c) vfmsq_f64(c, a, b)
-#define VMAX(a, b) neond_max(a, b)
-#define VMIN(a, b) neond_min(a, b)
-#define VABS(a) vabsq_f64(a)
-#define VORSIGN(a, s) neond_orsign(a, s)
-#define VLT(a, b) vcltq_f64(a, b)
-#define VLE(a, b) vcleq_f64(a, b)
-#define VEQ(a, b) vceqq_f64(a, b)
-#define VSEL(m, a, b) vbslq_f64(m, a, b)
-#define VPOW2T(t) neond_pow2t(t)
-#define VGETEXP(a) neond_getexp(a)
-#define VGETMANT(a) neond_getmant(a)
-#define VRSUM(a) neond_rsum(a)
+#define VI_(op) op##_f64 /* the intrinsic, and this file's helper */
+#define VFN_(name) neond_##name
 #else
 #define T float
 #define SIMD_T_F64 0
@@ -165,31 +112,33 @@ A_ void neonf_st_bf16(uint16_t *p, float32x4_t v)
 #define VM uint32x4_t
 #define W 4
 #define SFX(name) name##_neon_f32
-#define VZERO() vdupq_n_f32(0.0f)
-#define VSET1(x) vdupq_n_f32(x)
-#define VLOADU(p) vld1q_f32(p)
-#define VSTOREU(p, v) vst1q_f32(p, v)
-#define VADD(a, b) vaddq_f32(a, b)
-#define VSUB(a, b) vsubq_f32(a, b)
-#define VMUL(a, b) vmulq_f32(a, b)
-#define VDIV(a, b) vdivq_f32(a, b)
-#define VFMA(a, b, c) vfmaq_f32(c, a, b)
-#define VFNMA(a, b, c) vfmsq_f32(c, a, b)
-#define VMAX(a, b) neonf_max(a, b)
-#define VMIN(a, b) neonf_min(a, b)
-#define VABS(a) vabsq_f32(a)
-#define VORSIGN(a, s) neonf_orsign(a, s)
-#define VLT(a, b) vcltq_f32(a, b)
-#define VLE(a, b) vcleq_f32(a, b)
-#define VEQ(a, b) vceqq_f32(a, b)
-#define VSEL(m, a, b) vbslq_f32(m, a, b)
-#define VPOW2T(t) neonf_pow2t(t)
-#define VGETEXP(a) neonf_getexp(a)
-#define VGETMANT(a) neonf_getmant(a)
-#define VRSUM(a) neonf_rsum(a)
+#define VI_(op) op##_f32
+#define VFN_(name) neonf_##name
 #define VLOAD_F16(p) neonf_ld_f16(p)
 #define VLOAD_BF16(p) neonf_ld_bf16(p)
 #define VSTORE_F16(p, v) neonf_st_f16(p, v)
 #define VSTORE_BF16(p, v) neonf_st_bf16(p, v)
 #endif
+#define VZERO() VI_(vdupq_n)((T)0)
+#define VSET1(x) VI_(vdupq_n)(x)
+#define VLOADU(p) VI_(vld1q)(p)
+#define VSTOREU(p, v) VI_(vst1q)(p, v)
+#define VADD(a, b) VI_(vaddq)(a, b)
+#define VSUB(a, b) VI_(vsubq)(a, b)
+#define VMUL(a, b) VI_(vmulq)(a, b)
+#define VDIV(a, b) VI_(vdivq)(a, b)
+#define VFMA(a, b, c) VI_(vfmaq)(c, a, b)
+#define VFNMA(a, b, c) VI_(vfmsq)(c, a, b)
+#define VMAX(a, b) VFN_(max)(a, b)
+#define VMIN(a, b) VFN_(min)(a, b)
+#define VABS(a) VI_(vabsq)(a)
+#define VORSIGN(a, s) VFN_(orsign)(a, s)
+#define VLT(a, b) VI_(vcltq)(a, b)
+#define VLE(a, b) VI_(vcleq)(a, b)
+#define VEQ(a, b) VI_(vceqq)(a, b)
+#define VSEL(m, a, b) VI_(vbslq)(m, a, b)
+#define VPOW2T(t) VFN_(pow2t)(t)
+#define VGETEXP(a) VFN_(getexp)(a)
+#define VGETMANT(a) VFN_(getmant)(a)
+#define VRSUM(a) VFN_(rsum)(a)
 #undef SIMD_F64

@@ -37,10 +37,14 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 
+/* generic vectors with gcc and clang (-DSIMD_PORT_VEXT=0 builds the loops
+ * over lanes there too, to test them)                                   */
+#ifndef SIMD_PORT_VEXT
 #if defined(__GNUC__) || defined(__clang__)
-#define SIMD_PORT_VEXT 1 /* generic vectors */
+#define SIMD_PORT_VEXT 1
 #else
 #define SIMD_PORT_VEXT 0
+#endif
 #endif
 
 #if SIMD_PORT_VEXT
@@ -136,7 +140,7 @@ PV_TYPES(pd2, 2, double, uint64_t, int64_t)
 PV_OPS(pf4, 4, float, uint32_t, attn_fmaf, 127u, 23, )
 PV_OPS(pd2, 2, double, uint64_t, attn_fma, 1023u, 52, )
 
-#if ATTN_ARCH_X86 && !defined(__FMA__) && defined(__SSE2__)
+#if ATTN_ARCH_X86 && !defined(__FMA__) && defined(__SSE2__) && SIMD_PORT_VEXT
 #include "simd/fma_sse2.h"
 #define PV_PF4_FMA_SSE2 1
 #endif
@@ -151,17 +155,14 @@ PV_OPS(pd4, 4, double, uint64_t, __builtin_fma, 1023u, 52, SIMD_PORT_WIDE_ATTR)
 #define SIMD_PORT_HAVE_WIDE 1
 #endif
 
-#define PV_ADD(a, b) ((a) + (b))
-#define PV_SUB(a, b) ((a) - (b))
-#define PV_MUL(a, b) ((a) * (b))
-#define PV_DIV(a, b) ((a) / (b))
-#define PV_LT(a, b) ((a) < (b))
-#define PV_LE(a, b) ((a) <= (b))
-#define PV_EQ(a, b) ((a) == (b))
+/* the arithmetic and compares: the vectors' operators                  */
+#define PV_OP_(name, a, b, op) ((a) op (b))
 
 #else /* !SIMD_PORT_VEXT: structs of W lanes and loops */
+#include "simd/lane.h"
 
-#define PV_SOPS(P, W_, T_, U_, FMA1, BIAS, MBITS)                              \
+/* PV_SOPS(prefix, lanes, T, lane.h's prefix of T, fma of one lane)       */
+#define PV_SOPS(P, W_, T_, S, FMA1)                                            \
     typedef struct { T_ v[W_]; } P##_vt;                                       \
     typedef struct { int v[W_]; } P##_vm;                                      \
     static inline P##_vt P##_set1(T_ x)                                        \
@@ -206,64 +207,13 @@ PV_OPS(pd4, 4, double, uint64_t, __builtin_fma, 1023u, 52, SIMD_PORT_WIDE_ATTR)
             a.v[i] = m.v[i] ? a.v[i] : b.v[i];                                 \
         return a;                                                              \
     }                                                                          \
-    static inline P##_vt P##_max(P##_vt a, P##_vt b)                           \
-    {                                                                          \
-        return P##_sel(P##_lt(b, a), a, b);                                    \
-    }                                                                          \
-    static inline P##_vt P##_min(P##_vt a, P##_vt b)                           \
-    {                                                                          \
-        return P##_sel(P##_lt(a, b), a, b);                                    \
-    }                                                                          \
-    static inline P##_vt P##_abs(P##_vt a)                                     \
-    {                                                                          \
-        for (int i = 0; i < W_; i++) {                                         \
-            U_ u;                                                              \
-            memcpy(&u, &a.v[i], sizeof u);                                     \
-            u &= ~((U_)1 << (8 * sizeof(U_) - 1));                             \
-            memcpy(&a.v[i], &u, sizeof u);                                     \
-        }                                                                      \
-        return a;                                                              \
-    }                                                                          \
-    static inline P##_vt P##_orsign(P##_vt a, P##_vt s)                        \
-    {                                                                          \
-        for (int i = 0; i < W_; i++) {                                         \
-            U_ u, v;                                                           \
-            memcpy(&u, &a.v[i], sizeof u);                                     \
-            memcpy(&v, &s.v[i], sizeof v);                                     \
-            u |= v & ((U_)1 << (8 * sizeof(U_) - 1));                          \
-            memcpy(&a.v[i], &u, sizeof u);                                     \
-        }                                                                      \
-        return a;                                                              \
-    }                                                                          \
-    static inline P##_vt P##_pow2t(P##_vt t)                                   \
-    {                                                                          \
-        for (int i = 0; i < W_; i++) {                                         \
-            U_ u;                                                              \
-            memcpy(&u, &t.v[i], sizeof u);                                     \
-            u = (u + (BIAS)) << (MBITS);                                       \
-            memcpy(&t.v[i], &u, sizeof u);                                     \
-        }                                                                      \
-        return t;                                                              \
-    }                                                                          \
-    static inline P##_vt P##_getexp(P##_vt a)                                  \
-    {                                                                          \
-        for (int i = 0; i < W_; i++) {                                         \
-            U_ u;                                                              \
-            memcpy(&u, &a.v[i], sizeof u);                                     \
-            a.v[i] = (T_)(int)((u >> (MBITS)) & (2 * (BIAS) + 1)) - (T_)(BIAS); \
-        }                                                                      \
-        return a;                                                              \
-    }                                                                          \
-    static inline P##_vt P##_getmant(P##_vt a)                                 \
-    {                                                                          \
-        for (int i = 0; i < W_; i++) {                                         \
-            U_ u;                                                              \
-            memcpy(&u, &a.v[i], sizeof u);                                     \
-            u = (u & (((U_)1 << (MBITS)) - 1)) | ((U_)(BIAS) << (MBITS));      \
-            memcpy(&a.v[i], &u, sizeof u);                                     \
-        }                                                                      \
-        return a;                                                              \
-    }                                                                          \
+    PV_SLANE2(P, W_, S, max)                                                   \
+    PV_SLANE2(P, W_, S, min)                                                   \
+    PV_SLANE2(P, W_, S, orsign)                                                \
+    PV_SLANE1(P, W_, S, abs)                                                   \
+    PV_SLANE1(P, W_, S, pow2t)                                                 \
+    PV_SLANE1(P, W_, S, getexp)                                                \
+    PV_SLANE1(P, W_, S, getmant)                                               \
     static inline T_ P##_rsum(P##_vt a)                                        \
     {                                                                          \
         T_ s = a.v[0];                                                         \
@@ -286,9 +236,26 @@ PV_OPS(pd4, 4, double, uint64_t, __builtin_fma, 1023u, 52, SIMD_PORT_WIDE_ATTR)
             m.v[i] = a.v[i] op b.v[i];                                         \
         return m;                                                              \
     }
+/* lane.h's S_name on every lane, of one operand or two               */
+#define PV_SLANE1(P, W_, S, name)                                              \
+    static inline P##_vt P##_##name(P##_vt a)                                  \
+    {                                                                          \
+        for (int i = 0; i < W_; i++)                                           \
+            a.v[i] = S##_##name(a.v[i]);                                       \
+        return a;                                                              \
+    }
+#define PV_SLANE2(P, W_, S, name)                                              \
+    static inline P##_vt P##_##name(P##_vt a, P##_vt b)                        \
+    {                                                                          \
+        for (int i = 0; i < W_; i++)                                           \
+            a.v[i] = S##_##name(a.v[i], b.v[i]);                               \
+        return a;                                                              \
+    }
 
-PV_SOPS(pf4, 4, float, uint32_t, attn_fmaf, 127u, 23)
-PV_SOPS(pd2, 2, double, uint64_t, attn_fma, 1023u, 52)
+PV_SOPS(pf4, 4, float, sclf, attn_fmaf)
+PV_SOPS(pd2, 2, double, scld, attn_fma)
+/* the arithmetic and compares: the functions above                      */
+#define PV_OP_(name, a, b, op) VFN_(name)(a, b)
 #endif /* SIMD_PORT_VEXT */
 
 /* 16-bit storage: W float16 / bfloat16 <-> W floats, lane by lane with
@@ -324,26 +291,25 @@ PV_HALF(pf8, 8, SIMD_PORT_WIDE_ATTR)
 #if SIMD_PORT_WIDE && !defined(SIMD_PORT_HAVE_WIDE)
 #error "vec_portable.h: the wide variant needs x86 and gcc or clang"
 #endif
-#define SIMD_ISA_PORTABLE 1
 #if SIMD_PORT_WIDE
 #define ATTR SIMD_PORT_WIDE_ATTR
 #if SIMD_F64
-#define PV_P_(op) pd4_##op
+#define VFN_(op) pd4_##op
 #define W 4
 #define SFX(name) name##_portw_f64
 #else
-#define PV_P_(op) pf8_##op
+#define VFN_(op) pf8_##op
 #define W 8
 #define SFX(name) name##_portw_f32
 #endif
 #else
 #define ATTR
 #if SIMD_F64
-#define PV_P_(op) pd2_##op
+#define VFN_(op) pd2_##op
 #define W 2
 #define SFX(name) name##_port_f64
 #else
-#define PV_P_(op) pf4_##op
+#define VFN_(op) pf4_##op
 #define W 4
 #define SFX(name) name##_port_f32
 #endif
@@ -355,50 +321,39 @@ PV_HALF(pf8, 8, SIMD_PORT_WIDE_ATTR)
 #define T float
 #define SIMD_T_F64 0
 #endif
-#define VT PV_P_(vt)
-#define VM PV_P_(vm)
-#define VZERO() PV_P_(set1)(0)
-#define VSET1(x) PV_P_(set1)(x)
-#define VLOADU(p) PV_P_(load)(p)
-#define VSTOREU(p, v) PV_P_(store)(p, v)
-#if SIMD_PORT_VEXT
-#define VADD(a, b) PV_ADD(a, b)
-#define VSUB(a, b) PV_SUB(a, b)
-#define VMUL(a, b) PV_MUL(a, b)
-#define VDIV(a, b) PV_DIV(a, b)
-#define VLT(a, b) PV_LT(a, b)
-#define VLE(a, b) PV_LE(a, b)
-#define VEQ(a, b) PV_EQ(a, b)
-#else
-#define VADD(a, b) PV_P_(add)(a, b)
-#define VSUB(a, b) PV_P_(sub)(a, b)
-#define VMUL(a, b) PV_P_(mul)(a, b)
-#define VDIV(a, b) PV_P_(div)(a, b)
-#define VLT(a, b) PV_P_(lt)(a, b)
-#define VLE(a, b) PV_P_(le)(a, b)
-#define VEQ(a, b) PV_P_(eq)(a, b)
-#endif
+#define VT VFN_(vt)
+#define VM VFN_(vm)
+#define VZERO() VFN_(set1)(0)
+#define VSET1(x) VFN_(set1)(x)
+#define VLOADU(p) VFN_(load)(p)
+#define VSTOREU(p, v) VFN_(store)(p, v)
+#define VADD(a, b) PV_OP_(add, a, b, +)
+#define VSUB(a, b) PV_OP_(sub, a, b, -)
+#define VMUL(a, b) PV_OP_(mul, a, b, *)
+#define VDIV(a, b) PV_OP_(div, a, b, /)
+#define VLT(a, b) PV_OP_(lt, a, b, <)
+#define VLE(a, b) PV_OP_(le, a, b, <=)
+#define VEQ(a, b) PV_OP_(eq, a, b, ==)
 #if defined(PV_PF4_FMA_SSE2) && !SIMD_PORT_WIDE && !SIMD_F64
 #define VFMA(a, b, c) pf4_fma_sse2(a, b, c)
 #define VFNMA(a, b, c) pf4_fma_sse2(-(a), b, c)
 #else
-#define VFMA(a, b, c) PV_P_(fma)(a, b, c)
-#define VFNMA(a, b, c) PV_P_(fnma)(a, b, c)
+#define VFMA(a, b, c) VFN_(fma)(a, b, c)
+#define VFNMA(a, b, c) VFN_(fnma)(a, b, c)
 #endif
-#define VMAX(a, b) PV_P_(max)(a, b)
-#define VMIN(a, b) PV_P_(min)(a, b)
-#define VABS(a) PV_P_(abs)(a)
-#define VORSIGN(a, s) PV_P_(orsign)(a, s)
-#define VSEL(m, a, b) PV_P_(sel)(m, a, b)
-#define VPOW2T(t) PV_P_(pow2t)(t)
-#define VGETEXP(a) PV_P_(getexp)(a)
-#define VGETMANT(a) PV_P_(getmant)(a)
-#define VRSUM(a) PV_P_(rsum)(a)
+#define VMAX(a, b) VFN_(max)(a, b)
+#define VMIN(a, b) VFN_(min)(a, b)
+#define VABS(a) VFN_(abs)(a)
+#define VORSIGN(a, s) VFN_(orsign)(a, s)
+#define VSEL(m, a, b) VFN_(sel)(m, a, b)
+#define VPOW2T(t) VFN_(pow2t)(t)
+#define VGETEXP(a) VFN_(getexp)(a)
+#define VGETMANT(a) VFN_(getmant)(a)
+#define VRSUM(a) VFN_(rsum)(a)
 #if !SIMD_F64
-#define VLOAD_F16(p) PV_P_(ld_f16)(p)
-#define VLOAD_BF16(p) PV_P_(ld_bf16)(p)
-#define VSTORE_F16(p, v) PV_P_(st_f16)(p, v)
-#define VSTORE_BF16(p, v) PV_P_(st_bf16)(p, v)
+#define VLOAD_F16(p) VFN_(ld_f16)(p)
+#define VLOAD_BF16(p) VFN_(ld_bf16)(p)
+#define VSTORE_F16(p, v) VFN_(st_f16)(p, v)
+#define VSTORE_BF16(p, v) VFN_(st_bf16)(p, v)
 #endif
 #undef SIMD_F64
-#undef SIMD_PORT_WIDE
