@@ -15,15 +15,27 @@
  * block is read once, from memory, with no copy written and read back;
  * the G x NQ chains are independent, so their FMA latencies overlap.  */
 #define QK_REG_GMAX 4
-/* one step of qk_reg_k: columns e .. e+W-1 of group g (keys j0 + g*W ..)
- * into acc[r][g]; a function of its own, so that g is a constant where
- * it is called and acc stays in registers                              */
-TI void SFX(qk_reg_g)(const int NQ, const int G, const int full, const int g,
+#ifndef QK_REG_NOINLINE_
+/* not inlined, and not cold either (ATTN_NOINLINE): a path taken once a
+ * block, kept out of line so that it is compiled once, not per shape   */
+#if defined(__GNUC__) || defined(__clang__)
+#define QK_REG_NOINLINE_ __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define QK_REG_NOINLINE_ __declspec(noinline)
+#else
+#define QK_REG_NOINLINE_
+#endif
+#endif
+/* one step of qk_reg_k: columns e .. e+W-1 of group g (keys j0 + g*W ..,
+ * all below nk) into acc[r][g]; a function of its own, so that g is a
+ * constant where it is called and acc stays in registers               */
+TI void SFX(qk_reg_g)(const int NQ, const int G, const int g,
                       VT acc[][QK_REG_GMAX], const T *qt, size_t ldq,
                       const void *k, ptrdiff_t ks, attn_store kst, size_t e,
                       size_t j0, size_t nk, int pf)
 {
     const size_t jg = j0 + (size_t)g * W;
+    const ptrdiff_t at = (ptrdiff_t)jg * ks + (ptrdiff_t)e;
     VT x[W];
     /* 16-bit rows: the lines of the next G groups, once a line        */
     for (size_t i = 0; pf && kst != ATTN_ST_NATIVE && i < (size_t)W; i++)
@@ -32,69 +44,50 @@ TI void SFX(qk_reg_g)(const int NQ, const int G, const int full, const int g,
                           + (ptrdiff_t)(jg + (size_t)G * W + i) * ks
                           + (ptrdiff_t)e);
 #ifdef VLOADT_F32 /* the set's transposing loads */
-    if (full) {
-        const ptrdiff_t at = (ptrdiff_t)jg * ks + (ptrdiff_t)e;
-        if (kst == ATTN_ST_NATIVE)
-            VLOADT_F32(x, (const T *)k + at, ks);
-        else if (kst == ATTN_ST_BF16)
-            VLOADT_BF16(x, (const uint16_t *)k + at, ks);
-        else
-            VLOADT_F16(x, (const uint16_t *)k + at, ks);
-    } else
+    if (kst == ATTN_ST_NATIVE)
+        VLOADT_F32(x, (const T *)k + at, ks);
+    else if (kst == ATTN_ST_BF16)
+        VLOADT_BF16(x, (const uint16_t *)k + at, ks);
+    else
+        VLOADT_F16(x, (const uint16_t *)k + at, ks);
+#else
+    for (size_t i = 0; i < (size_t)W; i++)
+        x[i] = KVEC_(k, at + (ptrdiff_t)i * ks, kst);
+    VTRANS(x);
 #endif
-    {
-        for (size_t i = 0; i < (size_t)W; i++) {
-            const ptrdiff_t at = (ptrdiff_t)(jg + i) * ks + (ptrdiff_t)e;
-            x[i] = full || jg + i < nk ? KVEC_(k, at, kst) : VZERO();
-        }
-        VTRANS(x);
-    }
     for (int r = 0; r < NQ; r++)
         for (size_t i = 0; i < (size_t)W; i++)
             acc[r][g] = VFMA(x[i], VSET1(qt[(e + i) * ldq + (size_t)r]),
                              acc[r][g]);
 }
 
-/* groups j0 / W .. + G - 1; full: all G*W keys are below nk (no checks) */
-TI void SFX(qk_reg_k)(const int NQ, const int G, const int full, T *st,
-                      size_t ldst, const T *qt, size_t ldq, const void *k,
-                      ptrdiff_t ks, attn_store kst, size_t E, size_t j0,
-                      size_t nk, VT vs)
+/* the column e of E past the last whole vector, lane by lane, for acc of
+ * rows r < nq, key groups g < ng from j0 (lanes past nk 0), then the
+ * scores stored; out of line: the part of qk_reg_k that is no hot loop */
+TF QK_REG_NOINLINE_ void SFX(qk_reg_end)(size_t nq, size_t ng,
+                                         VT acc[][QK_REG_GMAX], T *st,
+                                         size_t ldst, const T *qt,
+                                         size_t ldq, const void *k,
+                                         ptrdiff_t ks, attn_store kst,
+                                         size_t e, size_t E, size_t j0,
+                                         size_t nk, VT vs)
 {
-    VT acc[ATTN_QK_FEW][QK_REG_GMAX];
-    for (int r = 0; r < NQ; r++)
-        for (int g = 0; g < G; g++)
-            acc[r][g] = VZERO();
-    const size_t esz = kst == ATTN_ST_NATIVE ? sizeof(T) : 2;
-    size_t e = 0;
-    for (; e + W <= E; e += W) {
-        const int pf = (e * esz) % 64 == 0;
-#define QK_REG_G_(g)                                                               SFX(qk_reg_g)(NQ, G, full, g, acc, qt, ldq, k, ks, kst, e, j0, nk, pf)
-        QK_REG_G_(0);
-        if (G > 1)
-            QK_REG_G_(1);
-        if (G > 2)
-            QK_REG_G_(2);
-        if (G > 3)
-            QK_REG_G_(3);
-#undef QK_REG_G_
-    }
-    for (; e < E; e++) /* E past the last whole vector: lane by lane */
-        for (int g = 0; g < G; g++) {
+    for (; e < E; e++)
+        for (size_t g = 0; g < ng; g++) {
             T lane[W];
-            const size_t jg = j0 + (size_t)g * W;
+            const size_t jg = j0 + g * W;
             for (size_t i = 0; i < (size_t)W; i++)
                 lane[i] = jg + i < nk
                     ? KONE_(k, (ptrdiff_t)(jg + i) * ks + (ptrdiff_t)e, kst)
                     : (T)0;
-            for (int r = 0; r < NQ; r++)
-                acc[r][g] = VFMA(VLOADU(lane), VSET1(qt[e * ldq + (size_t)r]),
+            for (size_t r = 0; r < nq; r++)
+                acc[r][g] = VFMA(VLOADU(lane), VSET1(qt[e * ldq + r]),
                                  acc[r][g]);
         }
-    for (int r = 0; r < NQ; r++)
-        for (int g = 0; g < G; g++) {
-            const size_t jg = j0 + (size_t)g * W;
-            if (ldst == 1 && NQ == 1) { /* one row (srow, BK rounded up
+    for (size_t r = 0; r < nq; r++)
+        for (size_t g = 0; g < ng; g++) {
+            const size_t jg = j0 + g * W;
+            if (ldst == 1 && nq == 1) { /* one row (srow, BK rounded up
                                            to W): lanes past nk are 0 */
                 VSTOREU(st + jg, VMUL(acc[r][g], vs));
                 continue;
@@ -106,34 +99,93 @@ TI void SFX(qk_reg_k)(const int NQ, const int G, const int full, T *st,
         }
 }
 
+/* groups j0 / W .. + G - 1, all G*W keys below nk                       */
+TI void SFX(qk_reg_k)(const int NQ, const int G, T *st, size_t ldst,
+                      const T *qt, size_t ldq, const void *k, ptrdiff_t ks,
+                      attn_store kst, size_t E, size_t j0, size_t nk, VT vs)
+{
+    VT acc[ATTN_QK_FEW][QK_REG_GMAX];
+    for (int r = 0; r < NQ; r++)
+        for (int g = 0; g < G; g++)
+            acc[r][g] = VZERO();
+    const size_t esz = kst == ATTN_ST_NATIVE ? sizeof(T) : 2;
+    size_t e = 0;
+    for (; e + W <= E; e += W) {
+        const int pf = (e * esz) % 64 == 0;
+#define QK_REG_G_(g)                                                               SFX(qk_reg_g)(NQ, G, g, acc, qt, ldq, k, ks, kst, e, j0, nk, pf)
+        QK_REG_G_(0);
+        if (G > 1)
+            QK_REG_G_(1);
+        if (G > 2)
+            QK_REG_G_(2);
+        if (G > 3)
+            QK_REG_G_(3);
+#undef QK_REG_G_
+    }
+    SFX(qk_reg_end)((size_t)NQ, (size_t)G, acc, st, ldst, qt, ldq, k, ks,
+                    kst, e, E, j0, nk, vs);
+}
+
+/* the last group, keys j0 .. nk-1 (fewer than W: lanes past nk 0),
+ * for nq rows; taken once a block at most, so one copy for every nq and
+ * storage, out of line                                                  */
+TF QK_REG_NOINLINE_ void SFX(qk_reg_part)(size_t nq, T *st, size_t ldst,
+                                          const T *qt, size_t ldq,
+                                          const void *k, ptrdiff_t ks,
+                                          attn_store kst, size_t E,
+                                          size_t j0, size_t nk, VT vs)
+{
+    VT acc[ATTN_QK_FEW][QK_REG_GMAX];
+    for (size_t r = 0; r < nq; r++)
+        acc[r][0] = VZERO();
+    size_t e = 0;
+    for (; e + W <= E; e += W) {
+        VT x[W];
+        for (size_t i = 0; i < (size_t)W; i++)
+            x[i] = j0 + i < nk ? KVEC_(k, (ptrdiff_t)(j0 + i) * ks
+                                              + (ptrdiff_t)e, kst)
+                               : VZERO();
+        VTRANS(x);
+        for (size_t r = 0; r < nq; r++)
+            for (size_t i = 0; i < (size_t)W; i++)
+                acc[r][0] = VFMA(x[i], VSET1(qt[(e + i) * ldq + r]),
+                                 acc[r][0]);
+    }
+    SFX(qk_reg_end)(nq, 1, acc, st, ldst, qt, ldq, k, ks, kst, e, E, j0, nk,
+                    vs);
+}
+
 /* every key of the block, G groups of W keys a pass: 4, 3 or 2 chains
- * per row as the groups left allow (one chain alone would wait on its
- * FMA latency), the last group checked against nk                    */
+ * per row as the whole groups left allow (one chain alone would wait on
+ * its FMA latency), then the part of a group left, if any            */
 TI void SFX(qk_reg_st)(const int NQ, T *st, size_t ldst, const T *qt,
                        size_t ldq, const void *k, ptrdiff_t ks,
                        attn_store kst, size_t E, size_t nk, VT vs)
 {
-    const size_t ng = (nk + W - 1) / W, nfull = nk / W;
+    const size_t nfull = nk / W;
     size_t g = 0;
-    while (g < ng) {
-        const size_t left = ng - g;
+    while (g < nfull) {
+        const size_t left = nfull - g;
         const int G = NQ > 2 ? (left >= 2 ? 2 : 1)
-                      : (left == 4 || (NQ == 1 && left >= 8))
-                              && g + 4 <= nfull ? 4
-                      : left >= 3 ? 3 : left == 2 ? 2 : 1;
-        const int full = g + (size_t)G <= nfull;
-#define QK_REG_(G_, F_)                                                            SFX(qk_reg_k)(NQ, G_, F_, st, ldst, qt, ldq, k, ks, kst, E, g * W, nk, vs)
+                      : left == 4 || (NQ == 1 && left >= 8) ? 4
+                      : left >= 3                            ? 3
+                      : left == 2                            ? 2
+                                                             : 1;
+#define QK_REG_(G_)                                                                SFX(qk_reg_k)(NQ, G_, st, ldst, qt, ldq, k, ks, kst, E, g * W, nk, vs)
         if (G == 4)
-            QK_REG_(4, 1);
+            QK_REG_(4);
         else if (G == 3)
-            full ? QK_REG_(3, 1) : QK_REG_(3, 0);
+            QK_REG_(3);
         else if (G == 2)
-            full ? QK_REG_(2, 1) : QK_REG_(2, 0);
+            QK_REG_(2);
         else
-            full ? QK_REG_(1, 1) : QK_REG_(1, 0);
+            QK_REG_(1);
 #undef QK_REG_
         g += (size_t)G;
     }
+    if (g * W < nk)
+        SFX(qk_reg_part)((size_t)NQ, st, ldst, qt, ldq, k, ks, kst, E, g * W,
+                         nk, vs);
 }
 
 TI void SFX(qk_reg_rows)(size_t nq, T *st, size_t ldst, const T *qt,
