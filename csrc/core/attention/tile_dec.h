@@ -61,16 +61,15 @@ TI void SFX(qk_reg_g)(const int NQ, const int G, const int g,
                              acc[r][g]);
 }
 
-/* the column e of E past the last whole vector, lane by lane, for acc of
- * rows r < nq, key groups g < ng from j0 (lanes past nk 0), then the
- * scores stored; out of line: the part of qk_reg_k that is no hot loop */
-TF QK_REG_NOINLINE_ void SFX(qk_reg_end)(size_t nq, size_t ng,
-                                         VT acc[][QK_REG_GMAX], T *st,
-                                         size_t ldst, const T *qt,
-                                         size_t ldq, const void *k,
-                                         ptrdiff_t ks, attn_store kst,
-                                         size_t e, size_t E, size_t j0,
-                                         size_t nk, VT vs)
+/* the columns e .. E-1 past the last whole vector, lane by lane, into
+ * acc of rows r < nq, key groups g < ng from j0 (lanes past nk 0); out
+ * of line: no hot loop, and one copy instead of one a shape            */
+TF QK_REG_NOINLINE_ void SFX(qk_reg_etail)(size_t nq, size_t ng,
+                                           VT acc[][QK_REG_GMAX],
+                                           const T *qt, size_t ldq,
+                                           const void *k, ptrdiff_t ks,
+                                           attn_store kst, size_t e,
+                                           size_t E, size_t j0, size_t nk)
 {
     for (; e < E; e++)
         for (size_t g = 0; g < ng; g++) {
@@ -84,10 +83,16 @@ TF QK_REG_NOINLINE_ void SFX(qk_reg_end)(size_t nq, size_t ng,
                 acc[r][g] = VFMA(VLOADU(lane), VSET1(qt[e * ldq + r]),
                                  acc[r][g]);
         }
-    for (size_t r = 0; r < nq; r++)
-        for (size_t g = 0; g < ng; g++) {
-            const size_t jg = j0 + g * W;
-            if (ldst == 1 && nq == 1) { /* one row (srow, BK rounded up
+}
+
+/* the scores of acc (rows r < NQ, groups g < G from j0) times vs       */
+TI void SFX(qk_reg_store)(const int NQ, const int G, VT acc[][QK_REG_GMAX],
+                          T *st, size_t ldst, size_t j0, size_t nk, VT vs)
+{
+    for (int r = 0; r < NQ; r++)
+        for (int g = 0; g < G; g++) {
+            const size_t jg = j0 + (size_t)g * W;
+            if (ldst == 1 && NQ == 1) { /* one row (srow, BK rounded up
                                            to W): lanes past nk are 0 */
                 VSTOREU(st + jg, VMUL(acc[r][g], vs));
                 continue;
@@ -122,14 +127,25 @@ TI void SFX(qk_reg_k)(const int NQ, const int G, T *st, size_t ldst,
             QK_REG_G_(3);
 #undef QK_REG_G_
     }
-    SFX(qk_reg_end)((size_t)NQ, (size_t)G, acc, st, ldst, qt, ldq, k, ks,
-                    kst, e, E, j0, nk, vs);
+    if (e < E) { /* through a copy: acc's address never taken, so acc
+                    stays in registers in the loop above               */
+        VT t[ATTN_QK_FEW][QK_REG_GMAX];
+        for (int r = 0; r < NQ; r++)
+            for (int g = 0; g < G; g++)
+                t[r][g] = acc[r][g];
+        SFX(qk_reg_etail)((size_t)NQ, (size_t)G, t, qt, ldq, k, ks, kst, e,
+                          E, j0, nk);
+        for (int r = 0; r < NQ; r++)
+            for (int g = 0; g < G; g++)
+                acc[r][g] = t[r][g];
+    }
+    SFX(qk_reg_store)(NQ, G, acc, st, ldst, j0, nk, vs);
 }
 
-/* the last group, keys j0 .. nk-1 (fewer than W: lanes past nk 0),
- * for nq rows; taken once a block at most, so one copy for every nq and
- * storage, out of line                                                  */
-TF QK_REG_NOINLINE_ void SFX(qk_reg_part)(size_t nq, T *st, size_t ldst,
+/* one group, keys j0 .. min(j0 + W, nk) - 1 (lanes past nk 0), for nq
+ * rows: at most two a block (the end of a sequence), so one copy for
+ * every nq and storage, out of line                                     */
+TF QK_REG_NOINLINE_ void SFX(qk_reg_one)(size_t nq, T *st, size_t ldst,
                                           const T *qt, size_t ldq,
                                           const void *k, ptrdiff_t ks,
                                           attn_store kst, size_t E,
@@ -151,41 +167,41 @@ TF QK_REG_NOINLINE_ void SFX(qk_reg_part)(size_t nq, T *st, size_t ldst,
                 acc[r][0] = VFMA(x[i], VSET1(qt[(e + i) * ldq + r]),
                                  acc[r][0]);
     }
-    SFX(qk_reg_end)(nq, 1, acc, st, ldst, qt, ldq, k, ks, kst, e, E, j0, nk,
-                    vs);
+    SFX(qk_reg_etail)(nq, 1, acc, qt, ldq, k, ks, kst, e, E, j0, nk);
+    SFX(qk_reg_store)((int)nq, 1, acc, st, ldst, j0, nk, vs);
 }
 
-/* every key of the block, G groups of W keys a pass: 4, 3 or 2 chains
- * per row as the whole groups left allow (one chain alone would wait on
- * its FMA latency), then the part of a group left, if any            */
+/* every key of the block, G groups of W keys a pass: 4 (one row), 3 or
+ * 2 chains per row as the whole groups left allow (one chain alone would
+ * wait on its FMA latency); a group left alone, whole or not, by
+ * qk_reg_one. A full block (BK keys) takes one G only: 48 floats are 6
+ * groups (3 + 3, or 2 + 2 + 2 for 3-4 rows), 32 doubles 8 (4 + 4 for a
+ * row, 3 + 3 + 2 for two); the other cases end a sequence            */
 TI void SFX(qk_reg_st)(const int NQ, T *st, size_t ldst, const T *qt,
                        size_t ldq, const void *k, ptrdiff_t ks,
                        attn_store kst, size_t E, size_t nk, VT vs)
 {
     const size_t nfull = nk / W;
     size_t g = 0;
-    while (g < nfull) {
+    while (g + 1 < nfull) {
         const size_t left = nfull - g;
-        const int G = NQ > 2 ? (left >= 2 ? 2 : 1)
-                      : left == 4 || (NQ == 1 && left >= 8) ? 4
-                      : left >= 3                            ? 3
-                      : left == 2                            ? 2
-                                                             : 1;
-#define QK_REG_(G_)                                                                SFX(qk_reg_k)(NQ, G_, st, ldst, qt, ldq, k, ks, kst, E, g * W, nk, vs)
-        if (G == 4)
-            QK_REG_(4);
-        else if (G == 3)
-            QK_REG_(3);
-        else if (G == 2)
-            QK_REG_(2);
-        else
-            QK_REG_(1);
-#undef QK_REG_
-        g += (size_t)G;
+        if (NQ == 1 && (left == 4 || left >= 8)) {
+            SFX(qk_reg_k)(NQ, 4, st, ldst, qt, ldq, k, ks, kst, E, g * W,
+                          nk, vs);
+            g += 4;
+        } else if (NQ <= 2 && left >= 3) {
+            SFX(qk_reg_k)(NQ, 3, st, ldst, qt, ldq, k, ks, kst, E, g * W,
+                          nk, vs);
+            g += 3;
+        } else {
+            SFX(qk_reg_k)(NQ, 2, st, ldst, qt, ldq, k, ks, kst, E, g * W,
+                          nk, vs);
+            g += 2;
+        }
     }
-    if (g * W < nk)
-        SFX(qk_reg_part)((size_t)NQ, st, ldst, qt, ldq, k, ks, kst, E, g * W,
-                         nk, vs);
+    for (; g * W < nk; g++) /* a whole group, then a part, at most */
+        SFX(qk_reg_one)((size_t)NQ, st, ldst, qt, ldq, k, ks, kst, E, g * W,
+                        nk, vs);
 }
 
 TI void SFX(qk_reg_rows)(size_t nq, T *st, size_t ldst, const T *qt,
@@ -193,13 +209,11 @@ TI void SFX(qk_reg_rows)(size_t nq, T *st, size_t ldst, const T *qt,
                          attn_store kst, size_t E, size_t nk, VT vs)
 {
     switch (nq) {
-    case 1: /* rows of the common head sizes one after the other: the
+    case 1: /* rows of the common head size one after the other: the
                row stride a constant, so every row's address is one base
                plus a displacement (no pointer per row in registers)   */
         if (ks == 128 && E == 128)
             SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, 128, kst, 128, nk, vs);
-        else if (ks == 64 && E == 64)
-            SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, 64, kst, 64, nk, vs);
         else
             SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, ks, kst, E, nk, vs);
         break;
