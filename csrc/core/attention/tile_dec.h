@@ -209,11 +209,13 @@ TI void SFX(qk_reg_rows)(size_t nq, T *st, size_t ldst, const T *qt,
                          attn_store kst, size_t E, size_t nk, VT vs)
 {
     switch (nq) {
-    case 1: /* rows of the common head size one after the other: the
+    case 1: /* rows of the common head sizes one after the other: the
                row stride a constant, so every row's address is one base
                plus a displacement (no pointer per row in registers)   */
         if (ks == 128 && E == 128)
             SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, 128, kst, 128, nk, vs);
+        else if (ks == 64 && E == 64)
+            SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, 64, kst, 64, nk, vs);
         else
             SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, ks, kst, E, nk, vs);
         break;
