@@ -16,8 +16,10 @@
  * the G x NQ chains are independent, so their FMA latencies overlap.  */
 #define QK_REG_GMAX 4
 #ifndef QK_REG_NOINLINE_
-/* not inlined, and not cold either (ATTN_NOINLINE): a path taken once a
- * block, kept out of line so that it is compiled once, not per shape   */
+/* not inlined, and not cold either (ATTN_NOINLINE): the paths off the
+ * hot loop (E past the last vector, a lone group) out of line, compiled
+ * once per type instead of once per shape (nq, G, storage): most of
+ * isa/avx2.c's compile time and code went to those copies             */
 #if defined(__GNUC__) || defined(__clang__)
 #define QK_REG_NOINLINE_ __attribute__((noinline))
 #elif defined(_MSC_VER)
@@ -174,9 +176,9 @@ TF QK_REG_NOINLINE_ void SFX(qk_reg_one)(size_t nq, T *st, size_t ldst,
 /* every key of the block, G groups of W keys a pass: 4 (one row), 3 or
  * 2 chains per row as the whole groups left allow (one chain alone would
  * wait on its FMA latency); a group left alone, whole or not, by
- * qk_reg_one. A full block (BK keys) takes one G only: 48 floats are 6
- * groups (3 + 3, or 2 + 2 + 2 for 3-4 rows), 32 doubles 8 (4 + 4 for a
- * row, 3 + 3 + 2 for two); the other cases end a sequence            */
+ * qk_reg_one. A whole key block (sdpa.c: 48 floats, 6 groups; 32
+ * doubles, 8) leaves none: 3 + 3 or 2 + 2 + 2 floats, 4 + 4, 3 + 3 + 2
+ * or 2 + 2 + 2 + 2 doubles; a lone group ends a sequence              */
 TI void SFX(qk_reg_st)(const int NQ, T *st, size_t ldst, const T *qt,
                        size_t ldq, const void *k, ptrdiff_t ks,
                        attn_store kst, size_t E, size_t nk, VT vs)
