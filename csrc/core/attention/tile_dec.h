@@ -15,15 +15,29 @@
  * block is read once, from memory, with no copy written and read back;
  * the G x NQ chains are independent, so their FMA latencies overlap.  */
 #define QK_REG_GMAX 4
-/* one step of qk_reg_k: columns e .. e+W-1 of group g (keys j0 + g*W ..)
- * into acc[r][g]; a function of its own, so that g is a constant where
- * it is called and acc stays in registers                              */
-TI void SFX(qk_reg_g)(const int NQ, const int G, const int full, const int g,
+#ifndef QK_REG_NOINLINE_
+/* not inlined, and not cold either (ATTN_NOINLINE): the paths off the
+ * hot loop (E past the last vector, a lone group) out of line, compiled
+ * once per type instead of once per shape (nq, G, storage): most of
+ * isa/avx2.c's compile time and code went to those copies             */
+#if defined(__GNUC__) || defined(__clang__)
+#define QK_REG_NOINLINE_ __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define QK_REG_NOINLINE_ __declspec(noinline)
+#else
+#define QK_REG_NOINLINE_
+#endif
+#endif
+/* one step of qk_reg_k: columns e .. e+W-1 of group g (keys j0 + g*W ..,
+ * all below nk) into acc[r][g]; a function of its own, so that g is a
+ * constant where it is called and acc stays in registers               */
+TI void SFX(qk_reg_g)(const int NQ, const int G, const int g,
                       VT acc[][QK_REG_GMAX], const T *qt, size_t ldq,
                       const void *k, ptrdiff_t ks, attn_store kst, size_t e,
                       size_t j0, size_t nk, int pf)
 {
     const size_t jg = j0 + (size_t)g * W;
+    const ptrdiff_t at = (ptrdiff_t)jg * ks + (ptrdiff_t)e;
     VT x[W];
     /* 16-bit rows: the lines of the next G groups, once a line        */
     for (size_t i = 0; pf && kst != ATTN_ST_NATIVE && i < (size_t)W; i++)
@@ -32,65 +46,51 @@ TI void SFX(qk_reg_g)(const int NQ, const int G, const int full, const int g,
                           + (ptrdiff_t)(jg + (size_t)G * W + i) * ks
                           + (ptrdiff_t)e);
 #ifdef VLOADT_F32 /* the set's transposing loads */
-    if (full) {
-        const ptrdiff_t at = (ptrdiff_t)jg * ks + (ptrdiff_t)e;
-        if (kst == ATTN_ST_NATIVE)
-            VLOADT_F32(x, (const T *)k + at, ks);
-        else if (kst == ATTN_ST_BF16)
-            VLOADT_BF16(x, (const uint16_t *)k + at, ks);
-        else
-            VLOADT_F16(x, (const uint16_t *)k + at, ks);
-    } else
+    if (kst == ATTN_ST_NATIVE)
+        VLOADT_F32(x, (const T *)k + at, ks);
+    else if (kst == ATTN_ST_BF16)
+        VLOADT_BF16(x, (const uint16_t *)k + at, ks);
+    else
+        VLOADT_F16(x, (const uint16_t *)k + at, ks);
+#else
+    for (size_t i = 0; i < (size_t)W; i++)
+        x[i] = KVEC_(k, at + (ptrdiff_t)i * ks, kst);
+    VTRANS(x);
 #endif
-    {
-        for (size_t i = 0; i < (size_t)W; i++) {
-            const ptrdiff_t at = (ptrdiff_t)(jg + i) * ks + (ptrdiff_t)e;
-            x[i] = full || jg + i < nk ? KVEC_(k, at, kst) : VZERO();
-        }
-        VTRANS(x);
-    }
     for (int r = 0; r < NQ; r++)
         for (size_t i = 0; i < (size_t)W; i++)
             acc[r][g] = VFMA(x[i], VSET1(qt[(e + i) * ldq + (size_t)r]),
                              acc[r][g]);
 }
 
-/* groups j0 / W .. + G - 1; full: all G*W keys are below nk (no checks) */
-TI void SFX(qk_reg_k)(const int NQ, const int G, const int full, T *st,
-                      size_t ldst, const T *qt, size_t ldq, const void *k,
-                      ptrdiff_t ks, attn_store kst, size_t E, size_t j0,
-                      size_t nk, VT vs)
+/* the columns e .. E-1 past the last whole vector, lane by lane, into
+ * acc of rows r < nq, key groups g < ng from j0 (lanes past nk 0); out
+ * of line: no hot loop, and one copy instead of one a shape            */
+TF QK_REG_NOINLINE_ void SFX(qk_reg_etail)(size_t nq, size_t ng,
+                                           VT acc[][QK_REG_GMAX],
+                                           const T *qt, size_t ldq,
+                                           const void *k, ptrdiff_t ks,
+                                           attn_store kst, size_t e,
+                                           size_t E, size_t j0, size_t nk)
 {
-    VT acc[ATTN_QK_FEW][QK_REG_GMAX];
-    for (int r = 0; r < NQ; r++)
-        for (int g = 0; g < G; g++)
-            acc[r][g] = VZERO();
-    const size_t esz = kst == ATTN_ST_NATIVE ? sizeof(T) : 2;
-    size_t e = 0;
-    for (; e + W <= E; e += W) {
-        const int pf = (e * esz) % 64 == 0;
-#define QK_REG_G_(g)                                                               SFX(qk_reg_g)(NQ, G, full, g, acc, qt, ldq, k, ks, kst, e, j0, nk, pf)
-        QK_REG_G_(0);
-        if (G > 1)
-            QK_REG_G_(1);
-        if (G > 2)
-            QK_REG_G_(2);
-        if (G > 3)
-            QK_REG_G_(3);
-#undef QK_REG_G_
-    }
-    for (; e < E; e++) /* E past the last whole vector: lane by lane */
-        for (int g = 0; g < G; g++) {
+    for (; e < E; e++)
+        for (size_t g = 0; g < ng; g++) {
             T lane[W];
-            const size_t jg = j0 + (size_t)g * W;
+            const size_t jg = j0 + g * W;
             for (size_t i = 0; i < (size_t)W; i++)
                 lane[i] = jg + i < nk
                     ? KONE_(k, (ptrdiff_t)(jg + i) * ks + (ptrdiff_t)e, kst)
                     : (T)0;
-            for (int r = 0; r < NQ; r++)
-                acc[r][g] = VFMA(VLOADU(lane), VSET1(qt[e * ldq + (size_t)r]),
+            for (size_t r = 0; r < nq; r++)
+                acc[r][g] = VFMA(VLOADU(lane), VSET1(qt[e * ldq + r]),
                                  acc[r][g]);
         }
+}
+
+/* the scores of acc (rows r < NQ, groups g < G from j0) times vs       */
+TI void SFX(qk_reg_store)(const int NQ, const int G, VT acc[][QK_REG_GMAX],
+                          T *st, size_t ldst, size_t j0, size_t nk, VT vs)
+{
     for (int r = 0; r < NQ; r++)
         for (int g = 0; g < G; g++) {
             const size_t jg = j0 + (size_t)g * W;
@@ -106,34 +106,104 @@ TI void SFX(qk_reg_k)(const int NQ, const int G, const int full, T *st,
         }
 }
 
-/* every key of the block, G groups of W keys a pass: 4, 3 or 2 chains
- * per row as the groups left allow (one chain alone would wait on its
- * FMA latency), the last group checked against nk                    */
+/* groups j0 / W .. + G - 1, all G*W keys below nk                       */
+TI void SFX(qk_reg_k)(const int NQ, const int G, T *st, size_t ldst,
+                      const T *qt, size_t ldq, const void *k, ptrdiff_t ks,
+                      attn_store kst, size_t E, size_t j0, size_t nk, VT vs)
+{
+    VT acc[ATTN_QK_FEW][QK_REG_GMAX];
+    for (int r = 0; r < NQ; r++)
+        for (int g = 0; g < G; g++)
+            acc[r][g] = VZERO();
+    const size_t esz = kst == ATTN_ST_NATIVE ? sizeof(T) : 2;
+    size_t e = 0;
+    for (; e + W <= E; e += W) {
+        const int pf = (e * esz) % 64 == 0;
+#define QK_REG_G_(g)                                                               SFX(qk_reg_g)(NQ, G, g, acc, qt, ldq, k, ks, kst, e, j0, nk, pf)
+        QK_REG_G_(0);
+        if (G > 1)
+            QK_REG_G_(1);
+        if (G > 2)
+            QK_REG_G_(2);
+        if (G > 3)
+            QK_REG_G_(3);
+#undef QK_REG_G_
+    }
+    if (e < E) { /* through a copy: acc's address never taken, so acc
+                    stays in registers in the loop above               */
+        VT t[ATTN_QK_FEW][QK_REG_GMAX];
+        for (int r = 0; r < NQ; r++)
+            for (int g = 0; g < G; g++)
+                t[r][g] = acc[r][g];
+        SFX(qk_reg_etail)((size_t)NQ, (size_t)G, t, qt, ldq, k, ks, kst, e,
+                          E, j0, nk);
+        for (int r = 0; r < NQ; r++)
+            for (int g = 0; g < G; g++)
+                acc[r][g] = t[r][g];
+    }
+    SFX(qk_reg_store)(NQ, G, acc, st, ldst, j0, nk, vs);
+}
+
+/* one group, keys j0 .. min(j0 + W, nk) - 1 (lanes past nk 0), for nq
+ * rows: at most two a block (the end of a sequence), so one copy for
+ * every nq and storage, out of line                                     */
+TF QK_REG_NOINLINE_ void SFX(qk_reg_one)(size_t nq, T *st, size_t ldst,
+                                          const T *qt, size_t ldq,
+                                          const void *k, ptrdiff_t ks,
+                                          attn_store kst, size_t E,
+                                          size_t j0, size_t nk, VT vs)
+{
+    VT acc[ATTN_QK_FEW][QK_REG_GMAX];
+    for (size_t r = 0; r < nq; r++)
+        acc[r][0] = VZERO();
+    size_t e = 0;
+    for (; e + W <= E; e += W) {
+        VT x[W];
+        for (size_t i = 0; i < (size_t)W; i++)
+            x[i] = j0 + i < nk ? KVEC_(k, (ptrdiff_t)(j0 + i) * ks
+                                              + (ptrdiff_t)e, kst)
+                               : VZERO();
+        VTRANS(x);
+        for (size_t r = 0; r < nq; r++)
+            for (size_t i = 0; i < (size_t)W; i++)
+                acc[r][0] = VFMA(x[i], VSET1(qt[(e + i) * ldq + r]),
+                                 acc[r][0]);
+    }
+    SFX(qk_reg_etail)(nq, 1, acc, qt, ldq, k, ks, kst, e, E, j0, nk);
+    SFX(qk_reg_store)((int)nq, 1, acc, st, ldst, j0, nk, vs);
+}
+
+/* every key of the block, G groups of W keys a pass: 4 (one row), 3 or
+ * 2 chains per row as the whole groups left allow (one chain alone would
+ * wait on its FMA latency); a group left alone, whole or not, by
+ * qk_reg_one. A whole key block (sdpa.c: 48 floats, 6 groups; 32
+ * doubles, 8) leaves none: 3 + 3 or 2 + 2 + 2 floats, 4 + 4, 3 + 3 + 2
+ * or 2 + 2 + 2 + 2 doubles; a lone group ends a sequence              */
 TI void SFX(qk_reg_st)(const int NQ, T *st, size_t ldst, const T *qt,
                        size_t ldq, const void *k, ptrdiff_t ks,
                        attn_store kst, size_t E, size_t nk, VT vs)
 {
-    const size_t ng = (nk + W - 1) / W, nfull = nk / W;
+    const size_t nfull = nk / W;
     size_t g = 0;
-    while (g < ng) {
-        const size_t left = ng - g;
-        const int G = NQ > 2 ? (left >= 2 ? 2 : 1)
-                      : (left == 4 || (NQ == 1 && left >= 8))
-                              && g + 4 <= nfull ? 4
-                      : left >= 3 ? 3 : left == 2 ? 2 : 1;
-        const int full = g + (size_t)G <= nfull;
-#define QK_REG_(G_, F_)                                                            SFX(qk_reg_k)(NQ, G_, F_, st, ldst, qt, ldq, k, ks, kst, E, g * W, nk, vs)
-        if (G == 4)
-            QK_REG_(4, 1);
-        else if (G == 3)
-            full ? QK_REG_(3, 1) : QK_REG_(3, 0);
-        else if (G == 2)
-            full ? QK_REG_(2, 1) : QK_REG_(2, 0);
-        else
-            full ? QK_REG_(1, 1) : QK_REG_(1, 0);
-#undef QK_REG_
-        g += (size_t)G;
+    while (g + 1 < nfull) {
+        const size_t left = nfull - g;
+        if (NQ == 1 && (left == 4 || left >= 8)) {
+            SFX(qk_reg_k)(NQ, 4, st, ldst, qt, ldq, k, ks, kst, E, g * W,
+                          nk, vs);
+            g += 4;
+        } else if (NQ <= 2 && left >= 3) {
+            SFX(qk_reg_k)(NQ, 3, st, ldst, qt, ldq, k, ks, kst, E, g * W,
+                          nk, vs);
+            g += 3;
+        } else {
+            SFX(qk_reg_k)(NQ, 2, st, ldst, qt, ldq, k, ks, kst, E, g * W,
+                          nk, vs);
+            g += 2;
+        }
     }
+    for (; g * W < nk; g++) /* a whole group, then a part, at most */
+        SFX(qk_reg_one)((size_t)NQ, st, ldst, qt, ldq, k, ks, kst, E, g * W,
+                        nk, vs);
 }
 
 TI void SFX(qk_reg_rows)(size_t nq, T *st, size_t ldst, const T *qt,

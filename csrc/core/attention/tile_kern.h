@@ -153,10 +153,11 @@ TF void SFX(qk_few)(T *st, size_t ldst, const T *qt, size_t ldq, size_t nq,
     (void)kt;
     if (nq <= ATTN_QK_FEW) {
         const VT vs = VSET1(scale);
-        if (kst == ATTN_ST_F16)
+        /* 16-bit K only with float (sdpa.c): no such copies for double */
+        if (HALF_VEC_ && kst == ATTN_ST_F16)
             SFX(qk_reg_rows)(nq, st, ldst, qt, ldq, k, ks, ATTN_ST_F16, E, nk,
                              vs);
-        else if (kst == ATTN_ST_BF16)
+        else if (HALF_VEC_ && kst == ATTN_ST_BF16)
             SFX(qk_reg_rows)(nq, st, ldst, qt, ldq, k, ks, ATTN_ST_BF16, E,
                              nk, vs);
         else
