@@ -10,6 +10,7 @@ NaN checks) are kept, and a*b+c is never contracted into an FMA behind
 the kernels' back (-ffp-contract=off: clang contracts by default, and
 gcc does on AArch64), so every platform rounds the same operations.
 """
+import functools
 import glob
 import os
 import re
@@ -88,11 +89,14 @@ def build_jobs():
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"', re.M)
 
 
+@functools.lru_cache(maxsize=None)
 def compile_cost(path, depth=0):
     """A file's size with its quoted #includes (from its folder or
     csrc/core) expanded, once per inclusion: the kernel files include the
     tile templates once per ISA and precision, and take 5-50x longer to
-    compile than the rest. An estimate, only for the order of compiles."""
+    compile than the rest. An estimate, only for the order of compiles.
+    Cached: the same header is reached along many paths (the expansion
+    took a minute uncached)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             text = fh.read()
