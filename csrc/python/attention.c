@@ -358,23 +358,6 @@ static int sdpa_results(sdpa_call *c, PyObject *const *args)
     return check_out_w_disjoint(c);
 }
 
-static int sdpa_scale(sdpa_call *c, PyObject *scale)
-{
-    if (scale == Py_None) {
-        c->p.scale = c->E > 0 ? 1.0 / sqrt((double)c->E) : 1.0;
-        return 0;
-    }
-    c->p.scale = PyFloat_AsDouble(scale);
-    if (c->p.scale == -1.0 && PyErr_Occurred()) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError,
-                     "%s: scale must be a real number or None, got %s",
-                     c->fname, Py_TYPE(scale)->tp_name);
-        return -1;
-    }
-    return 0;
-}
-
 /* strides in elements, the batch offset tables, and the problem */
 static int sdpa_problem(sdpa_call *c, PyObject *const *args)
 {
@@ -428,7 +411,20 @@ static int sdpa_problem(sdpa_call *c, PyObject *const *args)
     }
     if (clamp_window(p, c->fname) < 0)
         return -1;
-    return sdpa_scale(c, args[A_SCALE]);
+    PyObject *scale = args[A_SCALE];
+    if (scale == Py_None) {
+        p->scale = c->E > 0 ? 1.0 / sqrt((double)c->E) : 1.0;
+        return 0;
+    }
+    p->scale = PyFloat_AsDouble(scale);
+    if (p->scale == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError,
+                     "%s: scale must be a real number or None, got %s",
+                     c->fname, Py_TYPE(scale)->tp_name);
+        return -1;
+    }
+    return 0;
 }
 
 /* the (b, row) of a fully masked row under fully_masked="raise" */
