@@ -289,24 +289,6 @@ static int sdpa_batch(sdpa_call *c)
     return 0;
 }
 
-/* out= and weights_out= must not be the same memory */
-static int check_out_w_disjoint(sdpa_call *c)
-{
-    PyArrayObject *o = c->user[0], *w = c->user[1];
-    if (!may_overlap(o, w)) /* bounds apart: fine */
-        return 0;
-    PyObject *np = PyImport_ImportModule("numpy");
-    PyObject *r = np ? PyObject_CallMethod(np, "shares_memory", "OO", o, w)
-                     : NULL;
-    const int shared = r ? PyObject_IsTrue(r) : -1;
-    Py_XDECREF(np);
-    Py_XDECREF(r);
-    if (shared > 0)
-        PyErr_Format(PyExc_ValueError, "%s: out and weights_out share memory",
-                     c->fname);
-    return shared ? -1 : 0;
-}
-
 /* dims = the broadcast batch shape + (rows, cols) */
 static void call_dims(const sdpa_call *c, npy_intp *dims, npy_intp rows,
                       npy_intp cols)
@@ -355,24 +337,20 @@ static int sdpa_results(sdpa_call *c, PyObject *const *args)
                                                       c->typenum, c->fname,
                                                       "the lse")))
         return -1;
-    return check_out_w_disjoint(c);
-}
-
-static int sdpa_scale(sdpa_call *c, PyObject *scale)
-{
-    if (scale == Py_None) {
-        c->p.scale = c->E > 0 ? 1.0 / sqrt((double)c->E) : 1.0;
+    /* out= and weights_out= must not be the same memory */
+    PyArrayObject *o = c->user[0], *w = c->user[1];
+    if (!may_overlap(o, w)) /* bounds apart: fine */
         return 0;
-    }
-    c->p.scale = PyFloat_AsDouble(scale);
-    if (c->p.scale == -1.0 && PyErr_Occurred()) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError,
-                     "%s: scale must be a real number or None, got %s",
-                     c->fname, Py_TYPE(scale)->tp_name);
-        return -1;
-    }
-    return 0;
+    PyObject *np = PyImport_ImportModule("numpy");
+    PyObject *r = np ? PyObject_CallMethod(np, "shares_memory", "OO", o, w)
+                     : NULL;
+    const int shared = r ? PyObject_IsTrue(r) : -1;
+    Py_XDECREF(np);
+    Py_XDECREF(r);
+    if (shared > 0)
+        PyErr_Format(PyExc_ValueError, "%s: out and weights_out share memory",
+                     c->fname);
+    return shared ? -1 : 0;
 }
 
 /* strides in elements, the batch offset tables, and the problem */
@@ -428,7 +406,20 @@ static int sdpa_problem(sdpa_call *c, PyObject *const *args)
     }
     if (clamp_window(p, c->fname) < 0)
         return -1;
-    return sdpa_scale(c, args[A_SCALE]);
+    PyObject *scale = args[A_SCALE];
+    if (scale == Py_None) {
+        p->scale = c->E > 0 ? 1.0 / sqrt((double)c->E) : 1.0;
+        return 0;
+    }
+    p->scale = PyFloat_AsDouble(scale);
+    if (p->scale == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError,
+                     "%s: scale must be a real number or None, got %s",
+                     c->fname, Py_TYPE(scale)->tp_name);
+        return -1;
+    }
+    return 0;
 }
 
 /* the (b, row) of a fully masked row under fully_masked="raise" */

@@ -189,14 +189,6 @@ PyArrayObject *as_storage(PyArrayObject *a, int typenum, const char *fname,
         NULL);
 }
 
-/* may a call computing in typenum write an array of dtype d directly? */
-static int kernel_writes(PyArray_Descr *d, int typenum)
-{
-    if (d->type_num == typenum)
-        return 1;
-    return typenum == NPY_FLOAT && is_16bit(d);
-}
-
 PyArrayObject *check_out_wide(PyObject *obj, const char *fname,
                               const char *arg, int nd, const npy_intp *dims,
                               PyArray_Descr *result)
@@ -226,7 +218,9 @@ PyArrayObject *dest_for_call(PyArrayObject *user, PyArrayObject *const *ins,
 {
     ptrdiff_t st[NPY_MAXDIMS];
     PyArray_Descr *ud = PyArray_DESCR(user);
-    const int writes = kernel_writes(ud, typenum);
+    /* may a call computing in typenum write user's dtype directly? */
+    const int writes = ud->type_num == typenum
+                       || (typenum == NPY_FLOAT && is_16bit(ud));
     int direct = writes && PyArray_ISALIGNED(user) &&
                  PyArray_ISNOTSWAPPED(user) && elem_strides(user, st) == 0;
     for (int i = 0; direct && i < nins; i++)

@@ -52,20 +52,6 @@ static size_t row_step(PyArrayObject *a)
     return (size_t)PyArray_DIM(a, 1);
 }
 
-/* the bytes a spans, first to last element                             */
-static size_t span_bytes(PyArrayObject *a)
-{
-    return (size_t)(PyArray_DIM(a, 0) - 1) * (size_t)PyArray_STRIDE(a, 0)
-           + (size_t)PyArray_DIM(a, 1) * (size_t)PyArray_ITEMSIZE(a);
-}
-
-/* whether the bytes a and b span intersect                              */
-static int spans_meet(PyArrayObject *a, PyArrayObject *b)
-{
-    const char *pa = PyArray_DATA(a), *pb = PyArray_DATA(b);
-    return pa < pb + span_bytes(b) && pb < pa + span_bytes(a);
-}
-
 /* ------------------------------------------------------------------------ */
 /* qmatmul(x, weight, out, /, *, qtype, fname): out (M, N) = x (M, K) W^T, */
 /* W the rows of weight (N, K / 32 blocks) decoded as qtype                */
@@ -109,8 +95,9 @@ static PyObject *core_qmatmul(PyObject *Py_UNUSED(mod), PyObject *const *argv,
                      bs, AP_SHAPE(o));
         return NULL;
     }
-    if (M > 0 && N > 0
-        && ((K > 0 && spans_meet(o, x)) || (K > 0 && spans_meet(o, w)))) {
+    /* o, x and w are all non-empty exactly when M, N, K > 0 (may_overlap
+     * is 0 for an empty array) */
+    if (may_overlap(o, x) || may_overlap(o, w)) {
         PyErr_Format(PyExc_ValueError, "%s: out overlaps an input", fname);
         return NULL;
     }
