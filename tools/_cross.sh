@@ -6,6 +6,10 @@
 # compile_core_clean OUT CC FLAGS...
 #   Compiles every csrc/core/*/*.c file to OUT/obj/*.o (-c -o) with
 #   -Werror; fails if any compiler output at all (a warning) appears.
+# core_objs OBJDIR
+#   The objects compile_core_clean left in OBJDIR, as CORE_OBJS for
+#   run_c_tests (csrc/core/testing/'s oracles left out: build_c_programs
+#   compiles those itself).
 # run_c_tests OUT RUNNER...
 #   Builds tools/c_smoke.c and every tests/c program (tools/c_tests.sh,
 #   with $CC and $CROSS_FLAGS) and runs each with RUNNER (wine, qemu) and
@@ -60,6 +64,13 @@ _compile_one() {
     "${_CC[@]}" -c "$1" -o "$_OBJ/$o.o"
 }
 
+core_objs() {
+    local c objs=
+    for c in "$ROOT"/csrc/core/*/*.c; do
+        case $c in */testing/*) ;; *) objs+="$1/$(basename "${c%.c}").o " ;; esac
+    done
+    echo "$objs"
+}
 run_c_tests() {
     local out=$1
     shift

@@ -48,11 +48,7 @@ fi
 echo "core objects: no pthread symbols (Win32 threads)"
 
 export CC CROSS_FLAGS="-O2 -Werror -static"
-# (without csrc/core/testing/'s oracles: build_c_programs compiles those)
-CORE_OBJS=
-for c in "$ROOT"/csrc/core/*/*.c; do
-    case $c in */testing/*) ;; *) CORE_OBJS+="$OUT/o3/obj/$(basename "${c%.c}").o " ;; esac
-done
+CORE_OBJS=$(core_objs "$OUT/o3/obj")
 export CORE_OBJS
 export WINEDEBUG=-all WINEPREFIX=${WINEPREFIX:-$OUT/wineprefix}
 # the prefix, and a server that stays up until cleanup(), before the

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "attn.h"
+#include "runtime/isa.h"
 
 #ifndef TEST_RNG_SEED
 #define TEST_RNG_SEED 0x9E3779B97F4A7C15ULL
@@ -93,13 +94,20 @@ static inline int check_count(int i, int count)
 }
 
 /* Select instruction set i and announce it; 0 (and say so) when this CPU
- * or build lacks it.                                                      */
+ * or build lacks it, or when its kernels are an earlier set's (AArch64's
+ * "portable" and "baseline": one table, the base architecture's).       */
 static inline int check_use_isa(int i)
 {
     if (attn_set_isa(check_isa(i)) != 0) {
         printf("isa %s: not supported by this CPU, not tested\n", check_isa(i));
         return 0;
     }
+    for (int j = 0; j < i; j++)
+        if (attn__kernels_of((attn_isa_id)j) == attn__kernels_of((attn_isa_id)i)) {
+            printf("isa %s: the kernels of %s in this build, tested there\n",
+                   check_isa(i), check_isa(j));
+            return 0;
+        }
     printf("isa %s\n", check_isa(i));
     fflush(stdout);
     return 1;
