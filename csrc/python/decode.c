@@ -45,8 +45,8 @@ static PyObject *core_merge(PyObject *Py_UNUSED(mod), PyObject *const *argv,
         goto fail;
     }
     arr = raw + n;
-    char name[40];
     for (Py_ssize_t i = 0; i < 2 * K; i++) {
+        char name[40];
         PyObject *item = i < K ? PyList_GET_ITEM(args[0], i)
                                : PyList_GET_ITEM(args[1], i - K);
         PyOS_snprintf(name, sizeof name, "%s[%zd]", i < K ? "outs" : "lses",
