@@ -558,20 +558,6 @@ static int bwd_inputs(sdpa_call *c, PyObject *const *args)
     return 0;
 }
 
-/* A gradient in its operand's 16-bit dtype where the wrapper sums
- * nothing (the operand has exactly the gradient's shape), else in the
- * compute type: the wrapper sums that and rounds once to the operand's
- * dtype. New reference.                                                 */
-static PyArray_Descr *grad_descr(sdpa_call *c, PyArrayObject *x, int nd,
-                                 const npy_intp *dims)
-{
-    PyArray_Descr *d = PyArray_DESCR(x);
-    if (!is_16bit(d) || !same_dims(x, nd, dims))
-        return PyArray_DescrFromType(c->typenum);
-    Py_INCREF(d);
-    return d;
-}
-
 static int bwd_results(sdpa_call *c, PyObject *bias_grad)
 {
     const int nd = c->bnd + 2;
@@ -586,12 +572,17 @@ static int bwd_results(sdpa_call *c, PyObject *bias_grad)
         if (i == 3 && (!want_db || !c->arr[OP_BIAS]))
             break;
         call_dims(c, dims, rows[i], cols[i]);
-        PyArray_Descr *gd = grad_descr(c, c->arr[i == 3 ? OP_BIAS : i], nd,
-                                       dims);
-        if (!gd)
-            return -1;
-        c->arr[OP_DQ + i] = new_result_descr(nd, dims, gd, c->fname, what[i]);
-        Py_DECREF(gd);
+        /* in the operand's 16-bit dtype where the wrapper sums nothing
+         * (the operand has exactly the gradient's shape), else in the
+         * compute type: the wrapper sums that and rounds once to the
+         * operand's dtype                                                */
+        PyArrayObject *x = c->arr[i == 3 ? OP_BIAS : i];
+        if (is_16bit(PyArray_DESCR(x)) && same_dims(x, nd, dims))
+            c->arr[OP_DQ + i] = new_result_descr(nd, dims, PyArray_DESCR(x),
+                                                 c->fname, what[i]);
+        else
+            c->arr[OP_DQ + i] = new_result(nd, dims, c->typenum, c->fname,
+                                           what[i]);
         if (!c->arr[OP_DQ + i])
             return -1;
     }

@@ -103,17 +103,6 @@ static PyArray_Descr *native_descr(PyArray_Descr *d)
     return PyArray_DescrNewByteorder(d, NPY_NATIVE);
 }
 
-/* a promoted dtype as a result: float16, float32, float64 and bfloat16
- * stay; longdouble, bool and integers become float64 (new reference)  */
-static PyArray_Descr *as_result(PyArray_Descr *rt, PyArrayObject *bf)
-{
-    ap_kind k = storage_of(rt);
-    if (k == AP_BF16 && bf) /* the input's own, in native byte order */
-        return native_descr(PyArray_DESCR(bf));
-    return PyArray_DescrFromType(k == AP_F16 ? NPY_HALF
-                                 : k == AP_F32 ? NPY_FLOAT : NPY_DOUBLE);
-}
-
 static PyArray_Descr *result_descr_of(int n, PyArrayObject *const *arrs,
                                       PyArrayObject **all,
                                       PyArrayObject **rest)
@@ -134,20 +123,25 @@ static PyArray_Descr *result_descr_of(int n, PyArrayObject *const *arrs,
     /* NumPy's promotion where it has one (ml_dtypes registers bfloat16
      * with float32, float64 and small integers) */
     PyArray_Descr *rt = PyArray_ResultType(nall, all, 0, NULL);
-    if (rt || !bf || !nrest) {
-        PyArray_Descr *r = rt ? as_result(rt, bf) : NULL;
-        Py_XDECREF(rt);
-        return r;
-    }
     /* bfloat16 with float16 (or a wide integer): NumPy has no common
      * dtype; the others' result, at least float32                      */
-    PyErr_Clear();
-    if (!(rt = PyArray_ResultType(nrest, rest, 0, NULL)))
+    const int mixed = !rt && bf && nrest;
+    if (mixed) {
+        PyErr_Clear();
+        rt = PyArray_ResultType(nrest, rest, 0, NULL);
+    }
+    if (!rt)
         return NULL;
     ap_kind k = storage_of(rt);
     Py_DECREF(rt);
-    return PyArray_DescrFromType(k == AP_F16 || k == AP_F32 ? NPY_FLOAT
-                                                            : NPY_DOUBLE);
+    if (mixed && k == AP_F16)
+        k = AP_F32;
+    if (k == AP_BF16 && bf) /* the input's own, in native byte order */
+        return native_descr(PyArray_DESCR(bf));
+    /* float16, float32 and float64 stay; longdouble, bool and integers
+     * become float64                                                    */
+    return PyArray_DescrFromType(k == AP_F16 ? NPY_HALF
+                                 : k == AP_F32 ? NPY_FLOAT : NPY_DOUBLE);
 }
 
 PyArray_Descr *result_descr(int n, PyArrayObject *const *arrs)

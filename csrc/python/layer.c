@@ -86,12 +86,9 @@ static int lc_inputs_done(lcall *c)
                      c->name[0]);
         return -1;
     }
-    for (int d = 0; d < c->nd; d++)
-        c->dims[d] = PyArray_DIM(x, d);
+    memcpy(c->dims, PyArray_DIMS(x), sizeof(npy_intp) * (size_t)c->nd);
     c->n = (size_t)c->dims[c->nd - 1];
-    c->nrows = 1;
-    for (int d = 0; d < c->nd - 1; d++)
-        c->nrows *= (size_t)c->dims[d];
+    c->nrows = lead_size(x, c->nd - 1);
     for (int op = 0; op < c->nin; op++) {
         PyArrayObject *a = c->raw[op];
         if (!a)
