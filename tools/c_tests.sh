@@ -21,6 +21,7 @@
 #
 # Sourced (valgrind.sh, sanitize.sh, _cross.sh) it only defines:
 #   c_program_sources SRC_ROOT   the main() files, c_smoke.c first
+#   gcc_vzeroupper CC          gcc's flag for vzeroupper below -O2
 #   build_c_programs SRC_ROOT OUT CFLAGS...
 #       compiles the core and the helpers once, in parallel (one job per
 #       CPU) -- or, when CORE_OBJS lists object files of the core built
@@ -47,6 +48,19 @@ c_program_sources() {
     done
 }
 
+# gcc_vzeroupper CC -- "-fexpensive-optimizations" when CC is gcc: gcc
+# clears the vector registers' upper halves (vzeroupper) at the end of AVX
+# code only with it, which -O2 turns on; at -O1 the dirty halves made every
+# later SSE instruction ~60x slower on a Sapphire Rapids VM (test_amx, 60
+# problems: 27 s, with it 2 s). clang always clears them (and rejects the
+# flag under -Werror).
+gcc_vzeroupper() {
+    local m
+    # shellcheck disable=SC2086
+    m=$($1 -dM -E -x c /dev/null 2>/dev/null) || return 0
+    case $m in *__clang__*) ;; *__GNUC__*) echo -fexpensive-optimizations ;; esac
+}
+
 build_c_programs() {
     local src=$1 out=$2
     shift 2
@@ -54,7 +68,7 @@ build_c_programs() {
     # ATTN_MATH_ROWS: the sets' tables carry simd/math.h's functions over
     # rows (isa/kernels.h), what test_math and test_core check per set
     local flags=(-std=c11 -Wall -Wextra -pthread -DATTN_MATH_ROWS=1 "$@"
-                 -I"$src/csrc/core" -I"$src/tests/c")
+                 $(gcc_vzeroupper "$cc") -I"$src/csrc/core" -I"$src/tests/c")
     local mains=() helpers=() f
     mapfile -t mains < <(c_program_sources "$src")
     for f in "$src"/tests/c/*.c; do

@@ -7,7 +7,7 @@
 #    a temporary directory: the in-place extension of your checkout is
 #    never touched.
 # 2. Builds the extension there with ATTNPY_SANITIZE=address,undefined
-#    (setup.py adds -fsanitize=... -fno-omit-frame-pointer -g -O1).
+#    (setup.py adds -fsanitize=... -fno-omit-frame-pointer -g1 -O1).
 # 3. Builds and runs the C test programs (tools/c_smoke.c, tests/c/*) with
 #    the same sanitizers and LeakSanitizer on (detect_leaks=1).
 # 4. Runs the pytest suite on the sanitized extension with libasan
@@ -71,7 +71,10 @@ phase "building the extension with -fsanitize=address,undefined"
 # but a fresh venv's bundled setuptools is older than
 "$PY" -c 'import setuptools, sys; sys.exit(int(setuptools.__version__.split(".")[0]) < 77)' \
     2>/dev/null || "$PY" -m pip install -q "setuptools>=77" || exit 1
-(cd "$WORK" && ATTNPY_SANITIZE=address,undefined "$PY" setup.py \
+# (gcc_vzeroupper: setup.py's -O1 for the sanitizers, as fast as -O2's
+# code where the AVX code returns to SSE code, tools/c_tests.sh)
+(cd "$WORK" && CFLAGS="${CFLAGS:-} $(gcc_vzeroupper "$CC")" \
+    ATTNPY_SANITIZE=address,undefined "$PY" setup.py \
     build_ext --inplace -q --parallel "$(nproc)" >"$LOGS/build.txt" 2>&1) || {
     cat "$LOGS/build.txt" >&2
     exit 1
