@@ -69,7 +69,8 @@ static inline const char *check_isa(int i)
  * are drawn at the small problems' sizes. tools/valgrind.sh sets it: a big
  * problem takes the small ones' code paths at a size (hundreds of rows and
  * keys) that costs minutes at valgrind's ~50x; the native runs, the
- * sanitizers, qemu and wine keep the big sizes.                          */
+ * sanitizers, qemu and wine keep the big sizes. test_bits then runs its
+ * battery at 1 and 3 threads (not 1..4).                                 */
 static inline int check_small(void)
 {
     const char *s = getenv("ATTN_CHECK_SMALL");
