@@ -2,6 +2,8 @@
 # tools/browser_tests.sh -- the interactive figures in a real browser.
 #
 #   tools/browser_tests.sh [extra pytest args...]
+#   tools/browser_tests.sh --install    only the installs below (CI makes
+#                                        them before its tracks run)
 #
 # Runs the tests marked `browser` (tests/widgets/test_widgets_browser.py):
 # headless Chromium, driven by Playwright, against the pages that
@@ -45,4 +47,5 @@ if ! "$PY" -c 'import anywidget, ipywidgets, jupyterlab, notebook, voila, marimo
         >"${TMPDIR:-/tmp}/attnpy-browser-reqs.txt"
     "$PY" -m pip install -q -r "${TMPDIR:-/tmp}/attnpy-browser-reqs.txt"
 fi
+[ "${1:-}" = --install ] && exit 0
 exec "$PY" -m pytest -p no:cacheprovider -m browser tests/widgets "$@"
