@@ -148,7 +148,7 @@ TI void SFX(store_tile_t)(T *dst, ptrdiff_t s0, ptrdiff_t s1, const T *st,
  * rows; reads 16-bit K rows in place) or qk_block, or the set's own    */
 TI void SFX(scores)(const attn_plan *pl, char *sb, T *st, size_t ldst,
                     size_t nq, size_t nqv, int few, const char *k_b,
-                    size_t j0, size_t nk, int scaled)
+                    size_t j0, size_t nk, size_t jend, int scaled)
 {
     const attn_problem *p = pl->p;
     const size_t BQ = pl->BQ;
@@ -160,13 +160,14 @@ TI void SFX(scores)(const attn_plan *pl, char *sb, T *st, size_t ldst,
         /* converted in qk_few's transposes: no converted copy */
         SFX(qk_few)(st, ldst, qt, BQ, nq,
                     (const uint16_t *)k_b + (ptrdiff_t)j0 * ks, ks,
-                    p->k.store, p->E, nk, (T)p->scale, kt);
+                    p->k.store, p->E, nk, jend - j0, (T)p->scale, kt);
         return;
     }
     const T *kblk = few ? SFX(kv_rows)(pl, 0, k_b, j0, nk, kp, &ks)
                         : SFX(kv_cached)(pl, sb, 0, k_b, j0, nk, &ks);
     if (few)
         SFX(qk_few)(st, ldst, qt, BQ, nq, kblk, ks, ATTN_ST_NATIVE, p->E, nk,
+                    kblk != (const T *)kp ? jend - j0 : nk, /* in place */
                     (T)p->scale, kt);
     else
         SFX(qk_block)(st, ldst, qt, BQ, nqv, kblk, ks, p->E, nk,
@@ -207,7 +208,7 @@ TF void SFX(weights_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
         int cdiag;
         const int cls = SFX(classify)(pl, mcls, i0, nq, j0, nk, &cdiag);
         if (cls != BLK_ALL || sc_b) {
-            SFX(scores)(pl, sb, st, BQ, nq, nqv, 0, k_b, j0, nk,
+            SFX(scores)(pl, sb, st, BQ, nq, nqv, 0, k_b, j0, nk, j0 + nk,
                         sc_b == NULL);
             if (sc_b) {
                 SFX(store_tile_any)(&p->scores, sc_b + (ptrdiff_t)j0
@@ -311,59 +312,6 @@ TI T SFX(masked_row)(const attn_problem *p, size_t b, double *vmean,
 /* so a row's bits never depend on the call around it.                     */
 /* ---------------------------------------------------------------------- */
 
-/* ask for the first W rows of 16-bit K from key j (the next block of a
- * few-row item: qk_few's transposes read them in place, and prefetch
- * each next group themselves) while the current block's V goes by;
- * rows below jend. Float32 rows are left to the hardware prefetcher
- * (asking for them measured no faster).                                */
-TI void SFX(prefetch_k)(const attn_plan *pl, const char *k_b, size_t j,
-                        size_t jend)
-{
-    const attn_problem *p = pl->p;
-    if (p->k.store == ATTN_ST_NATIVE || p->k.s1 != 1)
-        return;
-    const size_t esz = ESZ_(p->k), bytes = p->E * esz;
-    const ptrdiff_t rs = p->k.s0 * (ptrdiff_t)esz;
-    for (size_t r = j; r < jend && r < j + (size_t)W; r++) {
-        const char *row = k_b + (ptrdiff_t)r * rs;
-        for (size_t x = 0; x < bytes; x += 64)
-            ATTN_PREFETCH(row + x);
-    }
-}
-
-/* a set defining TILE_PREFETCH_NEXT: ask for the next key block's K and
- * V rows (keys j .. below jend) into L2 as a one-row block starts, so
- * memory keeps streaming while the block is computed (the hardware
- * prefetcher, left alone, lets it idle between blocks on AVX2); rows of
- * contiguous elements only                                            */
-TI void SFX(prefetch_next)(const attn_plan *pl, const char *k_b,
-                           const char *v_b, size_t j, size_t jend)
-{
-#ifdef TILE_PREFETCH_NEXT
-    const attn_problem *p = pl->p;
-    if (j >= jend || p->k.s1 != 1 || p->v.s1 != 1)
-        return;
-    const size_t n = MINZ_(pl->BK, jend - j);
-    const struct { const char *b; const attn_mat *m; size_t e; } ops[2] = {
-        {k_b, &p->k, p->E}, {v_b, &p->v, p->Ev}};
-    for (int x = 0; x < 2; x++) {
-        const size_t esz = ESZ_(*ops[x].m), row = ops[x].e * esz;
-        const ptrdiff_t rs = ops[x].m->s0 * (ptrdiff_t)esz;
-        const char *r0 = ops[x].b + (ptrdiff_t)j * rs;
-        if (rs == (ptrdiff_t)row) { /* the rows one block of bytes */
-            for (size_t o = 0; o < n * row; o += 64)
-                ATTN_PREFETCH_L2(r0 + o);
-            continue;
-        }
-        for (size_t r = 0; r < n; r++)
-            for (size_t o = 0; o < row; o += 64)
-                ATTN_PREFETCH_L2(r0 + (ptrdiff_t)r * rs + (ptrdiff_t)o);
-    }
-#else
-    (void)pl, (void)k_b, (void)v_b, (void)j, (void)jend;
-#endif
-}
-
 /* chunk state (m, l, oc) of rows i0 .. i0+nq-1 over the keys of chunk c
  * in [jlo, jend); the Q^T tile qt is packed                               */
 TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
@@ -390,9 +338,11 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
     /* a few rows: qk_few, which leaves the padding lanes alone (0 here,
      * then probabilities of score 0: never NaN, never denormal)         */
     const int few = pl->off_kt != 0 && nq <= ATTN_QK_FEW;
-    /* 16-bit V read in place by the one-row P V (V rows of whole vectors) */
-    const int v16 = p->v.store != ATTN_ST_NATIVE && p->v.s1 == 1
-                    && p->Ev % W == 0 && HALF_VEC_;
+    /* V read in place by the one-row P V (rows of whole vectors; 16-bit
+     * rows converted as it loads them)                                  */
+    const int vrow = p->v.s1 == 1 && p->Ev % W == 0
+                     && (p->v.store == ATTN_ST_NATIVE ? !pl->pack_v
+                                                      : HALF_VEC_);
     if (few)
         memset(st, 0, MINZ_(BK, p->S) * BQ * sizeof(T));
     const size_t c0 = c * pl->CK;
@@ -411,15 +361,14 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
             /* one row, nothing to mask: its scores as one contiguous row,
              * its softmax with keys in the lanes (softmax_row) */
             T *srow = (T *)(sb + pl->off_srow);
-            SFX(prefetch_next)(pl, k_b, v_b, j0 + BK, cend);
-            SFX(scores)(pl, sb, srow, 1, 1, 1, 1, k_b, j0, nk, 1);
-            SFX(prefetch_k)(pl, k_b, j0 + BK, cend);
+            SFX(scores)(pl, sb, srow, 1, 1, 1, 1, k_b, j0, nk, cend, 1);
             SFX(softmax_row)(srow, nk, rm, rl, ralpha, rm_used);
             if (TILE_PV(pl, sb, oc, EvP, 1, srow, 1, ralpha, v_b, j0, nk))
                 continue;
-            if (v16) { /* V rows converted as P V loads them */
-                SFX(pv_one16)(oc, nev, srow, ralpha, (const uint16_t *)v_b
-                              + (ptrdiff_t)j0 * vs, vs, nk, p->v.store);
+            if (vrow) {
+                SFX(pv_one)(oc, nev, srow, ralpha, v_b + (ptrdiff_t)j0 * vs
+                            * (ptrdiff_t)ESZ_(p->v), vs, nk, cend - j0,
+                            p->v.store);
                 continue;
             }
             const T *vblk = SFX(kv_rows)(pl, 1, v_b, j0, nk, vp, &vs);
@@ -429,9 +378,7 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
         const T *vblk = TILE_OWN_PV(pl) ? NULL
                         : few ? SFX(kv_rows)(pl, 1, v_b, j0, nk, vp, &vs)
                               : SFX(kv_cached)(pl, sb, 1, v_b, j0, nk, &vs);
-        SFX(scores)(pl, sb, st, BQ, nq, nqv, few, k_b, j0, nk, 1);
-        if (few)
-            SFX(prefetch_k)(pl, k_b, j0 + BK, cend);
+        SFX(scores)(pl, sb, st, BQ, nq, nqv, few, k_b, j0, nk, cend, 1);
         if (p->bias.data || cls == BLK_MIXED || cdiag || pl->edits_scores)
             SFX(apply_masks)(pl, st, BQ, b, i0, nq, nqv, j0, nk, mask_b, cls,
                              cdiag, NULL);

@@ -30,21 +30,22 @@
 #endif
 /* one step of qk_reg_k: columns e .. e+W-1 of group g (keys j0 + g*W ..,
  * all below nk) into acc[r][g]; a function of its own, so that g is a
- * constant where it is called and acc stays in registers               */
-TI void SFX(qk_reg_g)(const int NQ, const int G, const int g,
+ * constant where it is called and acc stays in registers. pf: the rows
+ * DEC_AHEAD keys on (below npf) asked into L2 at these columns' line, so
+ * that memory streams while the block is computed                     */
+TI void SFX(qk_reg_g)(const int NQ, const int g,
                       VT acc[][QK_REG_GMAX], const T *qt, size_t ldq,
                       const void *k, ptrdiff_t ks, attn_store kst, size_t e,
-                      size_t j0, size_t nk, int pf)
+                      size_t j0, size_t npf, int pf)
 {
     const size_t jg = j0 + (size_t)g * W;
     const ptrdiff_t at = (ptrdiff_t)jg * ks + (ptrdiff_t)e;
+    const ptrdiff_t esz = kst == ATTN_ST_NATIVE ? (ptrdiff_t)sizeof(T) : 2;
     VT x[W];
-    /* 16-bit rows: the lines of the next G groups, once a line        */
-    for (size_t i = 0; pf && kst != ATTN_ST_NATIVE && i < (size_t)W; i++)
-        if (jg + (size_t)G * W + i < nk)
-            ATTN_PREFETCH((const uint16_t *)k
-                          + (ptrdiff_t)(jg + (size_t)G * W + i) * ks
-                          + (ptrdiff_t)e);
+    for (size_t i = 0; pf && i < (size_t)W; i++)
+        if (jg + DEC_AHEAD + i < npf)
+            ATTN_PREFETCH_L2((const char *)k
+                             + (at + (ptrdiff_t)(DEC_AHEAD + i) * ks) * esz);
 #ifdef VLOADT_F32 /* the set's transposing loads */
     if (kst == ATTN_ST_NATIVE)
         VLOADT_F32(x, (const T *)k + at, ks);
@@ -109,7 +110,8 @@ TI void SFX(qk_reg_store)(const int NQ, const int G, VT acc[][QK_REG_GMAX],
 /* groups j0 / W .. + G - 1, all G*W keys below nk                       */
 TI void SFX(qk_reg_k)(const int NQ, const int G, T *st, size_t ldst,
                       const T *qt, size_t ldq, const void *k, ptrdiff_t ks,
-                      attn_store kst, size_t E, size_t j0, size_t nk, VT vs)
+                      attn_store kst, size_t E, size_t j0, size_t nk,
+                      size_t npf, VT vs)
 {
     VT acc[ATTN_QK_FEW][QK_REG_GMAX];
     for (int r = 0; r < NQ; r++)
@@ -119,7 +121,7 @@ TI void SFX(qk_reg_k)(const int NQ, const int G, T *st, size_t ldst,
     size_t e = 0;
     for (; e + W <= E; e += W) {
         const int pf = (e * esz) % 64 == 0;
-#define QK_REG_G_(g)                                                               SFX(qk_reg_g)(NQ, G, g, acc, qt, ldq, k, ks, kst, e, j0, nk, pf)
+#define QK_REG_G_(g)                                                               SFX(qk_reg_g)(NQ, g, acc, qt, ldq, k, ks, kst, e, j0, npf, pf)
         QK_REG_G_(0);
         if (G > 1)
             QK_REG_G_(1);
@@ -181,7 +183,8 @@ TF QK_REG_NOINLINE_ void SFX(qk_reg_one)(size_t nq, T *st, size_t ldst,
  * or 2 + 2 + 2 + 2 doubles; a lone group ends a sequence              */
 TI void SFX(qk_reg_st)(const int NQ, T *st, size_t ldst, const T *qt,
                        size_t ldq, const void *k, ptrdiff_t ks,
-                       attn_store kst, size_t E, size_t nk, VT vs)
+                       attn_store kst, size_t E, size_t nk, size_t npf,
+                       VT vs)
 {
     const size_t nfull = nk / W;
     size_t g = 0;
@@ -189,15 +192,15 @@ TI void SFX(qk_reg_st)(const int NQ, T *st, size_t ldst, const T *qt,
         const size_t left = nfull - g;
         if (NQ == 1 && (left == 4 || left >= 8)) {
             SFX(qk_reg_k)(NQ, 4, st, ldst, qt, ldq, k, ks, kst, E, g * W,
-                          nk, vs);
+                          nk, npf, vs);
             g += 4;
         } else if (NQ <= 2 && left >= 3) {
             SFX(qk_reg_k)(NQ, 3, st, ldst, qt, ldq, k, ks, kst, E, g * W,
-                          nk, vs);
+                          nk, npf, vs);
             g += 3;
         } else {
             SFX(qk_reg_k)(NQ, 2, st, ldst, qt, ldq, k, ks, kst, E, g * W,
-                          nk, vs);
+                          nk, npf, vs);
             g += 2;
         }
     }
@@ -208,27 +211,28 @@ TI void SFX(qk_reg_st)(const int NQ, T *st, size_t ldst, const T *qt,
 
 TI void SFX(qk_reg_rows)(size_t nq, T *st, size_t ldst, const T *qt,
                          size_t ldq, const void *k, ptrdiff_t ks,
-                         attn_store kst, size_t E, size_t nk, VT vs)
+                         attn_store kst, size_t E, size_t nk, size_t npf,
+                         VT vs)
 {
     switch (nq) {
     case 1: /* rows of the common head sizes one after the other: the
                row stride a constant, so every row's address is one base
                plus a displacement (no pointer per row in registers)   */
         if (ks == 128 && E == 128)
-            SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, 128, kst, 128, nk, vs);
+            SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, 128, kst, 128, nk, npf, vs);
         else if (ks == 64 && E == 64)
-            SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, 64, kst, 64, nk, vs);
+            SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, 64, kst, 64, nk, npf, vs);
         else
-            SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, ks, kst, E, nk, vs);
+            SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, ks, kst, E, nk, npf, vs);
         break;
     case 2:
-        SFX(qk_reg_st)(2, st, ldst, qt, ldq, k, ks, kst, E, nk, vs);
+        SFX(qk_reg_st)(2, st, ldst, qt, ldq, k, ks, kst, E, nk, npf, vs);
         break;
     case 3:
-        SFX(qk_reg_st)(3, st, ldst, qt, ldq, k, ks, kst, E, nk, vs);
+        SFX(qk_reg_st)(3, st, ldst, qt, ldq, k, ks, kst, E, nk, npf, vs);
         break;
     default:
-        SFX(qk_reg_st)(4, st, ldst, qt, ldq, k, ks, kst, E, nk, vs);
+        SFX(qk_reg_st)(4, st, ldst, qt, ldq, k, ks, kst, E, nk, npf, vs);
         break;
     }
 }

@@ -83,6 +83,12 @@ TF ATTN_NOCLONE void SFX(qk_block)(T *st, size_t ldst, const T *qt, size_t ldq, 
 /*    or, without them, element by element.                                */
 /* ---------------------------------------------------------------------- */
 #define QK_FEW_G 4 /* key vectors per pass: independent FMA chains */
+/* one-row decoding reads K and V rows once, front to back: its kernels
+ * ask for the rows this many keys on (one float key block) into L2 as
+ * they compute, so that memory streams all along (asked for in a burst
+ * as a block starts, the core waited on the burst, then computed with
+ * memory idle)                                                          */
+#define DEC_AHEAD 48
 
 /* element x of a K block stored as kst (a constant after inlining): as a
  * vector of W at x, or one element; conversion in registers           */
@@ -95,23 +101,21 @@ TF ATTN_NOCLONE void SFX(qk_block)(T *st, size_t ldst, const T *qt, size_t ldq, 
 
 /* k: nk rows of E elements stored as kst, row stride ks, contiguous rows
  * (or kst native, any rows): 16-bit rows are converted as they are
- * loaded for the transposes, never copied first                        */
+ * loaded for the transposes, never copied first. Row i + DEC_AHEAD
+ * (below npf) is asked into L2 a line at a time as row i is read.      */
 TI void SFX(k_transpose_st)(T *kt, const void *k, ptrdiff_t ks, size_t E,
-                            size_t nk, attn_store kst)
+                            size_t nk, size_t npf, attn_store kst)
 {
     const size_t ldkt = (nk + W - 1) / W * W;
+    const size_t esz = kst == ATTN_ST_NATIVE ? sizeof(T) : 2;
+#define KT_AHEAD_(i, e)                                                            if ((e) * esz % 64 == 0 && (i) + DEC_AHEAD < npf)                              ATTN_PREFETCH_L2((const char *)k                                                                + ((ptrdiff_t)((i) + DEC_AHEAD) * ks + (ptrdiff_t)(e))                               * (ptrdiff_t)esz)
     for (size_t g = 0; g < ldkt; g += W) {
         size_t e = 0;
 #ifdef VTRANS
         for (; e + W <= E; e += W) {
             VT r[W];
             for (size_t i = 0; i < (size_t)W; i++) {
-                if (kst != ATTN_ST_NATIVE && g + W + i < nk)
-                    /* the next group's rows: 16-bit rows are read
-                     * in place, straight from memory */
-                    ATTN_PREFETCH((const uint16_t *)k
-                                  + (ptrdiff_t)(g + W + i) * ks
-                                  + (ptrdiff_t)e);
+                KT_AHEAD_(g + i, e);
                 r[i] = g + i < nk
                     ? KVEC_(k, (ptrdiff_t)(g + i) * ks + (ptrdiff_t)e, kst)
                     : VZERO();
@@ -122,32 +126,36 @@ TI void SFX(k_transpose_st)(T *kt, const void *k, ptrdiff_t ks, size_t E,
         }
 #endif
         for (; e < E; e++)
-            for (size_t i = 0; i < (size_t)W; i++)
+            for (size_t i = 0; i < (size_t)W; i++) {
+                KT_AHEAD_(g + i, e);
                 kt[e * ldkt + g + i] =
                     g + i < nk
                         ? KONE_(k, (ptrdiff_t)(g + i) * ks + (ptrdiff_t)e, kst)
                         : (T)0;
+            }
     }
+#undef KT_AHEAD_
 }
 
 TF void SFX(k_transpose)(T *kt, const void *k, ptrdiff_t ks, size_t E,
-                         size_t nk, attn_store kst)
+                         size_t nk, size_t npf, attn_store kst)
 {
     if (kst == ATTN_ST_F16)
-        SFX(k_transpose_st)(kt, k, ks, E, nk, ATTN_ST_F16);
+        SFX(k_transpose_st)(kt, k, ks, E, nk, npf, ATTN_ST_F16);
     else if (kst == ATTN_ST_BF16)
-        SFX(k_transpose_st)(kt, k, ks, E, nk, ATTN_ST_BF16);
+        SFX(k_transpose_st)(kt, k, ks, E, nk, npf, ATTN_ST_BF16);
     else
-        SFX(k_transpose_st)(kt, k, ks, E, nk, ATTN_ST_NATIVE);
+        SFX(k_transpose_st)(kt, k, ks, E, nk, npf, ATTN_ST_NATIVE);
 }
 
 #include "attention/tile_dec.h"
 
 /* st[j * ldst + r] for rows r < nq of qt (E x .., ld ldq), keys j < nk of
- * k (stored as kst: see k_transpose_st)                                */
+ * k (stored as kst: see k_transpose_st); rows below npf (>= nk) may be
+ * asked for ahead                                                      */
 TF void SFX(qk_few)(T *st, size_t ldst, const T *qt, size_t ldq, size_t nq,
                     const void *k, ptrdiff_t ks, attn_store kst, size_t E,
-                    size_t nk, T scale, T *kt)
+                    size_t nk, size_t npf, T scale, T *kt)
 {
 #if defined(VTRANS) && defined(QK_FEW_REG)
     (void)kt;
@@ -156,19 +164,19 @@ TF void SFX(qk_few)(T *st, size_t ldst, const T *qt, size_t ldq, size_t nq,
         /* 16-bit K only with float (sdpa.c): no such copies for double */
         if (HALF_VEC_ && kst == ATTN_ST_F16)
             SFX(qk_reg_rows)(nq, st, ldst, qt, ldq, k, ks, ATTN_ST_F16, E, nk,
-                             vs);
+                             npf, vs);
         else if (HALF_VEC_ && kst == ATTN_ST_BF16)
             SFX(qk_reg_rows)(nq, st, ldst, qt, ldq, k, ks, ATTN_ST_BF16, E,
-                             nk, vs);
+                             nk, npf, vs);
         else
             SFX(qk_reg_rows)(nq, st, ldst, qt, ldq, k, ks, ATTN_ST_NATIVE, E,
-                             nk, vs);
+                             nk, npf, vs);
         return;
     }
 #endif
     const size_t ldkt = (nk + W - 1) / W * W;
     const VT vs = VSET1(scale);
-    SFX(k_transpose)(kt, k, ks, E, nk, kst);
+    SFX(k_transpose)(kt, k, ks, E, nk, npf, kst);
     for (size_t r = 0; r < nq; r++)
         for (size_t g0 = 0; g0 < ldkt; g0 += QK_FEW_G * W) {
             const size_t ng = MINZ_((size_t)QK_FEW_G, (ldkt - g0) / W);
@@ -297,27 +305,31 @@ TI void SFX(pv_rows)(const int MR, T *o, size_t ldo, size_t nev, const T *pt,
                      nk, scaled, guarded);
 }
 
-/* pv_kern(1, NR, ...) on a V block stored in 16 bits (vst, a constant
- * after inlining; contiguous rows of nev*W elements), converted as it is
- * loaded: the same operations in the same order as on the upcast block,
- * the resummation of a sum that is not finite included: the same bits  */
-#ifndef PV16_AHEAD
-#define PV16_AHEAD 8
-#endif
-TI void SFX(pv_one16_k)(const int NR, T *restrict o, const T *restrict p,
-                        const T *alpha, const uint16_t *v, ptrdiff_t vs,
-                        size_t nk, attn_store vst)
+/* pv_kern(1, NR, ...) on V rows read in place, stored as vst (a
+ * constant after inlining; contiguous rows of nev*W elements), 16-bit
+ * rows converted as they are loaded: the same operations in the same
+ * order as pv_kern on the (upcast) block, the resummation of a sum that
+ * is not finite included: the same bits. The rows DEC_AHEAD keys on
+ * (below npf) are asked into L2 as it goes, so that memory streams
+ * while the block is computed.                                         */
+TI void SFX(pv_one_k)(const int NR, T *restrict o, const T *restrict p,
+                      const T *alpha, const void *v, ptrdiff_t vs,
+                      size_t nk, size_t npf, attn_store vst)
 {
+    const size_t esz = vst == ATTN_ST_NATIVE ? sizeof(T) : 2;
     VT acc[PV_FEW_NR];
     for (int c = 0; c < NR; c++)
         acc[c] = VZERO();
-    const uint16_t *v_j = v;
-    for (size_t j = 0; j < nk; j++, v_j += vs) {
-        if (j + PV16_AHEAD < nk) /* rows come from memory: ask early */
-            ATTN_PREFETCH(v_j + PV16_AHEAD * vs);
+    for (size_t j = 0; j < nk; j++) {
+        if (j + DEC_AHEAD < npf)
+            for (size_t x = 0; x < (size_t)NR * W * esz; x += 64)
+                ATTN_PREFETCH_L2((const char *)v
+                                 + (ptrdiff_t)(j + DEC_AHEAD) * vs
+                                       * (ptrdiff_t)esz + (ptrdiff_t)x);
         const VT pb = VSET1(p[j]);
         for (int c = 0; c < NR; c++)
-            acc[c] = VFMA(pb, VLOAD16_(v_j + (size_t)c * W, vst), acc[c]);
+            acc[c] = VFMA(pb, KVEC_(v, (ptrdiff_t)j * vs + c * W, vst),
+                          acc[c]);
     }
     VT bad = VZERO();
     for (int c = 0; c < NR; c++)
@@ -328,8 +340,7 @@ TI void SFX(pv_one16_k)(const int NR, T *restrict o, const T *restrict p,
             for (size_t x = 0; x < nk; x++)
                 if (p[x] != 0)
                     acc[c] = VFMA(VSET1(p[x]),
-                                  VLOAD16_(v + (ptrdiff_t)x * vs
-                                           + (ptrdiff_t)c * W, vst),
+                                  KVEC_(v, (ptrdiff_t)x * vs + c * W, vst),
                                   acc[c]);
         }
     const VT a = VSET1(alpha[0]);
@@ -337,27 +348,31 @@ TI void SFX(pv_one16_k)(const int NR, T *restrict o, const T *restrict p,
         VSTOREU(o + (size_t)c * W, VFMA(VLOADU(o + (size_t)c * W), a, acc[c]));
 }
 
-TI void SFX(pv_one16_st)(T *o, size_t nev, const T *p, const T *alpha,
-                         const uint16_t *v, ptrdiff_t vs, size_t nk,
-                         attn_store vst)
+TI void SFX(pv_one_st)(T *o, size_t nev, const T *p, const T *alpha,
+                       const void *v, ptrdiff_t vs, size_t nk, size_t npf,
+                       attn_store vst)
 {
+    const size_t esz = vst == ATTN_ST_NATIVE ? sizeof(T) : 2;
     size_t c = 0;
     for (; c + PV_FEW_NR <= nev; c += PV_FEW_NR)
-        SFX(pv_one16_k)(PV_FEW_NR, o + c * W, p, alpha, v + c * W, vs, nk,
-                        vst);
+        SFX(pv_one_k)(PV_FEW_NR, o + c * W, p, alpha,
+                      (const char *)v + c * W * esz, vs, nk, npf, vst);
     for (; c < nev; c++)
-        SFX(pv_one16_k)(1, o + c * W, p, alpha, v + c * W, vs, nk, vst);
+        SFX(pv_one_k)(1, o + c * W, p, alpha, (const char *)v + c * W * esz,
+                      vs, nk, npf, vst);
 }
 
-/* one query row (pv_block with nq == 1), V stored in 16 bits            */
-TF void SFX(pv_one16)(T *o, size_t nev, const T *p, const T *alpha,
-                      const uint16_t *v, ptrdiff_t vs, size_t nk,
-                      attn_store vst)
+/* one query row (pv_block with nq == 1), V rows read in place as stored */
+TF void SFX(pv_one)(T *o, size_t nev, const T *p, const T *alpha,
+                    const void *v, ptrdiff_t vs, size_t nk, size_t npf,
+                    attn_store vst)
 {
-    if (vst == ATTN_ST_BF16)
-        SFX(pv_one16_st)(o, nev, p, alpha, v, vs, nk, ATTN_ST_BF16);
+    if (HALF_VEC_ && vst == ATTN_ST_BF16)
+        SFX(pv_one_st)(o, nev, p, alpha, v, vs, nk, npf, ATTN_ST_BF16);
+    else if (HALF_VEC_ && vst == ATTN_ST_F16)
+        SFX(pv_one_st)(o, nev, p, alpha, v, vs, nk, npf, ATTN_ST_F16);
     else
-        SFX(pv_one16_st)(o, nev, p, alpha, v, vs, nk, ATTN_ST_F16);
+        SFX(pv_one_st)(o, nev, p, alpha, v, vs, nk, npf, ATTN_ST_NATIVE);
 }
 
 /* pv_rows with PV_FEW_NR-vector passes (whole 128-float rows at W = 16) */

@@ -22,8 +22,6 @@
 #define SM_G 2
 /* decoding's scores: K blocks transposed in registers (tile_kern.h) */
 #define QK_FEW_REG 1
-/* one-row decoding asks for the next K / V block ahead (tile.h)      */
-#define TILE_PREFETCH_NEXT 1
 
 #define SET_VEC_H "simd/vec_avx2.h"
 #include "isa/set_tmpl.h"
