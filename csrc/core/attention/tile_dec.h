@@ -121,7 +121,8 @@ TI void SFX(qk_reg_k)(const int NQ, const int G, T *st, size_t ldst,
     size_t e = 0;
     for (; e + W <= E; e += W) {
         const int pf = (e * esz) % 64 == 0;
-#define QK_REG_G_(g)                                                               SFX(qk_reg_g)(NQ, g, acc, qt, ldq, k, ks, kst, e, j0, npf, pf)
+#define QK_REG_G_(g)                                                          \
+    SFX(qk_reg_g)(NQ, g, acc, qt, ldq, k, ks, kst, e, j0, npf, pf)
         QK_REG_G_(0);
         if (G > 1)
             QK_REG_G_(1);
@@ -219,7 +220,8 @@ TI void SFX(qk_reg_rows)(size_t nq, T *st, size_t ldst, const T *qt,
                row stride a constant, so every row's address is one base
                plus a displacement (no pointer per row in registers)   */
         if (ks == 128 && E == 128)
-            SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, 128, kst, 128, nk, npf, vs);
+            SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, 128, kst, 128, nk, npf,
+                           vs);
         else if (ks == 64 && E == 64)
             SFX(qk_reg_st)(1, st, ldst, qt, ldq, k, 64, kst, 64, nk, npf, vs);
         else

@@ -99,23 +99,34 @@ TF ATTN_NOCLONE void SFX(qk_block)(T *st, size_t ldst, const T *qt, size_t ldq, 
     ((kst) == ATTN_ST_NATIVE ? ((const T *)(k))[x]                             \
                              : (T)attn_load_f32(kst, k, x))
 
+/* row i + DEC_AHEAD of k (below npf) asked into L2, the line of column
+ * e, once a line (element size esz)                                    */
+TI void SFX(kt_ahead)(const void *k, ptrdiff_t ks, size_t esz, size_t i,
+                      size_t e, size_t npf)
+{
+    if (e * esz % 64 == 0 && i + DEC_AHEAD < npf)
+        ATTN_PREFETCH_L2((const char *)k
+                         + ((ptrdiff_t)(i + DEC_AHEAD) * ks + (ptrdiff_t)e)
+                               * (ptrdiff_t)esz);
+}
+
 /* k: nk rows of E elements stored as kst, row stride ks, contiguous rows
  * (or kst native, any rows): 16-bit rows are converted as they are
  * loaded for the transposes, never copied first. Row i + DEC_AHEAD
- * (below npf) is asked into L2 a line at a time as row i is read.      */
+ * (below npf) is asked into L2 a line at a time as row i is read
+ * (without VTRANS: a group's rows at a time).                          */
 TI void SFX(k_transpose_st)(T *kt, const void *k, ptrdiff_t ks, size_t E,
                             size_t nk, size_t npf, attn_store kst)
 {
     const size_t ldkt = (nk + W - 1) / W * W;
     const size_t esz = kst == ATTN_ST_NATIVE ? sizeof(T) : 2;
-#define KT_AHEAD_(i, e)                                                            if ((e) * esz % 64 == 0 && (i) + DEC_AHEAD < npf)                              ATTN_PREFETCH_L2((const char *)k                                                                + ((ptrdiff_t)((i) + DEC_AHEAD) * ks + (ptrdiff_t)(e))                               * (ptrdiff_t)esz)
     for (size_t g = 0; g < ldkt; g += W) {
         size_t e = 0;
 #ifdef VTRANS
         for (; e + W <= E; e += W) {
             VT r[W];
             for (size_t i = 0; i < (size_t)W; i++) {
-                KT_AHEAD_(g + i, e);
+                SFX(kt_ahead)(k, ks, esz, g + i, e, npf);
                 r[i] = g + i < nk
                     ? KVEC_(k, (ptrdiff_t)(g + i) * ks + (ptrdiff_t)e, kst)
                     : VZERO();
@@ -124,17 +135,20 @@ TI void SFX(k_transpose_st)(T *kt, const void *k, ptrdiff_t ks, size_t E,
             for (size_t i = 0; i < (size_t)W; i++)
                 VSTOREU(kt + (e + i) * ldkt + g, r[i]);
         }
+#else
+        /* the group's rows ahead at once, so that the loop below stays
+         * free of branches */
+        for (size_t i = g; i < g + W; i++)
+            for (size_t x = 0; x < E; x += 64 / esz)
+                SFX(kt_ahead)(k, ks, esz, i, x, npf);
 #endif
         for (; e < E; e++)
-            for (size_t i = 0; i < (size_t)W; i++) {
-                KT_AHEAD_(g + i, e);
+            for (size_t i = 0; i < (size_t)W; i++)
                 kt[e * ldkt + g + i] =
                     g + i < nk
                         ? KONE_(k, (ptrdiff_t)(g + i) * ks + (ptrdiff_t)e, kst)
                         : (T)0;
-            }
     }
-#undef KT_AHEAD_
 }
 
 TF void SFX(k_transpose)(T *kt, const void *k, ptrdiff_t ks, size_t E,

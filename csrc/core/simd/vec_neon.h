@@ -63,6 +63,28 @@ NEON_OPS(neonf, float, float32x4_t, uint32_t, f32, s32, u32, 127, 23)
 NEON_OPS(neond, double, float64x2_t, uint64_t, f64, s64, u64, 1023, 52)
 #undef NEON_OPS
 
+/* r[i] = row i of a W x W block -> r[c] = column c (VTRANS): trn1 / trn2
+ * pair the rows' lanes, then the 64-bit halves are paired              */
+A_ void neonf_trans(float32x4_t *r)
+{
+    const float32x4_t a0 = vtrn1q_f32(r[0], r[1]), a1 = vtrn2q_f32(r[0], r[1]);
+    const float32x4_t b0 = vtrn1q_f32(r[2], r[3]), b1 = vtrn2q_f32(r[2], r[3]);
+#define NEON_D_(x) vreinterpretq_f64_f32(x)
+#define NEON_F_(x) vreinterpretq_f32_f64(x)
+    r[0] = NEON_F_(vtrn1q_f64(NEON_D_(a0), NEON_D_(b0)));
+    r[1] = NEON_F_(vtrn1q_f64(NEON_D_(a1), NEON_D_(b1)));
+    r[2] = NEON_F_(vtrn2q_f64(NEON_D_(a0), NEON_D_(b0)));
+    r[3] = NEON_F_(vtrn2q_f64(NEON_D_(a1), NEON_D_(b1)));
+#undef NEON_D_
+#undef NEON_F_
+}
+A_ void neond_trans(float64x2_t *r)
+{
+    const float64x2_t c0 = vtrn1q_f64(r[0], r[1]);
+    r[1] = vtrn2q_f64(r[0], r[1]);
+    r[0] = c0;
+}
+
 /* 16-bit storage (half.h's rules): fcvtl / fcvtn for float16 (nearest
  * even under the default FPCR); bfloat16 by integer shifts and rounding,
  * NaN kept quiet                                                        */
@@ -141,4 +163,5 @@ A_ void neonf_st_bf16(uint16_t *p, float32x4_t v)
 #define VGETEXP(a) VFN_(getexp)(a)
 #define VGETMANT(a) VFN_(getmant)(a)
 #define VRSUM(a) VFN_(rsum)(a)
+#define VTRANS(r) VFN_(trans)(r)
 #undef SIMD_F64
