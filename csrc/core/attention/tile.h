@@ -145,7 +145,8 @@ TI void SFX(store_tile_t)(T *dst, ptrdiff_t s0, ptrdiff_t s1, const T *st,
 
 /* st (key-major, ld ldst) = the scores of rows i0 .. i0+nq-1 (nqv vectors
  * of qt) with keys j0 .. j0+nk-1, times scale if scaled: qk_few (few
- * rows; reads 16-bit K rows in place) or qk_block, or the set's own    */
+ * rows; reads 16-bit K rows in place, and asks for the rows ahead of
+ * the block, keys below jend) or qk_block, or the set's own            */
 TI void SFX(scores)(const attn_plan *pl, char *sb, T *st, size_t ldst,
                     size_t nq, size_t nqv, int few, const char *k_b,
                     size_t j0, size_t nk, size_t jend, int scaled)
