@@ -339,8 +339,8 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
     /* a few rows: qk_few, which leaves the padding lanes alone (0 here,
      * then probabilities of score 0: never NaN, never denormal)         */
     const int few = pl->off_kt != 0 && nq <= ATTN_QK_FEW;
-    /* V read in place by the one-row P V (rows of whole vectors; 16-bit
-     * rows converted as it loads them)                                  */
+    /* V read in place by a few rows' P V (rows of whole vectors; 16-bit
+     * rows converted as pv_one loads them)                              */
     const int vrow = p->v.s1 == 1 && p->Ev % W == 0
                      && (p->v.store == ATTN_ST_NATIVE ? !pl->pack_v
                                                       : HALF_VEC_);
@@ -367,16 +367,17 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
             if (TILE_PV(pl, sb, oc, EvP, 1, srow, 1, ralpha, v_b, j0, nk))
                 continue;
             if (vrow) {
-                SFX(pv_one)(oc, nev, srow, ralpha, v_b + (ptrdiff_t)j0 * vs
-                            * (ptrdiff_t)ESZ_(p->v), vs, nk, cend - j0,
-                            p->v.store);
+                SFX(pv_one)(1, oc, EvP, nev, srow, 1, ralpha,
+                            v_b + (ptrdiff_t)j0 * vs * (ptrdiff_t)ESZ_(p->v),
+                            vs, nk, cend - j0, p->v.store);
                 continue;
             }
             const T *vblk = SFX(kv_rows)(pl, 1, v_b, j0, nk, vp, &vs);
             SFX(pv_block)(oc, EvP, 1, nev, srow, 1, ralpha, vblk, vs, nk);
             continue;
         }
-        const T *vblk = TILE_OWN_PV(pl) ? NULL
+        const int vin = few && vrow && !TILE_OWN_PV(pl); /* V in place */
+        const T *vblk = TILE_OWN_PV(pl) || vin ? NULL
                         : few ? SFX(kv_rows)(pl, 1, v_b, j0, nk, vp, &vs)
                               : SFX(kv_cached)(pl, sb, 1, v_b, j0, nk, &vs);
         SFX(scores)(pl, sb, st, BQ, nq, nqv, few, k_b, j0, nk, cend, 1);
@@ -386,6 +387,12 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
         SFX(softmax_block)(st, BQ, nk, nqv, rm, rl, ralpha, rm_used);
         if (TILE_PV(pl, sb, oc, EvP, nq, st, BQ, ralpha, v_b, j0, nk))
             continue;
+        if (vin) {
+            SFX(pv_one)(nq, oc, EvP, nev, st, BQ, ralpha,
+                        v_b + (ptrdiff_t)j0 * vs * (ptrdiff_t)ESZ_(p->v), vs,
+                        nk, cend - j0, p->v.store);
+            continue;
+        }
         SFX(pv_block)(oc, EvP, nq, nev, st, BQ, ralpha, vblk, vs, nk);
     }
 }

@@ -319,74 +319,115 @@ TI void SFX(pv_rows)(const int MR, T *o, size_t ldo, size_t nev, const T *pt,
                      nk, scaled, guarded);
 }
 
-/* pv_kern(1, NR, ...) on V rows read in place, stored as vst (a
+/* pv_kern(MR, NR, ...) on V rows read in place, stored as vst (a
  * constant after inlining; contiguous rows of nev*W elements), 16-bit
  * rows converted as they are loaded: the same operations in the same
  * order as pv_kern on the (upcast) block, the resummation of a sum that
- * is not finite included: the same bits. The rows DEC_AHEAD keys on
- * (below npf) are asked into L2 as it goes, so that memory streams
- * while the block is computed.                                         */
-TI void SFX(pv_one_k)(const int NR, T *restrict o, const T *restrict p,
-                      const T *alpha, const void *v, ptrdiff_t vs,
-                      size_t nk, size_t npf, attn_store vst)
+ * is not finite included: the same bits. p: key j's weight of row r at
+ * p[j * ldp + r]. The rows DEC_AHEAD keys on (below npf) are asked into
+ * L2 as it goes, so that memory streams while the block is computed.   */
+TI void SFX(pv_one_k)(const int MR, const int NR, T *restrict o, size_t ldo,
+                      const T *restrict p, size_t ldp, const T *alpha,
+                      const void *v, ptrdiff_t vs, size_t nk, size_t npf,
+                      attn_store vst)
 {
     const size_t esz = vst == ATTN_ST_NATIVE ? sizeof(T) : 2;
-    VT acc[PV_FEW_NR];
-    for (int c = 0; c < NR; c++)
-        acc[c] = VZERO();
+    VT acc[ATTN_QK_FEW][PV_FEW_NR];
+    for (int r = 0; r < MR; r++)
+        for (int c = 0; c < NR; c++)
+            acc[r][c] = VZERO();
     for (size_t j = 0; j < nk; j++) {
         if (j + DEC_AHEAD < npf)
             for (size_t x = 0; x < (size_t)NR * W * esz; x += 64)
                 ATTN_PREFETCH_L2((const char *)v
                                  + (ptrdiff_t)(j + DEC_AHEAD) * vs
                                        * (ptrdiff_t)esz + (ptrdiff_t)x);
-        const VT pb = VSET1(p[j]);
+        VT x[PV_FEW_NR];
         for (int c = 0; c < NR; c++)
-            acc[c] = VFMA(pb, KVEC_(v, (ptrdiff_t)j * vs + c * W, vst),
-                          acc[c]);
+            x[c] = KVEC_(v, (ptrdiff_t)j * vs + c * W, vst);
+        for (int r = 0; r < MR; r++) {
+            const VT pb = VSET1(p[j * ldp + (size_t)r]);
+            for (int c = 0; c < NR; c++)
+                acc[r][c] = VFMA(pb, x[c], acc[r][c]);
+        }
     }
     VT bad = VZERO();
-    for (int c = 0; c < NR; c++)
-        bad = VADD(bad, VMUL(acc[c], VZERO()));
+    for (int r = 0; r < MR; r++)
+        for (int c = 0; c < NR; c++)
+            bad = VADD(bad, VMUL(acc[r][c], VZERO()));
     if (VRSUM(bad) != 0)
-        for (int c = 0; c < NR; c++) {
-            acc[c] = VZERO();
-            for (size_t x = 0; x < nk; x++)
-                if (p[x] != 0)
-                    acc[c] = VFMA(VSET1(p[x]),
-                                  KVEC_(v, (ptrdiff_t)x * vs + c * W, vst),
-                                  acc[c]);
-        }
-    const VT a = VSET1(alpha[0]);
-    for (int c = 0; c < NR; c++)
-        VSTOREU(o + (size_t)c * W, VFMA(VLOADU(o + (size_t)c * W), a, acc[c]));
+        for (int r = 0; r < MR; r++)
+            for (int c = 0; c < NR; c++) {
+                acc[r][c] = VZERO();
+                for (size_t j = 0; j < nk; j++)
+                    if (p[j * ldp + (size_t)r] != 0)
+                        acc[r][c] = VFMA(
+                            VSET1(p[j * ldp + (size_t)r]),
+                            KVEC_(v, (ptrdiff_t)j * vs + c * W, vst),
+                            acc[r][c]);
+            }
+    for (int r = 0; r < MR; r++) {
+        const VT a = VSET1(alpha[r]);
+        T *o_r = o + (size_t)r * ldo;
+        for (int c = 0; c < NR; c++)
+            VSTOREU(o_r + (size_t)c * W,
+                    VFMA(VLOADU(o_r + (size_t)c * W), a, acc[r][c]));
+    }
 }
 
-TI void SFX(pv_one_st)(T *o, size_t nev, const T *p, const T *alpha,
-                       const void *v, ptrdiff_t vs, size_t nk, size_t npf,
-                       attn_store vst)
+/* MR rows (1 .. ATTN_QK_FEW) at a time over passes of NR vectors: the
+ * accumulators and one V row's vectors in registers                    */
+TI void SFX(pv_one_st)(const int MR, T *o, size_t ldo, size_t nev,
+                       const T *p, size_t ldp, const T *alpha, const void *v,
+                       ptrdiff_t vs, size_t nk, size_t npf, attn_store vst)
 {
+    const int NR = MR == 1 ? PV_FEW_NR : MR == 2 ? PV_FEW_NR / 2 : 2;
     const size_t esz = vst == ATTN_ST_NATIVE ? sizeof(T) : 2;
     size_t c = 0;
-    for (; c + PV_FEW_NR <= nev; c += PV_FEW_NR)
-        SFX(pv_one_k)(PV_FEW_NR, o + c * W, p, alpha,
+    for (; c + (size_t)NR <= nev; c += (size_t)NR)
+        SFX(pv_one_k)(MR, NR, o + c * W, ldo, p, ldp, alpha,
                       (const char *)v + c * W * esz, vs, nk, npf, vst);
     for (; c < nev; c++)
-        SFX(pv_one_k)(1, o + c * W, p, alpha, (const char *)v + c * W * esz,
-                      vs, nk, npf, vst);
+        SFX(pv_one_k)(MR, 1, o + c * W, ldo, p, ldp, alpha,
+                      (const char *)v + c * W * esz, vs, nk, npf, vst);
 }
 
-/* one query row (pv_block with nq == 1), V rows read in place as stored */
-TF void SFX(pv_one)(T *o, size_t nev, const T *p, const T *alpha,
-                    const void *v, ptrdiff_t vs, size_t nk, size_t npf,
-                    attn_store vst)
+TI void SFX(pv_one_rows)(size_t nq, T *o, size_t ldo, size_t nev,
+                         const T *p, size_t ldp, const T *alpha,
+                         const void *v, ptrdiff_t vs, size_t nk, size_t npf,
+                         attn_store vst)
+{
+    switch (nq) {
+    case 1:
+        SFX(pv_one_st)(1, o, ldo, nev, p, ldp, alpha, v, vs, nk, npf, vst);
+        break;
+    case 2:
+        SFX(pv_one_st)(2, o, ldo, nev, p, ldp, alpha, v, vs, nk, npf, vst);
+        break;
+    case 3:
+        SFX(pv_one_st)(3, o, ldo, nev, p, ldp, alpha, v, vs, nk, npf, vst);
+        break;
+    default:
+        SFX(pv_one_st)(4, o, ldo, nev, p, ldp, alpha, v, vs, nk, npf, vst);
+        break;
+    }
+}
+
+/* o (nq x nev*W, ld ldo, nq <= ATTN_QK_FEW) = alpha o + p^T V with the V
+ * rows read in place as stored (pv_block's bits)                        */
+TF void SFX(pv_one)(size_t nq, T *o, size_t ldo, size_t nev, const T *p,
+                    size_t ldp, const T *alpha, const void *v, ptrdiff_t vs,
+                    size_t nk, size_t npf, attn_store vst)
 {
     if (HALF_VEC_ && vst == ATTN_ST_BF16)
-        SFX(pv_one_st)(o, nev, p, alpha, v, vs, nk, npf, ATTN_ST_BF16);
+        SFX(pv_one_rows)(nq, o, ldo, nev, p, ldp, alpha, v, vs, nk, npf,
+                         ATTN_ST_BF16);
     else if (HALF_VEC_ && vst == ATTN_ST_F16)
-        SFX(pv_one_st)(o, nev, p, alpha, v, vs, nk, npf, ATTN_ST_F16);
+        SFX(pv_one_rows)(nq, o, ldo, nev, p, ldp, alpha, v, vs, nk, npf,
+                         ATTN_ST_F16);
     else
-        SFX(pv_one_st)(o, nev, p, alpha, v, vs, nk, npf, ATTN_ST_NATIVE);
+        SFX(pv_one_rows)(nq, o, ldo, nev, p, ldp, alpha, v, vs, nk, npf,
+                         ATTN_ST_NATIVE);
 }
 
 /* pv_rows with PV_FEW_NR-vector passes (whole 128-float rows at W = 16) */
