@@ -177,16 +177,22 @@ static void test_fenv_sdpa(const char *isa)
 }
 
 /* ------------------------------------------------------------------------ */
-/* portable == baseline, bitwise (the tiled path: L > ATTN_DECODE_MAX_L)    */
+/* portable == baseline, bitwise (the tiled path: L > ATTN_QK_FEW)         */
 /* ------------------------------------------------------------------------ */
 static void test_portable_variants(void)
 {
+    /* under valgrind (check_small) fewer rows and keys: still several
+     * query and key blocks, the same row widths ("baseline" emulates its
+     * fma: these six problems took ~45 s of valgrind's time at full size) */
+    const int small = check_small();
     for (int it = 0; it < 6; it++) {
         prob t;
         /* the last two: rows wide enough to shrink the key block */
         const size_t E = it < 4 ? 8 + 9 * (size_t)it : 150 * (size_t)it;
-        prob_simple(&t, it % 2 ? ATTN_F64 : ATTN_F32, 2, 60 + 37 * it,
-                    50 + 61 * it, E, 5 + 13 * it);
+        const size_t L = small ? 9 + 7 * (size_t)it : 60 + 37 * (size_t)it;
+        const size_t S = small ? 30 + 23 * (size_t)it : 50 + 61 * (size_t)it;
+        prob_simple(&t, it % 2 ? ATTN_F64 : ATTN_F32, 2, L, S, E,
+                    5 + 13 * (size_t)it);
         t.p.causal = (attn_causal)(it % 3);
         prob_outputs(&t, 1, 0);
         prob_target(&t, 0);
