@@ -47,21 +47,20 @@
                : (double)((const T *)(m).data)[OFF(m, b) + (x)])
 #define BWD_CHUNK 128 /* row elements fetched at a time                   */
 
-/* every element of a 16-bit m (B x rows x cols) finite? From the bits:
+/* every element of b's rows x cols of a 16-bit m finite? From the bits:
  * all exponent bits set is inf or NaN                                    */
-static int bwd_finite16(const attn_mat *m, size_t B, size_t rows, size_t cols)
+static int bwd_finite16(const attn_mat *m, size_t b, size_t rows, size_t cols)
 {
     const uint16_t e = m->store == ATTN_ST_BF16 ? 0x7f80u : 0x7c00u;
     const uint16_t *h = m->data;
-    for (size_t b = 0; b < B; b++)
-        for (size_t r = 0; r < rows; r++) {
-            const ptrdiff_t at = OFF(*m, b) + (ptrdiff_t)r * m->s0;
-            unsigned bad = 0;
-            for (size_t c = 0; c < cols; c++)
-                bad |= (h[at + (ptrdiff_t)c * m->s1] & e) == e;
-            if (bad)
-                return 0;
-        }
+    for (size_t r = 0; r < rows; r++) {
+        const ptrdiff_t at = OFF(*m, b) + (ptrdiff_t)r * m->s0;
+        unsigned bad = 0;
+        for (size_t c = 0; c < cols; c++)
+            bad |= (h[at + (ptrdiff_t)c * m->s1] & e) == e;
+        if (bad)
+            return 0;
+    }
     return 1;
 }
 
@@ -140,25 +139,30 @@ static void bwd_rows_##SFX(const attn_bwd_plan *bpl, size_t b, size_t *bad)     
     }                                                                           \
 }                                                                               \
                                                                                 \
-/* every element of m (B x rows x cols) finite? (0 * x is NaN just for   */    \
-/* inf and NaN: 8 independent products, so the loop is not one chain)    */    \
-static int bwd_finite_##SFX(attn_mat m, size_t B, size_t rows, size_t cols)     \
+/* every element of b's rows x cols of m finite? (0 * x is NaN just for */    \
+/* inf and NaN: 8 independent products, so the loop is not one chain;    */    \
+/* contiguous rows read in place, vectorized)                            */    \
+static int bwd_finite_##SFX(attn_mat m, size_t b, size_t rows, size_t cols)     \
 {                                                                               \
     T x[BWD_CHUNK], acc[8] = {0};                                               \
     if (m.store)                                                                \
-        return bwd_finite16(&m, B, rows, cols);                                 \
-    for (size_t b = 0; b < B; b++)                                              \
-        for (size_t r = 0; r < rows; r++) {                                     \
-            for (size_t c0 = 0; c0 < cols; c0 += BWD_CHUNK) {                   \
-                const size_t n = cols - c0 < BWD_CHUNK ? cols - c0 : BWD_CHUNK; \
-                bwd_fetch_##SFX(&m, b, r, c0, n, x);                            \
-                for (size_t c = 0; c < n; c++)                                  \
-                    acc[c % 8] *= x[c];                                         \
-            }                                                                   \
+        return bwd_finite16(&m, b, rows, cols);                                 \
+    for (size_t r = 0; r < rows; r++) {                                         \
+        const T *row = (const T *)m.data + OFF(m, b) + (ptrdiff_t)r * m.s0;     \
+        size_t c = 0;                                                           \
+        for (; m.s1 == 1 && c + 8 <= cols; c += 8)                              \
             for (int l = 0; l < 8; l++)                                         \
-                if (acc[l] != acc[l])                                           \
-                    return 0;                                                   \
+                acc[l] *= row[c + (size_t)l];                                   \
+        for (size_t c0 = c; c0 < cols; c0 += BWD_CHUNK) {                       \
+            const size_t n = cols - c0 < BWD_CHUNK ? cols - c0 : BWD_CHUNK;     \
+            bwd_fetch_##SFX(&m, b, r, c0, n, x);                                \
+            for (size_t i = 0; i < n; i++)                                      \
+                acc[i % 8] *= x[i];                                             \
         }                                                                       \
+        for (int l = 0; l < 8; l++)                                             \
+            if (acc[l] != acc[l])                                               \
+                return 0;                                                       \
+    }                                                                           \
     return 1;                                                                   \
 }
 
@@ -263,7 +267,21 @@ typedef struct {
     size_t nblk;
     int blk_outer;           /* item k -> (b = k % B, blk from the end)   */
     size_t *bad;             /* pass 0: first fully masked row per b      */
+    unsigned char *bguard;   /* pass 0: b's Q, K or dout not finite       */
 } bwd_run;
+
+/* Q, K or dout of b hold inf or NaN? (pass 0, per b: in parallel)       */
+static int bwd_guarded(const attn_bwd_problem *bp, size_t b)
+{
+    const attn_problem *p = &bp->f;
+    if (p->dtype == ATTN_F64)
+        return !bwd_finite_f64(p->q, b, p->L, p->E)
+               || !bwd_finite_f64(p->k, b, p->S, p->E)
+               || !bwd_finite_f64(bp->dout, b, p->L, p->Ev);
+    return !bwd_finite_f32(p->q, b, p->L, p->E)
+           || !bwd_finite_f32(p->k, b, p->S, p->E)
+           || !bwd_finite_f32(bp->dout, b, p->L, p->Ev);
+}
 
 static attn_status bwd_item(void *ctx, void *scratch, size_t k)
 {
@@ -281,15 +299,18 @@ static attn_status bwd_item(void *ctx, void *scratch, size_t k)
         bwd_rows_f32(bpl, b, &c->bad[b]);
     else
         c->fn(bpl, scratch, b, blk);
+    if (!c->fn)
+        ((unsigned char *)c->bguard)[b] = (unsigned char)bwd_guarded(bpl->bp, b);
     return ATTN_OK;
 }
 
 /* one pass: B x nblk items (runtime/sched.h)                             */
 static attn_status bwd_pass(const attn_bwd_plan *bpl, attn_bwd_fn fn,
                             size_t nblk, int blk_outer, size_t *bad,
-                            const attn_exec *ex, double flops)
+                            unsigned char *bguard, const attn_exec *ex,
+                            double flops)
 {
-    bwd_run c = {bpl, fn, nblk ? nblk : 1, blk_outer, bad};
+    bwd_run c = {bpl, fn, nblk ? nblk : 1, blk_outer, bad, bguard};
     attn_job job = {bwd_item, &c, nblk ? bpl->bp->f.B * nblk : 0,
                     fn ? bpl->scratch_bytes : 0, NULL, flops};
     return attn_sched_run(&job, ex);
@@ -298,17 +319,6 @@ static attn_status bwd_pass(const attn_bwd_plan *bpl, attn_bwd_fn fn,
 /* ------------------------------------------------------------------------ */
 /* entry point                                                              */
 /* ------------------------------------------------------------------------ */
-static int bwd_guarded(const attn_bwd_problem *bp)
-{
-    const attn_problem *p = &bp->f;
-    if (p->dtype == ATTN_F64)
-        return !bwd_finite_f64(p->q, p->B, p->L, p->E)
-               || !bwd_finite_f64(p->k, p->B, p->S, p->E)
-               || !bwd_finite_f64(bp->dout, p->B, p->L, p->Ev);
-    return !bwd_finite_f32(p->q, p->B, p->L, p->E)
-           || !bwd_finite_f32(p->k, p->B, p->S, p->E)
-           || !bwd_finite_f32(bp->dout, p->B, p->L, p->Ev);
-}
 
 attn_status attn_sdpa_backward(attn_bwd_problem *bp, const attn_exec *ex)
 {
@@ -338,16 +348,18 @@ attn_status attn_sdpa_backward(attn_bwd_problem *bp, const attn_exec *ex)
         return ATTN_ENOMEM;
     void *dvec = malloc(nd + 1), *uvec = malloc(nu + 1);
     size_t *bad = malloc(p->B * sizeof(size_t) + 1);
-    unsigned char *bnan = malloc(p->B + 1);
+    unsigned char *bnan = malloc(p->B + 1), *bguard = malloc(p->B + 1);
     st = ATTN_ENOMEM;
-    if (!dvec || !uvec || !bad || !bnan)
+    if (!dvec || !uvec || !bad || !bnan || !bguard)
         goto done;
     bpl.dvec = dvec;
     bpl.uvec = uvec;
     bpl.bnan = bnan;
-    bpl.guarded = bwd_guarded(bp);
     const double flops = attn__sdpa_flops(p, 3.5);
-    st = bwd_pass(&bpl, NULL, 1, 0, bad, ex, flops);
+    st = bwd_pass(&bpl, NULL, 1, 0, bad, bguard, ex, flops);
+    bpl.guarded = 0;
+    for (size_t b = 0; st == ATTN_OK && b < p->B; b++)
+        bpl.guarded |= bguard[b];
     for (size_t b = 0; st == ATTN_OK && b < p->B; b++)
         if (bad[b] != SIZE_MAX && p->fully_masked == ATTN_FM_RAISE) {
             bp->f.bad_b = b;
@@ -359,15 +371,16 @@ attn_status attn_sdpa_backward(attn_bwd_problem *bp, const attn_exec *ex)
     const int causal = p->causal != ATTN_CAUSAL_NONE;
     const size_t nka = (p->S + bpl.BKA - 1) / bpl.BKA;
     if (st == ATTN_OK)
-        st = bwd_pass(&bpl, k.bwd_a, bpl.fused ? 1 : nka, 0, NULL, ex,
+        st = bwd_pass(&bpl, k.bwd_a, bpl.fused ? 1 : nka, 0, NULL, NULL, ex,
                       flops);
     if (st == ATTN_OK && !bpl.fused)
-        st = bwd_pass(&bpl, k.bwd_b, bpl.fp.nqb, causal, NULL, ex,
+        st = bwd_pass(&bpl, k.bwd_b, bpl.fp.nqb, causal, NULL, NULL, ex,
                       flops);
 done:
     free(dvec);
     free(uvec);
     free(bad);
     free(bnan);
+    free(bguard);
     return st;
 }
