@@ -4,7 +4,9 @@
  * instantiated per instruction set next to the forward tile.
  *
  *   pass 0  item b:                 D_i = rowsum(dout * out) in double, the
- *                                   fully masked rows (lse == -inf)
+ *                                   fully masked rows (lse == -inf), whether
+ *                                   b's Q, K or dout hold inf/NaN (then the
+ *                                   products of every b skip zeros)
  *   pass A  item (b, key block):    owns dK, dV rows; loops over the query
  *                                   blocks that see the keys
  *   pass B  item (b, query block):  owns dQ and dbias rows; loops over the
