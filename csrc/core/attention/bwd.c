@@ -302,7 +302,7 @@ static attn_status bwd_item(void *ctx, void *scratch, size_t k)
     else
         c->fn(bpl, scratch, b, blk);
     if (!c->fn)
-        ((unsigned char *)c->bguard)[b] = (unsigned char)bwd_guarded(bpl->bp, b);
+        c->bguard[b] = (unsigned char)bwd_guarded(bpl->bp, b);
     return ATTN_OK;
 }
 
