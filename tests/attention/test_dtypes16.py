@@ -292,6 +292,29 @@ def test_gradients_in_each_inputs_dtype(dts):
         assert_bits(g, w.astype(d))
 
 
+@pytest.mark.parametrize("dt", ALL, ids=str)
+def test_gradients_of_long_and_strided_rows(dt):
+    """rowsum(dout * out), the backward's first step, over rows longer
+    than the chunk it reads at a time (136 > 128), four rows at a time and
+    the three left over (L = 11), from contiguous or strided dout and out:
+    16 bits give the float32 backward on the upcast operands rounded
+    once, and every dtype the same bits from either layout"""
+    rng = np.random.default_rng(5)
+    Q, K, V, dout = (rng.standard_normal((1, 2, 11, 136)).astype(dt)
+                     for _ in range(4))
+    out, lse = attnpy.attention(Q, K, V, return_lse=True)
+    want = attnpy.attention_backward(dout, Q, K, V, out, lse)
+    if dt in SIXTEEN:
+        g32 = attnpy.attention_backward(*up(dout, Q, K, V, out), lse)
+        for g, w in zip(want, g32):
+            assert_bits(g, w.astype(dt))
+    # every other column of arrays twice as wide: rows of stride 2
+    d2, o2 = (np.repeat(a, 2, axis=-1)[..., ::2] for a in (dout, out))
+    assert d2.strides[-1] == 2 * dout.strides[-1]
+    for g, w in zip(attnpy.attention_backward(d2, Q, K, V, o2, lse), want):
+        assert_bits(g, w)
+
+
 @pytest.mark.parametrize("dt", SIXTEEN, ids=str)
 def test_summed_gradients_are_rounded_once(dt):
     """K, V broadcast (GQA): dK, dV summed in float32, then rounded"""

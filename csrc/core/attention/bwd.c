@@ -29,6 +29,7 @@
 #include "attn.h"
 #include "attention/kern.h"
 #include "half.h"
+#include "isa/kernels.h"
 #include "rows/rows.h"
 #include "util.h"
 
@@ -73,7 +74,12 @@ static void bwd_fetch_##SFX(const attn_mat *m, size_t b, size_t r, size_t c0,   
 {                                                                               \
     const ptrdiff_t s1 = m->s1,                                                 \
                     at = OFF(*m, b) + (ptrdiff_t)r * m->s0 + (ptrdiff_t)c0 * s1;\
-    if (m->store)                                                               \
+    if (m->store && s1 == 1 && sizeof(T) == sizeof(float))                      \
+        /* contiguous 16-bit rows (float problems only): the set's        */   \
+        /* vector widening, exact as the loop below                       */   \
+        attn__widen()((float *)(void *)x, (const uint16_t *)m->data + at, n,    \
+                      m->store);                                                \
+    else if (m->store)                                                          \
         for (size_t c = 0; c < n; c++)                                          \
             x[c] = (T)attn_load_f32(m->store, m->data, at + (ptrdiff_t)c * s1); \
     else                                                                        \
@@ -90,26 +96,40 @@ static void bwd_rows_##SFX(const attn_bwd_plan *bpl, size_t b, size_t *bad)     
     T *u_b = (T *)bpl->uvec + b * EvP;                                          \
     const T *lse_b = (const T *)p->lse.data + OFF(p->lse, b);                   \
     const attn_mat g = bp->dout;                                                \
-    T gx[BWD_CHUNK], ox[BWD_CHUNK];                                             \
+    T gx[4][BWD_CHUNK], ox[4][BWD_CHUNK];                                       \
     size_t nfm = 0;                                                             \
     *bad = SIZE_MAX;                                                            \
     size_t i = 0;                                                               \
-    /* rows of T side by side: 4 rows' sums, each the same chain in the  */    \
-    /* same order, run as independent chains (latency, not throughput)   */    \
-    const int rows4 = !g.store && !p->out.store && g.s1 == 1                    \
-                      && p->out.s1 == 1;                                        \
-    for (; rows4 && i + 4 <= L; i += 4) {                                       \
-        const T *gr[4], *orow[4];                                               \
+    /* rows side by side: 4 rows' sums, each the same chain in the same  */    \
+    /* order, run as independent chains (latency, not throughput);       */    \
+    /* contiguous rows of T read in place, others fetched (16 bits:      */    \
+    /* widened, exactly) a chunk at a time                               */    \
+    const int inplace = !g.store && !p->out.store && g.s1 == 1                  \
+                        && p->out.s1 == 1;                                      \
+    for (; i + 4 <= L; i += 4) {                                                \
         double D4[4] = {0, 0, 0, 0};                                            \
-        for (int r = 0; r < 4; r++) {                                           \
-            gr[r] = (const T *)g.data + OFF(g, b)                               \
-                    + (ptrdiff_t)(i + (size_t)r) * g.s0;                        \
-            orow[r] = (const T *)p->out.data + OFF(p->out, b)                   \
-                      + (ptrdiff_t)(i + (size_t)r) * p->out.s0;                 \
-        }                                                                       \
-        for (size_t c = 0; c < Ev; c++)                                         \
-            for (int r = 0; r < 4; r++)                                         \
-                D4[r] += (double)gr[r][c] * (double)orow[r][c];                 \
+        if (inplace) {                                                          \
+            const T *gr[4], *orow[4];                                           \
+            for (int r = 0; r < 4; r++) {                                       \
+                gr[r] = (const T *)g.data + OFF(g, b)                           \
+                        + (ptrdiff_t)(i + (size_t)r) * g.s0;                    \
+                orow[r] = (const T *)p->out.data + OFF(p->out, b)               \
+                          + (ptrdiff_t)(i + (size_t)r) * p->out.s0;             \
+            }                                                                   \
+            for (size_t c = 0; c < Ev; c++)                                     \
+                for (int r = 0; r < 4; r++)                                     \
+                    D4[r] += (double)gr[r][c] * (double)orow[r][c];             \
+        } else                                                                  \
+            for (size_t c0 = 0; c0 < Ev; c0 += BWD_CHUNK) {                     \
+                const size_t n = Ev - c0 < BWD_CHUNK ? Ev - c0 : BWD_CHUNK;     \
+                for (size_t r = 0; r < 4; r++) {                                \
+                    bwd_fetch_##SFX(&g, b, i + r, c0, n, gx[r]);                \
+                    bwd_fetch_##SFX(&p->out, b, i + r, c0, n, ox[r]);           \
+                }                                                               \
+                for (size_t c = 0; c < n; c++)                                  \
+                    for (int r = 0; r < 4; r++)                                 \
+                        D4[r] += (double)gx[r][c] * (double)ox[r][c];           \
+            }                                                                   \
         for (size_t r = 0; r < 4; r++) {                                        \
             d_b[i + r] = (T)D4[r];                                              \
             if (lse_b[(ptrdiff_t)(i + r) * p->lse.s0] == (T)-INFINITY           \
@@ -121,10 +141,10 @@ static void bwd_rows_##SFX(const attn_bwd_plan *bpl, size_t b, size_t *bad)     
         double D = 0;                                                           \
         for (size_t c0 = 0; c0 < Ev; c0 += BWD_CHUNK) {                         \
             const size_t n = Ev - c0 < BWD_CHUNK ? Ev - c0 : BWD_CHUNK;         \
-            bwd_fetch_##SFX(&g, b, i, c0, n, gx);                               \
-            bwd_fetch_##SFX(&p->out, b, i, c0, n, ox);                          \
+            bwd_fetch_##SFX(&g, b, i, c0, n, gx[0]);                            \
+            bwd_fetch_##SFX(&p->out, b, i, c0, n, ox[0]);                       \
             for (size_t c = 0; c < n; c++)                                      \
-                D += (double)gx[c] * (double)ox[c];                             \
+                D += (double)gx[0][c] * (double)ox[0][c];                       \
         }                                                                       \
         d_b[i] = (T)D;                                                          \
         if (lse_b[(ptrdiff_t)i * p->lse.s0] == (T)-INFINITY && !nfm++)          \
