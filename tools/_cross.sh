@@ -29,7 +29,8 @@ need_tools() {
         echo "installing ${pkgs[*]}" >&2
         apt-get update -qq >&2
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-            --no-install-recommends "${pkgs[@]}" >&2
+            --no-install-recommends -o APT::Keep-Downloaded-Packages=false \
+            "${pkgs[@]}" >&2
     fi
     for a in "${cmds[@]}"; do
         command -v "$a" >/dev/null || { echo "missing: $a" >&2; return 1; }
