@@ -63,7 +63,9 @@ def _parse(argv):
     ap.add_argument("--settle", type=float, default=0.12, metavar="S",
                     help="idle seconds before each interleaved sample, so that "
                          "the previous contender's spinning thread pool does "
-                         "not slow the next one (default 0.12; 0: none)")
+                         "not slow the next one; a sample shorter than 0.25 s "
+                         "then starts with an untimed call (default 0.12; 0: "
+                         "none)")
     ap.add_argument("--sampling", choices=("blocked", "interleaved"), default="blocked",
                     help="how the decode part samples its contenders: blocked (default: "
                          "each contender's samples back to back, after a pause and an "
