@@ -89,8 +89,9 @@ def time_interleaved(contenders, est, cfg, repeat=None):
     # after the pause, a short sample (under WARM_S) starts with one
     # untimed call: the first call after an idle pause runs slower (the
     # CPU's clock and the pools' threads wake up: +13% at 0.12 s for a
-    # 19 ms call here, +50% at 0.5 s), a cost in ms that is the same for
-    # every contender and so pulls their ratios towards 1
+    # 19 ms call here, +50% at 0.5 s), a cost in ms that pulls short
+    # samples' ratios towards 1, or away from it where one contender pays
+    # more of it (torch's first calls did, here)
     warm = {c.name: settle > 0 and number[c.name] * est[c.name] < WARM_S
             for c in contenders}
     gc_was = gc.isenabled()
