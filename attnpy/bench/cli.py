@@ -17,6 +17,7 @@ from .config import B_, E_, GUARD_TOL, H_, MATMUL_N, MEMORY_L, MODES, THREADS_L,
 from .env import Env, _fmt_bytes
 from . import isa as isa_mod
 from .cases import bench_matmul
+from .timing import WARM_S
 from .parts import PARTS
 from .targets import evaluate_matched, evaluate_targets
 from .report import _p, _print_header, _print_table, _print_targets
@@ -63,9 +64,9 @@ def _parse(argv):
     ap.add_argument("--settle", type=float, default=0.12, metavar="S",
                     help="idle seconds before each interleaved sample, so that "
                          "the previous contender's spinning thread pool does "
-                         "not slow the next one; a sample shorter than 0.25 s "
+                         "not slow the next one; a sample shorter than %g s "
                          "then starts with an untimed call (default 0.12; 0: "
-                         "none)")
+                         "none)" % WARM_S)
     ap.add_argument("--sampling", choices=("blocked", "interleaved"), default="blocked",
                     help="how the decode part samples its contenders: blocked (default: "
                          "each contender's samples back to back, after a pause and an "

@@ -1,6 +1,6 @@
 """The bench's interleaved sampling: after the idle pause, a short sample
 starts with one untimed call (the first call after a pause runs slower,
-for every contender alike); a long sample, or no pause, gets none."""
+for every contender); a long sample, or no pause, gets none."""
 from attnpy.bench.timing import WARM_S, Contender, time_interleaved
 
 
