@@ -25,6 +25,7 @@
 #      3.11: bookworm has no other arm64 CPython, and PyPI ships none.
 # Installs qemu-user with apt-get when missing, and adds dpkg's arm64
 # architecture (for `apt-get download`; nothing arm64 is installed).
+# Env: PIP_ARGS extra pip arguments for the venvs (as tools/test_pythons.sh).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WHEELS=$ROOT/dist
@@ -83,7 +84,7 @@ for v in "${versions[@]}"; do
     [ -n "$py" ] || py=$(command -v "python$v")
     "$py" -m venv "$WORK/demo-$v"
     PATH=$NOCC:$PATH "$WORK/demo-$v/bin/python" -m pip install -q \
-        "$(ls "$WHEELS"/attnpy-*-cp${v/./}-*manylinux*_x86_64.whl)"
+        ${PIP_ARGS:-} "$(ls "$WHEELS"/attnpy-*-cp${v/./}-*manylinux*_x86_64.whl)"
     (cd "$WORK" && PATH=$NOCC:$PATH "$WORK/demo-$v/bin/python" -m attnpy \
         >"$WORK/demo-$v.txt") || { cat "$WORK/demo-$v.txt" >&2; exit 1; }
     grep -q "the cat sat" "$WORK/demo-$v.txt" \
