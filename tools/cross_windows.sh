@@ -14,8 +14,9 @@
 #      AVX2, AVX-512) against the C oracle. fork() is not on Windows.
 # Installs mingw-w64's x86-64 C compiler (gcc-mingw-w64-x86-64-win32) and
 # wine64 (--no-install-recommends) with apt-get when missing. Exits
-# nonzero on any warning or failure. The Python binding (csrc/python) needs Windows' Python headers and is not built
-# here; MSVC builds are for cibuildwheel on a Windows runner.
+# nonzero on any warning or failure. The Python binding (csrc/python)
+# needs Windows' Python headers and is not built here; MSVC builds are
+# for cibuildwheel on a Windows runner.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/_cross.sh"
 need_tools gcc-mingw-w64-x86-64-win32 wine64 -- x86_64-w64-mingw32-gcc
