@@ -232,6 +232,8 @@ def test_avx2_targets_judge_the_figures():
     assert st["forward+backward float64 (1,12,1024,64) vs torch autograd"] == "PASS"
     assert st["backward / forward float32 (1,12,2048,64) causal"] == "FAIL"
     assert st["backward / forward float64 (1,12,1024,64)"] == "PASS"
+    # no shapes or torch times in these rows: no bound in the figure
+    assert T["forward+backward float32 (1,12,1024,64) vs torch autograd"]["measured"] == "1.40x"
     # torch's MKL did not take AVX2: its targets are N/A, their figures kept
     libs = isa_mod.judge("avx2", True, {"aten": "AVX2", "mkl": "AVX-512", "openblas": "Haswell"})
     T = {t["target"]: t for t in targets.evaluate_matched(_matched_run("avx2", libs))}
@@ -239,3 +241,34 @@ def test_avx2_targets_judge_the_figures():
     assert t["status"] == "N/A" and t["measured"].startswith("1.30x  -- not judged: torch MKL")
     assert T["forward float32 (1,12,1024,64) non-causal vs np.matmul"]["status"] == "PASS"
     assert T["backward / forward float32 (1,12,1024,64)"]["status"] == "PASS"
+
+
+def test_fwdbwd_bound_is_seven_products_at_the_matmul_rate():
+    # 7 products of 2*1*12*1024*1024*64 flops at 200 GF/s: 56.37 ms
+    row = {"dtype": "float32", "causal": False, "shape": [1, 12, 1024, 64],
+           "results": {"torch": {"median_s": 0.0679}}, "torch_vs_attnpy": 1.2,
+           "bwd_vs_fwd": 2.2}
+    mm = {"float32": {"gflops": 200.0}}
+    rate, x = targets.fwdbwd_bound(row, mm)
+    least = 7 * 2.0 * 12 * 1024 * 1024 * 64 / 200e9
+    assert rate == 200.0 and x == pytest.approx(0.0679 / least) and 1.20 < x < 1.21
+    # causal: the (L + 1) / 2L of the pairs at or below the diagonal
+    _, xc = targets.fwdbwd_bound(dict(row, causal=True), mm)
+    assert xc == pytest.approx(x * 2 * 1024 / 1025)
+    # no matmul figure of the dtype, or no torch time: no bound
+    assert targets.fwdbwd_bound(dict(row, dtype="float64"), mm) is None
+    assert targets.fwdbwd_bound(dict(row, results={}), mm) is None
+    # in the target's figure, and said when the target is past it
+    R = _matched_run("avx2")
+    R["backward"]["shapes"][0] = row
+    R["matmul"] = mm
+    T = {t["target"]: t for t in targets.evaluate_matched(R)}
+    t = T["forward+backward float32 (1,12,1024,64) vs torch autograd"]
+    assert t["status"] == "FAIL"
+    assert t["measured"] == ("1.20x; at np.matmul's 200.0 GF/s its 7 products allow at "
+                             "most 1.20x: past this machine's matmul")
+    R["backward"]["shapes"][0] = dict(row, results={"torch": {"median_s": 0.1}},
+                                      torch_vs_attnpy=1.31)
+    t = {t["target"]: t for t in targets.evaluate_matched(R)}[
+        "forward+backward float32 (1,12,1024,64) vs torch autograd"]
+    assert t["status"] == "PASS" and t["measured"].endswith("allow at most 1.77x")
