@@ -34,6 +34,7 @@ import numpy as np
 import pytest
 
 import attnpy
+from attnpy import _core
 from attnpy import reference as ref
 
 RNG = np.random.default_rng(20240605)
@@ -1244,3 +1245,46 @@ def test_set_num_threads_accepts_numpy_integers(restore_threads):
     """Every other size argument accepts NumPy integers (operator.index)."""
     attnpy.set_num_threads(np.int64(2))
     assert attnpy.get_num_threads() == 2
+
+
+def _dtype(name):
+    if name == "bfloat16":
+        import ml_dtypes  # the test extra has it
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+@pytest.mark.parametrize("isa", attnpy.isas())
+@pytest.mark.parametrize("name", ["float64", "float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("L, S, E", [(1, 49, 1), (3, 300, 8), (1, 8192, 128),
+                                     (2, 9000, 64)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_nonfinite_value_row_of_an_underflowed_key_like_reference(isa, name, L,
+                                                                  S, E,
+                                                                  threads):
+    """A key every query sees, V row infinite, whose weight is exactly 0
+    because a key in a later block (or later key chunk) scores far higher:
+    exp underflows. It contributes nothing (the reference's rule), though
+    the running output had already taken it in with weight 1 before the
+    later key raised the max (a rescale by exactly 0 then, not 0 * inf =
+    NaN). Same bits on every set and thread count."""
+    dt = _dtype(name)
+    big = 1000.0 if name == "float64" else 200.0   # exp(-big) == 0
+    q = np.zeros((2, L, E), dt)
+    q[..., 0] = 1
+    k = np.zeros((2, S, E), dt)
+    k[:, -1, 0] = big                    # the last key dominates
+    v = np.ones((2, S, 2), dt)
+    v[:, 0, 0] = np.inf                  # key 0: weight 1, then exactly 0
+    v[:, 1, 1] = -np.inf
+    v[:, 2, 0] = np.nan
+    attnpy.set_num_threads(threads)
+    _core.set_isa(isa)
+    out = attnpy.attention(q, k, v, scale=1.0)
+    w = attnpy.scaled_dot_product_attention(q, k, v, scale=1.0)[1]
+    assert (w[..., :3] == 0).all()
+    np.testing.assert_array_equal(out.astype(np.float64), 1.0)
+    _core.set_isa("portable")
+    attnpy.set_num_threads(1)
+    again = attnpy.attention(q, k, v, scale=1.0)
+    assert np.array_equal(out.view(np.uint8), again.view(np.uint8))

@@ -313,6 +313,27 @@ TI T SFX(masked_row)(const attn_problem *p, size_t b, double *vmean,
 /* so a row's bits never depend on the call around it.                     */
 /* ---------------------------------------------------------------------- */
 
+/* A key of weight 0 contributes nothing (attn.h), not even 0 * inf =
+ * NaN. A running output scaled by exactly 0 (a new max past the old by
+ * more than exp's range, or a row's first visible block) holds only such
+ * keys, so its inf and NaN lanes are dropped first: where f[r] == 0 the
+ * lanes of row r of o (n, a multiple of W) that are not finite become 0.
+ * Finite lanes keep their bits, and 0 x + acc is acc for finite x (acc,
+ * a sum from +0, is never -0): every finite result is unchanged.       */
+TI VT SFX(finite_or_0)(VT x)
+{
+    return VSEL(VEQ(VMUL(x, VZERO()), VZERO()), x, VZERO());
+}
+TI void SFX(drop_scaled_out)(T *o, size_t ldo, size_t nq, size_t n,
+                             const T *f)
+{
+    for (size_t r = 0; r < nq; r++)
+        if (f[r] == 0)
+            for (size_t x = 0; x < n; x += W)
+                VSTOREU(o + r * ldo + x,
+                        SFX(finite_or_0)(VLOADU(o + r * ldo + x)));
+}
+
 /* chunk state (m, l, oc) of rows i0 .. i0+nq-1 over the keys of chunk c
  * in [jlo, jend); the Q^T tile qt is packed                               */
 TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
@@ -364,6 +385,7 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
             T *srow = (T *)(sb + pl->off_srow);
             SFX(scores)(pl, sb, srow, 1, 1, 1, 1, k_b, j0, nk, cend, 1);
             SFX(softmax_row)(srow, nk, rm, rl, ralpha, rm_used);
+            SFX(drop_scaled_out)(oc, EvP, 1, EvP, ralpha);
             if (TILE_PV(pl, sb, oc, EvP, 1, srow, 1, ralpha, v_b, j0, nk))
                 continue;
             if (vrow) {
@@ -385,6 +407,7 @@ TF void SFX(chunk_pass)(const attn_plan *pl, char *sb, size_t b, size_t i0,
             SFX(apply_masks)(pl, st, BQ, b, i0, nq, nqv, j0, nk, mask_b, cls,
                              cdiag, NULL);
         SFX(softmax_block)(st, BQ, nk, nqv, rm, rl, ralpha, rm_used);
+        SFX(drop_scaled_out)(oc, EvP, nq, EvP, ralpha);
         if (TILE_PV(pl, sb, oc, EvP, nq, st, BQ, ralpha, v_b, j0, nk))
             continue;
         if (vin) {
@@ -419,13 +442,20 @@ TF void SFX(chunk_fold)(const attn_plan *pl, char *sb, size_t nq,
         VSTOREU(RL + v * W,
                 VFMA(VLOADU(RL + v * W), a, VMUL(VLOADU(l + v * W), f)));
     }
+    SFX(drop_scaled_out)(o, EvP, nq, EvP, fa);
     for (size_t r = 0; r < nq; r++) {
         const VT a = VSET1(fa[r]), f = VSET1(fb[r]);
         T *o_r = o + r * EvP;
         const T *oc_r = oc + r * EvP;
-        for (size_t x = 0; x < EvP; x += W)
-            VSTOREU(o_r + x,
-                    VFMA(VLOADU(o_r + x), a, VMUL(VLOADU(oc_r + x), f)));
+        if (fb[r] == 0) /* the chunk's keys all of weight 0 (see above) */
+            for (size_t x = 0; x < EvP; x += W)
+                VSTOREU(o_r + x,
+                        VFMA(VLOADU(o_r + x), a,
+                             VMUL(SFX(finite_or_0)(VLOADU(oc_r + x)), f)));
+        else
+            for (size_t x = 0; x < EvP; x += W)
+                VSTOREU(o_r + x,
+                        VFMA(VLOADU(o_r + x), a, VMUL(VLOADU(oc_r + x), f)));
     }
 }
 
