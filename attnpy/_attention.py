@@ -15,7 +15,7 @@ import textwrap
 import numpy as np
 
 from . import _core, _variants
-from ._validate import empty as _empty, public, size as _size
+from ._validate import empty as _empty, flag as _flag, public, size as _size
 from ._types import Align, Array, ArrayLike, Causal, FullyMasked, Window
 
 __all__ = ["scaled_dot_product_attention", "attention",
@@ -268,7 +268,7 @@ def attention(Q: ArrayLike, K: ArrayLike, V: ArrayLike, *,
     return _variants.sdpa(Q, K, V, mask, bias, causal, scale, fully_masked,
                           out, None, "attention", enable_gqa,
                           (window, alibi_slopes, softcap),
-                          return_lse=bool(return_lse))
+                          return_lse=_flag(return_lse, "attention", "return_lse"))
 
 
 for _f in (scaled_dot_product_attention, attention):

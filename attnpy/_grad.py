@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _variants
 from ._attention import document_variants
-from ._validate import is_bfloat16, public
+from ._validate import flag as _flag, is_bfloat16, public
 from ._types import Array, ArrayLike, Causal, FullyMasked, Window
 
 __all__ = ["attention_backward"]
@@ -140,6 +140,7 @@ def attention_backward(
     ...     for a, b in zip(grads, ref))
     True
     """
+    bias_grad = _flag(bias_grad, "attention_backward", "bias_grad")
     if bias_grad and bias is None:
         raise ValueError("attention_backward: bias_grad=True needs a bias")
     (gq, gk, gv, gb), seen = _variants.sdpa_bwd(

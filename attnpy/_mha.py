@@ -9,7 +9,8 @@ import numpy as np
 from . import _core, _mha_grad
 from ._elementwise import combine_heads, split_heads
 from ._validate import empty as _empty, float_dtype as _float_dtype
-from ._validate import num_heads as _num_heads, public, size as _size
+from ._validate import flag as _flag, num_heads as _num_heads, public
+from ._validate import size as _size
 from ._types import Array, ArrayLike, Causal, DTypeLike, Seed
 
 __all__ = ["MultiHeadAttention"]
@@ -412,6 +413,7 @@ class MultiHeadAttention:
         >>> bool(np.allclose(out, mha.forward(X, causal=True)[0]))
         True
         """
+        need_weights = _flag(need_weights, "MultiHeadAttention", "need_weights")
         key = query if key is None else key
         value = key if value is None else value
         out, w = self._attend(query, key, value, mask, causal,

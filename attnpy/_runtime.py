@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from . import _core
+from ._validate import flag as _flag
 
 __all__ = ["set_num_threads", "get_num_threads", "isas", "get_isa", "set_isa"]
 
@@ -89,6 +90,7 @@ def isas(*, opt_in: bool = True) -> list[str]:
     >>> attnpy.get_isa() in attnpy.isas()
     True
     """
+    opt_in = _flag(opt_in, "isas", "opt_in")
     return [name for name, opt, usable in _core.isas()
             if usable and (opt_in or not opt)]
 

@@ -16,6 +16,7 @@ over broadcast dims give dK, dV summed over each group.
 import numpy as np
 
 from . import _core
+from ._validate import flag as _flag
 
 def _split_head(a, axis, Hkv, g, Hq, fname, name):
     """a with its head axis `axis` (negative) of length Hq or 1 seen as two
@@ -114,6 +115,7 @@ def sdpa(Q, K, V, mask, bias, causal, scale, fully_masked, out, weights_out,
     alibi_slopes' head axis under enable_gqa): the binding checks them.
     pos_shift: attnpy.dask's private shift of the query positions, or
     None (0)."""
+    enable_gqa = _flag(enable_gqa, fname, "enable_gqa")
     if not enable_gqa:
         # keywords written out (no **dict), and the optional operands only
         # when given: each keyword costs ~25 ns, a tenth of a tiny call
@@ -151,6 +153,7 @@ def sdpa_bwd(dout, Q, K, V, out, lse, mask, bias, causal, scale,
     enable_gqa), ready to be summed to those operands' shapes. variants
     and pos_shift: sdpa's."""
     fname = "attention_backward"
+    enable_gqa = _flag(enable_gqa, "attention_backward", "enable_gqa")
     kw = dict(causal=causal, scale=scale, fully_masked=fully_masked,
               bias_grad=bias_grad, fname=fname, pos_shift=pos_shift)
     if not enable_gqa:

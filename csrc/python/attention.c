@@ -203,6 +203,17 @@ static int sdpa_mask_bias(sdpa_call *c, PyObject *const *args)
         if (!(c->raw[op] = as_array16(o, c->fname, op_names[op])) ||
             (op == OP_MASK && check_keep_mask(c->raw[op], c->fname) < 0))
             return -1;
+        if (op == OP_BIAS && PyArray_ISBOOL(c->raw[op])) {
+            /* added to the scores, True would add 1: a keep-mask given
+             * as PyTorch's boolean attn_mask would block nothing      */
+            PyErr_Format(PyExc_ValueError,
+                         "%s: bias is boolean, but bias is added to the "
+                         "scores (True adds 1, False 0). A keep-mask "
+                         "(True = may attend, like PyTorch's boolean "
+                         "attn_mask) goes in mask= instead (bias.shape=%s)",
+                         c->fname, AP_SHAPE(c->raw[op]));
+            return -1;
+        }
         /* a 16-bit bias stays 16-bit in the forward pass; the backward
          * pass reads it in the compute type (attn.h)                   */
         PyArrayObject *a =

@@ -79,14 +79,17 @@ static PyObject *core_isa(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(arg))
 
 static PyObject *core_set_isa(PyObject *Py_UNUSED(mod), PyObject *arg)
 {
-    const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    Py_ssize_t len = 0;
+    const char *name =
+        PyUnicode_Check(arg) ? PyUnicode_AsUTF8AndSize(arg, &len) : NULL;
     if (!name) {
         if (!PyErr_Occurred())
             PyErr_Format(PyExc_TypeError, "set_isa: name must be a str, got %s",
                          Py_TYPE(arg)->tp_name);
         return NULL;
     }
-    if (attn_set_isa(name) != 0) {
+    /* the core compares C strings: a NUL inside would cut the name */
+    if (strlen(name) != (size_t)len || attn_set_isa(name) != 0) {
         PyErr_Format(PyExc_ValueError,
                      "set_isa: %R is unknown or not supported by this CPU",
                      arg);

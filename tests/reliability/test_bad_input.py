@@ -1288,3 +1288,68 @@ def test_nonfinite_value_row_of_an_underflowed_key_like_reference(isa, name, L,
     attnpy.set_num_threads(1)
     again = attnpy.attention(q, k, v, scale=1.0)
     assert np.array_equal(out.view(np.uint8), again.view(np.uint8))
+
+
+# ---- True/False options are True or False, not any truthy value -------------
+
+_QKV = tuple(RNG.standard_normal((3, 2, 4, 8)))
+FLAG_CALLS = [
+    ("attention", "return_lse",
+     lambda v: attnpy.attention(*_QKV, return_lse=v)),
+    ("attention", "enable_gqa",
+     lambda v: attnpy.attention(*_QKV, enable_gqa=v)),
+    ("scaled_dot_product_attention", "enable_gqa",
+     lambda v: attnpy.scaled_dot_product_attention(*_QKV, enable_gqa=v)),
+    ("attention_backward", "bias_grad",
+     lambda v: attnpy.attention_backward(
+         _QKV[0], *_QKV, *attnpy.attention(*_QKV, return_lse=True),
+         bias=np.zeros((4, 4)), bias_grad=v)),
+    ("attention_backward", "enable_gqa",
+     lambda v: attnpy.attention_backward(
+         _QKV[0], *_QKV, *attnpy.attention(*_QKV, return_lse=True),
+         enable_gqa=v)),
+    ("MultiHeadAttention", "need_weights",
+     lambda v: attnpy.MultiHeadAttention(8, 2, seed=0)(_QKV[0],
+                                                       need_weights=v)),
+    ("isas", "opt_in", lambda v: attnpy.isas(opt_in=v)),
+]
+
+
+@pytest.mark.parametrize("fname, arg, call", FLAG_CALLS,
+                         ids=[f"{f}-{a}" for f, a, _ in FLAG_CALLS])
+@pytest.mark.parametrize("value", ["False", "", np.array([True, False]), 2,
+                                   None])
+def test_flags_refuse_what_is_not_true_or_false(fname, arg, call, value):
+    """The string "False" is truthy: read by truthiness it would turn the
+    option on. Refused, naming the function and the argument; True,
+    False, NumPy's bools and 0 / 1 work."""
+    with pytest.raises(TypeError, match=f"^{fname}: {arg} must be True or "
+                                        f"False, got {type(value).__name__}"):
+        call(value)
+    for ok in (True, np.False_, 0):
+        call(ok)
+
+
+@pytest.mark.parametrize("fname, f", ATTN, ids=[a for a, _ in ATTN])
+def test_boolean_bias_is_refused_pointing_to_mask(fname, f):
+    """A boolean keep-mask given as bias= (PyTorch's attn_mask takes both
+    kinds) would be added to the scores as 0 / 1 and mask nothing."""
+    keep = np.tril(np.ones((L, S), bool))
+    with pytest.raises(ValueError, match=rf"^{fname}: bias is boolean, .* "
+                                         r"goes in mask= instead \(bias\.shape"):
+        f(Q, K, V, bias=keep)
+    out, lse = attnpy.attention(Q, K, V, return_lse=True)
+    with pytest.raises(ValueError, match=r"^attention_backward: bias is boolean"):
+        attnpy.attention_backward(Q[..., :V.shape[-1]] * 0 + 1, Q, K, V, out,
+                                  lse, bias=keep)
+    # the same cells as a mask, or as an additive float bias, work
+    f(Q, K, V, mask=keep)
+    f(Q, K, V, bias=np.where(keep, 0.0, -np.inf))
+
+
+def test_set_isa_refuses_a_name_with_a_nul():
+    """The core compares C strings: "avx2\\0x" must not select avx2."""
+    with pytest.raises(ValueError, match="not an instruction set"):
+        attnpy.set_isa("portable\0garbage")
+    with pytest.raises(ValueError, match="unknown"):
+        _core.set_isa("portable\0")
