@@ -311,3 +311,38 @@ def test_positional_encoding_matches_reference(n, d, base, dtype, offset,
     got = attnpy.add_positional_encoding(x, offset=offset, base=base)
     assert got is x
     np.testing.assert_allclose(x, expect, **TOL[np.dtype(dtype)])
+
+
+def test_softmax_of_a_long_row_keeps_its_digits():
+    """A float32 row of 2^24 elements: float partial sums of a row that
+    long lose digits (1.6e-5 relative error here, 2.0 for the sum of 2^29
+    equal elements); each 2^16 elements' sum is added in double, so the
+    error stays that of a 2^16-element row, as NumPy's pairwise sum."""
+    x = np.random.default_rng(2).standard_normal(2**24).astype(np.float32)
+    y = attnpy.softmax(x)
+    t = np.exp(x.astype(np.float64) - x.max())
+    t /= t.sum()
+    assert np.max(np.abs(y - t) / t) < 2e-6
+    assert abs(y.sum(dtype=np.float64) - 1) < 1e-6
+
+
+def test_softmax_of_rows_across_chunks_same_bits_on_every_set():
+    """Rows just under, at and past 2^16 elements (where the chunk sums
+    begin) and past several chunks: the same bits on every set."""
+    from attnpy import _core
+    rng = np.random.default_rng(3)
+    rows = [rng.standard_normal(n).astype(dt) for n in
+            (2**16 - 1, 2**16, 2**16 + 1, 3 * 2**16 + 5)
+            for dt in (np.float32, np.float64)]
+    saved = _core.isa()
+    try:
+        got = {}
+        for isa in attnpy.isas():
+            _core.set_isa(isa)
+            got[isa] = [attnpy.softmax(r) for r in rows]
+    finally:
+        _core.set_isa(saved)
+    first = got[attnpy.isas()[0]]
+    for isa, ys in got.items():
+        for a, b in zip(first, ys):
+            assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), isa

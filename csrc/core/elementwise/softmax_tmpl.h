@@ -6,13 +6,30 @@
  *
  *   1. m = max_j x_j, or NaN if some x_j is NaN (as np.max)
  *   2. e_j = exp(x_j - m) into y; the sum in SM_PARTS partial sums, the
- *      element j in partial j % SM_PARTS, added in a fixed tree
+ *      element j in partial j % SM_PARTS, added in a fixed tree; a row
+ *      longer than SM_CHUNK elements: each SM_CHUNK elements' tree sum
+ *      added in double, rounded once at the end (float partial sums of
+ *      a long row lose digits: 2^29 equal elements summed to 2^25)
  *   3. y_j = e_j / sum
- * SM_PARTS is a multiple of every vector width, so the partial sums, and
- * the bits, are the same on every set. NaN and +-inf give what
- * exp(x - max(x)) / sum(exp(x - max(x))) gives in NumPy.
+ * SM_PARTS is a multiple of every vector width, and SM_CHUNK of
+ * SM_PARTS, so the partial sums, and the bits, are the same on every
+ * set. NaN and +-inf give what exp(x - max(x)) / sum(exp(x - max(x)))
+ * gives in NumPy.
  */
 #define SM_PARTS 16
+#define SM_CHUNK ((size_t)1 << 16)
+
+/* the SM_PARTS partial sums of part, added in the fixed tree            */
+static ATTR T SFX(sm_tree)(const VT *part)
+{
+    T s[SM_PARTS];
+    for (size_t q = 0; q < (size_t)(SM_PARTS / W); q++)
+        VSTOREU(s + q * W, part[q]);
+    for (size_t w = SM_PARTS / 2; w >= 1; w /= 2)
+        for (size_t i = 0; i < w; i++)
+            s[i] = s[i] + s[i + w];
+    return s[0];
+}
 
 static ATTR void SFX(row_softmax)(size_t n, void *y_, const void *x_)
 {
@@ -47,6 +64,8 @@ static ATTR void SFX(row_softmax)(size_t n, void *y_, const void *x_)
         part[p] = VZERO();
     const VT vm = VSET1(m);
     size_t p = 0;
+    double chunks = 0; /* the whole chunks' sums of a long row */
+    int long_row = 0;
     for (size_t j = 0; j < n; j += W) {
         VT e;
         if (j + W <= n) {
@@ -66,15 +85,16 @@ static ATTR void SFX(row_softmax)(size_t n, void *y_, const void *x_)
         }
         part[p] = VADD(part[p], e);
         p = p + 1 == (size_t)(SM_PARTS / W) ? 0 : p + 1;
+        if ((j + W) % SM_CHUNK == 0 && j + W < n) { /* p is 0 again */
+            chunks += (double)SFX(sm_tree)(part);
+            for (size_t q = 0; q < (size_t)(SM_PARTS / W); q++)
+                part[q] = VZERO();
+            long_row = 1;
+        }
     }
-    T s[SM_PARTS];
-    for (size_t q = 0; q < (size_t)(SM_PARTS / W); q++)
-        VSTOREU(s + q * W, part[q]);
-    for (size_t w = SM_PARTS / 2; w >= 1; w /= 2)
-        for (size_t i = 0; i < w; i++)
-            s[i] = s[i] + s[i + w];
+    const T last = SFX(sm_tree)(part);
     /* 3. */
-    const VT vs = VSET1(s[0]);
+    const VT vs = VSET1(long_row ? (T)(chunks + (double)last) : last);
     for (size_t j = 0; j < n; j += W) {
         if (j + W <= n) {
             VSTOREU(y + j, VDIV(VLOADU(y + j), vs));
@@ -89,3 +109,4 @@ static ATTR void SFX(row_softmax)(size_t n, void *y_, const void *x_)
 }
 
 #undef SM_PARTS
+#undef SM_CHUNK
