@@ -337,7 +337,8 @@ def causal_mask(L: int, S: int | None = None, *,
                          f"'bottom_right', got {align!r}")
     k = 0 if align == "top_left" else S - L
     mask = _empty((L, S), bool, "causal_mask")
-    np.greater_equal(np.arange(L)[:, None] + k, np.arange(S), out=mask)
+    if mask.size:   # no arange of the other length for an empty mask
+        np.greater_equal(np.arange(L)[:, None] + k, np.arange(S), out=mask)
     return mask
 
 
@@ -378,6 +379,7 @@ def padding_mask(lengths: ArrayLike, S: int) -> Array:
         raise ValueError(f"padding_mask: lengths must be between 0 and "
                          f"S={S}, got {lengths.tolist()}")
     keep = _empty((lengths.size, 1, 1, S), bool, "padding_mask")
-    np.less(np.arange(S), lengths.astype(np.intp)[:, None, None, None],
-            out=keep)
+    if keep.size:   # no arange of S for an empty mask
+        np.less(np.arange(S), lengths.astype(np.intp)[:, None, None, None],
+                out=keep)
     return keep

@@ -2,6 +2,8 @@
 of torch.nn.TransformerEncoderLayer, built from attnpy's pieces."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from . import _core
@@ -113,10 +115,10 @@ class TransformerEncoderLayer:
         d = _size(d_model, fname, "d_model")
         f = _size(d_ff, fname, "d_ff")
         dt = _float_dtype(dtype, fname)
-        self.activation = _activation(activation, fname)
-        self.norm_first = _flag(norm_first, fname, "norm_first")
-        self.layer_norm_eps = _eps(layer_norm_eps, fname, "layer_norm_eps")
-        self.eps_in_sqrt = _flag(eps_in_sqrt, fname, "eps_in_sqrt")
+        self.activation = activation        # checked by the properties
+        self.norm_first = norm_first
+        self.layer_norm_eps = layer_norm_eps
+        self.eps_in_sqrt = eps_in_sqrt
         _flag(bias, fname, "bias")
         rng = _generator(seed, fname)
         self.d_model, self.d_ff, self.dtype = d, f, dt
@@ -156,6 +158,25 @@ class TransformerEncoderLayer:
     norm1_weight, norm1_bias = _param("norm1_weight"), _param("norm1_bias")
     norm2_weight, norm2_bias = _param("norm2_weight"), _param("norm2_bias")
     del _param
+
+    def _option(name, check):
+        """An option checked when assigned, as the constructor checks it
+        (the kernels read it unchecked)."""
+        attr = "_" + name
+
+        def get(self) -> Any:
+            return getattr(self, attr)
+
+        def set(self, value: Any) -> None:
+            setattr(self, attr, check(value, "TransformerEncoderLayer", name))
+
+        return property(get, set, doc=f"{name} (assignable; checked)")
+
+    activation = _option("activation", lambda v, f, a: _activation(v, f))
+    norm_first = _option("norm_first", _flag)
+    layer_norm_eps = _option("layer_norm_eps", _eps)
+    eps_in_sqrt = _option("eps_in_sqrt", _flag)
+    del _option
 
     def __repr__(self):
         return (f"TransformerEncoderLayer(d_model={self.d_model}, "

@@ -139,7 +139,7 @@ def show(mask_or_array: ArrayLike,
         Labels of the columns (keys), one per column, and, when they fit,
         of the rows (with fewer rows than columns, the last tokens).
     decimals : int, optional
-        Decimals for non-mask arrays (default 3).
+        Decimals for non-mask arrays, 0..15 (default 3).
 
     Returns
     -------
@@ -150,7 +150,8 @@ def show(mask_or_array: ArrayLike,
     Raises
     ------
     ValueError
-        When `tokens` does not have one entry per column.
+        When `tokens` does not have one entry per column, or `decimals` is
+        not in 0..15 (TypeError: not an int).
 
     Examples
     --------
@@ -163,4 +164,9 @@ def show(mask_or_array: ArrayLike,
       cat    1    1    0
       sat    1    1    1
     """
-    return ArrayView(mask_or_array, tokens, decimals)
+    if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
+        raise TypeError(f"show: decimals must be an int, not "
+                        f"{type(decimals).__name__}")
+    if not 0 <= decimals <= 15:
+        raise ValueError(f"show: decimals must be in 0..15, not {decimals}")
+    return ArrayView(mask_or_array, tokens, int(decimals))

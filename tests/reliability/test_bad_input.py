@@ -1256,7 +1256,7 @@ def _dtype(name):
 
 @pytest.mark.parametrize("isa", attnpy.isas())
 @pytest.mark.parametrize("name", ["float64", "float32", "float16", "bfloat16"])
-@pytest.mark.parametrize("L, S, E", [(1, 49, 1), (3, 300, 8), (1, 8192, 128),
+@pytest.mark.parametrize("L, S, E", [(1, 49, 1), (3, 300, 8), (1, 5000, 128),
                                      (2, 9000, 64)])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_nonfinite_value_row_of_an_underflowed_key_like_reference(isa, name, L,
@@ -1353,3 +1353,42 @@ def test_set_isa_refuses_a_name_with_a_nul():
         attnpy.set_isa("portable\0garbage")
     with pytest.raises(ValueError, match="unknown"):
         _core.set_isa("portable\0")
+
+
+def test_encoder_options_are_checked_when_assigned():
+    """TransformerEncoderLayer's options go to the kernels unchecked: a
+    reassigned one is checked as the constructor checks it."""
+    t = attnpy.TransformerEncoderLayer(8, 2, 16, seed=0)
+    x = RNG.standard_normal((1, 3, 8))
+    y = t(x)
+    for name, value, exc, msg in [
+            ("layer_norm_eps", -1.0, ValueError, "must be >= 0"),
+            ("layer_norm_eps", np.nan, ValueError, "must be >= 0"),
+            ("layer_norm_eps", None, TypeError, "must be a real number"),
+            ("norm_first", "False", TypeError, "must be True or False"),
+            ("eps_in_sqrt", 2, TypeError, "must be True or False"),
+            ("activation", "tanh", ValueError, "activation must be")]:
+        with pytest.raises(exc, match=f"^TransformerEncoderLayer: .*{msg}"):
+            setattr(t, name, value)
+    assert np.array_equal(t(x), y)          # nothing changed
+    t.layer_norm_eps, t.norm_first = 1e-5, True
+    assert t.layer_norm_eps == 1e-5 and t.norm_first is True
+    assert not np.array_equal(t(x), y)
+
+
+@pytest.mark.parametrize("call", ["causal_mask(0, 2**40)",
+                                  "causal_mask(2**40, 0)",
+                                  "padding_mask([], 2**40)",
+                                  "padding_mask(np.zeros(3, int), 0)"])
+def test_empty_masks_need_no_memory_of_the_other_length(call):
+    m = eval("attnpy." + call)
+    assert m.size == 0 and m.dtype == bool
+
+
+@pytest.mark.parametrize("decimals, exc", [(-1, ValueError), (16, ValueError),
+                                           (1.5, TypeError), (None, TypeError),
+                                           ("2", TypeError), (True, TypeError)])
+def test_show_checks_decimals(decimals, exc):
+    with pytest.raises(exc, match="^show: decimals must be"):
+        attnpy.show(np.eye(2), decimals=decimals)
+    assert "0.50" in str(attnpy.show(np.eye(2) / 2, decimals=2))
