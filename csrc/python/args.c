@@ -429,16 +429,18 @@ PyArrayObject *new_result_descr(int nd, const npy_intp *dims,
     return NULL;
 }
 
-/* Allocate nops*B offsets, overflow-checked. */
+/* Allocate nops*B offsets, overflow-checked; a MemoryError that says
+ * what did not fit (the callers' own arrays were allocated already).  */
 ptrdiff_t *alloc_offsets(size_t nops, size_t B)
 {
-    if (B != 0 && nops > SIZE_MAX / sizeof(ptrdiff_t) / B) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    ptrdiff_t *p = PyMem_RawMalloc(nops * B * sizeof(ptrdiff_t) + 1);
+    ptrdiff_t *p = NULL;
+    if (B == 0 || nops <= SIZE_MAX / sizeof(ptrdiff_t) / B)
+        p = PyMem_RawMalloc(nops * B * sizeof(ptrdiff_t) + 1);
     if (!p)
-        PyErr_NoMemory();
+        PyErr_Format(PyExc_MemoryError,
+                     "attnpy: the table of row offsets (%zu rows x %zu "
+                     "operands, 8 bytes each) is too large to allocate",
+                     B, nops);
     return p;
 }
 
