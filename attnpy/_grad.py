@@ -39,6 +39,20 @@ def _like(g, x):
     return g
 
 
+def _check_dest(dest, like, name):
+    """dq=/dk=/dv= checked before the pass runs: an array of the operand's
+    shape, writeable (the dtype is checked as the gradient is written)."""
+    if dest is None:
+        return
+    if not isinstance(dest, np.ndarray):
+        raise TypeError(f"attention_backward: {name} must be a numpy array")
+    if dest.shape != np.shape(like):
+        raise ValueError(f"attention_backward: {name} must have shape "
+                         f"{np.shape(like)}, got {name}.shape={dest.shape}")
+    if not dest.flags.writeable:
+        raise ValueError(f"attention_backward: {name} is read-only")
+
+
 def _deliver(g, dest, name):
     if dest is None:
         return g
@@ -143,6 +157,8 @@ def attention_backward(
     bias_grad = _flag(bias_grad, "attention_backward", "bias_grad")
     if bias_grad and bias is None:
         raise ValueError("attention_backward: bias_grad=True needs a bias")
+    for d, x, n in ((dq, Q, "dq"), (dk, K, "dk"), (dv, V, "dv")):
+        _check_dest(d, x, n)
     (gq, gk, gv, gb), seen = _variants.sdpa_bwd(
         dout, Q, K, V, out, lse, mask, bias, causal, scale, fully_masked,
         bool(bias_grad), enable_gqa, (window, alibi_slopes, softcap))

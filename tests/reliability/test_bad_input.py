@@ -1392,3 +1392,22 @@ def test_show_checks_decimals(decimals, exc):
     with pytest.raises(exc, match="^show: decimals must be"):
         attnpy.show(np.eye(2), decimals=decimals)
     assert "0.50" in str(attnpy.show(np.eye(2) / 2, decimals=2))
+
+
+def test_backward_destinations_are_checked_before_the_pass():
+    """dq=/dk=/dv= that cannot take the result are refused before the
+    backward pass runs (not with NumPy's message after it)."""
+    q, k, v = RNG.standard_normal((3, 2, 4, 8))
+    out, lse = attnpy.attention(q, k, v, return_lse=True)
+    ro = np.empty_like(q)
+    ro.flags.writeable = False
+    calls = [(dict(dq=ro), ValueError, "dq is read-only"),
+             (dict(dk=np.empty((2, 4, 7))), ValueError,
+              r"dk must have shape \(2, 4, 8\)"),
+             (dict(dv=[0.0]), TypeError, "dv must be a numpy array")]
+    for kw, exc, msg in calls:
+        with pytest.raises(exc, match=f"^attention_backward: {msg}"):
+            attnpy.attention_backward(out, q, k, v, out, lse, **kw)
+    dq = np.empty_like(q)
+    got = attnpy.attention_backward(out, q, k, v, out, lse, dq=dq)
+    assert got[0] is dq
