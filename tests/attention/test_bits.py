@@ -158,3 +158,28 @@ def test_dq_rows(isa, dtype, causal):
                                         out[:, :, s], lse[:, :, s],
                                         causal=c)[0]
         assert same_bits(dq1[:, :, 0], dq[:, :, i]), (isa, i)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_zero_output_has_one_sign_alone_or_in_a_longer_q(isa, dtype):
+    """Row 0's output is a negative number that underflows to zero as a
+    later key block raises its max; another row of its query block sees a
+    key block row 0 sees nothing of, which adds +0 to row 0's running
+    output there but not when row 0 is computed alone (query blocks
+    differ between sets, too). Every zero output is +0: the same bits."""
+    big = 122.0 if dtype == np.float32 else 800.0
+    S = 97
+    K = np.zeros((S, 1), dtype)
+    V = np.zeros((S, 1), dtype)
+    K[0] = big * 80 / 122          # key block 0: row 0's max first
+    V[1] = -1.0                    # weight ~exp(-80): a negative term
+    K[48] = big                    # key block 1: a new max, the term -> -0
+    for other in (1, 16, 32):
+        Q = np.ones((other + 1, 1), dtype)
+        M = np.zeros((other + 1, S), bool)
+        M[0, [0, 1, 48]] = True
+        M[other, 96] = True        # key block 2: another row only
+        row0 = attnpy.attention(Q, K, V, mask=M, scale=1.0)[:1]
+        alone = attnpy.attention(Q[:1], K, V, mask=M[:1], scale=1.0)
+        assert same_bits(row0, alone), (isa, other, row0, alone)
+        assert same_bits(alone, np.zeros_like(alone)), (isa, alone)

@@ -125,7 +125,12 @@ TI void SFX(put)(const attn_mat *m, char *base, ptrdiff_t x, T y)
         attn_store_f32(m->store, base, x, (float)y);
 }
 
-/* out row: dst[c * s1] = o[c] * inv, c < n, rounded once to the storage */
+/* out row: dst[c * s1] = o[c] * inv + 0, c < n, rounded once to the
+ * storage. + 0 makes a zero output +0: a row's running output may be -0
+ * (a negative sum that underflowed), and a key block none of the row's
+ * keys is visible in adds +0 to it when another row of its query block
+ * sees that block, but not when the row is computed alone: the same
+ * bits either way, on every set (query blocks differ between sets).   */
 TI void SFX(store_out_row)(const attn_mat *m, char *dst, const T *o, T inv,
                            size_t n)
 {
@@ -135,10 +140,10 @@ TI void SFX(store_out_row)(const attn_mat *m, char *dst, const T *o, T inv,
         T *d = (T *)dst;
         if (s1 == 1)
             for (; c < n; c++)
-                d[c] = o[c] * inv;
+                d[c] = o[c] * inv + (T)0;
         else
             for (; c < n; c++)
-                d[(ptrdiff_t)c * s1] = o[c] * inv;
+                d[(ptrdiff_t)c * s1] = o[c] * inv + (T)0;
         return;
     }
 #if HALF_VEC_
@@ -147,14 +152,16 @@ TI void SFX(store_out_row)(const attn_mat *m, char *dst, const T *o, T inv,
         const VT vinv = VSET1(inv);
         if (m->store == ATTN_ST_BF16)
             for (; c + W <= n; c += W)
-                VSTORE_BF16(d + c, VMUL(VLOADU(o + c), vinv));
+                VSTORE_BF16(d + c,
+                            VADD(VMUL(VLOADU(o + c), vinv), VZERO()));
         else
             for (; c + W <= n; c += W)
-                VSTORE_F16(d + c, VMUL(VLOADU(o + c), vinv));
+                VSTORE_F16(d + c, VADD(VMUL(VLOADU(o + c), vinv), VZERO()));
     }
 #endif
     for (; c < n; c++)
-        attn_store_f32(m->store, dst, (ptrdiff_t)c * s1, (float)(o[c] * inv));
+        attn_store_f32(m->store, dst, (ptrdiff_t)c * s1,
+                       (float)(o[c] * inv + (T)0));
 }
 
 /* store_tile_t into operand m's rows (weights, scores), any storage     */
