@@ -157,8 +157,15 @@ def attention_backward(
     bias_grad = _flag(bias_grad, "attention_backward", "bias_grad")
     if bias_grad and bias is None:
         raise ValueError("attention_backward: bias_grad=True needs a bias")
-    for d, x, n in ((dq, Q, "dq"), (dk, K, "dk"), (dv, V, "dv")):
+    dests = ((dq, Q, "dq"), (dk, K, "dk"), (dv, V, "dv"))
+    for d, x, n in dests:
         _check_dest(d, x, n)
+    given = [(d, n) for d, _, n in dests if d is not None]
+    for i, (a, na) in enumerate(given):   # one would overwrite the other
+        for b, nb in given[i + 1:]:
+            if np.shares_memory(a, b):
+                raise ValueError(f"attention_backward: {na} and {nb} share "
+                                 f"memory")
     (gq, gk, gv, gb), seen = _variants.sdpa_bwd(
         dout, Q, K, V, out, lse, mask, bias, causal, scale, fully_masked,
         bool(bias_grad), enable_gqa, (window, alibi_slopes, softcap))

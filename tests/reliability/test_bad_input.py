@@ -1411,3 +1411,16 @@ def test_backward_destinations_are_checked_before_the_pass():
     dq = np.empty_like(q)
     got = attnpy.attention_backward(out, q, k, v, out, lse, dq=dq)
     assert got[0] is dq
+    # two destinations in one buffer: one gradient would overwrite the other
+    big = np.zeros((2, 6, 8))
+    for kw, pair in [(dict(dq=dq, dk=dq), "dq and dk"),
+                     (dict(dq=big[:, :4], dv=big[:, 2:]), "dq and dv")]:
+        with pytest.raises(ValueError, match=f"^attention_backward: {pair} "
+                                             "share memory"):
+            attnpy.attention_backward(out, q, k, v, out, lse, **kw)
+    # interleaved but disjoint views are fine
+    inter = np.zeros((2, 4, 16))
+    g = attnpy.attention_backward(out, q, k, v, out, lse, dq=inter[..., ::2],
+                                  dk=inter[..., 1::2])
+    ref = attnpy.attention_backward(out, q, k, v, out, lse)
+    assert np.array_equal(g[0], ref[0]) and np.array_equal(g[1], ref[1])
