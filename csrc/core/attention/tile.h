@@ -447,15 +447,12 @@ TF void SFX(chunk_fold)(const attn_plan *pl, char *sb, size_t nq,
         const VT a = VSET1(fa[r]), f = VSET1(fb[r]);
         T *o_r = o + r * EvP;
         const T *oc_r = oc + r * EvP;
-        if (fb[r] == 0) /* the chunk's keys all of weight 0 (see above) */
-            for (size_t x = 0; x < EvP; x += W)
-                VSTOREU(o_r + x,
-                        VFMA(VLOADU(o_r + x), a,
-                             VMUL(SFX(finite_or_0)(VLOADU(oc_r + x)), f)));
-        else
-            for (size_t x = 0; x < EvP; x += W)
-                VSTOREU(o_r + x,
-                        VFMA(VLOADU(o_r + x), a, VMUL(VLOADU(oc_r + x), f)));
+        const int drop = fb[r] == 0; /* the chunk's keys all of weight 0 */
+        for (size_t x = 0; x < EvP; x += W) {
+            const VT c = VLOADU(oc_r + x);
+            VSTOREU(o_r + x, VFMA(VLOADU(o_r + x), a,
+                                  VMUL(drop ? SFX(finite_or_0)(c) : c, f)));
+        }
     }
 }
 
