@@ -13,6 +13,8 @@ reads K/V head kv = h // g (PyTorch's convention) through the binding's
 ordinary broadcasting: nothing is copied, and attention_backward's sums
 over broadcast dims give dK, dV summed over each group.
 """
+import re
+
 import numpy as np
 
 from . import _core
@@ -73,18 +75,68 @@ class Gqa:
         self.Q = _split(Q, -3, (Hkv, self.g))
         self.K = K[..., None, :, :]
         self.V = V[..., None, :, :]
+        # name -> (view's shape, caller's shape), for the binding's messages
+        self.seen = {"Q": (self.Q.shape, Q.shape),
+                     "K": (self.K.shape, K.shape),
+                     "V": (self.V.shape, V.shape)}
+
+    def _saw(self, name, a, view):
+        if isinstance(view, np.ndarray) and view is not a:
+            self.seen[name] = (view.shape, np.shape(a))
+        return view
 
     def heads(self, a, name, axis=-3):
         """A mask / bias (head axis -3) or slopes (axis -1) of Hq heads."""
-        return _split_head(a, axis, self.Hkv, self.g, self.Hq, self.fname,
-                           name)
+        return self._saw(name, a, _split_head(a, axis, self.Hkv, self.g,
+                                              self.Hq, self.fname, name))
 
-    def dest(self, a, axis=-3):
+    def dest(self, a, axis=-3, name="out"):
         """A caller's out= array of Hq heads as a (..., Hkv, g, ...) view."""
         if isinstance(a, np.ndarray) and a.ndim >= -axis and \
                 a.shape[axis] == self.Hq:
-            return _split(a, axis, (self.Hkv, self.g))
+            return self._saw(name, a, _split(a, axis, (self.Hkv, self.g)))
         return a          # None, or wrong: the binding says what is wrong
+
+    def call(self, fn, *args, **kwargs):
+        """fn(*args, **kwargs), its ValueError told in the caller's shapes:
+        the binding sees the (..., Hkv, g, ...) views and names their
+        shapes and batch indices."""
+        try:
+            return fn(*args, **kwargs)
+        except ValueError as e:
+            msg = self.caller_message(str(e))
+            if msg == str(e):
+                raise
+            raise ValueError(msg) from None
+
+    def caller_message(self, msg):
+        """msg with the views' shapes and batch indices as the caller's."""
+        for name, (view, user) in self.seen.items():
+            for how in (".shape=", " has shape "):
+                msg = msg.replace(f"{name}{how}{view}", f"{name}{how}{user}")
+
+        def merged(t, k):          # axes k - 1 and k (negative) as one
+            k += len(t)
+            return t[:k - 1] + (t[k - 1] * t[k],) + t[k + 1:]
+
+        def shape(m):              # a shape the binding wants: one head axis
+            t = tuple(int(x) for x in m.group(2).split(",") if x.strip())
+            lse = m.group(1) == "lse must have shape"
+            if len(t) < (2 if lse else 3):
+                return m.group(0)
+            return f"{m.group(1)} {merged(t, -2 if lse else -3)}"
+
+        msg = re.sub(r"(the result has shape|(?:dout|lse) must have shape) "
+                     r"\(([\d, ]*)\)", shape, msg)
+
+        def index(m):              # (..., kv, r) -> (..., kv * g + r)
+            t = tuple(int(x) for x in m.group(1).split(",") if x.strip())
+            if len(t) < 2:
+                return m.group(0)
+            u = t[:-2] + (t[-2] * self.g + t[-1],)
+            return f"batch index {u}"
+
+        return re.sub(r"batch index \(([\d, ]*)\)", index, msg)
 
     def result(self, a, user=None, axis=-3):
         """A result of the split call with the caller's head axis."""
@@ -133,12 +185,13 @@ def sdpa(Q, K, V, mask, bias, causal, scale, fully_masked, out, weights_out,
                           return_weights=return_weights,
                           return_lse=return_lse)
     v = Gqa(fname, Q, K, V)
-    r = _core.sdpa(v.Q, v.K, v.V, mask=v.heads(mask, "mask"),
-                   bias=v.heads(bias, "bias"), out=v.dest(out),
-                   weights_out=v.dest(weights_out), causal=causal,
-                   scale=scale, fully_masked=fully_masked, fname=fname,
-                   variants=_gqa_variants(v, variants), pos_shift=pos_shift,
-                   return_weights=return_weights, return_lse=return_lse)
+    r = v.call(_core.sdpa, v.Q, v.K, v.V, mask=v.heads(mask, "mask"),
+               bias=v.heads(bias, "bias"), out=v.dest(out),
+               weights_out=v.dest(weights_out, name="weights_out"),
+               causal=causal, scale=scale, fully_masked=fully_masked,
+               fname=fname, variants=_gqa_variants(v, variants),
+               pos_shift=pos_shift, return_weights=return_weights,
+               return_lse=return_lse)
     if return_weights:
         return v.result(r[0], out), v.result(r[1], weights_out)
     if return_lse:
@@ -162,10 +215,10 @@ def sdpa_bwd(dout, Q, K, V, out, lse, mask, bias, causal, scale,
                               **kw), (Q, K, V, bias)
     v = Gqa(fname, Q, K, V)
     bias_v = v.heads(bias, "bias")
-    dout, out, lse = [_split_head(a, ax, v.Hkv, v.g, v.Hq, fname, n)
+    dout, out, lse = [v.heads(a, n, ax)
                       for a, n, ax in ((dout, "dout", -3), (out, "out", -3),
                                        (lse, "lse", -2))]
-    grads = _core.sdpa_bwd(v.Q, v.K, v.V, mask=v.heads(mask, "mask"),
+    grads = v.call(_core.sdpa_bwd, v.Q, v.K, v.V, mask=v.heads(mask, "mask"),
                            bias=bias_v, dout=dout, out=out, lse=lse,
                            variants=_gqa_variants(v, variants), **kw)
     return grads, (v.Q, v.K, v.V, bias_v)

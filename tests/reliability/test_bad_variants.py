@@ -140,3 +140,64 @@ def test_private_variants_tuple():
     with pytest.raises(TypeError, match="^attention: window must be None "
                                         "or a pair"):
         _core.sdpa(Q, Q, Q, variants=(1, 0), **kw)
+
+
+def _gqa_cases():
+    """(name, call(Q, K, V, **kw), keywords) of calls the binding refuses
+    after enable_gqa has split Q's heads: each message must read as the
+    same call with K and V repeated to Q's heads would."""
+    f32 = np.float32
+    Qg = np.ones((2, 8, 4, 16), f32)
+    m = np.ones((2, 8, 4, 5), bool)
+    m[1, 5, 2] = False
+    sdpa = attnpy.scaled_dot_product_attention
+    return Qg, [
+        ("mask rows", attnpy.attention, dict(mask=np.ones((2, 8, 3, 5), bool))),
+        ("mask batch", attnpy.attention,
+         dict(mask=np.ones((3, 8, 4, 5), bool))),
+        ("bias keys", attnpy.attention, dict(bias=np.ones((2, 1, 4, 6), f32))),
+        ("out features", attnpy.attention,
+         dict(out=np.ones((2, 8, 4, 15), f32))),
+        ("out heads", attnpy.attention, dict(out=np.ones((2, 4, 4, 16), f32))),
+        ("weights_out", sdpa, dict(weights_out=np.ones((2, 8, 4, 6), f32))),
+        ("fully masked", attnpy.attention,
+         dict(mask=m, fully_masked="raise")),
+        ("fully masked, no batch", lambda q, k, v, **kw: attnpy.attention(
+            q[0], k[0], v[0], mask=m[1], fully_masked="raise", **kw), {}),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_gqa_cases()[1])),
+                         ids=[c[0] for c in _gqa_cases()[1]])
+def test_gqa_messages_name_the_callers_shapes(case):
+    """enable_gqa works on (..., Hkv, g, ...) views; a refusal still names
+    the caller's shapes and batch indices (once it named the views')."""
+    Qg, cases = _gqa_cases()
+    _, f, kw = cases[case]
+    Kg = np.ones((2, 2, 5, 16), np.float32)
+    Kr = np.repeat(Kg, 4, axis=-3)
+    with pytest.raises(ValueError) as gqa:
+        f(Qg, Kg, Kg, enable_gqa=True, **kw)
+    with pytest.raises(ValueError) as rep:
+        f(Qg, Kr, Kr, **kw)
+    text = str(gqa.value)
+    for a, b in ((Kg, Kr), (Kg[0], Kr[0])):
+        text = text.replace(str(a.shape), str(b.shape))
+    assert text == str(rep.value)
+
+
+def test_gqa_backward_messages_name_the_callers_shapes():
+    Qg = np.ones((2, 8, 4, 16), np.float32)
+    Kg = np.ones((2, 2, 5, 16), np.float32)
+    Kr = np.repeat(Kg, 4, axis=-3)
+    out, lse = attnpy.attention(Qg, Kg, Kg, enable_gqa=True, return_lse=True)
+    for bad in (dict(dout=np.ones((2, 8, 4, 15), np.float32)),
+                dict(lse=np.ones((2, 8, 3), np.float32))):
+        args = dict(dout=np.ones_like(out), out=out, lse=lse) | bad
+        dout = args.pop("dout")
+        with pytest.raises(ValueError) as gqa:
+            attnpy.attention_backward(dout, Qg, Kg, Kg, enable_gqa=True, **args)
+        with pytest.raises(ValueError) as rep:
+            attnpy.attention_backward(dout, Qg, Kr, Kr, **args)
+        text = str(gqa.value).replace(str(Kg.shape), str(Kr.shape))
+        assert text == str(rep.value)
