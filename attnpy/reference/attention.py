@@ -281,8 +281,9 @@ def _attention(Q, K, V, mask, bias, causal, scale, fully_masked, func,
 
 def _inputs(Q, K, V, mask, bias, func, enable_gqa):
     """Step 1: Q, K, V (K, V repeated per query head under enable_gqa),
-    mask and bias in the compute dtype, checked."""
-    Q, K, V = np.asarray(Q), np.asarray(K), np.asarray(V)
+    mask and bias in the compute dtype, checked. bfloat16 computes as
+    float16 does, like attnpy's (in float32, or float64 beside float64)."""
+    Q, K, V, mask, bias = (_bf16_wide(a) for a in (Q, K, V, mask, bias))
     dtype = compute_dtype(Q, K, V)
     Q, K, V = (_as_compute(a, dtype) for a in (Q, K, V))
     if Q.ndim < 2 or K.ndim < 2 or V.ndim < 2:

@@ -26,8 +26,9 @@ def _blocks(weight, qtype):
                         f"{w.dtype}")
     if w.ndim != 2 or w.shape[1] % BLOCK_BYTES[qtype]:
         raise ValueError(f"quantized_matmul: weight has shape {w.shape}")
-    return np.ascontiguousarray(w).reshape(w.shape[0], -1,
-                                           BLOCK_BYTES[qtype])
+    # the block count written out: reshape cannot infer it when N = 0
+    return np.ascontiguousarray(w).reshape(
+        w.shape[0], w.shape[1] // BLOCK_BYTES[qtype], BLOCK_BYTES[qtype])
 
 
 def dequantize(weight, qtype):
@@ -41,7 +42,7 @@ def dequantize(weight, qtype):
         w = d * q + m
     else:
         w = b[..., 2:].copy().view(np.int8).astype(np.float32) * d
-    return w.reshape(b.shape[0], -1)
+    return w.reshape(b.shape[0], b.shape[1] * 32)   # 32 weights a block
 
 
 def quantized_matmul(x, weight, qtype):

@@ -459,3 +459,31 @@ def test_other_two_byte_void_is_not_bfloat16():
     x = np.ones((2, 3))
     with pytest.raises(TypeError, match="expected float16, bfloat16"):
         attnpy.attention(x, x, np.zeros((2, 3), "V2"))
+
+
+@pytest.mark.parametrize("dt", SIXTEEN, ids=str)
+def test_reference_twin_takes_16bit_like_attnpy(dt):
+    """attnpy.reference.attention computes either 16-bit dtype in float32
+    (float64 beside float64), as attnpy does before its one rounding: the
+    twin's result rounded to dt is within one rounding of attnpy's (AMX
+    bfloat16 scores differ in the last bits), and the twin equals its own
+    call on the inputs widened exactly to float32."""
+    from attnpy import reference as ref
+    Q, K, V = qkv(dt)
+    rng = np.random.default_rng(3)
+    mask = (rng.random((37, 45)) < 0.8).astype(dt)
+    bias = rng.standard_normal((3, 37, 45)).astype(dt)
+    for kw in ({}, {"causal": True, "bias": bias}, {"mask": mask}):
+        want = ref.attention(Q, K, V, **kw)
+        assert want.dtype == F32
+        wide = {k: up(v)[0] for k, v in kw.items() if k != "causal"}
+        assert np.array_equal(want, ref.attention(*up(Q, K, V),
+                                                  **dict(kw, **wide)))
+        got = attnpy.attention(Q, K, V, **kw)
+        np.testing.assert_allclose(got.astype(F32), want,
+                                   rtol=2.0 ** -7 if dt == BF16 else 2e-3,
+                                   atol=1e-3)
+    out, w = ref.scaled_dot_product_attention(Q, K, V.astype(F64))
+    assert out.dtype == w.dtype == F64
+    np.testing.assert_allclose(out, attnpy.attention(Q, K, V.astype(F64)),
+                               rtol=1e-12, atol=1e-12)

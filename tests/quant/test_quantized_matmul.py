@@ -115,6 +115,22 @@ def test_empty_and_zero_k():
     np.testing.assert_array_equal(z, np.zeros((2, 3), np.float32))
 
 
+@pytest.mark.parametrize("qtype", ["q4_1", "q8_0"])
+def test_empty_on_either_side_like_the_twin(qtype):
+    """No rows of weight (N = 0), no x rows, K = 0: attnpy and the twin
+    agree on shape and value (the twin once failed on N = 0)."""
+    from attnpy.reference import quantized_matmul as twin
+    nb = {"q4_1": 20, "q8_0": 34}[qtype]
+    for x, w in ((np.ones((3, 64), np.float32), np.zeros((0, 2 * nb), np.uint8)),
+                 (np.ones((0, 64), np.float32),
+                  make_blocks(np.random.default_rng(8), 4, 64, qtype)),
+                 (np.ones((2, 0), np.float32), np.zeros((3, 0), np.uint8))):
+        got, want = attnpy.quantized_matmul(x, w, qtype), twin(x, w, qtype)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        assert dequantize(w, qtype).shape == (w.shape[0], x.shape[-1])
+
+
 def test_bad_inputs_name_function_argument_and_shapes():
     rng = np.random.default_rng(8)
     w = make_blocks(rng, 4, 64, "q4_1")
