@@ -72,9 +72,22 @@ def real(value, fname, arg):
                         f"{type(value).__name__}") from None
 
 
-def offset_base(offset, base, fname):
-    """The offset (int >= 0) and base (real > 0) of position encodings."""
+#: positions are float64 numbers, every integer exact up to here
+MAX_POSITION = 2 ** 53
+
+
+def offset_base(offset, base, fname, x=None):
+    """The offset (int >= 0) and base (real > 0) of position encodings;
+    with `x` (positions on axis -2), its last position must be exact."""
     offset = size(offset, fname, "offset")
+    n = np.shape(x)[-2] if x is not None and np.ndim(x) >= 2 else 1
+    if offset + max(n, 1) - 1 > MAX_POSITION:
+        o = str(offset)
+        if len(o) > 20:            # 10**400 as 1.000e+400, not 400 digits
+            o = f"{o[0]}.{o[1:4]}e+{len(o) - 1}"
+        raise ValueError(f"{fname}: offset {o} puts the last of {n} "
+                         f"positions past 2**53, where float64 positions "
+                         f"stop being exact integers")
     base = real(base, fname, "base")
     if not base > 0:
         raise ValueError(f"{fname}: base must be > 0, got {base}")

@@ -3,6 +3,8 @@ way models write them (complex rotation for GPT-J's interleaved pairs,
 ``x * cos + rotate_half(x) * sin`` for GPT-NeoX / Llama) and against
 attnpy.reference, in every layout, in place and through out=.
 """
+import re
+
 import numpy as np
 import pytest
 
@@ -153,3 +155,22 @@ def test_rope_errors():
         np.testing.assert_array_equal(
             attnpy.rotary_embedding(x, interleaved=same),
             attnpy.rotary_embedding(x, interleaved=True))
+
+
+@pytest.mark.parametrize("f", [attnpy.rotary_embedding,
+                               attnpy.add_positional_encoding],
+                         ids=lambda f: f.__name__)
+def test_offset_keeps_positions_exact(f):
+    """Positions are float64: up to 2**53 every one is exact, past it the
+    call is refused with a message (10**400 was a bare OverflowError)."""
+    x = np.zeros((3, 4))
+    last = 2 ** 53 - 2                   # positions last .. last + 2
+    got = f(x.copy(), offset=last)
+    want = f(x[:1].copy(), offset=last + 2)
+    np.testing.assert_array_equal(got[2:], want)
+    for offset, shown in ((last + 1, str(last + 1)),
+                          (10 ** 400, "1.000e+400")):
+        with pytest.raises(ValueError, match=rf"^{f.__name__}: offset "
+                           rf"{re.escape(shown)} puts the last of 3 "
+                           r"positions past 2\*\*53"):
+            f(x, offset=offset)
