@@ -206,11 +206,8 @@ class BackwardTrace:
             raise ValueError(f"BackwardTrace.check: step must be one of "
                              f"{STEPS}, not {step!r}")
         exact = getattr(self, step).astype(np.float64)
-        try:
-            vals, given = _expected_array(expected, exact.shape, step)
-        except (TypeError, ValueError) as exc:   # name this method
-            raise type(exc)(str(exc).replace("AttentionTrace.check",
-                                             "BackwardTrace.check")) from None
+        vals, given = _expected_array(expected, exact.shape, step,
+                                      "BackwardTrace.check")
         d = _decimals_arg(decimals, "BackwardTrace.check", expected, given)
         hand = self._hand_tables(d)[step]
         tol = 0.5 * 10.0 ** -d + 1e-9 * np.maximum(1.0, np.abs(exact))

@@ -198,20 +198,21 @@ def _round(x, d):
         return np.where(np.isfinite(x), out, x)
 
 
-def _expected_array(expected, shape, step):
-    """(values as float64, checked-cell mask) from a nested list/array."""
+def _expected_array(expected, shape, step, who="AttentionTrace.check",
+                    argname="expected"):
+    """(values as float64, checked-cell mask) from a nested list/array;
+    errors name the method `who` and its argument `argname`."""
     obj = np.array(expected, dtype=object)
     if obj.shape != shape:
-        raise ValueError(f"AttentionTrace.check: expected has shape "
-                         f"{obj.shape} but the {step!r} table has shape "
-                         f"{shape}")
+        raise ValueError(f"{who}: {argname} has shape {obj.shape} but the "
+                         f"{step!r} table has shape {shape}")
     given = np.vectorize(lambda v: v is not None, otypes=[bool])(obj) \
         if obj.size else np.zeros(shape, bool)
     try:
         vals = np.where(given, obj, np.nan).astype(np.float64)
     except (TypeError, ValueError):
-        raise TypeError("AttentionTrace.check: expected must hold numbers "
-                        "(or None for cells not checked)") from None
+        raise TypeError(f"{who}: {argname} must hold numbers (or None for "
+                        f"cells not checked)") from None
     return vals, given
 
 
@@ -310,7 +311,8 @@ def _check_previous(tr, step, previous, d):
                          "step; it has no previous table")
     pstep = STEPS[STEPS.index(step) - 1]
     pshape = getattr(tr, pstep).shape
-    pvals, pgiven = _expected_array(previous, pshape, pstep)
+    pvals, pgiven = _expected_array(previous, pshape, pstep,
+                                    argname="previous")
     prep = _check(tr, pstep, previous, d, None)
     bad = np.zeros(pshape, bool)
     for c in prep.wrong:

@@ -433,6 +433,13 @@ def test_check_batched_and_errors():
         tr.check("weights", [["a", "b", "c"]] * 3)
     with pytest.raises(ValueError, match="no previous"):
         tr.check("scores", CAT_SCORES, previous=CAT_SCORES)
+    # a bad previous= table is named as previous, not as expected
+    with pytest.raises(ValueError, match=r"^AttentionTrace.check: previous "
+                       r"has shape \(2, 3\) but the 'masked' table"):
+        tr.check("weights", CAT_WEIGHTS, previous=CAT_SCORES[:2])
+    with pytest.raises(TypeError, match="^AttentionTrace.check: previous "
+                       "must hold numbers"):
+        tr.check("weights", CAT_WEIGHTS, previous=[["a", "b", "c"]] * 3)
 
 
 # ---------------------------------------------------------------------------
