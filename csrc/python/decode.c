@@ -83,7 +83,7 @@ static PyObject *core_merge(PyObject *Py_UNUSED(mod), PyObject *const *argv,
                             : PyArray_DescrFromType(typenum);
     if (!od)
         goto fail;
-    arr[n - 2] = new_result_descr(nd, dims, od, fname, "out");
+    arr[n - 2] = new_result_descr(nd, dims, od, fname, "the result");
     Py_DECREF(od);
     if (!arr[n - 2] ||
         !(arr[n - 1] = new_result(nd - 1, dims, typenum, fname, "lse")))

@@ -137,8 +137,11 @@ static int lc_output(lcall *c, PyObject *out, lc_out o, int wanted)
         && is_16bit(PyArray_DESCR(c->raw[o.own])))
         d = PyArray_DESCR(c->arr[o.own]); /* native byte order */
     if (!out || out == Py_None)
-        return (c->arr[op] = new_result_descr(nd, dims, d, c->fname,
-                                              o.name)) ? 0 : -1;
+        return (c->arr[op] = new_result_descr(
+                    nd, dims, d, c->fname,
+                    strcmp(o.name, "out") ? o.name : "the result"))
+                   ? 0
+                   : -1; /* no out= given: not called "out" */
     if (!(c->user[op] = check_out_wide(out, c->fname, o.name, nd, dims, d)))
         return -1;
     PyArrayObject *u = c->user[op], *ins[LC_MAX];

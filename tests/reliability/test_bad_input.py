@@ -1424,3 +1424,24 @@ def test_backward_destinations_are_checked_before_the_pass():
                                   dk=inter[..., 1::2])
     ref = attnpy.attention_backward(out, q, k, v, out, lse)
     assert np.array_equal(g[0], ref[0]) and np.array_equal(g[1], ref[1])
+
+
+_HUGE = np.broadcast_to(np.zeros((1, 1)), (2 ** 36, 2 ** 10))   # 512 TiB out
+
+
+@pytest.mark.parametrize("fname, call", [
+    ("layer_norm", lambda: attnpy.layer_norm(_HUGE)),
+    ("rms_norm", lambda: attnpy.rms_norm(_HUGE)),
+    ("gelu", lambda: attnpy.gelu(_HUGE)),
+    ("silu", lambda: attnpy.silu(_HUGE)),
+    ("softmax", lambda: attnpy.softmax(_HUGE)),
+    ("merge_attention", lambda: attnpy.merge_attention(
+        [_HUGE, _HUGE], [_HUGE[:, 0], _HUGE[:, 0]])),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_a_result_too_large_is_called_the_result(fname, call):
+    """With no out= given, the allocation error names the result, not an
+    "out" the caller never passed."""
+    with pytest.raises(MemoryError) as info:
+        call()
+    assert str(info.value) == (f"{fname}: the result of shape (68719476736, "
+                               "1024) is too large to allocate")
