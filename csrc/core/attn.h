@@ -316,8 +316,8 @@ int attn_isa_info(size_t i, const char **name, int *usable, int *opt_in);
  * widened inputs with each 16-bit output rounded from its float result.
  * A 16-bit operand in an ATTN_F64 call, or an unknown store: ATTN_EINVAL. */
 
-/* softmax over rows: row r, element j at in.data + OFF(in, r) + j*in.s1
- * (s0 unused). NaN and +-inf propagate as exp(x - max(x)) /
+/* softmax over rows: row r, element j at in.data + OFF(in, r) + r*in.s0
+ * + j*in.s1 (the row operands above). NaN and +-inf propagate as exp(x - max(x)) /
  * sum(exp(x - max(x))) in NumPy; the sum is in 16 partial sums added in
  * a fixed tree (elementwise/softmax_tmpl.h).                             */
 typedef struct {
@@ -329,7 +329,7 @@ attn_status attn_softmax(const attn_softmax_args *a, const attn_exec *ex);
 
 /* softmax backward over rows (y = softmax(x) along the row):
  *   dx_j = y_j * (dy_j - sum_k dy_k * y_k)     (the sum in double)
- * s0 unused, as attn_softmax. dx may be exactly dy or exactly y (same
+ * Rows as attn_softmax's. dx may be exactly dy or exactly y (same
  * memory and strides); no other overlap.                                 */
 typedef struct {
     attn_dtype dtype;

@@ -397,6 +397,57 @@ void fill_offsets(int nd, const npy_intp *shape, int nops,
     }
 }
 
+/* 1 with *s0 when row r (C order over nd dims of extent shape) of an
+ * operand with element strides st sits at r * *s0, else 0            */
+static int rows_collapse(int nd, const npy_intp *shape, const ptrdiff_t *st,
+                         ptrdiff_t *s0)
+{
+    ptrdiff_t s = 0;
+    size_t inner = 1; /* rows one step of dim d spans */
+    int have = 0;
+    for (int d = nd - 1; d >= 0; d--) {
+        if (shape[d] == 1)
+            continue;
+        if (!have) {
+            s = st[d];
+            have = 1;
+        } else {
+            size_t mag = s < 0 ? (size_t)0 - (size_t)s : (size_t)s;
+            if (s == PTRDIFF_MIN || (mag && inner > (size_t)PTRDIFF_MAX / mag)
+                || st[d] != s * (ptrdiff_t)inner)
+                return 0;
+        }
+        inner *= (size_t)shape[d];
+    }
+    *s0 = s;
+    return 1;
+}
+
+int row_tables(int nd, const npy_intp *shape, int nops,
+               ptrdiff_t (*strides)[NPY_MAXDIMS], size_t nrows, attn_mat *m,
+               ptrdiff_t **offs)
+{
+    ptrdiff_t tst[AP_MAX_OPS][NPY_MAXDIMS];
+    int tab[AP_MAX_OPS], nt = 0;
+    *offs = NULL;
+    for (int op = 0; op < nops; op++) {
+        m[op].boff = NULL;
+        if (rows_collapse(nd, shape, strides[op], &m[op].s0))
+            continue;
+        m[op].s0 = 0;
+        memcpy(tst[nt], strides[op], sizeof(ptrdiff_t) * (size_t)nd);
+        tab[nt++] = op;
+    }
+    if (nt == 0 || nrows == 0)
+        return 0;
+    if (!(*offs = alloc_offsets((size_t)nt, nrows)))
+        return -1;
+    fill_offsets(nd, shape, nt, tst, *offs, nrows);
+    for (int k = 0; k < nt; k++)
+        m[tab[k]].boff = *offs + (size_t)k * nrows;
+    return 0;
+}
+
 /* A new result array; on failure the message names the function, the
  * result and its shape (NumPy's own "array is too big" / MemoryError). */
 PyArrayObject *new_result(int nd, const npy_intp *dims, int typenum,

@@ -248,6 +248,16 @@ void fill_offsets(int nd, const npy_intp *shape, int nops,
                   ptrdiff_t (*strides)[NPY_MAXDIMS], ptrdiff_t *offs,
                   size_t B);
 ptrdiff_t *alloc_offsets(size_t nops, size_t B);
+/* Row operands over nd dims of extent shape (C order), nrows rows in all:
+ * operand op's row r at r * m[op].s0 when its dims collapse into one
+ * stride (no table: a contiguous array of short rows needs no 8 bytes a
+ * row), else at its entry of one offset table *offs (NULL when no
+ * operand needs one; the caller frees it). Sets m[op].boff and m[op].s0
+ * only, for row kernels that address rows as OFF(m, r) + r * s0. 0, or
+ * -1 with an exception.                                                 */
+int row_tables(int nd, const npy_intp *shape, int nops,
+               ptrdiff_t (*strides)[NPY_MAXDIMS], size_t nrows, attn_mat *m,
+               ptrdiff_t **offs);
 
 /* ---- option strings ------------------------------------------------------ */
 /* o must be the str names[i] for some i < n: *idx = i. Otherwise

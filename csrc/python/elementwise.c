@@ -108,24 +108,33 @@ static PyObject *softmax_call(ap_argspec *spec, int n, PyObject *const *argv,
             goto fail;
     if (ap_unary_dest16(&u, args[n + 1], rd, fname, in, n) < 0)
         goto fail;
-    ptrdiff_t st[3][NPY_MAXDIMS];
-    size_t nrows;
+    ptrdiff_t st[3][NPY_MAXDIMS], rst[3][NPY_MAXDIMS];
+    npy_intp rshape[NPY_MAXDIMS];
+    size_t nrows = 1;
     for (int i = 0; i < n; i++)
         if (ensure_elem_strides(&in[i], st[i]) < 0)
             goto fail;
-    if (elem_strides(u.dst, st[n]) < 0 ||
-        row_offsets(nd, PyArray_DIMS(in[0]), axis, n + 1, st, &nrows,
-                    &u.offs) < 0)
+    if (elem_strides(u.dst, st[n]) < 0)
         goto fail;
-    if (u.offs) { /* rows of x (dy, y), then of the result */
-        attn_mat m[3];
+    for (int d = 0, k = 0; d < nd; d++) { /* the dims but axis: rows */
+        if (d == axis)
+            continue;
+        rshape[k] = PyArray_DIM(in[0], d);
+        for (int i = 0; i <= n; i++)
+            rst[i][k] = st[i][d];
+        nrows *= (size_t)rshape[k++];
+    }
+    const size_t len = (size_t)PyArray_DIM(in[0], axis);
+    attn_mat m[3]; /* rows of x (dy, y), then of the result */
+    if (nrows && len) {
+        if (row_tables(nd - 1, rshape, n + 1, rst, nrows, m, &u.offs) < 0)
+            goto fail;
         for (int i = 0; i <= n; i++) {
             PyArrayObject *a = i < n ? in[i] : u.dst;
-            m[i] = (attn_mat){PyArray_DATA(a), u.offs + (size_t)i * nrows, 0,
+            m[i] = (attn_mat){PyArray_DATA(a), m[i].boff, m[i].s0,
                               st[i][axis], store_of(a)};
         }
         const attn_dtype dt = dtype_of(u.typenum);
-        const size_t len = (size_t)PyArray_DIM(in[0], axis);
         const attn_softmax_args a = {dt, nrows, len, m[1], m[0]};
         const attn_softmax_grad_args ga = {dt, nrows, len, m[2], m[0], m[1]};
         ap_nogil g;

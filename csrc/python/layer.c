@@ -175,14 +175,14 @@ static int lc_mats(lcall *c)
     }
     if (c->nrows == 0 || c->n == 0)
         return 0;
-    if (!(c->offs = alloc_offsets((size_t)nrow, c->nrows)))
+    attn_mat rm[LC_MAX];
+    if (row_tables(c->nd - 1, c->dims, nrow, rst, c->nrows, rm, &c->offs) < 0)
         return -1;
-    fill_offsets(c->nd - 1, c->dims, nrow, rst, c->offs, c->nrows);
     for (int k = 0; k < nrow; k++) {
         int op = rowop[k];
-        c->mat[op] = (attn_mat){PyArray_DATA(c->arr[op]),
-                                c->offs + (size_t)k * c->nrows, 0,
-                                st[op][c->nd - 1], store_of(c->arr[op])};
+        c->mat[op] = (attn_mat){PyArray_DATA(c->arr[op]), rm[k].boff,
+                                rm[k].s0, st[op][c->nd - 1],
+                                store_of(c->arr[op])};
     }
     return 0;
 }

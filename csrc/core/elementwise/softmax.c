@@ -26,10 +26,10 @@ static void softmax_rows(void *ctx, size_t r0, size_t r1, double *acc,
         attn__kernels_for(k->softmax_row[dt] != NULL)->softmax_row[dt];
     char *buf = scratch;
     for (size_t r = r0; r < r1; r++) {
-        const void *x = attn__row_in(&a->in, dt, OFF(a->in, r), n, buf);
-        void *y = attn__row_out(&a->out, dt, OFF(a->out, r), buf + rb);
+        const void *x = attn__row_in(&a->in, dt, ROW(a->in, r), n, buf);
+        void *y = attn__row_out(&a->out, dt, ROW(a->out, r), buf + rb);
         row(n, y, x);
-        attn__row_done(&a->out, dt, OFF(a->out, r), n, y);
+        attn__row_done(&a->out, dt, ROW(a->out, r), n, y);
     }
 }
 
@@ -71,14 +71,14 @@ static void softmax_bwd_rows(void *ctx, size_t r0, size_t r1, double *acc,
     const size_t n = a->n, rb = attn__row_bytes(dt, n);
     char *buf = scratch;
     for (size_t r = r0; r < r1; r++) {
-        const void *dy = attn__row_in(&a->dy, dt, OFF(a->dy, r), n, buf);
-        const void *y = attn__row_in(&a->y, dt, OFF(a->y, r), n, buf + rb);
-        void *dx = attn__row_out(&a->dx, dt, OFF(a->dx, r), buf + 2 * rb);
+        const void *dy = attn__row_in(&a->dy, dt, ROW(a->dy, r), n, buf);
+        const void *y = attn__row_in(&a->y, dt, ROW(a->y, r), n, buf + rb);
+        void *dx = attn__row_out(&a->dx, dt, ROW(a->dx, r), buf + 2 * rb);
         if (dt == ATTN_F64)
             softmax_bwd_f64(n, dx, dy, y);
         else
             softmax_bwd_f32(n, dx, dy, y);
-        attn__row_done(&a->dx, dt, OFF(a->dx, r), n, dx);
+        attn__row_done(&a->dx, dt, ROW(a->dx, r), n, dx);
     }
 }
 
@@ -119,7 +119,7 @@ static void softmax_jac_rows(void *ctx, size_t r0, size_t r1, double *acc,
     (void)acc;
     const attn_softmax_jac_args *a = ctx;
     for (size_t r = r0; r < r1; r++) {
-        const void *y = attn__row_in(&a->y, a->dtype, OFF(a->y, r), a->n,
+        const void *y = attn__row_in(&a->y, a->dtype, ROW(a->y, r), a->n,
                                      scratch);
         if (a->dtype == ATTN_F64)
             softmax_jac_f64(a, r, y);
