@@ -380,3 +380,34 @@ def test_short_rows_take_no_table_and_any_layout_the_same_values(name):
                                                        (2, 3, 4, 2))):
         np.testing.assert_array_equal(f(view, None),
                                       f(np.ascontiguousarray(view), None))
+
+
+@pytest.mark.parametrize("isa", attnpy.isas())
+@pytest.mark.parametrize("name", ["gelu", "silu", "softmax"])
+def test_a_row_tail_stays_in_its_row_with_the_bits_of_a_long_row(name, isa):
+    """The last n % W elements of a row go through masked lanes: nothing
+    past the row is read into its result or written (sentinels after each
+    row of out stay), and an element-wise function gives each element the
+    bits it gets inside one long row."""
+    from attnpy import _core
+    was = _core.isa()
+    _core.set_isa(isa)
+    try:
+        f = SHORT_ROWS[name]
+        rng = np.random.default_rng(9)
+        for dt in (np.float32, np.float64):
+            for n in range(1, 35):
+                big = rng.standard_normal((6, n + 5)).astype(dt)
+                x = big[:, :n]                  # rows followed by other data
+                big[:, n:] = np.nan             # read past the row: NaN
+                box = np.full((6, n + 5), 7.0, dt)
+                got = f(x, box[:, :n])
+                assert np.all(box[:, n:] == 7.0), (n, dt)
+                assert np.isfinite(got).all(), (n, dt)
+                if name != "softmax":
+                    long = f(np.ascontiguousarray(x).reshape(1, -1), None)
+                    np.testing.assert_array_equal(got, long.reshape(6, n))
+                else:
+                    np.testing.assert_allclose(got.sum(axis=-1), 1, rtol=1e-5)
+    finally:
+        _core.set_isa(was)

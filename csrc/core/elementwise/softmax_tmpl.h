@@ -41,14 +41,9 @@ static ATTR void SFX(row_softmax)(size_t n, void *y_, const void *x_)
     VT mx = VSET1((T)-INFINITY);
     VT nan = VZERO();
     for (size_t j = 0; j < n; j += W) {
-        VT v;
-        if (j + W <= n) {
-            v = VLOADU(x + j);
-        } else {
-            for (size_t i = 0; i < (size_t)W; i++)
-                lane[i] = j + i < n ? x[j + i] : (T)-INFINITY;
-            v = VLOADU(lane);
-        }
+        const VT v = j + W <= n ? VLOADU(x + j)
+                                : VSEL(VMASKN(n - j), VLOADN(x + j, n - j),
+                                       VSET1((T)-INFINITY));
         mx = VMAX(v, mx);
         nan = VSEL(VEQ(v, v), nan, VSET1((T)1));
     }
@@ -72,16 +67,9 @@ static ATTR void SFX(row_softmax)(size_t n, void *y_, const void *x_)
             e = VEXP(VSUB(VLOADU(x + j), vm));
             VSTOREU(y + j, e);
         } else {
-            for (size_t i = 0; i < (size_t)W; i++)
-                lane[i] = j + i < n ? x[j + i] : (T)0;
-            VSTOREU(lane, VEXP(VSUB(VLOADU(lane), vm)));
-            for (size_t i = 0; i < (size_t)W; i++) {
-                if (j + i < n)
-                    y[j + i] = lane[i];
-                else
-                    lane[i] = 0; /* the padding adds +0 */
-            }
-            e = VLOADU(lane);
+            e = VEXP(VSUB(VLOADN(x + j, n - j), vm));
+            VSTOREN(y + j, n - j, e);
+            e = VSEL(VMASKN(n - j), e, VZERO()); /* the padding adds +0 */
         }
         part[p] = VADD(part[p], e);
         p = p + 1 == (size_t)(SM_PARTS / W) ? 0 : p + 1;
@@ -96,15 +84,10 @@ static ATTR void SFX(row_softmax)(size_t n, void *y_, const void *x_)
     /* 3. */
     const VT vs = VSET1(long_row ? (T)(chunks + (double)last) : last);
     for (size_t j = 0; j < n; j += W) {
-        if (j + W <= n) {
+        if (j + W <= n)
             VSTOREU(y + j, VDIV(VLOADU(y + j), vs));
-            continue;
-        }
-        for (size_t i = 0; i < (size_t)W; i++)
-            lane[i] = j + i < n ? y[j + i] : (T)0;
-        VSTOREU(lane, VDIV(VLOADU(lane), vs));
-        for (size_t i = 0; j + i < n; i++)
-            y[j + i] = lane[i];
+        else
+            VSTOREN(y + j, n - j, VDIV(VLOADN(y + j, n - j), vs));
     }
 }
 

@@ -6,7 +6,7 @@
  * The activations' formulas are layer/acts.h's list, expanded here.
  *
  * Every element is the same fixed sequence of operations, W at a time,
- * the last n % W through a W-lane buffer (zero padded): the same bits
+ * the last n % W in zero-padded lanes (VLOADN / VSTOREN): the same bits
  * on every set and for any n, as the rule asks (simd/math.h).
  *
  *   h = x + b (b absent: x)
@@ -85,27 +85,18 @@ AT_ VT SFX(dact_v)(attn_act a, VT h, VT d)
 #undef ACT_Y_
 #undef ACT_DX_
 
-/* W lanes of x [+ b] at j; the last n - j < W through a padded buffer   */
+/* W lanes of x [+ b] at j; the last n - j < W zero padded (VLOADN)     */
 AT_ VT SFX(act_ld)(const T *x, size_t j, size_t n)
 {
-    if (j + W <= n)
-        return VLOADU(x + j);
-    T buf[W];
-    for (size_t i = 0; i < (size_t)W; i++)
-        buf[i] = j + i < n ? x[j + i] : (T)0;
-    return VLOADU(buf);
+    return j + W <= n ? VLOADU(x + j) : VLOADN(x + j, n - j);
 }
 
 AT_ void SFX(act_st)(T *y, size_t j, size_t n, VT v)
 {
-    if (j + W <= n) {
+    if (j + W <= n)
         VSTOREU(y + j, v);
-        return;
-    }
-    T buf[W];
-    VSTOREU(buf, v);
-    for (size_t i = 0; j + i < n; i++)
-        y[j + i] = buf[i];
+    else
+        VSTOREN(y + j, n - j, v);
 }
 
 AT_ VT SFX(act_h)(const T *x, const T *b, size_t j, size_t n)

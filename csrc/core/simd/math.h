@@ -46,6 +46,10 @@
  *   VGETMANT(a)    |a| with its exponent field set to the bias: in [1, 2)
  *                  for normal a (bits, defined for every a)
  *   VRSUM(a)       the lanes' sum, any order: only ever tested against 0
+ *   VMASKN(k) VLOADN(p, k) VSTOREN(p, k, v)   optional (else below,
+ *                  through a buffer): the lanes i < k <= W as a VM, loaded
+ *                  (the others 0, their memory not read) and stored: a
+ *                  row's last n % W elements without a scalar loop
  *   VTRANS(r)      optional: r[0 .. W-1] rows of a W x W block -> columns
  *   VLOAD_F16 VLOAD_BF16 VSTORE_F16 VSTORE_BF16 (float only): W 16-bit
  *                  values <-> W floats, exact / rounded to nearest even
@@ -629,6 +633,36 @@ MT_ void SFX(sincos)(VT x, VT *sn, VT *cs)
     *cs = VSEL(fin, VMUL(co, csg), nan_);
 }
 #endif /* SIMD_T_F64 */
+
+#ifndef VLOADN
+/* Sets without masked loads and stores (NEON, portable, one lane): the
+ * lanes i < k (0 <= k <= W) through a W-lane buffer, the others 0      */
+#define SIMD_LOADN_BUF_ 1
+MT_ VT SFX(loadn_)(const T *p, size_t k)
+{
+    T b[W];
+    for (size_t i = 0; i < (size_t)W; i++)
+        b[i] = i < k ? p[i] : (T)0;
+    return VLOADU(b);
+}
+MT_ void SFX(storen_)(T *p, size_t k, VT v)
+{
+    T b[W];
+    VSTOREU(b, v);
+    for (size_t i = 0; i < k; i++)
+        p[i] = b[i];
+}
+MT_ VM SFX(maskn_)(size_t k)
+{
+    T b[W];
+    for (size_t i = 0; i < (size_t)W; i++)
+        b[i] = (T)i;
+    return VLT(VLOADU(b), VSET1((T)k));
+}
+#define VLOADN(p, k) SFX(loadn_)(p, k)
+#define VSTOREN(p, k, v) SFX(storen_)(p, k, v)
+#define VMASKN(k) SFX(maskn_)(k)
+#endif
 
 #undef MT_
 #undef AXC_

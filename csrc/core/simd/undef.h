@@ -34,6 +34,10 @@
 #undef VGETEXP
 #undef VGETMANT
 #undef VRSUM
+#undef VMASKN
+#undef VLOADN
+#undef VSTOREN
+#undef SIMD_LOADN_BUF_
 #undef VTRANS
 #undef VLOAD_F16
 #undef VLOAD_BF16

@@ -55,6 +55,35 @@ AVX2_BITS(f, __m256, ps, epi32, _mm256_set1_epi32, 127, 23)
 AVX2_BITS(d, __m256d, pd, epi64, _mm256_set1_epi64x, 1023, 52)
 #undef AVX2_BITS
 
+/* the lanes i < k (0 <= k <= W): a mask, and masked loads (the others
+ * 0, their memory never touched) and stores (vmaskmov)                 */
+A_ __m256 avx2f_maskn(size_t k)
+{
+    return _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+        _mm256_set1_epi32((int)k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+}
+A_ __m256d avx2d_maskn(size_t k)
+{
+    return _mm256_castsi256_pd(_mm256_cmpgt_epi64(
+        _mm256_set1_epi64x((long long)k), _mm256_setr_epi64x(0, 1, 2, 3)));
+}
+A_ __m256 avx2f_loadn(const float *p, size_t k)
+{
+    return _mm256_maskload_ps(p, _mm256_castps_si256(avx2f_maskn(k)));
+}
+A_ __m256d avx2d_loadn(const double *p, size_t k)
+{
+    return _mm256_maskload_pd(p, _mm256_castpd_si256(avx2d_maskn(k)));
+}
+A_ void avx2f_storen(float *p, size_t k, __m256 v)
+{
+    _mm256_maskstore_ps(p, _mm256_castps_si256(avx2f_maskn(k)), v);
+}
+A_ void avx2d_storen(double *p, size_t k, __m256d v)
+{
+    _mm256_maskstore_pd(p, _mm256_castpd_si256(avx2d_maskn(k)), v);
+}
+
 /* float: 8 lanes */
 /* the exponent field less the bias                                     */
 A_ __m256 avx2f_getexp(__m256 a)
@@ -262,5 +291,8 @@ A_ void avx2f_ldt_bf16(__m256 *c, const uint16_t *p, ptrdiff_t ks)
 #define VEQ(a, b) VI_(cmp)(a, b, _CMP_EQ_OQ)
 #define VSEL(m, a, b) VI_(blendv)(b, a, m)
 #define VRSUM(a) VFN_(rsum)(a)
+#define VMASKN(k) VFN_(maskn)(k)
+#define VLOADN(p, k) VFN_(loadn)(p, k)
+#define VSTOREN(p, k, v) VFN_(storen)(p, k, v)
 #include "simd/vec_x86.h"
 #undef SIMD_F64

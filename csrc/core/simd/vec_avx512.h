@@ -186,5 +186,10 @@ A_ void avx512f_st_bf16(uint16_t *p, __m512 v)
 #define VABS(a) VI_(abs)(a)
 #define VSEL(m, a, b) VI_(mask_blend)(m, b, a)
 #define VRSUM(a) VI_(reduce_add)(a)
+/* the lanes i < k (0 <= k <= W): a mask, masked loads (the others 0,
+ * their memory never touched) and stores                               */
+#define VMASKN(k) ((VM)(((uint32_t)1 << (k)) - 1u))
+#define VLOADN(p, k) VI_(maskz_loadu)(VMASKN(k), p)
+#define VSTOREN(p, k, v) VI_(mask_storeu)(p, VMASKN(k), v)
 #include "simd/vec_x86.h"
 #undef SIMD_F64
