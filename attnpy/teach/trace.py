@@ -159,10 +159,19 @@ def explain(Q: ArrayLike, K: ArrayLike, V: ArrayLike,
         v.heads(alibi_slopes, "alibi_slopes", -1)
     # The one C call: the same kernels (and bits) as the public functions,
     # plus the raw scores Q K^T. It validates every argument.
-    out, weights, scores = _core.sdpa(
-        Qa, Ka, Va, mask=mask, bias=bias, causal=causal, scale=scale,
-        fully_masked=fully_masked, fname="explain",
-        variants=(window, alibi_slopes, softcap), return_scores=True)
+    try:
+        out, weights, scores = _core.sdpa(
+            Qa, Ka, Va, mask=mask, bias=bias, causal=causal, scale=scale,
+            fully_masked=fully_masked, fname="explain",
+            variants=(window, alibi_slopes, softcap), return_scores=True)
+    except ValueError as exc:     # name the caller's K and V, not repeats
+        if not enable_gqa:
+            raise
+        msg = str(exc)
+        for name, rep, own in (("K", Ka, v.K0), ("V", Va, v.V0)):
+            msg = msg.replace(f"{name}.shape={rep.shape}",
+                              f"{name}.shape={own.shape}")
+        raise ValueError(msg) from None
     # the steps in the compute dtype (the scores'): float32 for 16-bit
     # inputs, whose weights and output keep the result's 16-bit dtype
     dtype = scores.dtype

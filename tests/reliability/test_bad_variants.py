@@ -201,3 +201,14 @@ def test_gqa_backward_messages_name_the_callers_shapes():
             attnpy.attention_backward(dout, Qg, Kr, Kr, **args)
         text = str(gqa.value).replace(str(Kg.shape), str(Kr.shape))
         assert text == str(rep.value)
+
+
+def test_explain_gqa_messages_name_the_callers_k_and_v():
+    """explain repeats K and V to Q's heads before its one C call; a
+    refusal names the caller's K and V shapes, not the repeats'."""
+    Qg = np.ones((2, 8, 4, 16))
+    Kg, Vg = np.ones((2, 2, 5, 16)), np.ones((2, 2, 3, 16))
+    with pytest.raises(ValueError) as info:
+        attnpy.explain(Qg, Kg, Vg, enable_gqa=True)
+    assert str(info.value) == ("explain: V has 3 positions but K has 5 "
+                               "(K.shape=(2, 2, 5, 16), V.shape=(2, 2, 3, 16))")
