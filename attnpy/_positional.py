@@ -80,8 +80,8 @@ def add_positional_encoding(x: Array, *, offset: int = 0,
     x : ndarray, shape (..., T, D), float32 or float64
         Modified in place.
     offset : int, optional
-        Position of x's first token; the last one, offset + T - 1, at
-        most 2**53 (positions are exact float64 integers).
+        Position of x's first token (a float64 number: integers are
+        exact up to 2**53).
     base : float, optional
         The wavelength base (> 0).
 
@@ -101,7 +101,7 @@ def add_positional_encoding(x: Array, *, offset: int = 0,
     True
     """
     fname = "add_positional_encoding"
-    offset, base = _offset_base(offset, base, fname, x)
+    offset, base = _offset_base(offset, base, fname)
     return _core.posenc(x, offset=float(offset), base=base, accumulate=True,
                         fname=fname, argname="x")
 
@@ -127,8 +127,8 @@ def rotary_embedding(x: ArrayLike, *, offset: int = 0, base: float = 10000.0,
     x : array_like, shape (..., T, E)
         Queries or keys, one head per trailing (T, E) matrix; E even.
     offset : int
-        Position of the first row (the cache length when decoding); the
-        last row's, offset + T - 1, at most 2**53 (exact in float64).
+        Position of the first row (the cache length when decoding); a
+        float64 number: integers are exact up to 2**53.
     base : float
         The frequency base (10000 in most models; 500000 in Llama 3).
     interleaved : bool
@@ -155,7 +155,7 @@ def rotary_embedding(x: ArrayLike, *, offset: int = 0, base: float = 10000.0,
     True
     """
     fname = "rotary_embedding"
-    offset, base = _offset_base(offset, base, fname, x)
+    offset, base = _offset_base(offset, base, fname)
     return _core.rope(x, offset=float(offset), base=base,
                       interleaved=_flag(interleaved, fname, "interleaved"),
                       out=out, fname=fname)

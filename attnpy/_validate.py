@@ -8,6 +8,7 @@ says what to write instead of Python's bare one.
 """
 from __future__ import annotations
 
+import decimal
 import functools
 import inspect
 import operator
@@ -72,22 +73,17 @@ def real(value, fname, arg):
                         f"{type(value).__name__}") from None
 
 
-#: positions are float64 numbers, every integer exact up to here
-MAX_POSITION = 2 ** 53
-
-
-def offset_base(offset, base, fname, x=None):
-    """The offset (int >= 0) and base (real > 0) of position encodings;
-    with `x` (positions on axis -2), its last position must be exact."""
+def offset_base(offset, base, fname):
+    """The offset (int >= 0, a float64 number) and base (real > 0) of
+    position encodings."""
     offset = size(offset, fname, "offset")
-    n = np.shape(x)[-2] if x is not None and np.ndim(x) >= 2 else 1
-    if offset + max(n, 1) - 1 > MAX_POSITION:
-        o = str(offset)
-        if len(o) > 20:            # 10**400 as 1.000e+400, not 400 digits
-            o = f"{o[0]}.{o[1:4]}e+{len(o) - 1}"
-        raise ValueError(f"{fname}: offset {o} puts the last of {n} "
-                         f"positions past 2**53, where float64 positions "
-                         f"stop being exact integers")
+    try:
+        float(offset)              # positions are float64 numbers
+    except OverflowError:
+        o = format(decimal.Decimal(offset), ".3e")   # not 400 digits
+        raise ValueError(f"{fname}: offset {o} "
+                         f"is past the largest float64; positions are "
+                         f"float64 numbers") from None
     base = real(base, fname, "base")
     if not base > 0:
         raise ValueError(f"{fname}: base must be > 0, got {base}")

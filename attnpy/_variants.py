@@ -75,66 +75,64 @@ class Gqa:
         self.Q = _split(Q, -3, (Hkv, self.g))
         self.K = K[..., None, :, :]
         self.V = V[..., None, :, :]
-        # name -> (view's shape, caller's shape), for the binding's messages
-        self.seen = {"Q": (self.Q.shape, Q.shape),
-                     "K": (self.K.shape, K.shape),
-                     "V": (self.V.shape, V.shape)}
-
-    def _saw(self, name, a, view):
-        if isinstance(view, np.ndarray) and view is not a:
-            self.seen[name] = (view.shape, np.shape(a))
-        return view
 
     def heads(self, a, name, axis=-3):
         """A mask / bias (head axis -3) or slopes (axis -1) of Hq heads."""
-        return self._saw(name, a, _split_head(a, axis, self.Hkv, self.g,
-                                              self.Hq, self.fname, name))
+        return _split_head(a, axis, self.Hkv, self.g, self.Hq, self.fname,
+                           name)
 
-    def dest(self, a, axis=-3, name="out"):
+    def dest(self, a, axis=-3):
         """A caller's out= array of Hq heads as a (..., Hkv, g, ...) view."""
         if isinstance(a, np.ndarray) and a.ndim >= -axis and \
                 a.shape[axis] == self.Hq:
-            return self._saw(name, a, _split(a, axis, (self.Hkv, self.g)))
+            return _split(a, axis, (self.Hkv, self.g))
         return a          # None, or wrong: the binding says what is wrong
 
-    def call(self, fn, *args, **kwargs):
-        """fn(*args, **kwargs), its ValueError told in the caller's shapes:
-        the binding sees the (..., Hkv, g, ...) views and names their
-        shapes and batch indices."""
-        try:
-            return fn(*args, **kwargs)
-        except ValueError as e:
-            msg = self.caller_message(str(e))
-            if msg == str(e):
-                raise
-            raise ValueError(msg) from None
+    def in_caller_terms(self, exc, operands=()):
+        """The binding's ValueError or MemoryError exc told in the
+        caller's shapes and batch indices (the binding saw the (..., Hkv,
+        g, ...) views): exc itself, or a new one. operands: (name, the
+        caller's operand, the view passed) of the call's other split
+        operands. Used in an except clause, so a call that succeeds pays
+        nothing for it."""
+        seen = (("Q", self.Q0, self.Q), ("K", self.K0, self.K),
+                ("V", self.V0, self.V)) + tuple(operands)
+        msg = self.caller_message(str(exc), seen)
+        return exc if msg == str(exc) else type(exc)(msg)
 
-    def caller_message(self, msg):
-        """msg with the views' shapes and batch indices as the caller's."""
-        for name, (view, user) in self.seen.items():
-            for how in (".shape=", " has shape "):
-                msg = msg.replace(f"{name}{how}{view}", f"{name}{how}{user}")
+    def caller_message(self, msg, seen):
+        """msg with the views' shapes and batch indices as the caller's:
+        one pass over each kind of place a shape or an index is named."""
+        views = {(n, v.shape): np.shape(a) for n, a, v in seen
+                 if isinstance(v, np.ndarray) and v is not a}
 
-        def merged(t, k):          # axes k - 1 and k (negative) as one
-            k += len(t)
-            return t[:k - 1] + (t[k - 1] * t[k],) + t[k + 1:]
+        def tup(text):
+            return tuple(int(x) for x in text.split(",") if x.strip())
 
-        def shape(m):              # a shape the binding wants: one head axis
-            t = tuple(int(x) for x in m.group(2).split(",") if x.strip())
-            lse = m.group(1) == "lse must have shape"
-            if len(t) < (2 if lse else 3):
+        def named(m):      # "K.shape=(...)", "out has shape (...)"
+            user = views.get((m.group(1), tup(m.group(3))))
+            return m.group(0) if user is None else \
+                f"{m.group(1)}{m.group(2)}{user}"
+
+        msg = re.sub(r"(?<![\w.])(\w+)(\.shape=| has shape )\(([\d, ]*)\)",
+                     named, msg)
+
+        def wanted(m):     # a result's shape: the head axes as one
+            t, lse = tup(m.group(2)), "lse" in m.group(1)
+            k = len(t) + (-2 if lse else -3)
+            if k < 1:
                 return m.group(0)
-            return f"{m.group(1)} {merged(t, -2 if lse else -3)}"
+            return f"{m.group(1)} {t[:k - 1] + (t[k - 1] * t[k],) + t[k + 1:]}"
 
-        msg = re.sub(r"(the result has shape|(?:dout|lse) must have shape) "
-                     r"\(([\d, ]*)\)", shape, msg)
+        msg = re.sub(r"(the result has shape|\b(?:dout|out|lse) must have "
+                     r"shape|\bthe (?:output|weights|scores|lse) of shape|"
+                     r"\bd(?:Q|K|V|bias) of shape) \(([\d, ]*)\)", wanted, msg)
 
-        def index(m):              # (..., kv, r) -> (..., kv * g + r)
-            t = tuple(int(x) for x in m.group(1).split(",") if x.strip())
+        def index(m):      # (..., kv, r) -> (..., kv * g + r)
+            t = tup(m.group(1))
             if len(t) < 2:
                 return m.group(0)
-            u = t[:-2] + (t[-2] * self.g + t[-1],)
-            return f"batch index {u}"
+            return f"batch index {t[:-2] + (t[-2] * self.g + t[-1],)}"
 
         return re.sub(r"batch index \(([\d, ]*)\)", index, msg)
 
@@ -185,13 +183,19 @@ def sdpa(Q, K, V, mask, bias, causal, scale, fully_masked, out, weights_out,
                           return_weights=return_weights,
                           return_lse=return_lse)
     v = Gqa(fname, Q, K, V)
-    r = v.call(_core.sdpa, v.Q, v.K, v.V, mask=v.heads(mask, "mask"),
-               bias=v.heads(bias, "bias"), out=v.dest(out),
-               weights_out=v.dest(weights_out, name="weights_out"),
-               causal=causal, scale=scale, fully_masked=fully_masked,
-               fname=fname, variants=_gqa_variants(v, variants),
-               pos_shift=pos_shift, return_weights=return_weights,
-               return_lse=return_lse)
+    mask_v, bias_v = v.heads(mask, "mask"), v.heads(bias, "bias")
+    out_v, w_v = v.dest(out), v.dest(weights_out)
+    try:
+        r = _core.sdpa(v.Q, v.K, v.V, mask=mask_v, bias=bias_v, out=out_v,
+                       weights_out=w_v, causal=causal, scale=scale,
+                       fully_masked=fully_masked, fname=fname,
+                       variants=_gqa_variants(v, variants),
+                       pos_shift=pos_shift, return_weights=return_weights,
+                       return_lse=return_lse)
+    except (ValueError, MemoryError) as e:
+        raise v.in_caller_terms(e, (
+            ("mask", mask, mask_v), ("bias", bias, bias_v),
+            ("out", out, out_v), ("weights_out", weights_out, w_v))) from None
     if return_weights:
         return v.result(r[0], out), v.result(r[1], weights_out)
     if return_lse:
@@ -214,11 +218,14 @@ def sdpa_bwd(dout, Q, K, V, out, lse, mask, bias, causal, scale,
                               out=out, lse=lse, variants=variants,
                               **kw), (Q, K, V, bias)
     v = Gqa(fname, Q, K, V)
-    bias_v = v.heads(bias, "bias")
-    dout, out, lse = [v.heads(a, n, ax)
-                      for a, n, ax in ((dout, "dout", -3), (out, "out", -3),
-                                       (lse, "lse", -2))]
-    grads = v.call(_core.sdpa_bwd, v.Q, v.K, v.V, mask=v.heads(mask, "mask"),
-                           bias=bias_v, dout=dout, out=out, lse=lse,
-                           variants=_gqa_variants(v, variants), **kw)
+    split = tuple((n, a, v.heads(a, n, ax)) for n, a, ax in (
+        ("mask", mask, -3), ("bias", bias, -3), ("dout", dout, -3),
+        ("out", out, -3), ("lse", lse, -2)))
+    mask_v, bias_v, dout, out, lse = (t[2] for t in split)
+    try:
+        grads = _core.sdpa_bwd(v.Q, v.K, v.V, mask=mask_v, bias=bias_v,
+                               dout=dout, out=out, lse=lse,
+                               variants=_gqa_variants(v, variants), **kw)
+    except (ValueError, MemoryError) as e:
+        raise v.in_caller_terms(e, split) from None
     return grads, (v.Q, v.K, v.V, bias_v)

@@ -55,7 +55,7 @@ def add_positional_encoding(x, *, offset=0, base=10000.0):
     if x.ndim < 2:
         raise ValueError("add_positional_encoding: x must be (..., T, D)")
     T, D = x.shape[-2:]
-    pe = _pe_table(offset + np.arange(T), D, base)
+    pe = _pe_table(offset + np.arange(T, dtype=np.float64), D, base)
     x[...] = x.astype(np.float64) + pe
     return x
 

@@ -186,13 +186,16 @@ def test_gqa_messages_name_the_callers_shapes(case):
     assert text == str(rep.value)
 
 
-def test_gqa_backward_messages_name_the_callers_shapes():
+@pytest.mark.parametrize("Hkv", [2, 1])
+def test_gqa_backward_messages_name_the_callers_shapes(Hkv):
     Qg = np.ones((2, 8, 4, 16), np.float32)
-    Kg = np.ones((2, 2, 5, 16), np.float32)
-    Kr = np.repeat(Kg, 4, axis=-3)
+    Kg = np.ones((2, Hkv, 5, 16), np.float32)
+    Kr = np.repeat(Kg, 8 // Hkv, axis=-3)
     out, lse = attnpy.attention(Qg, Kg, Kg, enable_gqa=True, return_lse=True)
     for bad in (dict(dout=np.ones((2, 8, 4, 15), np.float32)),
-                dict(lse=np.ones((2, 8, 3), np.float32))):
+                dict(lse=np.ones((2, 8, 3), np.float32)),
+                dict(out=out[..., :2, :]),
+                dict(dout=out[:, None])):   # the view's own shape, 5-D
         args = dict(dout=np.ones_like(out), out=out, lse=lse) | bad
         dout = args.pop("dout")
         with pytest.raises(ValueError) as gqa:
@@ -201,6 +204,17 @@ def test_gqa_backward_messages_name_the_callers_shapes():
             attnpy.attention_backward(dout, Qg, Kr, Kr, **args)
         text = str(gqa.value).replace(str(Kg.shape), str(Kr.shape))
         assert text == str(rep.value)
+
+
+def test_gqa_allocation_errors_name_the_callers_shapes():
+    Qb = np.broadcast_to(np.zeros((1, 1, 1, 8)), (2 ** 20, 4, 2 ** 16, 8))
+    Kb = np.zeros((1, 2, 1, 8))
+    with pytest.raises(MemoryError) as gqa:
+        attnpy.attention(Qb, Kb, Kb, enable_gqa=True)
+    Kr = np.repeat(Kb, 2, axis=1)
+    with pytest.raises(MemoryError) as rep:
+        attnpy.attention(Qb, Kr, Kr)
+    assert str(gqa.value) == str(rep.value)
 
 
 def test_explain_gqa_messages_name_the_callers_k_and_v():
