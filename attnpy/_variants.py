@@ -100,6 +100,15 @@ class Gqa:
         msg = self.caller_message(str(exc), seen)
         return exc if msg == str(exc) else type(exc)(msg)
 
+    def repeats_named(self, exc, K, V):
+        """exc of a call on K and V repeated to Q's heads (explain's),
+        naming the caller's K and V."""
+        msg = str(exc)
+        for name, rep, own in (("K", K, self.K0), ("V", V, self.V0)):
+            msg = msg.replace(f"{name}.shape={rep.shape}",
+                              f"{name}.shape={own.shape}")
+        return type(exc)(msg)
+
     def caller_message(self, msg, seen):
         """msg with the views' shapes and batch indices as the caller's:
         one pass over each kind of place a shape or an index is named."""

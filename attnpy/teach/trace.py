@@ -164,14 +164,8 @@ def explain(Q: ArrayLike, K: ArrayLike, V: ArrayLike,
             Qa, Ka, Va, mask=mask, bias=bias, causal=causal, scale=scale,
             fully_masked=fully_masked, fname="explain",
             variants=(window, alibi_slopes, softcap), return_scores=True)
-    except ValueError as exc:     # name the caller's K and V, not repeats
-        if not enable_gqa:
-            raise
-        msg = str(exc)
-        for name, rep, own in (("K", Ka, v.K0), ("V", Va, v.V0)):
-            msg = msg.replace(f"{name}.shape={rep.shape}",
-                              f"{name}.shape={own.shape}")
-        raise ValueError(msg) from None
+    except ValueError as exc:     # under GQA: the caller's K, V, not repeats
+        raise (v.repeats_named(exc, Ka, Va) if enable_gqa else exc) from None
     # the steps in the compute dtype (the scores'): float32 for 16-bit
     # inputs, whose weights and output keep the result's 16-bit dtype
     dtype = scores.dtype
