@@ -46,7 +46,17 @@ for _p in (TESTS, ROOT):          # ROOT ends up first
 
 def pytest_configure(config):
     import _oracle
-    config._oracle_store = _oracle.Store(config.getoption("--oracle"))
+    mode = config.getoption("--oracle")
+    # check and record hold one view of every stored entry (which ones
+    # were read, the files written at the end): pytest-xdist's workers
+    # would each hold a part, so both run in one process
+    workers = (getattr(config, "workerinput", None) is not None
+               or config.getoption("numprocesses", None))
+    if mode in ("check", "record") and workers:
+        raise pytest.UsageError(
+            f"--oracle {mode} runs in one process: leave out -n "
+            f"(pytest-xdist)")
+    config._oracle_store = _oracle.Store(mode)
 
 
 def pytest_collection_modifyitems(config, items):
