@@ -1,11 +1,13 @@
 """Shared pytest setup: run against the checkout's attnpy, put tests/ on
 sys.path for the shared helpers (_arrays, _grad_np, _interrupt, fuzz_calls,
-_registry, _browser, _oracle) that the test folders import, restore global
+_registry, _browser, _oracle, _workers) that the test folders import, restore global
 state (thread count, kernel path) after every test, keep what outlives a
 test module out of the garbage collector's full passes, torch's results
 stored or computed (``--oracle``, the ``torch_oracle`` fixture:
 tests/_oracle.py), and one headless Chromium for the browser tests
-(launched only when one of them runs)."""
+(launched only when one of them runs); under pytest-xdist, -n auto's
+worker count (tests/_workers.py) and the oracle modes that need one
+process."""
 import gc
 import os
 import sys
@@ -57,6 +59,18 @@ def pytest_configure(config):
             f"--oracle {mode} runs in one process: leave out -n "
             f"(pytest-xdist)")
     config._oracle_store = _oracle.Store(mode)
+
+
+@pytest.hookimpl(optionalhook=True)   # a hook of pytest-xdist, when there
+def pytest_xdist_auto_num_workers(config):
+    """pytest-xdist's count for -n auto: the CPUs, as many as the free
+    memory holds (tests/_workers.py); PYTEST_XDIST_AUTO_NUM_WORKERS and
+    -n logical keep xdist's own count."""
+    if (os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+            or config.option.numprocesses == "logical"):
+        return None          # xdist's own hook: the count asked for
+    import _workers
+    return _workers.auto()
 
 
 def pytest_collection_modifyitems(config, items):
