@@ -3,8 +3,13 @@ pytest_xdist_auto_num_workers): one per CPU, as pytest-xdist counts them
 (the physical cores when psutil is there, else the CPUs this process may
 use), but no more than the free memory holds at WORKER_BYTES each: a
 worker's peak RSS over the fast suite was 0.5-0.87 GiB (Linux x86-64), and
-a many-core laptop with little memory must not swap."""
+a many-core laptop or container with little memory must not swap or be
+killed. The free memory is the least of the system's available memory
+and what this process's control group (Linux cgroup v2 or v1; Docker,
+Kubernetes) still allows."""
 import os
+
+from attnpy.bench.env import _mem_available
 
 WORKER_BYTES = 1 << 30
 
@@ -29,19 +34,49 @@ def cpus():
     return n or 1
 
 
-def free_bytes():
-    """The memory available to new processes, or None where unknown."""
+def _read_int(path):
     try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+        with open(path) as f:
+            text = f.read().strip()
     except OSError:
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
         return None
+    return int(text) if text.isdigit() else None    # "max": no limit
+
+
+def cgroup_room():
+    """What this process's memory cgroup still allows (limit - usage), or
+    None without a limit (or off Linux)."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        hid, ctrl, path = (line.split(":", 2) + ["", ""])[:3]
+        if hid == "0" and ctrl == "":                       # v2
+            base = "/sys/fs/cgroup" + path.rstrip("/")
+            limit, used = "memory.max", "memory.current"
+        elif "memory" in ctrl.split(","):                   # v1
+            base = "/sys/fs/cgroup/memory" + path.rstrip("/")
+            limit, used = "memory.limit_in_bytes", "memory.usage_in_bytes"
+        else:
+            continue
+        # the path as seen from inside a container's namespace may be "/"
+        for d in (base, base.rsplit("/", 1)[0] or "/sys/fs/cgroup"):
+            lim = _read_int(os.path.join(d, limit))
+            if lim is not None and lim < 1 << 60:          # v1: "no limit"
+                use = _read_int(os.path.join(d, used)) or 0
+                return max(0, lim - use)
+            if lim is None and os.path.exists(os.path.join(d, limit)):
+                return None                                 # "max"
+    return None
+
+
+def free_bytes():
+    """The least of the available memory and the cgroup's room; None where
+    neither is known."""
+    known = [b for b in (_mem_available(), cgroup_room()) if b is not None]
+    return min(known) if known else None
 
 
 def auto():

@@ -52,8 +52,9 @@ def pytest_configure(config):
     # check and record hold one view of every stored entry (which ones
     # were read, the files written at the end): pytest-xdist's workers
     # would each hold a part, so both run in one process
+    # (xdist turns -n N into N "popen" --tx entries before this hook)
     workers = (getattr(config, "workerinput", None) is not None
-               or config.getoption("numprocesses", None))
+               or config.getoption("tx", None))
     if mode in ("check", "record") and workers:
         raise pytest.UsageError(
             f"--oracle {mode} runs in one process: leave out -n "

@@ -7,8 +7,8 @@
 #   bash tools/time_readme.sh test [COMMIT]   # pip install -e ".[test]" && python -m pytest ...
 #   bash tools/time_readme.sh main [COMMIT]   # pip install -e . && python -m attnpy
 #
-# Prints one line: the commit, the command, install / run / total seconds,
-# and the run's last output line. The budgets (docs/guide/testing.md): 60 s
+# Prints two lines: the commit and the command, then install / run / total
+# seconds and the run's last output line. The budgets (docs/guide/testing.md): 60 s
 # for main, 180 s for test, on a 2-CPU machine. Compare two commits by
 # alternating them (A B B A): the machine's speed drifts.
 set -uo pipefail
@@ -44,9 +44,10 @@ else
 fi
 t2=$(date +%s.%N)
 last=$(tail -1 "$work/run.log" 2>/dev/null)
-printf '%s  %s\n  install %.1f s (exit %s)  run %.1f s (exit %s)  total %.1f s  | %s\n' \
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+printf '%s  %s\n  install %s s (exit %s)  run %s s (exit %s)  total %s s  | %s\n' \
     "$(git rev-parse --short HEAD)" "$cmd" \
-    "$(echo "$t1 - $t0" | bc)" "$rc_install" \
-    "$(echo "$t2 - $t1" | bc)" "$rc_run" \
-    "$(echo "$t2 - $t0" | bc)" "$last"
+    "$(secs "$t0" "$t1")" "$rc_install" \
+    "$(secs "$t1" "$t2")" "$rc_run" \
+    "$(secs "$t0" "$t2")" "$last"
 [ "$rc_install" = 0 ] && [ "$rc_run" = 0 ]

@@ -277,6 +277,18 @@ def test_no_leak_failing_calls(call, exc, n_calls):
     check(failing, n_calls)
 
 
+def _trim_heap():
+    """glibc's malloc_trim(0): the heap's free pages back to the system
+    (elsewhere nothing)."""
+    import ctypes
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError):
+        return
+    trim.argtypes = [ctypes.c_size_t]
+    trim(0)
+
+
 def test_leak_detector_detects_a_leak(n_calls):
     """The measurement can fail, at the count the checks use: a call that
     keeps one array (48 MiB over the calls, at least 64 float64) and one
@@ -286,12 +298,16 @@ def test_leak_detector_detects_a_leak(n_calls):
     pages plus the 2 MiB slack: ~4 MiB of them after the earlier tests of
     a full run, over 10 MiB when tests/reliability runs alone (a 12 MiB
     leak grew the RSS by 0.00 MiB there), so ~10 KiB a call at 5,000
-    calls, ~500 bytes at 100,000 (--full)."""
+    calls, ~500 bytes at 100,000 (--full). Which tests ran before this
+    one in the same process varies under pytest-xdist, and with it the
+    free pages: so glibc's free heap pages are given back first
+    (malloc_trim), and the leak's arrays touch new pages."""
     kept = []
     size = max(64, (48 << 20) // (8 * n_calls))
 
     def leaky():
         kept.append((np.empty(size), Q))
+    _trim_heap()
     drss, dblocks, refs = measure(leaky, n_calls)
     kept.clear()
     assert refs, "the extra references were not seen"

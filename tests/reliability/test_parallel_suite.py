@@ -8,7 +8,9 @@ process (which ones the tests read, the files written at the end): with
 -n each worker would see a part, and check would call the others' entries
 unread. So they refuse -n with a usage error, before any test runs.
 """
+import io
 import os
+import re
 import subprocess
 import sys
 
@@ -37,24 +39,51 @@ def test_auto_workers_are_the_cpus_the_memory_holds(cpus, free_gib, want):
     assert _workers.auto_workers(cpus, free) == want
 
 
-def test_auto_starts_the_workers_conftest_counts():
-    """The hook is the one xdist asks: the count it prints is ours, and
-    PYTEST_XDIST_AUTO_NUM_WORKERS still sets it."""
-    env = {k: v for k, v in os.environ.items()
-           if k != "PYTEST_XDIST_AUTO_NUM_WORKERS"}
-    r = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n",
-         "auto", "-v", "tests/positional/test_rotary.py", "-k",
-         "matches_numpy_models"],
-        cwd=ROOT, capture_output=True, text=True, timeout=180, env=env)
-    assert r.returncode == 0, r.stdout + r.stderr
-    cpus = _workers.auto()
-    assert f"created: {cpus}/{cpus} workers" in r.stdout, r.stdout
+def _run_rotary(**env):
+    """pytest -n auto on one small test file; its output."""
+    base = {k: v for k, v in os.environ.items()
+            if k != "PYTEST_XDIST_AUTO_NUM_WORKERS"}
     r = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n",
          "auto", "-v", "tests/positional/test_rotary.py", "-k",
          "matches_numpy_models"],
         cwd=ROOT, capture_output=True, text=True, timeout=180,
-        env=dict(env, PYTEST_XDIST_AUTO_NUM_WORKERS="3"))
+        env=dict(base, **env))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "created: 3/3 workers" in r.stdout, r.stdout
+    return r.stdout
+
+
+def test_auto_starts_the_workers_conftest_counts():
+    """The hook is the one xdist asks: the count it prints is ours (the
+    free memory may change while the child starts: either count before or
+    after), and PYTEST_XDIST_AUTO_NUM_WORKERS still sets it."""
+    before = _workers.auto()
+    out = _run_rotary()
+    counts = {before, _workers.auto()}
+    m = re.search(r"created: (\d+)/(\d+) workers?", out)
+    assert m and m[1] == m[2] and int(m[1]) in counts, (counts, out)
+    assert "created: 3/3 workers" in _run_rotary(
+        PYTEST_XDIST_AUTO_NUM_WORKERS="3")
+
+
+@pytest.mark.parametrize("limit, usage, want", [
+    ("4294967296\n", "1073741824\n", 3 << 30),   # v2: 4 GiB, 1 GiB used
+    ("max\n", "1073741824\n", None)])             # v2: no limit
+def test_cgroup_room_reads_a_containers_limit(tmp_path, monkeypatch,
+                                              limit, usage, want):
+    """A container's memory limit bounds the workers (MemAvailable is the
+    host's there)."""
+    (tmp_path / "memory.max").write_text(limit)
+    (tmp_path / "memory.current").write_text(usage)
+    real_open = open
+
+    def fake_open(path, *a, **k):
+        if path == "/proc/self/cgroup":
+            return io.StringIO("0::/\n")
+        if str(path).startswith("/sys/fs/cgroup/"):
+            path = tmp_path / os.path.basename(path)
+        return real_open(path, *a, **k)
+    monkeypatch.setattr("builtins.open", fake_open)
+    monkeypatch.setattr(_workers.os.path, "exists",
+                        lambda p: (tmp_path / os.path.basename(p)).exists())
+    assert _workers.cgroup_room() == want
