@@ -1,7 +1,7 @@
 """Shared pytest setup: run against the checkout's attnpy, put tests/ on
 sys.path for the shared helpers (_arrays, _grad_np, _interrupt, fuzz_calls,
-_registry, _browser, _oracle, _workers) that the test folders import, restore global
-state (thread count, kernel path) after every test, keep what outlives a
+_registry, _browser, _oracle, _workers) that the test folders import,
+restore global state (thread count, kernel path) after every test, keep what outlives a
 test module out of the garbage collector's full passes, torch's results
 stored or computed (``--oracle``, the ``torch_oracle`` fixture:
 tests/_oracle.py), and one headless Chromium for the browser tests
