@@ -43,32 +43,29 @@ def _read_int(path):
     return int(text) if text.isdigit() else None    # "max": no limit
 
 
-def cgroup_room():
+def cgroup_room(proc="/proc/self/cgroup", root="/sys/fs/cgroup"):
     """What this process's memory cgroup still allows (limit - usage), or
-    None without a limit (or off Linux)."""
+    None without a limit (or off Linux). proc and root: the files read."""
     try:
-        with open("/proc/self/cgroup") as f:
+        with open(proc) as f:
             lines = f.read().splitlines()
     except OSError:
         return None
     for line in lines:
         hid, ctrl, path = (line.split(":", 2) + ["", ""])[:3]
         if hid == "0" and ctrl == "":                       # v2
-            base = "/sys/fs/cgroup" + path.rstrip("/")
-            limit, used = "memory.max", "memory.current"
+            d, limit, used = root, "memory.max", "memory.current"
         elif "memory" in ctrl.split(","):                   # v1
-            base = "/sys/fs/cgroup/memory" + path.rstrip("/")
+            d = os.path.join(root, "memory")
             limit, used = "memory.limit_in_bytes", "memory.usage_in_bytes"
         else:
             continue
-        # the path as seen from inside a container's namespace may be "/"
-        for d in (base, base.rsplit("/", 1)[0] or "/sys/fs/cgroup"):
+        # the group's own directory, else (inside a container's namespace,
+        # where the path names the host's tree) the mounted root's
+        for d in (d + path.rstrip("/"), d):
             lim = _read_int(os.path.join(d, limit))
-            if lim is not None and lim < 1 << 60:          # v1: "no limit"
-                use = _read_int(os.path.join(d, used)) or 0
-                return max(0, lim - use)
-            if lim is None and os.path.exists(os.path.join(d, limit)):
-                return None                                 # "max"
+            if lim is not None and lim < 1 << 60:   # v1 writes ~2^63: none
+                return max(0, lim - (_read_int(os.path.join(d, used)) or 0))
     return None
 
 

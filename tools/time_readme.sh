@@ -8,8 +8,8 @@
 #   bash tools/time_readme.sh main [COMMIT]   # pip install -e . && python -m attnpy
 #
 # Prints two lines: the commit and the command, then install / run / total
-# seconds and the run's last output line. The budgets (docs/guide/testing.md): 60 s
-# for main, 180 s for test, on a 2-CPU machine. Compare two commits by
+# seconds and the run's last output line. The budgets
+# (docs/guide/testing.md): 60 s for main, 180 s for test, on a 2-CPU machine. Compare two commits by
 # alternating them (A B B A): the machine's speed drifts.
 set -uo pipefail
 which=${1:-}

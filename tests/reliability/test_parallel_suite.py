@@ -8,7 +8,6 @@ process (which ones the tests read, the files written at the end): with
 -n each worker would see a part, and check would call the others' entries
 unread. So they refuse -n with a usage error, before any test runs.
 """
-import io
 import os
 import re
 import subprocess
@@ -21,12 +20,21 @@ import _workers
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def _pytest(*args, **env):
+    """A child pytest on one small test file (tests/positional/test_rotary.py),
+    PYTEST_XDIST_AUTO_NUM_WORKERS only as env gives it."""
+    base = {k: v for k, v in os.environ.items()
+            if k != "PYTEST_XDIST_AUTO_NUM_WORKERS"}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args,
+         "tests/positional/test_rotary.py"],
+        cwd=ROOT, capture_output=True, text=True, timeout=180,
+        env=dict(base, **env))
+
+
 @pytest.mark.parametrize("mode", ["check", "record"])
 def test_oracle_check_and_record_refuse_workers(mode):
-    r = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2",
-         f"--oracle={mode}", "tests/positional/test_rotary.py"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    r = _pytest("-n", "2", f"--oracle={mode}")
     assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
     assert f"--oracle {mode} runs in one process" in r.stderr, r.stderr
     assert "passed" not in r.stdout
@@ -40,15 +48,8 @@ def test_auto_workers_are_the_cpus_the_memory_holds(cpus, free_gib, want):
 
 
 def _run_rotary(**env):
-    """pytest -n auto on one small test file; its output."""
-    base = {k: v for k, v in os.environ.items()
-            if k != "PYTEST_XDIST_AUTO_NUM_WORKERS"}
-    r = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n",
-         "auto", "-v", "tests/positional/test_rotary.py", "-k",
-         "matches_numpy_models"],
-        cwd=ROOT, capture_output=True, text=True, timeout=180,
-        env=dict(base, **env))
+    """pytest -n auto on the small file; its output."""
+    r = _pytest("-n", "auto", "-v", "-k", "matches_numpy_models", **env)
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout
 
@@ -66,24 +67,21 @@ def test_auto_starts_the_workers_conftest_counts():
         PYTEST_XDIST_AUTO_NUM_WORKERS="3")
 
 
-@pytest.mark.parametrize("limit, usage, want", [
-    ("4294967296\n", "1073741824\n", 3 << 30),   # v2: 4 GiB, 1 GiB used
-    ("max\n", "1073741824\n", None)])             # v2: no limit
-def test_cgroup_room_reads_a_containers_limit(tmp_path, monkeypatch,
-                                              limit, usage, want):
+@pytest.mark.parametrize("proc, limit, usage, want", [
+    ("0::/\n", "4294967296\n", "1073741824\n", 3 << 30),  # v2: 4 GiB, 1 used
+    ("0::/\n", "max\n", "1073741824\n", None),             # v2: no limit
+    ("4:memory:/job\n0::/\n", "2147483648\n", "0\n", 2 << 30)])  # v1
+def test_cgroup_room_reads_a_containers_limit(tmp_path, proc, limit, usage,
+                                              want):
     """A container's memory limit bounds the workers (MemAvailable is the
     host's there)."""
-    (tmp_path / "memory.max").write_text(limit)
-    (tmp_path / "memory.current").write_text(usage)
-    real_open = open
-
-    def fake_open(path, *a, **k):
-        if path == "/proc/self/cgroup":
-            return io.StringIO("0::/\n")
-        if str(path).startswith("/sys/fs/cgroup/"):
-            path = tmp_path / os.path.basename(path)
-        return real_open(path, *a, **k)
-    monkeypatch.setattr("builtins.open", fake_open)
-    monkeypatch.setattr(_workers.os.path, "exists",
-                        lambda p: (tmp_path / os.path.basename(p)).exists())
-    assert _workers.cgroup_room() == want
+    (tmp_path / "cgroup").write_text(proc)
+    v1 = ":memory:" in proc
+    d = tmp_path / "fs" / ("memory/job" if v1 else "")
+    d.mkdir(parents=True)
+    names = (("memory.limit_in_bytes", "memory.usage_in_bytes") if v1
+             else ("memory.max", "memory.current"))
+    (d / names[0]).write_text(limit)
+    (d / names[1]).write_text(usage)
+    assert _workers.cgroup_room(str(tmp_path / "cgroup"),
+                                str(tmp_path / "fs")) == want
